@@ -1,0 +1,267 @@
+"""Shared helpers for the benchmarks: data, timing, memory, profiling, tables.
+
+Every benchmark compares implementations *in one run* and reports ratios,
+because the machines we run on are noisy (a single row can move 2x between
+runs; see ``PERFORMANCE.md``).
+
+>>> t = time_median(lambda: sum(range(1000)), repeats=3)
+>>> len(t.seconds)
+3
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MB = 1e6
+CLIMATE_FIELD_VERSION = 2  # bump when climate_field changes: stored copies are then rewritten
+
+
+# ---------------------------------------------------------------- data
+
+
+def climate_field(shape: tuple[int, int, int], seed: int = 0) -> np.ndarray:
+    """A deterministic, realistically compressible 2 m temperature field (K).
+
+    ``shape`` is ``(time, lat, lon)`` on a daily, regular global grid:
+    ``280 + 15 cos(lat)`` plus a seasonal cycle of opposite sign in each
+    hemisphere, a weak zonal wave and small Gaussian noise, quantized to
+    2**-9 K like unpacked int16 reanalysis data (ratio ~2.5 with blosc-zstd),
+    as float32. Built one time block at a time, so temporaries stay small.
+
+    >>> climate_field((4, 5, 6)).dtype
+    dtype('float32')
+    """
+    nt, ny, nx = shape
+    lat = np.deg2rad(np.linspace(90.0, -90.0, ny, dtype=np.float32))[:, None]
+    lon = np.deg2rad(np.linspace(0.0, 360.0, nx, endpoint=False, dtype=np.float32))[None, :]
+    base = 280.0 + 15.0 * np.cos(lat) + 3.0 * np.cos(2.0 * lon) * np.cos(lat)
+    rng = np.random.default_rng(seed)
+    out = np.empty(shape, dtype=np.float32)
+    for t0 in range(0, nt, 32):
+        t = np.arange(t0, min(t0 + 32, nt), dtype=np.float32)[:, None, None]
+        season = 12.0 * np.sin(2.0 * np.pi * t / 365.0) * np.sin(lat)[None]
+        block = out[t0 : t0 + t.shape[0]]
+        rng.standard_normal(out=block, dtype=np.float32)
+        block *= 0.5
+        block += base[None] + season
+        block *= 512.0
+        np.rint(block, out=block)
+        block /= 512.0
+    return out
+
+
+# ---------------------------------------------------------------- timing and memory
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds of the timed repeats (warm-up excluded) and peak RSS growth."""
+
+    seconds: tuple[float, ...]
+    peak_rss_bytes: int = 0
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def rss_bytes(kind: str = "VmRSS") -> int:
+    """Resident (``VmRSS``) or peak resident (``VmHWM``) bytes of this process, 0 if unknown."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(kind + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def reset_peak_rss() -> None:
+    """Reset the kernel's peak-RSS mark (``VmHWM``) to the current RSS (Linux only)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
+
+
+@dataclass(frozen=True)
+class Case:
+    """One implementation of a workload: ``run()`` is timed; ``setup()`` and ``check(result)`` are not.
+
+    ``check`` sees the warm-up result only (verification stays outside the timing).
+    """
+
+    run: Callable[[], object]
+    setup: Callable[[], None] | None = None
+    check: Callable[[object], None] | None = None
+
+
+def _measure(case: Case, check: bool) -> tuple[float, int]:
+    if case.setup is not None:
+        case.setup()
+    before = rss_bytes()
+    reset_peak_rss()
+    start = time.perf_counter()
+    result = case.run()
+    elapsed = time.perf_counter() - start
+    peak = rss_bytes("VmHWM") - before
+    if check and case.check is not None:
+        case.check(result)
+    return elapsed, peak
+
+
+def time_interleaved(cases: dict[str, Case], repeats: int = 3, warmup: int = 1) -> dict[str, Timing]:
+    """Time every case ``warmup + repeats`` times, round-robin so drift hits all alike.
+
+    Results are dropped after each call, so they never pile up in memory.
+    """
+    seconds: dict[str, list[float]] = {name: [] for name in cases}
+    peaks = dict.fromkeys(cases, 0)
+    for i in range(warmup + repeats):
+        for name, case in cases.items():
+            elapsed, peak = _measure(case, check=(i == 0))
+            peaks[name] = max(peaks[name], peak)
+            if i >= warmup:
+                seconds[name].append(elapsed)
+    return {name: Timing(tuple(seconds[name]), peaks[name]) for name in cases}
+
+
+def time_median(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> Timing:
+    """Time ``fn`` alone: ``warmup`` untimed calls, then ``repeats`` timed ones."""
+    return time_interleaved({"fn": Case(fn)}, repeats, warmup)["fn"]
+
+
+# ---------------------------------------------------------------- profiling
+
+
+@contextmanager
+def sampling_profile(interval: float = 0.002) -> Iterator[collections.Counter]:
+    """Sample the stacks of *all* threads (cProfile only sees the calling thread).
+
+    Yields a ``Counter`` that fills with ``("self", frame)`` and
+    ``("incl", frame)`` sample counts once the block exits.
+    """
+    counts: collections.Counter = collections.Counter()
+    stop = threading.Event()
+    me = threading.get_ident()
+
+    def sample() -> None:
+        while not stop.wait(interval):
+            for ident, frame in sys._current_frames().items():
+                if ident not in (me, threading.get_ident()):
+                    _count_stack(frame, counts)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield counts
+    finally:
+        stop.set()
+        sampler.join()
+
+
+def _frame_name(frame) -> str:
+    code = frame.f_code
+    return f"{os.path.basename(code.co_filename)}:{frame.f_lineno}:{code.co_name}"
+
+
+def _count_stack(frame, counts: collections.Counter) -> None:
+    counts[("self", _frame_name(frame))] += 1
+    seen = set()
+    while frame is not None:
+        code = frame.f_code
+        name = f"{os.path.basename(code.co_filename)}:{code.co_name}"
+        if name not in seen:
+            seen.add(name)
+            counts[("incl", name)] += 1
+        frame = frame.f_back
+
+
+def print_samples(counts: collections.Counter, top: int = 20) -> None:
+    """Print the hottest self (leaf line) and inclusive (function) sample counts."""
+    for kind, title in (("self", "leaf lines"), ("incl", "functions, inclusive")):
+        rows = sorted(((n, k[1]) for k, n in counts.items() if k[0] == kind), reverse=True)
+        print(f"  sampled {title} (thread-samples):")
+        for n, name in rows[:top]:
+            print(f"    {n:7d}  {name}")
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def library_versions(names: Sequence[str]) -> dict[str, str]:
+    """Installed distribution versions; 'missing' when not installed."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "missing"
+    return versions
+
+
+def print_machine_info(libraries: Sequence[str]) -> None:
+    """Print CPU count, memory, Python and library versions."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    print(f"machine: {platform.machine()} {platform.processor() or ''}".rstrip())
+    print(f"  cores: {os.cpu_count()} (usable: {len(os.sched_getaffinity(0))}), RAM {total / 1e9:.1f} GB")
+    print(f"  python {platform.python_version()} ({sys.executable})")
+    versions = library_versions(libraries)
+    print("  " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+
+
+@dataclass
+class ResultTable:
+    """Median seconds per (workload, implementation), printed with ratios to ``ours``."""
+
+    ours: str
+    baselines: Sequence[str]
+    floor: str = "floor"
+    rows: dict[str, dict[str, Timing]] = field(default_factory=dict)
+    nbytes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, workload: str, impl: str, timing: Timing, nbytes: int) -> None:
+        self.rows.setdefault(workload, {})[impl] = timing
+        self.nbytes[workload] = nbytes
+
+    def print(self) -> None:
+        """Print one block per workload, then a ratio summary."""
+        for workload, timings in self.rows.items():
+            print(f"\n{workload}  ({self.nbytes[workload] / MB:.1f} MB logical)")
+            print(f"  {'implementation':<24}{'median s':>10}{'min s':>9}{'x floor':>9}{'MB/s':>9}{'peak dRSS MB':>14}")
+            floor = timings.get(self.floor)
+            for impl, t in timings.items():
+                rate = f"{self.nbytes[workload] / MB / t.median:.0f}" if self.nbytes[workload] >= MB else "-"
+                rel = f"{t.median / floor.median:.2f}" if floor else "-"
+                print(
+                    f"  {impl:<24}{t.median:>10.4f}{min(t.seconds):>9.4f}{rel:>9}{rate:>9}"
+                    f"{t.peak_rss_bytes / MB:>14.0f}"
+                )
+        self._print_ratios()
+
+    def _print_ratios(self) -> None:
+        print(f"\nratios of medians ({self.ours} / other; < 1 means {self.ours} is faster)")
+        print(f"  {'workload':<34}" + "".join(f"{b:>16}" for b in self.baselines))
+        for workload, timings in self.rows.items():
+            if self.ours not in timings:
+                continue
+            cells = []
+            for base in self.baselines:
+                ratio = timings[self.ours].median / timings[base].median if base in timings else None
+                cells.append(f"{ratio:>16.2f}" if ratio is not None else f"{'-':>16}")
+            print(f"  {workload:<34}" + "".join(cells))

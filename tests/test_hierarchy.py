@@ -1,0 +1,134 @@
+"""Groups: create/open/list/walk/erase, implicit groups, node names, consolidated metadata."""
+
+import json
+
+import numpy as np
+import pytest
+
+import zarr3_backend
+from zarr3_backend import NodeExistsError, NodeNameError, NodeNotFoundError
+from zarr3_backend.store import make_store
+from zarr3_backend.testing.stores import CountingStore
+
+
+@pytest.fixture
+def store(tmp_path):
+    return make_store(str(tmp_path / "h.zarr"))
+
+
+@pytest.mark.parametrize("name", ["", "a/b/", "..", ".", "__zarr", "__x"])
+def test_invalid_node_names_are_refused(store, name):
+    root = zarr3_backend.create_group(store)
+    with pytest.raises(NodeNameError):
+        root.create_group(name if name != "a/b/" else "a//b")
+
+
+def test_tree_creation_listing_and_walk(store):
+    root = zarr3_backend.create_group(store, attributes={"title": "era5"})
+    root.create_array("t2m", shape=(4,), dtype="float32")
+    sub = root.create_group("pressure")
+    sub.create_array("z", shape=(2, 2), dtype="int8")
+    reopened = zarr3_backend.open_group(store)
+    assert reopened.attrs["title"] == "era5"
+    assert sorted(reopened.members()) == ["pressure", "t2m"]
+    assert [p for p, _ in reopened.walk()] == ["pressure", "pressure/z", "t2m"]
+    assert isinstance(reopened["pressure/z"], zarr3_backend.Array)
+
+
+def test_members_use_one_listing_and_one_batched_fetch(store):
+    root = zarr3_backend.create_group(store)
+    for i in range(20):
+        root.create_array(f"v{i}", shape=(2,), dtype="int8")
+    counting = CountingStore(store)
+    group = zarr3_backend.open_group(counting)
+    counting.reset()
+    assert len(group.members()) == 20
+    assert counting.counts["list_dir"] == 1 and counting.counts["get_many"] == 1
+
+
+def test_creating_an_array_writes_ancestor_groups(store):
+    zarr3_backend.create_array(store, "a/b/c", shape=(1,), dtype="int8")
+    for key in ["zarr.json", "a/zarr.json", "a/b/zarr.json"]:
+        assert json.loads(store.get(key))["node_type"] == "group"
+    with pytest.raises(NodeExistsError, match="ancestor"):
+        zarr3_backend.create_array(store, "a/b/c/d", shape=(1,), dtype="int8")
+
+
+def test_implicit_groups(store):
+    zarr3_backend.create_array(store, "x/y/data", shape=(3,), dtype="int8")
+    store.delete("x/zarr.json")
+    store.delete("x/y/zarr.json")
+    root = zarr3_backend.open_group(store)
+    assert isinstance(root["x"], zarr3_backend.Group)
+    assert list(root.members()) == ["x"]
+    assert [p for p, _ in root.walk()] == ["x", "x/y", "x/y/data"]
+
+
+def test_existing_nodes_and_overwrite(store):
+    zarr3_backend.create_array(store, "a", shape=(2,), dtype="int8")[...] = 1
+    with pytest.raises(NodeExistsError, match="overwrite=True"):
+        zarr3_backend.create_array(store, "a", shape=(2,), dtype="int8")
+    fresh = zarr3_backend.create_array(store, "a", shape=(3,), dtype="int8", overwrite=True)
+    assert fresh.nchunks_stored() == 0
+
+
+def test_erase_node(store):
+    root = zarr3_backend.create_group(store)
+    root.create_array("gone", shape=(2,), dtype="int8")[...] = 3
+    del root["gone"]
+    assert "gone" not in root
+    assert list(store.list_prefix("gone/")) == []
+    with pytest.raises(NodeNotFoundError):
+        del root["gone"]
+
+
+def test_open_missing_node(store):
+    with pytest.raises(NodeNotFoundError, match="zarr.json not found"):
+        zarr3_backend.open_group(store)
+    with pytest.raises(FileNotFoundError):
+        zarr3_backend.open_array(store, "nope")
+
+
+def test_modes(store):
+    group = zarr3_backend.open_group(store, mode="a")
+    group.attrs["k"] = 1
+    assert zarr3_backend.open_group(store, mode="r").attrs["k"] == 1
+    with pytest.raises(NodeExistsError):
+        zarr3_backend.open_group(store, mode="w-")
+    assert dict(zarr3_backend.open_group(store, mode="w").attrs) == {}
+    with pytest.raises(zarr3_backend.ReadOnlyError):
+        zarr3_backend.open_group(store, mode="r").attrs["k"] = 2
+
+
+def test_consolidated_metadata_avoids_listing(store):
+    root = zarr3_backend.create_group(store)
+    root.create_group("g").create_array("a", shape=(3,), dtype="int8")[...] = 4
+    root.create_array("b", shape=(2,), dtype="float32")
+    zarr3_backend.consolidate_metadata(store)
+    counting = CountingStore(store)
+    group = zarr3_backend.open_group(counting)
+    counting.reset()
+    paths = [p for p, _ in group.walk()]
+    assert paths == ["b", "g", "g/a"]
+    assert counting.counts["list_dir"] == 0 and counting.counts["get_many"] == 0
+    assert group["g/a"][...].tolist() == [4, 4, 4]
+
+
+def test_reads_consolidated_metadata_written_by_zarr_python(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    root = zarr.open_group(str(tmp_path / "zp.zarr"), mode="w", zarr_format=3)
+    root.create_group("sub").create_array("x", shape=(4,), dtype="int32")[:] = np.arange(4)
+    zarr.consolidate_metadata(str(tmp_path / "zp.zarr"))
+    group = zarr3_backend.open_group(str(tmp_path / "zp.zarr"))
+    assert group.metadata.consolidated is not None
+    assert group["sub/x"][...].tolist() == [0, 1, 2, 3]
+    assert [p for p, _ in group.walk()] == ["sub", "sub/x"]
+
+
+def test_zarr_python_reads_our_consolidated_metadata(store):
+    zarr = pytest.importorskip("zarr")
+    root = zarr3_backend.create_group(store)
+    root.create_array("v", shape=(2,), dtype="int16")[...] = [1, 2]
+    zarr3_backend.consolidate_metadata(store)
+    group = zarr.open_consolidated(store.root, zarr_format=3)
+    assert group["v"][:].tolist() == [1, 2]

@@ -1,0 +1,290 @@
+"""Stores: the shared contract for every backend, plus backend-specific behaviour."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import urllib.error
+import urllib.request
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+
+from zarr3_backend.errors import InvalidKeyError, StoreError
+from zarr3_backend.store import TMP_PREFIX, ByteRange, FsspecStore, LocalStore, Store, make_store
+from zarr3_backend.store.fsspec_store import _is_missing
+from zarr3_backend.testing.stores import SAMPLE, CountingStore, ReadOnlyStoreContract, StoreContract
+
+
+def _zip_sample(path: Path, inner: str = "") -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for key, value in SAMPLE.items():
+            archive.writestr(inner + key, value)
+    return path
+
+
+# -- the contract, once per backend ---------------------------------------------------
+
+
+class TestLocalStore(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Store:
+        return LocalStore(tmp_path / "store")
+
+    def read_only_view(self, store: Store) -> Store:
+        assert isinstance(store, LocalStore)
+        return LocalStore(store.root, read_only=True)
+
+
+class TestMemoryStore(StoreContract):
+    @pytest.fixture
+    def store(self) -> Any:
+        store = make_store(f"memory://contract-{uuid.uuid4().hex}")
+        yield store
+        store.fs.rm(store.root, recursive=True) if store.fs.exists(store.root) else None
+
+    def read_only_view(self, store: Store) -> Store:
+        assert isinstance(store, FsspecStore)
+        return FsspecStore(store.fs, store.root, read_only=True)
+
+
+class TestS3Store(StoreContract):
+    @pytest.fixture(params=["", "/nested/root.zarr"], ids=["bucket", "nested"])
+    def store(self, request: pytest.FixtureRequest, s3_url: str, s3_storage_options: dict[str, Any]) -> Store:
+        return make_store(s3_url + request.param, storage_options=s3_storage_options)
+
+    def read_only_view(self, store: Store) -> Store:
+        assert isinstance(store, FsspecStore)
+        return FsspecStore(store.fs, store.root, read_only=True)
+
+
+class TestHttpStore(ReadOnlyStoreContract):
+    supports_listing = False
+
+    @pytest.fixture
+    def store(self, http_dir: Any) -> Store:
+        LocalStore(http_dir.path).set_many(SAMPLE)
+        return make_store(http_dir.url)
+
+
+class TestZipStore(ReadOnlyStoreContract):
+    @pytest.fixture(params=["", "data.zarr/"], ids=["top", "nested"])
+    def store(self, request: pytest.FixtureRequest, tmp_path: Path) -> Store:
+        path = _zip_sample(tmp_path / "sample.zip", inner=request.param)
+        return make_store(f"zip://{request.param}::{path}")
+
+
+# -- make_store ------------------------------------------------------------------------
+
+
+def test_make_store_dispatch(tmp_path: Path, http_server: Any) -> None:
+    assert make_store(tmp_path) == LocalStore(tmp_path)
+    assert make_store(str(tmp_path), read_only=True) == LocalStore(tmp_path, read_only=True)
+    assert make_store(f"file://{tmp_path}") == LocalStore(tmp_path)
+    memory = make_store("memory://dispatch")
+    assert isinstance(memory, FsspecStore) and not memory.read_only
+    assert make_store(memory) is memory
+    assert make_store(http_server.url).read_only
+    assert make_store(f"zip://::{_zip_sample(tmp_path / 'a.zip')}").read_only
+
+
+def test_make_store_refuses_misuse(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="storage_options"):
+        make_store(LocalStore(tmp_path), storage_options={"anon": True})
+    with pytest.raises(TypeError, match="storage_options"):
+        make_store(tmp_path, storage_options={"anon": True})
+    with pytest.raises(TypeError, match="int"):
+        make_store(3)  # type: ignore[arg-type]
+
+
+# -- LocalStore ------------------------------------------------------------------------
+
+
+def _visible_files(root: str) -> list[str]:
+    return sorted(name for _, _, files in os.walk(root) for name in files)
+
+
+def test_local_failed_replace_keeps_old_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LocalStore(tmp_path)
+    store.set("a/k", b"old")
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(StoreError, match="'a/k'") as info:
+        store.set("a/k", b"new")
+    assert isinstance(info.value.__cause__, OSError)
+    monkeypatch.undo()
+    assert store.get("a/k") == b"old"
+    assert _visible_files(store.root) == ["k"] and list(store.list()) == ["a/k"]
+
+
+def test_local_failed_write_keeps_old_value(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.set("k", b"old")
+    released = memoryview(b"new")
+    released.release()
+    with pytest.raises(ValueError):
+        store.set("k", released)
+    assert store.get("k") == b"old" and os.listdir(store.root) == ["k"]
+
+
+def test_local_temp_files_are_invisible(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.set("a/k", b"v")
+    (tmp_path / "a" / f"{TMP_PREFIX}crashed").write_bytes(b"partial")
+    (tmp_path / f"{TMP_PREFIX}crashed").write_bytes(b"partial")
+    assert list(store.list()) == ["a/k"]
+    assert store.list_dir("a/") == (["a/k"], []) and store.list_dir("") == ([], ["a/"])
+    with pytest.raises(InvalidKeyError, match="reserved"):
+        store.set(f"a/{TMP_PREFIX}x", b"")
+
+
+def test_local_delete_prunes_empty_directories(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "root")
+    store.set_many({"a/b/c/k": b"1", "a/x": b"2"})
+    store.delete("a/b/c/k")
+    assert sorted(os.listdir(tmp_path / "root" / "a")) == ["x"]
+    store.delete_prefix("a/")
+    assert os.listdir(tmp_path / "root") == []
+
+
+def test_local_large_values_read_in_threads(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    values = {f"c/{i}": os.urandom(1 << 20) + bytes([i]) for i in range(4)}
+    store.set_many(values)
+    requests = [("c/0", None), ("missing", None), ("c/1", ByteRange.suffix(1)), ("c/3", None), ("c/2", ByteRange(5, 9))]
+    expected = [values["c/0"], None, b"\x01", values["c/3"], values["c/2"][5:9]]
+    assert store.get_many(requests) == expected
+
+
+def test_local_pickle_and_identity(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path, read_only=True)
+    assert pickle.loads(pickle.dumps(store)) == store and hash(store) == hash(LocalStore(tmp_path, read_only=True))
+    assert store != LocalStore(tmp_path) and repr(store) == f"LocalStore({str(tmp_path)!r}, read_only=True)"
+    assert store.url == f"file://{tmp_path}"
+
+
+# -- FsspecStore -----------------------------------------------------------------------
+
+
+def test_memory_pickle_shares_the_process_file_system() -> None:
+    store = make_store(f"memory://pickle-{uuid.uuid4().hex}")
+    clone = pickle.loads(pickle.dumps(store))
+    clone.set("k", b"v")
+    assert store.get("k") == b"v" and clone == store and hash(clone) == hash(store)
+    assert store.url.startswith("memory:///pickle-") and repr(store) == f"FsspecStore({store.url!r})"
+    assert store != FsspecStore(store.fs, store.root, read_only=True)
+
+
+def test_fsspec_errors_become_store_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = make_store(f"memory://errors-{uuid.uuid4().hex}")
+    store.set("k", b"v")
+
+    def broken(*args: Any, **kwargs: Any) -> bytes:
+        raise PermissionError("denied")
+
+    monkeypatch.setattr(store.fs, "cat_file", broken)
+    with pytest.raises(StoreError, match="'k'"):
+        store.get("k")
+
+
+def test_raw_s3_missing_codes_count_as_missing() -> None:
+    botocore = pytest.importorskip("botocore.exceptions")
+    error = botocore.ClientError({"Error": {"Code": "NoSuchKey", "Message": "gone"}}, "GetObject")
+    assert _is_missing(error) and not _is_missing(OSError("other"))
+
+
+def test_s3_pickle_round_trip(s3_url: str, s3_storage_options: dict[str, Any]) -> None:
+    store = make_store(s3_url + "/p", storage_options=s3_storage_options)
+    store.set("k", b"v")
+    clone = pickle.loads(pickle.dumps(CountingStore(store)))
+    assert clone.inner == store and clone.get("k") == b"v" and clone.counts["get"] == 1
+
+
+def _spy_calls(monkeypatch: pytest.MonkeyPatch, fs: Any) -> list[tuple[str, dict[str, Any]]]:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    original = fs._call_s3
+
+    async def spy(method: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append((method, kwargs))
+        return await original(method, *args, **kwargs)
+
+    monkeypatch.setattr(fs, "_call_s3", spy)
+    return calls
+
+
+def test_s3_requests_are_single_gets(
+    s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_store(s3_url, storage_options=s3_storage_options)
+    store.set("k", bytes(100))
+    calls = _spy_calls(monkeypatch, store.fs)
+    assert store.get("k") == bytes(100) and store.get("k", ByteRange.suffix(4)) == bytes(4)
+    assert store.get("k", ByteRange(10, 20)) == bytes(10)
+    assert [method for method, _ in calls] == ["get_object"] * 3
+    assert [kwargs.get("Range") for _, kwargs in calls] == [None, "bytes=-4", "bytes=10-19"]
+
+
+def test_s3_get_many_is_one_concurrent_batch(
+    s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    store = make_store(s3_url, storage_options=s3_storage_options)
+    store.set_many({f"c/{i}": bytes([i]) * 10 for i in range(30)})
+    in_flight = peak = 0
+    original = store.fs._cat_file
+
+    async def tracking(*args: Any, **kwargs: Any) -> bytes:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            return await original(*args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(store.fs, "_cat_file", tracking)
+    requests = [(f"c/{i}", ByteRange(0, 2) if i % 2 else None) for i in range(40)]
+    expected = [None if i >= 30 else bytes([i]) * (2 if i % 2 else 10) for i in range(40)]
+    assert store.get_many(requests) == expected
+    assert peak > 10
+
+
+def test_s3_other_errors_become_store_error(
+    s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_store(s3_url, storage_options=s3_storage_options)
+
+    async def broken(*args: Any, **kwargs: Any) -> bytes:
+        raise RuntimeError("connection reset")
+
+    monkeypatch.setattr(store.fs, "_cat_file", broken)
+    with pytest.raises(StoreError, match="'chunk/0'.*connection reset"):
+        store.get_many([("chunk/0", None)])
+
+
+# -- the HTTP test server ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "status", "body"),
+    [("bytes=2-4", 206, b"234"), ("bytes=-3", 206, b"789"), ("bytes=-30", 206, b"0123456789"),
+     ("bytes=8-", 206, b"89"), ("bytes=10-", 416, b""), ("bytes=-0", 416, b""), ("", 200, b"0123456789")],
+)  # fmt: skip
+def test_http_server_ranges(http_dir: Any, header: str, status: int, body: bytes) -> None:
+    (http_dir.path / "f").write_bytes(b"0123456789")
+    request = urllib.request.Request(f"{http_dir.url}/f", headers={"Range": header} if header else {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            got = (response.status, response.read())
+    except urllib.error.HTTPError as error:
+        got = (error.code, b"")
+    assert got == (status, body)

@@ -1,0 +1,335 @@
+"""Array: metadata + store + codec chain; numpy-like reads and writes.
+
+Reads plan at the granularity of the chain's read unit (inner chunks for
+sharded arrays), group the pieces by stored chunk, drive every chunk's
+sans-I/O read plan with one batched store call per round, and decode the
+resulting jobs on the shared thread pool straight into one output array.
+Writes plan per stored chunk: complete chunks are encoded without reading,
+partial ones are read, merged and rewritten; chunks that end up all fill
+value are deleted instead of stored.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+import numpy as np
+
+from .codecs.base import ChunkSpec
+from .dtypes import is_fill
+from .errors import BoundsError, MetadataError, ReadOnlyError, Zarr3Error
+from .executor import map_concurrently
+from .indexing import plan_selection
+from .metadata import ArrayMetadata, encode_metadata
+from .pipeline import CodecChain
+from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk, with_location
+from .store.base import Store
+
+
+class Attributes(MutableMapping[str, Any]):
+    """User attributes of a node; every change is written back to its ``zarr.json``."""
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+
+    def _data(self) -> dict[str, Any]:
+        return self._node.metadata.attributes
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.update({key: value})
+
+    def __delitem__(self, key: str) -> None:
+        attributes = dict(self._data())
+        del attributes[key]
+        self._node._write_attributes(attributes)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Change several attributes with one metadata write."""
+        self._node._write_attributes({**self._data(), **dict(*args, **kwargs)})
+
+    def asdict(self) -> dict[str, Any]:
+        return dict(self._data())
+
+    def __repr__(self) -> str:
+        return repr(self._data())
+
+
+def metadata_key(path: str) -> str:
+    """The store key of the ``zarr.json`` of the node at ``path``."""
+    return f"{path}/zarr.json" if path else "zarr.json"
+
+
+class Array:
+    """A Zarr v3 array in a store.
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/a", shape=(4, 4), dtype="int32", chunks=(2, 2))
+    >>> a[1:3, 1:3] = 7
+    >>> int(a[...].sum())
+    28
+    """
+
+    def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *, read_only: bool = False) -> None:
+        self.store = store
+        self.path = path
+        self.metadata = metadata
+        self.read_only = read_only or store.read_only
+        where = f"array {self.name!r} ({metadata_key(path)})"
+        try:
+            self._chain = CodecChain.from_json(list(metadata.codecs), f"{where}: codecs")
+            self._chain.validate(self._chunk_spec)
+        except Zarr3Error as exc:
+            raise with_location(exc, where) from exc
+        self._read_unit = self._chain.read_unit(self._chunk_spec)
+        self._index_cache: dict[str, Any] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.read_only = state["read_only"]
+
+    def __repr__(self) -> str:
+        return f"<zarr3_backend.Array {self.name!r} shape={self.shape} dtype={self.dtype} store={self.store!r}>"
+
+    # -- description -----------------------------------------------------
+    @property
+    def name(self) -> str:
+        return "/" + self.path
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.metadata.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.metadata.data_type.numpy
+
+    @property
+    def fill_value(self) -> Any:
+        return self.metadata.fill_value
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The inner chunk shape: the unit of reading (the chunk shape when unsharded)."""
+        return tuple(self._read_unit or self.metadata.chunk_shape)
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape (the stored chunk shape) of a sharded array, else ``None``."""
+        return self.metadata.chunk_shape if self._read_unit is not None else None
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self.metadata.dimension_names
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self)
+
+    @property
+    def codecs(self) -> CodecChain:
+        return self._chain
+
+    @property
+    def _chunk_spec(self) -> ChunkSpec:
+        return ChunkSpec(self.metadata.chunk_shape, self.metadata.data_type, self.metadata.fill_value)
+
+    def chunk_key(self, coords: tuple[int, ...]) -> str:
+        """The store key of the stored chunk (shard) at grid ``coords``."""
+        key = self.metadata.chunk_key_encoding.encode_chunk_key(tuple(coords))
+        return f"{self.path}/{key}" if self.path else key
+
+    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+        self._check_writable()
+        self.store.set(metadata_key(self.path), encode_metadata(metadata))
+        self.metadata = metadata
+
+    def _write_attributes(self, attributes: dict[str, Any]) -> None:
+        self._write_metadata(self.metadata.with_attributes(attributes))
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"array {self.name!r} is open read-only; open it with mode='r+' or 'a' to write")
+
+    # -- reading ---------------------------------------------------------
+    def __getitem__(self, selection: Any) -> Any:
+        return self.get(selection)
+
+    @property
+    def oindex(self) -> _OrthogonalIndexer:
+        """Orthogonal indexing: integer and boolean arrays select along each axis independently."""
+        return _OrthogonalIndexer(self)
+
+    def get(self, selection: Any = Ellipsis, *, orthogonal: bool = False) -> Any:
+        """Read a selection: ints, slices with steps, Ellipsis; with ``orthogonal=True`` also
+        integer/boolean arrays on any axes, each applied independently (``a.oindex[...]``)."""
+        return read_many([(self, selection, orthogonal)])[0]
+
+    def _read_plans(self, selection: Any, orthogonal: bool) -> tuple[Any, Any, list[tuple[str, ReadPlan]]]:
+        """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
+        plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
+        out = np.empty(plan.out_shape, dtype=self.dtype)
+        ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
+        pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
+        for piece in plan.chunks():
+            outer = tuple(c // r for c, r in zip(piece.coords, ratio))
+            inner = tuple(c % r for c, r in zip(piece.coords, ratio))
+            pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
+        spec = self._chunk_spec
+        plans = []
+        for outer, reads in pieces.items():
+            key = self.chunk_key(outer)
+            plans.append((key, self._chain.plan_read(spec, reads, ReadContext(key, self._index_cache))))
+        return plan, out, plans
+
+    # -- writing ---------------------------------------------------------
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.set(selection, value)
+
+    def set(self, selection: Any, value: Any, *, orthogonal: bool = False) -> None:
+        """Write ``value`` (broadcast to the selection) into a selection (see :meth:`get`)."""
+        self._check_writable()
+        plan = plan_selection(selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name)
+        value = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
+        pieces = list(plan.chunks())
+        partial = [p for p in pieces if not p.is_complete]
+        existing = dict(zip(
+            (p.coords for p in partial),
+            self.store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
+        ))
+        map_concurrently(lambda piece: self._write_chunk(piece, value, existing.get(piece.coords)), pieces)
+
+    def _write_chunk(self, piece: Any, value: np.ndarray, existing: bytes | None) -> None:
+        key = self.chunk_key(piece.coords)
+        spec = self._chunk_spec
+        if existing is not None:
+            chunk = np.array(decode_chunk(self._chain, existing, spec, key))
+        else:
+            chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
+        chunk[piece.chunk_selection] = value[piece.out_selection]
+        self.store_chunk(piece.coords, chunk)
+
+    def store_chunk(self, coords: tuple[int, ...], chunk: np.ndarray) -> None:
+        """Encode and store one whole chunk (a shard, when sharded); all-fill chunks are deleted."""
+        key = self.chunk_key(coords)
+        self._index_cache.pop(key, None)
+        if is_fill(chunk, self.fill_value):
+            self.store.delete(key)
+        else:
+            self.store.set(key, self._chain.encode(chunk, self._chunk_spec))
+
+    # -- shape changes ---------------------------------------------------
+    def resize(self, *shape: Any) -> None:
+        """Change the shape; data outside the new shape is dropped.
+
+        Stored chunks wholly outside the new shape are deleted; chunks cut by
+        the new edge keep only their in-bounds part (the rest is reset to the
+        fill value), so growing again later shows the fill value there.
+        """
+        self._check_writable()
+        new_shape = tuple(int(n) for n in (shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape))
+        if len(new_shape) != self.ndim or any(n < 0 for n in new_shape):
+            raise BoundsError(f"array {self.name!r}: cannot resize {self.shape} to {new_shape}")
+        old_shape = self.shape
+        if any(n < o for n, o in zip(new_shape, old_shape)):
+            self._clear_outside(new_shape)
+        self._write_metadata(self.metadata.with_shape(new_shape))
+
+    def _clear_outside(self, new_shape: tuple[int, ...]) -> None:
+        chunk_shape = self.metadata.chunk_shape
+        grid = [-(-n // c) for n, c in zip(self.shape, chunk_shape)]
+        for coords in np.ndindex(*grid):
+            origin = [c * n for c, n in zip(coords, chunk_shape)]
+            if any(o >= n for o, n in zip(origin, new_shape)):
+                self.store.delete(self.chunk_key(coords))
+            elif any(o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)):
+                self._reset_outside(coords, origin, new_shape)
+
+    def _reset_outside(self, coords: tuple[int, ...], origin: list[int], new_shape: tuple[int, ...]) -> None:
+        key = self.chunk_key(coords)
+        existing = self.store.get(key)
+        if existing is None:
+            return
+        chunk = np.array(decode_chunk(self._chain, existing, self._chunk_spec, key))
+        inside = tuple(slice(0, max(0, n - o)) for o, n in zip(origin, new_shape))
+        trimmed = np.full_like(chunk, self.fill_value)
+        trimmed[inside] = chunk[inside]
+        self.store_chunk(coords, trimmed)
+
+    def nchunks_stored(self) -> int:
+        """How many stored chunk (shard) values exist."""
+        prefix = f"{self.path}/" if self.path else ""
+        return sum(1 for key in self.store.list_prefix(prefix) if not key.endswith("zarr.json"))
+
+
+class _OrthogonalIndexer:
+    def __init__(self, array: Array) -> None:
+        self.array = array
+
+    def __getitem__(self, selection: Any) -> Any:
+        return self.array.get(selection, orthogonal=True)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.array.set(selection, value, orthogonal=True)
+
+
+def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
+    """Read ``(array, selection, orthogonal)`` triples together: one batched store call per round for all.
+
+    Used to load many small arrays (coordinates, a group's metadata-sized
+    variables) in one round trip instead of one per array.
+    """
+    outputs, plans_by_store = [], defaultdict(list)
+    for array, selection, orthogonal in requests:
+        plan, out, plans = array._read_plans(selection, orthogonal)
+        outputs.append((plan, out))
+        plans_by_store[id(array.store)].append((array.store, out, plans))
+    for entries in plans_by_store.values():
+        jobs = drive_read_plans([(key, plan, out) for _, out, plans in entries for key, plan in plans], entries[0][0])
+        map_concurrently(lambda item: item[0].run(item[1]), jobs)
+    return [out[()] if out.ndim == 0 and plan.scalar else out for plan, out in outputs]
+
+
+def drive_read_plans(plans: list[tuple[str, ReadPlan, Any]], store: Store) -> list[tuple[DecodeJob, Any]]:
+    """Run read plans to completion, one batched ``get_many`` per round of requests.
+
+    Each plan comes with its output array; the result pairs every decode job with it.
+    """
+    jobs: list[tuple[DecodeJob, Any]] = []
+    pending: list[tuple[str, ReadPlan, Any, list[Any]]] = []
+    for key, plan, out in plans:
+        _advance(key, plan, out, None, pending, jobs)
+    while pending:
+        batch = [(key, request) for key, _, _, requests in pending for request in requests]
+        values = iter(store.get_many(batch))
+        current, pending = pending, []
+        for key, plan, out, requests in current:
+            _advance(key, plan, out, [next(values) for _ in requests], pending, jobs)
+    return jobs
+
+
+def _advance(key: str, plan: ReadPlan, out: Any, sent: Any, pending: list[Any], jobs: list[Any]) -> None:
+    try:
+        pending.append((key, plan, out, plan.send(sent)))
+    except StopIteration as done:
+        jobs.extend((job, out) for job in done.value)

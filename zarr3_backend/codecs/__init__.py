@@ -1,0 +1,33 @@
+"""Zarr v3 codecs: one module per codec, registered by name on import.
+
+Build codecs from metadata with :func:`codec_from_json`; register your own
+with :func:`register_codec` or the entry-point group ``zarr3_backend.codecs``.
+
+>>> from zarr3_backend.codecs import codec_from_json
+>>> codec_from_json("crc32c").to_json()
+{'name': 'crc32c'}
+"""
+
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
+from .blosc import BloscCodec
+from .bytes import BytesCodec
+from .crc32c import Crc32cCodec
+from .gzip import GzipCodec
+from .numcodecs_adapter import (
+    NumcodecsArrayArrayCodec,
+    NumcodecsArrayBytesCodec,
+    NumcodecsBytesBytesCodec,
+    numcodecs_codec_class,
+)
+from .registry import codec_from_json, get_codec_class, register_codec, register_codec_family
+from .sharding import ShardingCodec
+from .transpose import TransposeCodec
+from .vlen_utf8 import VLenBytesCodec, VLenUTF8Codec
+from .zstd import ZstdCodec
+
+__all__ = [
+    "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "BytesBytesCodec", "BytesCodec", "ChunkSpec", "Codec",
+    "Crc32cCodec", "GzipCodec", "NumcodecsArrayArrayCodec", "NumcodecsArrayBytesCodec", "NumcodecsBytesBytesCodec",
+    "ShardingCodec", "TransposeCodec", "VLenBytesCodec", "VLenUTF8Codec", "ZstdCodec", "codec_from_json",
+    "get_codec_class", "numcodecs_codec_class", "register_codec", "register_codec_family",
+]

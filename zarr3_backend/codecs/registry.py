@@ -1,0 +1,201 @@
+"""Codec names -> codec classes, and JSON codec objects -> codec instances.
+
+A codec is named in ``zarr.json`` by a short-hand string (``"crc32c"``) or
+an extension object ``{"name": ..., "configuration": {...}}`` (spec: core,
+"Extension definition"). Names are registered names matching
+``^[a-z][a-z0-9-_.]+$`` or, for older extensions, URIs.
+
+Classes are found, in order, among
+
+1. classes registered with :func:`register_codec` (every module in
+   ``zarr3_backend.codecs`` registers its class on import);
+2. third-party classes advertised in the entry-point group
+   ``zarr3_backend.codecs`` under the codec's name, loaded on first use;
+3. codec families registered with :func:`register_codec_family` (e.g. every
+   ``numcodecs.<codec_id>`` through the numcodecs adapter).
+
+The small ``parse_config_*`` helpers validate configuration members with
+uniform messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, TypeVar
+
+from ..errors import MetadataError, UnknownExtensionError
+from .base import Codec
+
+ENTRY_POINT_GROUP = "zarr3_backend.codecs"
+_REGISTERED_NAME = re.compile(r"^[a-z][a-z0-9\-_.]+$")
+_URI_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:\S+$")
+_OBJECT_MEMBERS = frozenset({"name", "configuration", "must_understand"})
+
+_codecs: dict[str, type[Codec]] = {}
+_families: dict[str, Callable[[str], type[Codec] | None]] = {}
+
+C = TypeVar("C", bound=type[Codec])
+
+
+def register_codec(cls: C) -> C:
+    """Register ``cls`` under ``cls.name``; the last registration of a name wins.
+
+    Returns ``cls`` so it can be used as a decorator.
+
+    >>> from zarr3_backend.codecs.registry import get_codec_class, register_codec
+    >>> from zarr3_backend.codecs.crc32c import Crc32cCodec
+    >>> register_codec(Crc32cCodec) is get_codec_class("crc32c")
+    True
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Codec)):
+        raise TypeError(f"register_codec: expected a Codec subclass, got {cls!r}")
+    _codecs[parse_codec_name(cls.name)] = cls
+    return cls
+
+
+def register_codec_family(prefix: str, factory: Callable[[str], type[Codec] | None]) -> None:
+    """Resolve every name starting with ``prefix`` through ``factory(name)``.
+
+    The factory returns a codec class or ``None`` for a name it does not know.
+    """
+    _families[prefix] = factory
+
+
+def get_codec_class(name: str) -> type[Codec]:
+    """The codec class registered under ``name``.
+
+    Raises :class:`UnknownExtensionError` naming the codec when no class,
+    entry point or codec family provides it.
+
+    >>> from zarr3_backend.codecs.registry import get_codec_class
+    >>> get_codec_class("gzip").__name__
+    'GzipCodec'
+    """
+    cls = _codecs.get(name) or _load_entry_point(name) or _from_family(name)
+    if cls is None:
+        known = ", ".join(sorted(_codecs))
+        raise UnknownExtensionError(
+            f"unknown codec {name!r}: no codec of that name is registered (known: {known}) "
+            f"and no entry point in group {ENTRY_POINT_GROUP!r} provides it; install the package "
+            "that implements it, or mark the codec object with \"must_understand\": false if it may be skipped"
+        )
+    return cls
+
+
+def codec_from_json(obj: Any) -> Codec | None:
+    """Build a codec from a short-hand name, an extension object, or a codec.
+
+    Returns ``None`` for an unknown codec whose object says
+    ``"must_understand": false``: the caller then leaves it out of the chain.
+    Malformed objects raise :class:`MetadataError`; unknown codecs raise
+    :class:`UnknownExtensionError`.
+
+    >>> from zarr3_backend.codecs.registry import codec_from_json
+    >>> codec_from_json({"name": "gzip", "configuration": {"level": 1}})
+    GzipCodec(level=1)
+    >>> codec_from_json({"name": "no-such-codec", "must_understand": False}) is None
+    True
+    """
+    if isinstance(obj, Codec):
+        return obj
+    if isinstance(obj, str):
+        return get_codec_class(parse_codec_name(obj)).from_json({})
+    name, configuration, must_understand = _parse_codec_object(obj)
+    try:
+        cls = get_codec_class(name)
+    except UnknownExtensionError:
+        if must_understand:
+            raise
+        return None
+    return cls.from_json(configuration)
+
+
+def parse_codec_name(name: Any) -> str:
+    """Return ``name`` if it is a valid extension name, else raise :class:`MetadataError`."""
+    if not isinstance(name, str):
+        raise MetadataError(f"codec name: expected a string, got {name!r}")
+    if not (_REGISTERED_NAME.match(name) or _URI_NAME.match(name)):
+        raise MetadataError(
+            f"codec name {name!r} is not a valid extension name: expected a registered name "
+            f"matching {_REGISTERED_NAME.pattern} or a URI"
+        )
+    return name
+
+
+def _parse_codec_object(obj: Any) -> tuple[str, dict[str, Any], bool]:
+    if not isinstance(obj, dict):
+        raise MetadataError(f"codec: expected a name or an object with a 'name', got {obj!r}")
+    if "name" not in obj:
+        raise MetadataError(f"codec: object {obj!r} has no 'name' member")
+    name = parse_codec_name(obj["name"])
+    extra = sorted(set(obj) - _OBJECT_MEMBERS)
+    if extra:
+        raise MetadataError(
+            f"codec {name!r}: unexpected member(s) {extra}; a codec object may hold only "
+            "'name', 'configuration' and 'must_understand'"
+        )
+    configuration = obj.get("configuration", {})
+    if not isinstance(configuration, dict):
+        raise MetadataError(f"codec {name!r}: configuration must be an object, got {configuration!r}")
+    must_understand = obj.get("must_understand", True)
+    if not isinstance(must_understand, bool):
+        raise MetadataError(f"codec {name!r}: must_understand must be true or false, got {must_understand!r}")
+    return name, configuration, must_understand
+
+
+@cache
+def _entry_points() -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _load_entry_point(name: str) -> type[Codec] | None:
+    ep = _entry_points().get(name)
+    if ep is None:
+        return None
+    try:
+        loaded = ep.load()
+    except Exception as exc:
+        raise UnknownExtensionError(f"codec {name!r}: entry point {ep.value!r} failed to load: {exc}") from exc
+    if isinstance(loaded, type) and issubclass(loaded, Codec):
+        _codecs[name] = loaded
+    return _codecs.get(name)
+
+
+def _from_family(name: str) -> type[Codec] | None:
+    for prefix, factory in _families.items():
+        if name.startswith(prefix):
+            return factory(name)
+    return None
+
+
+# -- configuration validators shared by the codec modules ---------------------
+
+
+def parse_config_int(codec: str, field: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int within ``[low, high]``, else :class:`MetadataError`.
+
+    >>> parse_config_int("gzip", "level", 5, 0, 9)
+    5
+    """
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if ok and (low is None or value >= low) and (high is None or value <= high):
+        return int(value)
+    bounds = f" in {low}..{high}" if low is not None and high is not None else (
+        f" >= {low}" if low is not None else ""
+    )
+    raise MetadataError(f"codec {codec!r}: configuration.{field}: expected an integer{bounds}, got {value!r}")
+
+
+def parse_config_choice(codec: str, field: str, value: Any, choices: Collection[str]) -> str:
+    """``value`` if it is one of ``choices``, else :class:`MetadataError`.
+
+    >>> parse_config_choice("bytes", "endian", "big", ("little", "big"))
+    'big'
+    """
+    if isinstance(value, str) and value in choices:
+        return value
+    expected = ", ".join(repr(c) for c in choices)
+    raise MetadataError(f"codec {codec!r}: configuration.{field}: expected one of {expected}, got {value!r}")

@@ -1,0 +1,56 @@
+"""The shard index: an ``(*chunks_per_shard, 2)`` uint64 array of ``(offset, nbytes)``.
+
+Empty inner chunks have both entries set to ``2**64 - 1`` (spec:
+sharding-indexed, "Binary shard format").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CorruptShardError
+
+EMPTY = np.uint64(2**64 - 1)
+
+
+@dataclass(frozen=True)
+class ShardIndex:
+    """Where each inner chunk of one shard lives, as byte ranges of the shard value."""
+
+    entries: np.ndarray
+
+    @classmethod
+    def empty(cls, chunks_per_shard: tuple[int, ...]) -> ShardIndex:
+        return cls(np.full((*chunks_per_shard, 2), EMPTY, dtype=np.uint64))
+
+    @property
+    def chunks_per_shard(self) -> tuple[int, ...]:
+        return self.entries.shape[:-1]
+
+    def chunk_range(self, coords: tuple[int, ...]) -> tuple[int, int] | None:
+        """``(start, end)`` of the inner chunk at ``coords``, or ``None`` if it is empty."""
+        offset, nbytes = self.entries[coords]
+        if offset == EMPTY:
+            return None
+        return int(offset), int(offset + nbytes)
+
+    def is_all_empty(self) -> bool:
+        return bool((self.entries[..., 0] == EMPTY).all())
+
+    def validate(self, where: str, shard_size: int | None = None) -> ShardIndex:
+        """Raise :class:`CorruptShardError` unless every entry is empty or inside the shard."""
+        offsets, nbytes = self.entries[..., 0], self.entries[..., 1]
+        empty = offsets == EMPTY
+        if (empty != (nbytes == EMPTY)).any():
+            raise CorruptShardError(f"{where}: shard index has entries with only one of offset/nbytes marked empty")
+        if shard_size is None:
+            return self
+        ends = offsets[~empty] + nbytes[~empty]
+        if ends.size and (int(ends.max()) > shard_size or (ends < offsets[~empty]).any()):
+            raise CorruptShardError(
+                f"{where}: shard index points past the end of the shard "
+                f"(an inner chunk ends at byte {int(ends.max())}, the shard has {shard_size} bytes)"
+            )
+        return self

@@ -1,0 +1,225 @@
+"""``sharding_indexed``: many inner chunks and an index in one stored value.
+
+Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/ ::
+
+    {"name": "sharding_indexed",
+     "configuration": {"chunk_shape": [32, 32],
+                       "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                       "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                        {"name": "crc32c"}],
+                       "index_location": "end"}}
+
+Partial reads fetch the index (cached per shard key in the read context)
+and then only the inner chunks needed, as coalesced byte ranges; reading
+every inner chunk of a shard is one request for the whole value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from ..dtypes import is_fill, parse_data_type
+from ..errors import CodecError, CorruptShardError, MetadataError
+from ..pipeline import CodecChain
+from ..read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
+from ..store.base import ByteRange
+from .base import ArrayBytesCodec, Buffer, ChunkSpec
+from .registry import register_codec
+from .shard_index import EMPTY, ShardIndex
+
+IndexLocation = Literal["start", "end"]
+CONFIG_KEYS = frozenset({"chunk_shape", "codecs", "index_codecs", "index_location"})
+UINT64 = parse_data_type("uint64")
+
+
+@dataclass(frozen=True)
+class ShardingCodec(ArrayBytesCodec):
+    """Stores a shard's inner chunks, each encoded by ``codecs``, plus an index."""
+
+    name: ClassVar[str] = "sharding_indexed"
+    chunk_shape: tuple[int, ...]
+    codecs: CodecChain
+    index_codecs: CodecChain
+    index_location: IndexLocation = "end"
+
+    @classmethod
+    def from_json(cls, configuration: dict[str, Any]) -> ShardingCodec:
+        where = "sharding_indexed.configuration"
+        unknown = configuration.keys() - CONFIG_KEYS
+        if unknown:
+            raise MetadataError(f"{where}: unknown fields {sorted(unknown)}")
+        for required in ("chunk_shape", "codecs", "index_codecs"):
+            if required not in configuration:
+                raise MetadataError(f"{where}: missing required field {required!r}")
+        chunk_shape = configuration["chunk_shape"]
+        if not isinstance(chunk_shape, list) or not chunk_shape or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunk_shape
+        ):
+            raise MetadataError(f"{where}.chunk_shape: expected a list of positive integers, got {chunk_shape!r}")
+        location = configuration.get("index_location", "end")
+        if location not in ("start", "end"):
+            raise MetadataError(f"{where}.index_location: expected 'start' or 'end', got {location!r}")
+        return cls(
+            tuple(chunk_shape),
+            CodecChain.from_json(configuration["codecs"], f"{where}.codecs"),
+            CodecChain.from_json(configuration["index_codecs"], f"{where}.index_codecs"),
+            location,
+        )
+
+    def _configuration(self) -> dict[str, Any]:
+        return {
+            "chunk_shape": list(self.chunk_shape),
+            "codecs": self.codecs.to_json(),
+            "index_codecs": self.index_codecs.to_json(),
+            "index_location": self.index_location,
+        }
+
+    # -- geometry ------------------------------------------------------------
+    def chunks_per_shard(self, spec: ChunkSpec) -> tuple[int, ...]:
+        return tuple(s // c for s, c in zip(spec.shape, self.chunk_shape))
+
+    def _inner_spec(self, spec: ChunkSpec) -> ChunkSpec:
+        return spec.with_shape(self.chunk_shape)
+
+    def _index_spec(self, spec: ChunkSpec) -> ChunkSpec:
+        return ChunkSpec((*self.chunks_per_shard(spec), 2), UINT64, EMPTY)
+
+    def _index_size(self, spec: ChunkSpec) -> int:
+        index_spec = self._index_spec(spec)
+        return self.index_codecs.compute_encoded_size(16 * index_spec.size // 2, index_spec)
+
+    def _region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
+        return tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, self.chunk_shape))
+
+    # -- codec contract ------------------------------------------------------
+    def evolve(self, spec: ChunkSpec) -> ShardingCodec:
+        return replace(
+            self,
+            codecs=self.codecs.evolve(self._inner_spec(spec)),
+            index_codecs=self.index_codecs.evolve(self._index_spec(spec)),
+        )
+
+    def validate(self, spec: ChunkSpec) -> None:
+        if len(self.chunk_shape) != len(spec.shape):
+            raise CodecError(
+                f"sharding_indexed: inner chunk shape {self.chunk_shape} has {len(self.chunk_shape)} dimensions, "
+                f"the shard shape {spec.shape} has {len(spec.shape)}"
+            )
+        for dim, (shard, inner) in enumerate(zip(spec.shape, self.chunk_shape)):
+            if shard % inner:
+                raise CodecError(
+                    f"sharding_indexed: shard shape {spec.shape} is not divisible by inner chunk shape "
+                    f"{self.chunk_shape} in dimension {dim}; choose an inner chunk that divides {shard}"
+                )
+        self.codecs.validate(self._inner_spec(spec))
+        self.index_codecs.validate(self._index_spec(spec))
+        try:
+            self._index_size(spec)
+        except CodecError as exc:
+            raise CodecError(f"sharding_indexed: index_codecs must produce a fixed-size index ({exc})") from exc
+
+    def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
+        inner_spec = self._inner_spec(spec)
+        index = ShardIndex.empty(self.chunks_per_shard(spec))
+        parts: list[Buffer] = []
+        offset = self._index_size(spec) if self.index_location == "start" else 0
+        for coords in np.ndindex(*index.chunks_per_shard):
+            inner = chunk[self._region(coords)]
+            if is_fill(inner, spec.fill_value):
+                continue
+            data = self.codecs.encode(inner, inner_spec)
+            index.entries[coords] = (offset, len(data))
+            parts.append(data)
+            offset += len(data)
+        index_bytes = self.index_codecs.encode(index.entries, self._index_spec(spec))
+        return b"".join([index_bytes, *parts] if self.index_location == "start" else [*parts, index_bytes])
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        index = self.decode_index(data, spec)
+        out = np.empty(spec.shape, dtype=spec.dtype)
+        view = memoryview(data)
+        inner_spec = self._inner_spec(spec)
+        for coords in np.ndindex(*index.chunks_per_shard):
+            region = self._region(coords)
+            byte_range = index.chunk_range(coords)
+            if byte_range is None:
+                out[region] = spec.fill_value
+            else:
+                out[region] = self.codecs.decode(view[byte_range[0] : byte_range[1]], inner_spec)
+        return out
+
+    def decode_index(self, data: Buffer, spec: ChunkSpec, where: str = "shard") -> ShardIndex:
+        """Parse and validate the index of a whole shard value."""
+        size = self._index_size(spec)
+        if len(data) < size:
+            raise CorruptShardError(f"{where}: shard is truncated: {len(data)} bytes, its index alone needs {size}")
+        raw = memoryview(data)[:size] if self.index_location == "start" else memoryview(data)[len(data) - size :]
+        return self._parse_index(raw, spec, where).validate(where, len(data))
+
+    def _parse_index(self, raw: Buffer, spec: ChunkSpec, where: str) -> ShardIndex:
+        size = self._index_size(spec)
+        if len(raw) != size:
+            raise CorruptShardError(f"{where}: shard is truncated: index needs {size} bytes, found {len(raw)}")
+        try:
+            entries = self.index_codecs.decode(raw, self._index_spec(spec))
+        except CodecError as exc:
+            raise with_location(exc, f"{where}: shard index") from exc
+        return ShardIndex(np.asarray(entries, dtype=np.uint64)).validate(where)
+
+    # -- partial reads -------------------------------------------------------
+    def read_unit(self, spec: ChunkSpec) -> tuple[int, ...]:
+        return self.chunk_shape
+
+    def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
+        index = ctx.cache.get(ctx.key)
+        n_inner = int(np.prod(self.chunks_per_shard(spec)))
+        if index is None and len({r.coords for r in reads}) == n_inner:
+            (data,) = yield [None]
+            if data is None:
+                return self._fill_jobs(spec, reads, ctx)
+            index = ctx.cache[ctx.key] = self.decode_index(data, spec, ctx.key)
+            return self._jobs(spec, reads, index, lambda rng: memoryview(data)[rng[0] : rng[1]], ctx)
+        if index is None:
+            size = self._index_size(spec)
+            request = ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)
+            (raw,) = yield [request]
+            if raw is None:
+                return self._fill_jobs(spec, reads, ctx)
+            index = ctx.cache[ctx.key] = self._parse_index(raw, spec, ctx.key)
+        return (yield from self._fetch_inner(spec, reads, index, ctx))
+
+    def _fetch_inner(self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, ctx: ReadContext) -> ReadPlan:
+        ranges = sorted({rng for r in reads if (rng := index.chunk_range(r.coords)) is not None})
+        blocks = coalesce_ranges(ranges, ctx.max_gap, ctx.max_block)
+        fetched = yield [ByteRange(b.start, b.end) for b in blocks] if blocks else []
+        located: dict[tuple[int, int], memoryview] = {}
+        for block, value in zip(blocks, fetched):
+            if value is None or len(value) < block.end - block.start:
+                got = "nothing" if value is None else f"{len(value)} bytes"
+                raise CorruptShardError(
+                    f"{ctx.key}: shard is truncated: expected bytes {block.start}-{block.end} "
+                    f"as its index says, got {got}"
+                )
+            for member in block.members:
+                start, end = ranges[member]
+                located[(start, end)] = memoryview(value)[start - block.start : end - block.start]
+        return self._jobs(spec, reads, index, located.__getitem__, ctx)
+
+    def _jobs(self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, get: Any, ctx: ReadContext) -> list[DecodeJob]:
+        inner_spec = self._inner_spec(spec)
+        jobs = []
+        for r in reads:
+            rng = index.chunk_range(r.coords)
+            data = None if rng is None else get(rng)
+            jobs.append(DecodeJob(data, self.codecs, inner_spec, r.selection, r.out_selection, f"{ctx.key} inner chunk {r.coords}"))
+        return jobs
+
+    def _fill_jobs(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> list[DecodeJob]:
+        inner_spec = self._inner_spec(spec)
+        return [DecodeJob(None, self.codecs, inner_spec, r.selection, r.out_selection, ctx.key) for r in reads]
+
+
+register_codec(ShardingCodec)

@@ -1,0 +1,74 @@
+"""One exception hierarchy for zarr3_backend.
+
+Every error raised on purpose is a :class:`Zarr3Error`; each subclass also
+subclasses the builtin a caller would naturally catch (``ValueError``,
+``FileNotFoundError``, ``IndexError`` ...), so generic handlers keep working.
+Messages say what is wrong, where (key, array path or metadata field), what
+was expected and what was found.
+"""
+
+from __future__ import annotations
+
+
+class Zarr3Error(Exception):
+    """Base class of every error raised by zarr3_backend."""
+
+
+class MetadataError(Zarr3Error, ValueError):
+    """A ``zarr.json`` document (or a value for one) is malformed or invalid."""
+
+
+class UnknownExtensionError(MetadataError):
+    """A metadata field or extension this implementation does not understand.
+
+    Raised for unknown data types, chunk grids, chunk key encodings, codecs
+    and storage transformers unless they say ``"must_understand": false``.
+    """
+
+
+class NodeNameError(Zarr3Error, ValueError):
+    """A node name breaks the spec's rules (empty, ``/``, only periods, ``__``)."""
+
+
+class CodecError(Zarr3Error, ValueError):
+    """A chunk could not be encoded or decoded (corrupt or unsupported bytes)."""
+
+
+class ChecksumError(CodecError):
+    """A stored CRC32C checksum does not match the data it guards."""
+
+
+class CorruptShardError(CodecError):
+    """A shard is truncated or its index points outside the shard."""
+
+
+class NodeNotFoundError(Zarr3Error, FileNotFoundError):
+    """No array or group exists at the requested path."""
+
+
+class ArrayNotFoundError(NodeNotFoundError):
+    """No array exists at the requested path."""
+
+
+class GroupNotFoundError(NodeNotFoundError):
+    """No group exists at the requested path."""
+
+
+class NodeExistsError(Zarr3Error, FileExistsError):
+    """A node already exists where a new one was to be created."""
+
+
+class InvalidKeyError(Zarr3Error, ValueError):
+    """A store key is malformed or would escape the store root."""
+
+
+class ReadOnlyError(Zarr3Error, PermissionError):
+    """A write was attempted on a store or array opened read-only."""
+
+
+class StoreError(Zarr3Error, OSError):
+    """The underlying storage failed for a reason other than a missing key."""
+
+
+class BoundsError(Zarr3Error, IndexError):
+    """A selection lies outside the array or is otherwise not a valid index."""

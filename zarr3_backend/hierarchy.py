@@ -1,0 +1,250 @@
+"""Groups and the hierarchy: open, create, list, walk and erase nodes.
+
+Child discovery lists the group's prefix once and fetches every child's
+``zarr.json`` in one batched store call; a group carrying consolidated
+metadata answers from that instead. A prefix that holds nodes further down
+but no ``zarr.json`` of its own is an implicit group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .array import Array, Attributes, metadata_key
+from .errors import GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
+from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
+from .store.base import Store
+
+
+
+
+def validate_node_name(name: str) -> str:
+    """Return ``name`` if the spec allows it as a node name, else raise :class:`NodeNameError`.
+
+    >>> validate_node_name("t2m")
+    't2m'
+    """
+    if not isinstance(name, str) or name == "":
+        raise NodeNameError(f"node name must be a non-empty string, got {name!r}")
+    if "/" in name:
+        raise NodeNameError(f"node name {name!r} must not contain '/'")
+    if set(name) == {"."}:
+        raise NodeNameError(f"node name {name!r} must not consist only of periods")
+    if name.startswith("__"):
+        raise NodeNameError(f"node name {name!r} must not start with the reserved prefix '__'")
+    return name
+
+
+def normalize_path(path: str | None) -> str:
+    """A hierarchy path without leading/trailing '/', each segment a valid node name."""
+    path = (path or "").strip("/")
+    if path:
+        for name in path.split("/"):
+            validate_node_name(name)
+    return path
+
+
+def join_path(parent: str, name: str) -> str:
+    return f"{parent}/{name}" if parent else name
+
+
+def node_from_metadata(store: Store, path: str, metadata: NodeMetadata, read_only: bool) -> Array | Group:
+    if isinstance(metadata, ArrayMetadata):
+        return Array(store, path, metadata, read_only=read_only)
+    return Group(store, path, metadata, read_only=read_only)
+
+
+def read_node_metadata(store: Store, path: str) -> NodeMetadata | None:
+    """The metadata at ``path``; ``None`` if there is no ``zarr.json`` there."""
+    key = metadata_key(path)
+    raw = store.get(key)
+    return None if raw is None else parse_node_metadata(raw, key)
+
+
+def is_implicit_group(store: Store, path: str) -> bool:
+    """Whether nodes exist below ``path`` although it has no ``zarr.json`` itself."""
+    prefix = f"{path}/" if path else ""
+    return any(key.endswith("zarr.json") for key in store.list_prefix(prefix))
+
+
+class Group:
+    """A Zarr v3 group: attributes plus named children (arrays and groups)."""
+
+    def __init__(self, store: Store, path: str, metadata: GroupMetadata, *, read_only: bool = False) -> None:
+        self.store = store
+        self.path = path
+        self.metadata = metadata
+        self.read_only = read_only or store.read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_group, (self.store, self.path, self.metadata, self.read_only))
+
+    def __repr__(self) -> str:
+        return f"<zarr3_backend.Group {self.name!r} store={self.store!r}>"
+
+    @property
+    def name(self) -> str:
+        return "/" + self.path
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self)
+
+    def _write_attributes(self, attributes: dict[str, Any]) -> None:
+        self._check_writable()
+        self.metadata = self.metadata.with_attributes(attributes)
+        self.store.set(metadata_key(self.path), encode_metadata(self.metadata))
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"group {self.name!r} is open read-only; open it with mode='r+' or 'a' to write")
+
+    # -- children ----------------------------------------------------------
+    def _child_path(self, name: str) -> str:
+        relative = normalize_path(name)
+        if not relative:
+            raise NodeNameError(f"a child of group {self.name!r} needs a non-empty name, got {name!r}")
+        return join_path(self.path, relative)
+
+    def members(self) -> dict[str, Array | Group]:
+        """Direct children by name, discovered with one listing and one batched fetch."""
+        if self.metadata.consolidated is not None:
+            return self._consolidated_members()
+        prefix = f"{self.path}/" if self.path else ""
+        _, prefixes = self.store.list_dir(prefix)
+        names = sorted(p[len(prefix) : -1] for p in prefixes)
+        names = [n for n in names if not n.startswith("__")]
+        paths = [join_path(self.path, n) for n in names]
+        raws = self.store.get_many([(metadata_key(p), None) for p in paths])
+        children: dict[str, Array | Group] = {}
+        for name, path, raw in zip(names, paths, raws):
+            if raw is not None:
+                children[name] = node_from_metadata(self.store, path, parse_node_metadata(raw, metadata_key(path)), self.read_only)
+            elif is_implicit_group(self.store, path):
+                children[name] = Group(self.store, path, GroupMetadata(), read_only=self.read_only)
+        return children
+
+    def _consolidated_members(self) -> dict[str, Array | Group]:
+        children: dict[str, Array | Group] = {}
+        consolidated = self.metadata.consolidated or {}
+        for name, document in sorted(consolidated.items()):
+            if "/" in name:
+                continue
+            path = join_path(self.path, name)
+            metadata = node_metadata_from_json(document, metadata_key(path))
+            if isinstance(metadata, GroupMetadata):
+                nested = {k[len(name) + 1 :]: v for k, v in consolidated.items() if k.startswith(name + "/")}
+                metadata = metadata.with_consolidated(nested)
+            children[name] = node_from_metadata(self.store, path, metadata, self.read_only)
+        return children
+
+    def arrays(self) -> dict[str, Array]:
+        return {n: m for n, m in self.members().items() if isinstance(m, Array)}
+
+    def groups(self) -> dict[str, Group]:
+        return {n: m for n, m in self.members().items() if isinstance(m, Group)}
+
+    def walk(self) -> Iterator[tuple[str, Array | Group]]:
+        """Every node below this group, depth first, as ``(relative path, node)``."""
+        for name, node in self.members().items():
+            yield name, node
+            if isinstance(node, Group):
+                for sub, child in node.walk():
+                    yield f"{name}/{sub}", child
+
+    def __getitem__(self, name: str) -> Array | Group:
+        path = self._child_path(name)
+        if self.metadata.consolidated is not None:
+            relative = normalize_path(name)
+            if relative in self.metadata.consolidated:
+                return node_from_metadata(self.store, path, node_metadata_from_json(
+                    self.metadata.consolidated[relative], metadata_key(path)), self.read_only)
+        return open_node(self.store, path, read_only=self.read_only)
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            self[name]
+        except NodeNotFoundError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.members())
+
+    def __delitem__(self, name: str) -> None:
+        """Erase the child ``name`` and everything below it."""
+        self._check_writable()
+        path = self._child_path(name)
+        if name not in self:
+            raise NodeNotFoundError(f"no node {name!r} in group {self.name!r}")
+        self.store.delete_prefix(path + "/")
+
+    def create_array(self, name: str, **kwargs: Any) -> Array:
+        """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
+        from .api import create_array
+
+        self._check_writable()
+        return create_array(self.store, self._child_path(name), **kwargs)
+
+    def create_group(self, name: str, **kwargs: Any) -> Group:
+        """Create a group child; keyword arguments as :func:`zarr3_backend.create_group`."""
+        from .api import create_group
+
+        self._check_writable()
+        return create_group(self.store, self._child_path(name), **kwargs)
+
+    def require_group(self, name: str) -> Group:
+        """The child group ``name``, created if missing."""
+        try:
+            node = self[name]
+        except NodeNotFoundError:
+            return self.create_group(name)
+        if not isinstance(node, Group):
+            raise NodeExistsError(f"{join_path(self.path, name)!r} is an array, not a group")
+        return node
+
+
+def _rebuild_group(store: Store, path: str, metadata: GroupMetadata, read_only: bool) -> Group:
+    return Group(store, path, metadata, read_only=read_only)
+
+
+def open_node(store: Store, path: str, *, read_only: bool) -> Array | Group:
+    """The array or group at ``path`` (an implicit group if only descendants exist)."""
+    metadata = read_node_metadata(store, path)
+    if metadata is not None:
+        return node_from_metadata(store, path, metadata, read_only)
+    if is_implicit_group(store, path):
+        return Group(store, path, GroupMetadata(), read_only=read_only)
+    raise NodeNotFoundError(f"no Zarr v3 array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found")
+
+
+def ensure_parents(store: Store, path: str) -> None:
+    """Write group metadata for every ancestor of ``path`` that has none; refuse to nest under an array."""
+    parts = path.split("/")[:-1] if path else []
+    ancestors = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    raws = store.get_many([(metadata_key(p), None) for p in ancestors])
+    for ancestor, raw in zip(ancestors, raws):
+        if raw is None:
+            store.set(metadata_key(ancestor), encode_metadata(GroupMetadata()))
+        elif isinstance(parse_node_metadata(raw, metadata_key(ancestor)), ArrayMetadata):
+            raise NodeExistsError(f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is an array")
+
+
+def consolidate_metadata(store: Store, path: str = "") -> Group:
+    """Write the metadata of every node below the group at ``path`` into its ``zarr.json``.
+
+    Readers then discover the whole hierarchy from one document (the layout
+    zarr-python and xarray write and read).
+    """
+    group = open_node(store, path, read_only=False)
+    if not isinstance(group, Group):
+        raise GroupNotFoundError(f"cannot consolidate {path or '/'!r}: it is an array, not a group")
+    group.metadata = group.metadata.with_consolidated(None)
+    documents = {name: node.metadata.to_json() for name, node in group.walk()}
+    for name, document in documents.items():
+        if document["node_type"] == "group":
+            document.pop("consolidated_metadata", None)
+    group.metadata = group.metadata.with_consolidated(documents)
+    store.set(metadata_key(group.path), encode_metadata(group.metadata))
+    return group

@@ -1,0 +1,286 @@
+"""Array and group ``zarr.json`` documents: the only place JSON becomes objects.
+
+Parsing validates every field and raises :class:`MetadataError` naming the
+document key, the field, what was expected and what was found. Unknown
+top-level keys and storage transformers follow the spec's ``must_understand``
+rule. Codecs stay plain JSON here; :mod:`zarr3_backend.pipeline` builds them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from .chunk_grid import RegularChunkGrid
+from .chunk_keys import parse_chunk_key_encoding
+from .dtypes import DataType, parse_data_type
+from .errors import MetadataError, UnknownExtensionError, Zarr3Error
+
+JSON = Any
+ARRAY_KEYS = frozenset({
+    "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
+    "fill_value", "codecs", "attributes", "storage_transformers", "dimension_names",
+})
+GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated_metadata"})
+KNOWN_STORAGE_TRANSFORMERS: frozenset[str] = frozenset()
+
+
+def _fail(where: str, field_name: str, expected: str, got: Any) -> MetadataError:
+    return MetadataError(f"{where}: {field_name}: expected {expected}, got {got!r}")
+
+
+def parse_shape(value: JSON, where: str) -> tuple[int, ...]:
+    """A list of non-negative integers."""
+    if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
+        raise _fail(where, "shape", "a list of non-negative integers", value)
+    return tuple(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_attributes(value: JSON, where: str) -> dict[str, Any]:
+    """An object of user attributes (missing means empty)."""
+    if not isinstance(value, dict):
+        raise _fail(where, "attributes", "a JSON object", value)
+    return value
+
+
+def parse_dimension_names(value: JSON, ndim: int, where: str) -> tuple[str | None, ...] | None:
+    """``None`` or a list of strings/nulls with one entry per dimension."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != ndim or not all(v is None or isinstance(v, str) for v in value):
+        raise _fail(where, "dimension_names", f"a list of {ndim} strings or nulls", value)
+    return tuple(value)
+
+
+def parse_extension_list(value: JSON, field_name: str, where: str) -> tuple[dict[str, Any], ...]:
+    """A list of extension objects or short-hand names, normalised to objects."""
+    if not isinstance(value, list):
+        raise _fail(where, field_name, "a list of extension objects", value)
+    return tuple(_extension_object(item, f"{field_name}[{i}]", where) for i, item in enumerate(value))
+
+
+def _extension_object(item: JSON, field_name: str, where: str) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"name": item}
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        raise _fail(where, field_name, "an object with a string 'name' or a short-hand name", item)
+    if "configuration" in item and not isinstance(item["configuration"], dict):
+        raise _fail(where, f"{field_name}.configuration", "an object", item["configuration"])
+    return item
+
+
+def _understood_storage_transformers(items: tuple[dict[str, Any], ...], where: str) -> tuple[dict[str, Any], ...]:
+    kept = []
+    for item in items:
+        if item["name"] in KNOWN_STORAGE_TRANSFORMERS:
+            kept.append(item)
+        elif item.get("must_understand", True) is not False:
+            raise UnknownExtensionError(
+                f"{where}: storage transformer {item['name']!r} is not supported; "
+                "this array cannot be read correctly without it"
+            )
+    return tuple(kept)
+
+
+def _unknown_keys(document: dict[str, Any], known: frozenset[str], where: str) -> dict[str, Any]:
+    extra = {}
+    for key in document.keys() - known:
+        value = document[key]
+        if not (isinstance(value, dict) and value.get("must_understand") is False):
+            raise UnknownExtensionError(
+                f"{where}: unknown metadata field {key!r} (not marked \"must_understand\": false); "
+                "this node needs an extension zarr3_backend does not implement"
+            )
+        extra[key] = value
+    return extra
+
+
+def _check_header(document: JSON, node_type: str, where: str) -> None:
+    if not isinstance(document, dict):
+        raise _fail(where, "document", "a JSON object", type(document).__name__)
+    if document.get("zarr_format") != 3:
+        raise _fail(where, "zarr_format", "3", document.get("zarr_format"))
+    if document.get("node_type") != node_type:
+        raise _fail(where, "node_type", repr(node_type), document.get("node_type"))
+
+
+def _require(document: dict[str, Any], name: str, where: str) -> Any:
+    if name not in document:
+        raise MetadataError(f"{where}: missing required field {name!r}")
+    return document[name]
+
+
+@dataclass(frozen=True)
+class ArrayMetadata:
+    """The contents of an array's ``zarr.json``."""
+
+    shape: tuple[int, ...]
+    data_type: DataType
+    chunk_grid: RegularChunkGrid
+    chunk_key_encoding: Any
+    fill_value: Any
+    codecs: tuple[dict[str, Any], ...]
+    attributes: dict[str, Any] = field(default_factory=dict)
+    dimension_names: tuple[str | None, ...] | None = None
+    storage_transformers: tuple[dict[str, Any], ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+    node_type: Literal["array"] = "array"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        """The shape of one stored chunk (a shard, for sharded arrays)."""
+        return tuple(self.chunk_grid.chunk_shape)
+
+    @classmethod
+    def from_json(cls, document: JSON, where: str = "zarr.json") -> ArrayMetadata:
+        """Parse and validate an array metadata document."""
+        _check_header(document, "array", where)
+        try:
+            shape = parse_shape(_require(document, "shape", where), where)
+            data_type = parse_data_type(_require(document, "data_type", where))
+            grid = RegularChunkGrid.from_json(_require(document, "chunk_grid", where))
+            if len(grid.chunk_shape) != len(shape):
+                raise _fail(where, "chunk_grid.configuration.chunk_shape", f"{len(shape)} dimensions", list(grid.chunk_shape))
+            encoding = parse_chunk_key_encoding(_require(document, "chunk_key_encoding", where))
+            fill_value = data_type.parse_fill_value(_require(document, "fill_value", where))
+            codecs = parse_extension_list(_require(document, "codecs", where), "codecs", where)
+            transformers = parse_extension_list(document.get("storage_transformers", []), "storage_transformers", where)
+        except Zarr3Error as exc:
+            if str(exc).startswith(where):
+                raise
+            raise type(exc)(f"{where}: {exc}") from exc
+        if not codecs:
+            raise _fail(where, "codecs", "a non-empty list with one array -> bytes codec", [])
+        return cls(
+            shape=shape, data_type=data_type, chunk_grid=grid, chunk_key_encoding=encoding,
+            fill_value=fill_value, codecs=codecs,
+            attributes=parse_attributes(document.get("attributes", {}), where),
+            dimension_names=parse_dimension_names(document.get("dimension_names"), len(shape), where),
+            storage_transformers=_understood_storage_transformers(transformers, where),
+            extra=_unknown_keys(document, ARRAY_KEYS, where),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The metadata document as a JSON-compatible dict."""
+        document: dict[str, Any] = {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": list(self.shape),
+            "data_type": self.data_type.to_json(),
+            "chunk_grid": self.chunk_grid.to_json(),
+            "chunk_key_encoding": self.chunk_key_encoding.to_json(),
+            "fill_value": self.data_type.fill_value_to_json(self.fill_value),
+            "codecs": list(self.codecs),
+            "attributes": self.attributes,
+        }
+        if self.dimension_names is not None:
+            document["dimension_names"] = list(self.dimension_names)
+        if self.storage_transformers:
+            document["storage_transformers"] = list(self.storage_transformers)
+        return {**document, **self.extra}
+
+    def with_shape(self, shape: tuple[int, ...]) -> ArrayMetadata:
+        return replace(self, shape=tuple(shape))
+
+    def with_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:
+        return replace(self, attributes=dict(attributes))
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    """The contents of a group's ``zarr.json``.
+
+    ``consolidated`` maps child paths (relative to this group) to their
+    metadata documents when the group carries zarr-python's inline
+    ``consolidated_metadata``; ``None`` when it does not.
+    """
+
+    attributes: dict[str, Any] = field(default_factory=dict)
+    consolidated: dict[str, dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    node_type: Literal["group"] = "group"
+
+    @classmethod
+    def from_json(cls, document: JSON, where: str = "zarr.json") -> GroupMetadata:
+        """Parse and validate a group metadata document."""
+        _check_header(document, "group", where)
+        return cls(
+            attributes=parse_attributes(document.get("attributes", {}), where),
+            consolidated=parse_consolidated(document.get("consolidated_metadata"), where),
+            extra=_unknown_keys(document, GROUP_KEYS, where),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": self.attributes}
+        if self.consolidated is not None:
+            document["consolidated_metadata"] = {
+                "kind": "inline", "must_understand": False, "metadata": self.consolidated,
+            }
+        return {**document, **self.extra}
+
+    def with_attributes(self, attributes: dict[str, Any]) -> GroupMetadata:
+        return replace(self, attributes=dict(attributes))
+
+    def with_consolidated(self, consolidated: dict[str, dict[str, Any]] | None) -> GroupMetadata:
+        return replace(self, consolidated=consolidated)
+
+
+def parse_consolidated(value: JSON, where: str) -> dict[str, dict[str, Any]] | None:
+    """zarr-python's inline consolidated metadata: ``{"kind": "inline", "metadata": {path: doc}}``."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("kind") != "inline" or not isinstance(value.get("metadata"), dict):
+        raise _fail(where, "consolidated_metadata", "{'kind': 'inline', 'metadata': {...}}", value)
+    return value["metadata"]
+
+
+NodeMetadata = ArrayMetadata | GroupMetadata
+
+
+def parse_node_metadata(raw: bytes, where: str) -> NodeMetadata:
+    """Decode a ``zarr.json`` value into array or group metadata."""
+    try:
+        document = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MetadataError(f"{where}: not valid JSON ({exc})") from exc
+    return node_metadata_from_json(document, where)
+
+
+def node_metadata_from_json(document: JSON, where: str) -> NodeMetadata:
+    """Array or group metadata from a decoded JSON document."""
+    if isinstance(document, dict) and document.get("zarr_format") == 2:
+        raise MetadataError(f"{where}: this is Zarr v2 metadata; zarr3_backend reads Zarr v3 only")
+    node_type = document.get("node_type") if isinstance(document, dict) else None
+    if node_type == "array":
+        return ArrayMetadata.from_json(document, where)
+    if node_type == "group":
+        return GroupMetadata.from_json(document, where)
+    if not isinstance(document, dict):
+        raise _fail(where, "document", "a JSON object", type(document).__name__)
+    if document.get("zarr_format") != 3:
+        raise _fail(where, "zarr_format", "3", document.get("zarr_format"))
+    raise _fail(where, "node_type", "'array' or 'group'", node_type)
+
+
+def encode_metadata(metadata: NodeMetadata) -> bytes:
+    """Serialise metadata to the bytes stored under ``zarr.json``."""
+    return json.dumps(metadata.to_json(), indent=2, default=_json_default).encode()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"attribute value {value!r} of type {type(value).__name__} is not JSON serialisable")

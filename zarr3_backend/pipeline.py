@@ -1,0 +1,158 @@
+"""CodecChain: an ordered, validated list of codecs, usable as an array -> bytes codec.
+
+The chain folds each codec's effect on the chunk spec once per chunk shape,
+encodes and decodes whole chunks, and plans partial reads. A partial read is
+"sans-I/O": :meth:`CodecChain.plan_read` is a generator that yields lists of
+byte ranges to fetch and finally returns :class:`DecodeJob` objects; the
+caller performs all I/O (batched across chunks) and runs the jobs on its
+thread pool. Codecs with a smarter partial read (sharding) override
+``plan_read``; array code never asks which codec it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
+from .codecs.registry import codec_from_json
+from .errors import MetadataError
+from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
+
+class CodecChain:
+    """``array -> array``* then one ``array -> bytes`` then ``bytes -> bytes``* codecs.
+
+    >>> from zarr3_backend.pipeline import CodecChain
+    >>> chain = CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"])
+    >>> [c["name"] for c in chain.to_json()]
+    ['bytes', 'crc32c']
+    """
+
+    def __init__(self, codecs: Sequence[Codec], where: str = "codecs") -> None:
+        self.codecs = tuple(codecs)
+        self.array_array, self.array_bytes, self.bytes_bytes = _split_by_kind(self.codecs, where)
+        self._spec_cache: dict[tuple[Any, ...], tuple[list[ChunkSpec], ChunkSpec]] = {}
+
+    @classmethod
+    def from_json(cls, items: Any, where: str = "codecs") -> CodecChain:
+        """Build from a JSON codec list; codecs marked ``must_understand: false`` that we lack are skipped."""
+        if not isinstance(items, list | tuple):
+            raise MetadataError(f"{where}: expected a list of codecs, got {items!r}")
+        codecs = [codec_from_json(item) for item in items]
+        return cls([c for c in codecs if c is not None], where)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [codec.to_json() for codec in self.codecs]
+
+    def __repr__(self) -> str:
+        return f"CodecChain({[c.name for c in self.codecs]})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CodecChain) and self.codecs == other.codecs
+
+    def __hash__(self) -> int:
+        return hash(self.codecs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"codecs": self.codecs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["codecs"])  # type: ignore[misc]
+
+    # -- specs -----------------------------------------------------------
+    def _specs(self, spec: ChunkSpec) -> tuple[list[ChunkSpec], ChunkSpec]:
+        """Input specs of the array->array codecs, and of the array->bytes codec.
+
+        Cached per chunk shape and data type (a chain serves one array, so
+        the fill value does not vary).
+        """
+        key = (spec.shape, spec.data_type.name)
+        cached = self._spec_cache.get(key)
+        if cached is None:
+            inputs = []
+            for codec in self.array_array:
+                inputs.append(spec)
+                spec = codec.resolve_spec(spec)
+            cached = self._spec_cache[key] = (inputs, spec)
+        return cached
+
+    def evolve(self, spec: ChunkSpec) -> CodecChain:
+        """Fill automatic parameters for ``spec`` (recorded in metadata)."""
+        evolved = []
+        for codec in self.array_array:
+            codec = codec.evolve(spec)
+            evolved.append(codec)
+            spec = codec.resolve_spec(spec)
+        evolved.append(self.array_bytes.evolve(spec))
+        evolved.extend(codec.evolve(spec) for codec in self.bytes_bytes)
+        return CodecChain(evolved)
+
+    def validate(self, spec: ChunkSpec) -> None:
+        """Raise if any codec cannot handle the chunk representation it receives."""
+        inputs, bytes_spec = self._specs(spec)
+        for codec, codec_spec in zip(self.array_array, inputs):
+            codec.validate(codec_spec)
+        self.array_bytes.validate(bytes_spec)
+        for codec in self.bytes_bytes:
+            codec.validate(bytes_spec)
+
+    def compute_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
+        """Encoded size of a chunk for fixed-size chains (raises otherwise)."""
+        inputs, bytes_spec = self._specs(spec)
+        for codec, codec_spec in zip(self.array_array, inputs):
+            input_size = codec.compute_encoded_size(input_size, codec_spec)
+        input_size = self.array_bytes.compute_encoded_size(input_size, bytes_spec)
+        for codec in self.bytes_bytes:
+            input_size = codec.compute_encoded_size(input_size, bytes_spec)
+        return input_size
+
+    # -- whole chunks ----------------------------------------------------
+    def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
+        """Encode an array of ``spec.shape`` to bytes."""
+        inputs, bytes_spec = self._specs(spec)
+        for codec, codec_spec in zip(self.array_array, inputs):
+            chunk = codec.encode(chunk, codec_spec)
+        data = self.array_bytes.encode(chunk, bytes_spec)
+        for codec in self.bytes_bytes:
+            data = codec.encode(data, bytes_spec)
+        return data
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        """Decode bytes to an array of ``spec.shape`` (possibly a read-only view)."""
+        inputs, bytes_spec = self._specs(spec)
+        for codec in reversed(self.bytes_bytes):
+            data = codec.decode(data, bytes_spec)
+        chunk = self.array_bytes.decode(data, bytes_spec)
+        for codec, codec_spec in zip(reversed(self.array_array), reversed(inputs)):
+            chunk = codec.decode(chunk, codec_spec)
+        return chunk
+
+    # -- partial reads ---------------------------------------------------
+    def read_unit(self, spec: ChunkSpec) -> tuple[int, ...] | None:
+        """Shape of independently readable pieces of a chunk; ``None``: only the whole chunk."""
+        if self.array_array or self.bytes_bytes:
+            return None
+        return self.array_bytes.read_unit(spec)
+
+    def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
+        """Sans-I/O read of ``reads`` from the chunk stored under ``ctx.key``."""
+        if not (self.array_array or self.bytes_bytes):
+            return (yield from self.array_bytes.plan_read(spec, reads, ctx))
+        return (yield from whole_chunk_plan(self, spec, reads, ctx))
+
+
+def _split_by_kind(
+    codecs: tuple[Codec, ...], where: str
+) -> tuple[tuple[ArrayArrayCodec, ...], ArrayBytesCodec, tuple[BytesBytesCodec, ...]]:
+    kinds = [codec.kind for codec in codecs]
+    n_aa = next((i for i, k in enumerate(kinds) if k != "array_to_array"), len(kinds))
+    rest = kinds[n_aa:]
+    if not rest or rest[0] != "array_to_bytes" or any(k != "bytes_to_bytes" for k in rest[1:]):
+        described = ", ".join(f"{c.name} ({c.kind.replace('_to_', '->')})" for c in codecs)
+        raise MetadataError(
+            f"{where}: expected array->array codecs, then exactly one array->bytes codec, "
+            f"then bytes->bytes codecs; got [{described}]"
+        )
+    return codecs[:n_aa], codecs[n_aa], codecs[n_aa + 1 :]  # type: ignore[return-value]

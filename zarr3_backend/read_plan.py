@@ -1,0 +1,118 @@
+"""Sans-I/O partial reads: plans yield byte ranges to fetch and return decode jobs.
+
+A read plan is a generator. Each ``yield`` hands the caller a list of
+:class:`ByteRange` requests (``None`` = the whole value) for one stored key
+and receives the fetched values (``None`` where the key is missing). When the
+plan returns, its value is a list of :class:`DecodeJob`. The caller batches
+the requests of many plans into one store call per round and runs the jobs
+on its thread pool, so codecs never touch a store or a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import CodecError, Zarr3Error
+from .store.base import Buffer, ByteRange
+
+Selection = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class SubRead:
+    """A piece of one stored chunk to read.
+
+    ``coords`` locate the read unit inside the chunk (all zeros unless the
+    chunk is a shard of inner chunks), ``selection`` indexes that unit and
+    ``out_selection`` says where the result goes in the output array.
+    """
+
+    coords: tuple[int, ...]
+    selection: Selection
+    out_selection: Selection
+
+
+@dataclass
+class ReadContext:
+    """Facts a read plan may use: the key, a cache shared by an array's reads, coalescing limits."""
+
+    key: str
+    cache: MutableMapping[str, Any] = field(default_factory=dict)
+    max_gap: int = 1 << 20
+    max_block: int = 64 << 20
+
+
+@dataclass
+class DecodeJob:
+    """Decode ``data`` with ``codec`` (``None`` = missing: fill value) and copy ``selection`` to ``out``."""
+
+    data: Buffer | None
+    codec: Any
+    spec: Any
+    selection: Selection
+    out_selection: Selection
+    where: str
+
+    def run(self, out: np.ndarray) -> None:
+        if self.data is None:
+            out[self.out_selection] = self.spec.fill_value
+            return
+        chunk = decode_chunk(self.codec, self.data, self.spec, self.where)
+        out[self.out_selection] = chunk[self.selection]
+
+
+ReadPlan = Generator[list[ByteRange | None], list[bytes | None], list[DecodeJob]]
+
+
+def whole_chunk_plan(codec: Any, spec: Any, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
+    """The default plan: fetch the whole value, decode it once, copy every piece."""
+    (data,) = yield [None]
+    return [DecodeJob(data, codec, spec, r.selection, r.out_selection, ctx.key) for r in reads]
+
+
+def decode_chunk(codec: Any, data: Buffer, spec: Any, where: str) -> np.ndarray:
+    """Decode one chunk, turning any failure into a :class:`CodecError` naming ``where``."""
+    try:
+        return codec.decode(data, spec)
+    except Zarr3Error as exc:
+        raise with_location(exc, where) from exc
+    except Exception as exc:  # numcodecs/numpy raise RuntimeError, ValueError, ...
+        raise CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})") from exc
+
+
+def with_location(exc: Zarr3Error, where: str) -> Zarr3Error:
+    """``exc`` with ``where`` (a key or array path) at the start of its message."""
+    message = str(exc)
+    if message.startswith(where):
+        return exc
+    return type(exc)(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Block:
+    """A coalesced byte range ``[start, end)`` covering the ranges at ``members`` (input positions)."""
+
+    start: int
+    end: int
+    members: tuple[int, ...]
+
+
+def coalesce_ranges(ranges: list[tuple[int, int]], max_gap: int, max_block: int) -> list[Block]:
+    """Merge ``[start, end)`` ranges whose gap is at most ``max_gap`` into blocks of at most ``max_block`` bytes.
+
+    >>> [(b.start, b.end, b.members) for b in coalesce_ranges([(0, 4), (10, 12), (100, 110)], 8, 1 << 20)]
+    [(0, 12, (0, 1)), (100, 110, (2,))]
+    """
+    blocks: list[Block] = []
+    for position in sorted(range(len(ranges)), key=lambda i: ranges[i]):
+        start, end = ranges[position]
+        last = blocks[-1] if blocks else None
+        if last is not None and start - last.end <= max_gap and max(end, last.end) - last.start <= max_block:
+            blocks[-1] = Block(last.start, max(end, last.end), (*last.members, position))
+        else:
+            blocks.append(Block(start, end, (position,)))
+    return blocks

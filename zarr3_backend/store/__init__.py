@@ -1,0 +1,61 @@
+"""Stores: the :class:`Store` protocol, a local and an fsspec backend, and :func:`make_store`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import fsspec.core
+
+from .base import Buffer, ByteRange, Request, Store, validate_key, validate_prefix
+from .fsspec_store import FsspecStore
+from .local import TMP_PREFIX, LocalStore
+
+__all__ = [
+    "TMP_PREFIX",
+    "Buffer",
+    "ByteRange",
+    "FsspecStore",
+    "LocalStore",
+    "Request",
+    "Store",
+    "make_store",
+    "validate_key",
+    "validate_prefix",
+]
+
+_READ_ONLY_PROTOCOLS = frozenset({"http", "https", "zip"})
+
+
+def make_store(
+    obj: Store | str | os.PathLike[str],
+    *,
+    storage_options: dict[str, Any] | None = None,
+    read_only: bool = False,
+) -> Store:
+    """The store behind a path, URL or existing store.
+
+    A :class:`Store` passes through unchanged. Plain paths and ``file://``
+    URLs give a :class:`LocalStore`; any other URL (``s3://``, ``memory://``,
+    ``zip::file:///a.zip``, ...) an :class:`FsspecStore` built by
+    ``fsspec.core.url_to_fs(url, **storage_options)``. http(s) and zip stores
+    are always read-only.
+
+    >>> make_store("memory://doc/make_store")
+    FsspecStore('memory:///doc/make_store')
+    """
+    if isinstance(obj, Store):
+        if storage_options:
+            raise TypeError(f"storage_options only apply to URLs, not to the store {obj!r}")
+        return obj
+    if not isinstance(obj, (str, os.PathLike)):
+        raise TypeError(f"store must be a Store, a path or a URL string, got {type(obj).__name__}")
+    url = os.fspath(obj)
+    is_url = "://" in url or "::" in url
+    if isinstance(obj, os.PathLike) or not is_url or url.startswith("file://"):
+        if storage_options:
+            raise TypeError(f"storage_options do not apply to the local path {url!r}")
+        return LocalStore(url.removeprefix("file://"), read_only=read_only)
+    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    return FsspecStore(fs, root, read_only=read_only or bool(protocols & _READ_ONLY_PROTOCOLS))

@@ -1,0 +1,264 @@
+"""A store over any fsspec file system (memory, s3, http(s), zip, gcs, ...).
+
+Keys are paths below ``root`` in the file system's own terms (for s3:
+``"bucket/prefix"``). On asynchronous file systems (s3fs, http) a
+:meth:`~FsspecStore.get_many` call is one concurrent batch on fsspec's event
+loop; a whole-value read is one plain GET. Ranges keep Python slice
+semantics everywhere: suffixes go out as ``bytes=-n``, ranges past the end
+read as ``b""`` (an HTTP 416 is not an error here), and ranges that need the
+size (a negative ``end``) cost one extra HEAD.
+
+>>> import fsspec
+>>> store = FsspecStore(fsspec.filesystem("memory"), "/doc-example")
+>>> store.set("zarr.json", b"{}")
+>>> store.get("zarr.json", ByteRange.suffix(1))
+b'}'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from fsspec import AbstractFileSystem
+from fsspec.asyn import sync
+
+from ..errors import StoreError
+from .base import Buffer, ByteRange, Request, Store, validate_key, validate_prefix
+
+T = TypeVar("T")
+
+_MISSING_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
+_DEFAULT_BATCH = 128
+
+
+def _is_missing(exc: BaseException) -> bool:
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):
+        return True
+    response = getattr(exc, "response", None)  # a raw botocore ClientError
+    return isinstance(response, dict) and response.get("Error", {}).get("Code") in _MISSING_CODES
+
+
+def _is_unsatisfiable(exc: BaseException) -> bool:
+    """A range that starts past the end: S3 ``InvalidRange`` or HTTP 416."""
+    if getattr(exc, "status", None) == 416:
+        return True
+    return isinstance(exc, OSError) and exc.errno == errno.EINVAL and "range" in str(exc).lower()
+
+
+def _needs_size(byte_range: ByteRange) -> bool:
+    end = byte_range.end
+    return end is not None and (end < 0 or byte_range.start < 0)
+
+
+def _is_empty(byte_range: ByteRange) -> bool:
+    return byte_range.end is not None and 0 <= byte_range.end <= byte_range.start
+
+
+def _resolve(byte_range: ByteRange, size: int) -> ByteRange:
+    start, stop, _ = byte_range.slice().indices(size)
+    return ByteRange(start, max(start, stop))
+
+
+class FsspecStore(Store):
+    """Keys under ``root`` on the fsspec file system ``fs``.
+
+    Parameters
+    ----------
+    fs : fsspec.AbstractFileSystem
+        Any fsspec file system; asynchronous ones get concurrent batches.
+    root : str
+        Root path in ``fs``'s terms (protocol optional), e.g. ``"bucket/data.zarr"``.
+    read_only : bool
+        Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
+
+    >>> import fsspec
+    >>> FsspecStore(fsspec.filesystem("memory"), "/x").url
+    'memory:///x'
+    """
+
+    def __init__(self, fs: AbstractFileSystem, root: str, read_only: bool = False) -> None:
+        self.fs = fs
+        self.root = fs._strip_protocol(root).rstrip("/")
+        self.read_only = read_only
+        self._full_kwargs = _single_get_kwargs(fs)
+
+    @property
+    def url(self) -> str:
+        """The root as a URL with protocol."""
+        return self.fs.unstrip_protocol(self.root)
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self.read_only else ""
+        return f"FsspecStore({self.url!r}{mode})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FsspecStore):
+            return NotImplemented
+        return (self.fs, self.root, self.read_only) == (other.fs, other.root, other.read_only)
+
+    def __hash__(self) -> int:
+        return hash((FsspecStore, self.fs, self.root, self.read_only))
+
+    def _path(self, key: str) -> str:
+        validate_key(key)
+        return f"{self.root}/{key}" if self.root else key
+
+    def _relative(self, path: str) -> str | None:
+        """Key of an ``fs`` path, or ``None`` if it is not below the root."""
+        path = path.lstrip("/")
+        root = self.root.lstrip("/")
+        if root:
+            if not path.startswith(root + "/"):
+                return None
+            path = path[len(root) + 1 :]
+        return path or None
+
+    def _run(self, coros: Iterable[Awaitable[T]]) -> list[T | BaseException]:
+        return sync(self.fs.loop, _gather, list(coros), getattr(self.fs, "batch_size", None) or _DEFAULT_BATCH)
+
+    # -- reads ------------------------------------------------------------------
+
+    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
+        paths = [self._path(key) for key, _ in requests]
+        ranges = [byte_range for _, byte_range in requests]
+        if self.fs.async_impl:
+            results = self._run(self._fetch_async(p, r) for p, r in zip(paths, ranges, strict=True))
+        else:
+            results = [_capture(self._fetch_sync, p, r) for p, r in zip(paths, ranges, strict=True)]
+        return [self._outcome(key, result) for (key, _), result in zip(requests, results, strict=True)]
+
+    def _outcome(self, key: str, result: bytes | BaseException) -> bytes | None:
+        if not isinstance(result, BaseException):
+            return bytes(result)
+        if _is_missing(result):
+            return None
+        if _is_unsatisfiable(result):
+            return b""
+        raise StoreError(f"could not read key {key!r} from {self.url}: {result}") from result
+
+    async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes:
+        fs: Any = self.fs
+        if byte_range is None:
+            return await fs._cat_file(path, **self._full_kwargs)
+        if _needs_size(byte_range):
+            byte_range = _resolve(byte_range, await self._size_async(path))
+        if _is_empty(byte_range):  # probe existence; past-the-end reads as b""
+            await fs._cat_file(path, start=0, end=1)
+            return b""
+        return await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
+
+    async def _size_async(self, path: str) -> int:
+        info = await self.fs._info(path)  # type: ignore[attr-defined]
+        if info.get("type") == "directory":
+            raise FileNotFoundError(path)
+        return int(info["size"])
+
+    def _fetch_sync(self, path: str, byte_range: ByteRange | None) -> bytes:
+        if byte_range is not None and _needs_size(byte_range):
+            byte_range = _resolve(byte_range, self._size_sync(path))
+        if byte_range is not None and _is_empty(byte_range):
+            self.fs.cat_file(path, start=0, end=1)
+            return b""
+        start, end = (None, None) if byte_range is None else (byte_range.start, byte_range.end)
+        return self.fs.cat_file(path, start=start, end=end)
+
+    def _size_sync(self, path: str) -> int:
+        info = self.fs.info(path)
+        if info.get("type") == "directory":
+            raise FileNotFoundError(path)
+        return int(info["size"])
+
+    # -- writes -----------------------------------------------------------------
+
+    def set(self, key: str, value: Buffer) -> None:
+        self.set_many({key: value})
+
+    def set_many(self, items: Mapping[str, Buffer]) -> None:
+        self._check_writable()
+        pairs = [(key, self._path(key), bytes(value)) for key, value in items.items()]
+        if self.fs.async_impl:
+            results = self._run(self.fs._pipe_file(path, data) for _, path, data in pairs)  # type: ignore[attr-defined]
+        else:
+            results = [_capture(self.fs.pipe_file, path, data) for _, path, data in pairs]
+        for (key, _, _), result in zip(pairs, results, strict=True):
+            if isinstance(result, BaseException):
+                raise StoreError(f"could not write key {key!r} to {self.url}: {result}") from result
+
+    def delete(self, key: str) -> None:
+        self.delete_many([key])
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        self._check_writable()
+        pairs = [(key, self._path(key)) for key in keys]
+        if self.fs.async_impl:
+            results = self._run(self.fs._rm_file(path) for _, path in pairs)  # type: ignore[attr-defined]
+        else:
+            results = [_capture(self.fs.rm_file, path) for _, path in pairs]
+        for (key, _), result in zip(pairs, results, strict=True):
+            if isinstance(result, BaseException) and not _is_missing(result):
+                raise StoreError(f"could not delete key {key!r} from {self.url}: {result}") from result
+
+    def delete_prefix(self, prefix: str) -> None:
+        self._check_writable()  # before listing: read-only stores may not list at all
+        super().delete_prefix(prefix)
+
+    # -- listing ----------------------------------------------------------------
+
+    def _prefix_path(self, prefix: str) -> str:
+        validate_prefix(prefix)
+        return self._path(prefix[:-1]) if prefix else self.root
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        try:
+            found = self.fs.find(self._prefix_path(prefix), withdirs=False)
+        except FileNotFoundError:
+            return
+        keys = (self._relative(path) for path in found)
+        yield from sorted(key for key in keys if key and key.startswith(prefix) and not key.endswith("/"))
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        try:
+            entries = self.fs.ls(self._prefix_path(prefix), detail=True, refresh=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+        keys: list[str] = []
+        prefixes: list[str] = []
+        for entry in entries:
+            key = self._relative(entry["name"].rstrip("/"))
+            if key is None or not key.startswith(prefix) or "/" in key[len(prefix) :]:
+                continue
+            if entry["type"] == "directory":
+                prefixes.append(key + "/")
+            else:
+                keys.append(key)
+        return sorted(keys), sorted(prefixes)
+
+
+def _single_get_kwargs(fs: AbstractFileSystem) -> dict[str, Any]:
+    """``_cat_file`` keywords that make a whole-value read one GET (s3fs: no HEAD first)."""
+    cat_file = getattr(fs, "_cat_file", None)
+    if fs.async_impl and cat_file is not None and "max_concurrency" in inspect.signature(cat_file).parameters:
+        return {"max_concurrency": 1}
+    return {}
+
+
+def _capture(func: Callable[..., T], *args: Any) -> T | BaseException:
+    try:
+        return func(*args)
+    except Exception as exc:  # noqa: BLE001 - sorted out per request by the caller
+        return exc
+
+
+async def _gather(coros: list[Awaitable[T]], limit: int) -> list[T | BaseException]:
+    """Run ``coros`` concurrently, at most ``limit`` at a time; exceptions are returned."""
+    semaphore = asyncio.Semaphore(limit)
+
+    async def bounded(coro: Awaitable[T]) -> T:
+        async with semaphore:
+            return await coro
+
+    return await asyncio.gather(*(bounded(coro) for coro in coros), return_exceptions=True)

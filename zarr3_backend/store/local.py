@@ -1,0 +1,220 @@
+"""A store on the local file system, with direct ``os`` calls for speed.
+
+Each key is a file under ``root`` (``"a/c/0/0"`` is ``root/a/c/0/0``).
+Writes are atomic: the value goes to a temporary file in the target's
+directory, then ``os.replace`` swaps it in, so a reader sees the old value or
+the new one, never a mix. Temporary files are named ``.__z3tmp.<hex>``;
+listings skip them and keys may not use that prefix.
+
+>>> import tempfile
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> store.set("a/zarr.json", b"{}")
+>>> store.get("a/zarr.json"), store.list_dir("")
+(b'{}', ([], ['a/']))
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+
+from ..errors import InvalidKeyError, StoreError
+from .base import Buffer, ByteRange, Request, Store, validate_key, validate_prefix
+
+#: Name prefix of in-flight temporary files; listings skip such names.
+TMP_PREFIX = ".__z3tmp."
+
+_POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
+_POOL_WORKERS = 4
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _reader_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="zarr3-local")
+        return _pool
+
+
+def _pread_all(fd: int, length: int, offset: int) -> bytes:
+    data = os.pread(fd, length, offset)
+    if len(data) == length or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < length and (chunk := os.pread(fd, length - got, offset + got)):
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _read_file(path: str, byte_range: ByteRange | None) -> bytes | None:
+    """The bytes of ``path`` (or a range of them); ``None`` if it is not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        size = st.st_size
+        start, stop, _ = (0, size, 1) if byte_range is None else byte_range.slice().indices(size)
+        return _pread_all(fd, max(0, stop - start), start)
+    finally:
+        os.close(fd)
+
+
+def _is_visible(name: str) -> bool:
+    return not name.startswith(TMP_PREFIX)
+
+
+class LocalStore(Store):
+    """Files under a local directory ``root``; see the module docstring.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        Directory holding the hierarchy; created on the first write.
+    read_only : bool
+        Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self.read_only = read_only
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self.read_only else ""
+        return f"LocalStore({self.root!r}{mode})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LocalStore):
+            return NotImplemented
+        return (self.root, self.read_only) == (other.root, other.read_only)
+
+    def __hash__(self) -> int:
+        return hash((LocalStore, self.root, self.read_only))
+
+    @property
+    def url(self) -> str:
+        """``file://`` URL of the root."""
+        return "file://" + self.root
+
+    def _path(self, key: str) -> str:
+        validate_key(key)
+        if any(part.startswith(TMP_PREFIX) for part in key.split("/")):
+            raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
+        return os.path.join(self.root, *key.split("/"))
+
+    def _dir(self, prefix: str) -> str:
+        validate_prefix(prefix)
+        return os.path.join(self.root, *prefix.split("/")[:-1])
+
+    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
+        """Read sequentially; once a value of 1 MiB or more shows up, read the rest in threads."""
+        jobs = [(self._path(key), byte_range) for key, byte_range in requests]
+        out: list[bytes | None] = []
+        for index, (path, byte_range) in enumerate(jobs):
+            value = _read_file(path, byte_range)
+            out.append(value)
+            if value is not None and len(value) >= _POOL_THRESHOLD and index + 2 < len(jobs):
+                rest = jobs[index + 1 :]
+                out.extend(_reader_pool().map(_read_file, *zip(*rest, strict=True)))
+                break
+        return out
+
+    def exists(self, key: str) -> bool:
+        return os.path.isfile(self._path(key))
+
+    def set(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+        path = self._path(key)
+        try:
+            self._write_atomic(path, value)
+        except OSError as exc:
+            raise StoreError(f"could not write key {key!r} to {self.root!r}: {exc}") from exc
+
+    def _write_atomic(self, path: str, value: Buffer) -> None:
+        directory = os.path.dirname(path)
+        tmp = os.path.join(directory, TMP_PREFIX + uuid.uuid4().hex)
+        for attempt in (1, 2):  # a concurrent delete may remove the new empty directory
+            os.makedirs(directory, exist_ok=True)
+            try:
+                with open(tmp, "xb") as file:
+                    file.write(value)
+                os.replace(tmp, path)
+                return
+            except FileNotFoundError:
+                _remove_quietly(tmp)
+                if attempt == 2:
+                    raise
+            except BaseException:
+                _remove_quietly(tmp)
+                raise
+
+    def delete(self, key: str) -> None:
+        self._check_writable()
+        path = self._path(key)
+        try:
+            os.unlink(path)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return
+        except OSError as exc:
+            raise StoreError(f"could not delete key {key!r} from {self.root!r}: {exc}") from exc
+        self._prune(os.path.dirname(path))
+
+    def delete_prefix(self, prefix: str) -> None:
+        self._check_writable()
+        directory = self._dir(prefix)
+        if directory == self.root:
+            super().delete_prefix(prefix)
+            return
+        with suppress(FileNotFoundError, NotADirectoryError):
+            shutil.rmtree(directory)
+        self._prune(os.path.dirname(directory))
+
+    def _prune(self, directory: str) -> None:
+        """Remove empty directories from ``directory`` up to (not including) the root."""
+        while directory != self.root and directory.startswith(self.root + os.sep):
+            try:
+                os.rmdir(directory)
+            except OSError:
+                return
+            directory = os.path.dirname(directory)
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        directory = self._dir(prefix)
+        for dirpath, dirnames, filenames in os.walk(directory):
+            dirnames.sort()
+            rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+            base = "" if rel == "." else rel + "/"
+            yield from (base + name for name in sorted(filenames) if _is_visible(name))
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        directory = self._dir(prefix)
+        keys: list[str] = []
+        prefixes: list[str] = []
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return keys, prefixes
+        for entry in entries:
+            if entry.is_dir():
+                prefixes.append(f"{prefix}{entry.name}/")
+            elif _is_visible(entry.name):
+                keys.append(prefix + entry.name)
+        return keys, prefixes
+
+
+def _remove_quietly(path: str) -> None:
+    with suppress(FileNotFoundError):
+        os.unlink(path)

@@ -1,0 +1,47 @@
+"""The lazy array xarray indexes: one call to xarray's explicit-indexing adapter.
+
+Basic and outer (orthogonal) indexers map straight onto
+``zarr3_backend.Array.oindex``, which reads only the chunks (inner chunks,
+for sharded arrays) a selection touches; xarray's adapter turns vectorized
+indexing into an outer read plus an in-memory step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xarray.backends.common import BackendArray
+from xarray.core import indexing
+
+from ..array import Array
+
+
+def variable_dtype(array: Array) -> np.dtype:
+    """The dtype xarray sees: numpy's ``StringDType`` for the ``string`` data type, as engine="zarr" does."""
+    if array.metadata.data_type.name == "string":
+        return np.dtypes.StringDType()
+    return array.dtype
+
+
+class Zarr3BackendArray(BackendArray):
+    """A :class:`zarr3_backend.Array` as an xarray backend array (pickles with its array).
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/backend_array", shape=(4,), dtype="int8")
+    >>> Zarr3BackendArray(a)[indexing.BasicIndexer((slice(1, 3),))].tolist()
+    [0, 0]
+    """
+
+    __slots__ = ("array", "dtype", "shape")
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+        self.shape = array.shape
+        self.dtype = variable_dtype(array)
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
+
+    def _read(self, key: tuple[Any, ...]) -> np.ndarray:
+        return np.asarray(self.array.oindex[key], dtype=self.dtype)

@@ -1,0 +1,59 @@
+"""What a variable records about its Zarr array: ``encoding`` and the decoded ``_FillValue``.
+
+``_FillValue`` attributes are decoded exactly as xarray's own zarr backend
+does for Zarr v3 (where the array ``fill_value`` goes to ``encoding`` and a
+CF ``_FillValue`` attribute, if any, is JSON-encoded by xarray: base64 of a
+little-endian float64 for floats, a pair of those for complex numbers).
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Any
+
+from ..array import Array
+from .backend_array import variable_dtype
+
+
+def decode_fill_value(value: Any, array: Array) -> Any:
+    """The ``_FillValue`` attribute as xarray wrote it for ``array``, decoded.
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/fill", shape=(1,), dtype="float32")
+    >>> decode_fill_value("AAAAAAAA+H8=", a)
+    nan
+    """
+    name, kind = array.metadata.data_type.name, array.dtype.kind
+    if name == "string":
+        return str(value)
+    if name == "variable_length_bytes":
+        return base64.standard_b64decode(value)
+    if kind == "f" and isinstance(value, str | bytes):
+        return _unpack_float(value)
+    if kind == "c" and isinstance(value, list | tuple) and len(value) == 2:
+        return complex(_unpack_float(value[0]), _unpack_float(value[1]))
+    if kind == "b":
+        return bool(value)
+    if kind in "iu" and isinstance(value, int | float):
+        return int(value)
+    return value
+
+
+def _unpack_float(value: str | bytes) -> float:
+    return struct.unpack("<d", base64.standard_b64decode(value))[0]
+
+
+def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:
+    """Everything needed to write ``array`` again the same way, plus xarray's ``preferred_chunks``."""
+    metadata = array.metadata
+    return {
+        "chunks": array.chunks,
+        "shards": array.shards,
+        "preferred_chunks": dict(zip(dims, array.shards or array.chunks)),
+        "codecs": [dict(codec) for codec in metadata.codecs],
+        "fill_value": array.fill_value,
+        "dimension_names": metadata.dimension_names,
+        "chunk_key_encoding": metadata.chunk_key_encoding.to_json(),
+        "dtype": variable_dtype(array),
+    }

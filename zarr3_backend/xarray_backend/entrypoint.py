@@ -1,0 +1,93 @@
+"""``engine="zarr3"``: xarray's entry point for Zarr v3 stores.
+
+>>> import xarray as xr
+>>> ds = xr.open_dataset("path/to/data.zarr", engine="zarr3", chunks={})  # doctest: +SKIP
+
+``open_dataset`` builds a :class:`Zarr3DataStore` and lets xarray's
+:class:`StoreBackendEntrypoint` do CF decoding; ``chunks`` is handled by
+xarray from each variable's ``preferred_chunks`` (the shard shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from xarray import Dataset, DataTree
+from xarray.backends.common import BackendEntrypoint, _normalize_path, datatree_from_dict_with_io_cleanup
+from xarray.backends.store import StoreBackendEntrypoint
+
+from .root import holds_v3_metadata, open_root_group
+from .store import Zarr3DataStore, load_index_coordinates
+
+
+class Zarr3BackendEntrypoint(BackendEntrypoint):
+    """Open Zarr v3 stores (local paths, fsspec URLs, zarr3_backend stores) with zarr3_backend."""
+
+    description = "Open Zarr v3 stores lazily with zarr3_backend (pure Python, shard-aware)"
+    url = "https://github.com/zarr3_backend/zarr3_backend#xarray"
+    supports_groups = True
+    open_dataset_parameters = (
+        "filename_or_obj", "group", "drop_variables", "mask_and_scale", "decode_times", "decode_timedelta",
+        "use_cftime", "concat_characters", "decode_coords", "storage_options",
+    )
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        return holds_v3_metadata(filename_or_obj)
+
+    def open_dataset(  # type: ignore[override]
+        self,
+        filename_or_obj: Any,
+        *,
+        group: str | None = None,
+        drop_variables: str | Iterable[str] | None = None,
+        mask_and_scale: bool = True,
+        decode_times: Any = True,
+        decode_timedelta: Any = None,
+        use_cftime: bool | None = None,
+        concat_characters: bool = True,
+        decode_coords: Any = True,
+        storage_options: dict[str, Any] | None = None,
+    ) -> Dataset:
+        """Open one group as a lazy Dataset; the decoding options are those of ``xr.open_dataset``."""
+        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options)
+        store = Zarr3DataStore(root, _names(drop_variables))
+        decode = dict(
+            mask_and_scale=mask_and_scale, decode_times=decode_times, decode_timedelta=decode_timedelta,
+            use_cftime=use_cftime, concat_characters=concat_characters, decode_coords=decode_coords,
+        )
+        return StoreBackendEntrypoint().open_dataset(store, drop_variables=drop_variables, **decode)
+
+    def open_groups_as_dict(  # type: ignore[override]
+        self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None, **decode: Any,
+    ) -> dict[str, Dataset]:
+        """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path."""
+        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options)
+        stores = _walk(Zarr3DataStore(root, _names(drop_variables)), "/", _names(drop_variables))
+        load_index_coordinates(list(stores.values()))
+        entry = StoreBackendEntrypoint()
+        return {path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()}
+
+    def open_datatree(  # type: ignore[override]
+        self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None, **decode: Any,
+    ) -> DataTree:
+        """The hierarchy below ``group`` as a DataTree of lazy Datasets."""
+        groups = self.open_groups_as_dict(
+            filename_or_obj, group=group, drop_variables=drop_variables, storage_options=storage_options, **decode
+        )
+        return datatree_from_dict_with_io_cleanup(groups)
+
+
+def _walk(store: Zarr3DataStore, path: str, drop: tuple[str, ...]) -> dict[str, Zarr3DataStore]:
+    stores = {path: store}
+    for name, child in store.groups.items():
+        stores.update(_walk(Zarr3DataStore(child, drop), f"{path.rstrip('/')}/{name}", drop))
+    return stores
+
+
+def _names(drop_variables: str | Iterable[str] | None) -> tuple[str, ...]:
+    if drop_variables is None:
+        return ()
+    return (drop_variables,) if isinstance(drop_variables, str) else tuple(drop_variables)

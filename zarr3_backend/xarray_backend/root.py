@@ -1,0 +1,72 @@
+"""Open the group xarray asked for, with errors that say what is there instead.
+
+Covers the ways opening goes wrong before any variable is built: no
+``zarr.json``, a Zarr v2 store, or an array where a group was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..api import open as open_node
+from ..array import Array
+from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
+from ..hierarchy import Group, normalize_path
+from ..store import make_store
+from ..store.base import Store
+
+V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
+
+
+def open_root_group(filename_or_obj: Any, group: str | None = None, storage_options: dict[str, Any] | None = None) -> Group:
+    """The group at ``group`` (default: the root) of a path, URL or :class:`Store`, opened read-only.
+
+    >>> import zarr3_backend
+    >>> _ = zarr3_backend.create_group("memory://doc/root_group")
+    >>> open_root_group("memory://doc/root_group").path
+    ''
+    """
+    store = make_store(filename_or_obj, storage_options=storage_options, read_only=True)
+    path = normalize_path(group)
+    where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
+    try:
+        node = open_node(store, path)
+    except NodeNotFoundError as exc:
+        raise _not_found(store, path, where) from exc
+    except UnknownExtensionError as exc:
+        raise UnknownExtensionError(f"cannot open {where} with engine='zarr3': {exc}") from exc
+    if isinstance(node, Array):
+        raise GroupNotFoundError(
+            f"{where} is a Zarr array, not a group; engine='zarr3' opens groups as Datasets. "
+            "Open the group that contains it (group=...), or read the array with zarr3_backend.open_array()"
+        )
+    return node
+
+
+def _not_found(store: Store, path: str, where: str) -> Exception:
+    prefix = f"{path}/" if path else ""
+    found = [key for key, raw in zip(V2_KEYS, store.get_many([(prefix + k, None) for k in V2_KEYS])) if raw is not None]
+    if found:
+        return MetadataError(
+            f"{where} is a Zarr v2 store ({found[0]} found, no zarr.json); engine='zarr3' reads Zarr v3 only. "
+            "Open it with engine='zarr', or convert it to Zarr v3 (e.g. ds.to_zarr(..., zarr_format=3))"
+        )
+    return NodeNotFoundError(
+        f"no Zarr v3 group at {where}: {prefix}zarr.json not found. Check the path (or URL and "
+        "storage_options), or pass group='...' to open a group further down"
+    )
+
+
+def _describe(obj: Any) -> str:
+    return repr(os.fspath(obj)) if isinstance(obj, str | os.PathLike) else repr(obj)
+
+
+def holds_v3_metadata(filename_or_obj: Any) -> bool:
+    """Whether the root of a path, URL or store holds a Zarr v3 ``zarr.json``; never raises."""
+    try:
+        raw = make_store(filename_or_obj, read_only=True).get("zarr.json")
+        return raw is not None and json.loads(raw).get("zarr_format") == 3
+    except Exception:
+        return False

@@ -1,0 +1,99 @@
+"""The xarray data store: raw variables, attributes and encoding of one Zarr v3 group.
+
+Building a store costs the group's metadata only (one listing plus one
+batched fetch of the children's ``zarr.json``, or nothing beyond the group's
+own document when it carries consolidated metadata). Index coordinates, the
+1-D arrays named like their dimension that xarray loads anyway to build
+indexes, are read for many stores at once with one batched
+:func:`~zarr3_backend.array.read_many`; every other variable stays lazy.
+CF decoding is left to xarray.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from xarray.backends.common import AbstractDataStore
+from xarray.core import indexing
+from xarray.core.utils import FrozenDict
+from xarray.core.variable import Variable
+
+from ..array import Array, read_many
+from ..errors import UnknownExtensionError
+from ..hierarchy import Group
+from .backend_array import Zarr3BackendArray, variable_dtype
+from .dims import DIMENSION_KEY, group_dims
+from .encoding import decode_fill_value, variable_encoding
+
+
+class Zarr3DataStore(AbstractDataStore):
+    """One group as xarray sees it (read-only).
+
+    >>> import zarr3_backend
+    >>> g = zarr3_backend.create_group("memory://doc/datastore", attributes={"title": "t"})
+    >>> _ = g.create_array("x", shape=(3,), dtype="int8", dimension_names=["x"])
+    >>> store = Zarr3DataStore(g)
+    >>> sorted(store.get_variables()), store.get_attrs(), dict(store.get_dimensions())
+    (['x'], {'title': 't'}, {'x': 3})
+    """
+
+    def __init__(self, group: Group, drop_variables: Iterable[str] = ()) -> None:
+        self.group = group
+        members = _members(group)
+        drop = set(drop_variables)
+        self.arrays = {n: m for n, m in members.items() if isinstance(m, Array) and n not in drop}
+        self.groups = {n: m for n, m in members.items() if isinstance(m, Group)}
+        self.dims = group_dims(self.arrays, f"group {group.name!r} in {group.store!r}")
+        self.loaded: dict[str, np.ndarray] | None = None
+
+    def index_arrays(self) -> dict[str, Array]:
+        """The arrays xarray turns into indexes: 1-D, named like their dimension."""
+        return {n: a for n, a in self.arrays.items() if self.dims[n].names == (n,)}
+
+    def get_variables(self) -> FrozenDict[str, Variable]:
+        if self.loaded is None:
+            load_index_coordinates([self])
+        return FrozenDict((name, self._variable(name, array)) for name, array in self.arrays.items())
+
+    def _variable(self, name: str, array: Array) -> Variable:
+        dims = self.dims[name]
+        attrs = dict(array.metadata.attributes)
+        if dims.from_attribute:
+            del attrs[DIMENSION_KEY]
+        if "_FillValue" in attrs:
+            attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
+        data: Any = (self.loaded or {}).get(name)
+        if data is None:
+            data = indexing.LazilyIndexedArray(Zarr3BackendArray(array))
+        return Variable(dims.names, data, attrs, variable_encoding(array, dims.names))
+
+    def get_attrs(self) -> dict[str, Any]:
+        return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith("_nc")}
+
+    def get_dimensions(self) -> FrozenDict[str, int]:
+        return FrozenDict((d, n) for name, a in self.arrays.items() for d, n in zip(self.dims[name].names, a.shape))
+
+    def get_encoding(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        """Nothing to release: stores hold no open files between reads."""
+
+
+def load_index_coordinates(stores: Sequence[Zarr3DataStore]) -> None:
+    """Read the index coordinates of all ``stores`` in one batched read."""
+    wanted = [(store, name, array) for store in stores for name, array in store.index_arrays().items()]
+    values = read_many([(array, Ellipsis, False) for _, _, array in wanted]) if wanted else []
+    for store in stores:
+        store.loaded = {}
+    for (store, name, array), value in zip(wanted, values):
+        store.loaded[name] = np.asarray(value, dtype=variable_dtype(array))  # type: ignore[index]
+
+
+def _members(group: Group) -> dict[str, Array | Group]:
+    try:
+        return group.members()
+    except UnknownExtensionError as exc:
+        raise UnknownExtensionError(f"cannot open group {group.name!r} in {group.store!r} with engine='zarr3': {exc}") from exc
