@@ -16,8 +16,10 @@ Run ``python benchmarks/bench_core.py --quick`` for a smoke test.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import shutil
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +29,9 @@ from pathlib import Path
 import numpy as np
 from numcodecs import Blosc
 
-from common import (
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
+
+from common import (  # noqa: E402
     CLIMATE_FIELD_VERSION,
     Case,
     ResultTable,
@@ -108,16 +112,21 @@ def _decode_into(chunk: memoryview, out: np.ndarray, region: tuple[slice, ...]) 
 
 
 def floor_read(root: Path, layout: Layout) -> np.ndarray:
-    """Read every shard file and decode all inner chunks on 2 threads into one output."""
+    """Read shard files in order while 2 threads decode their inner chunks into one output.
+
+    At most two shards' bytes are held at a time.
+    """
     out = np.empty(layout.shape, dtype="<f4")
-    futures = []
+    pending: collections.deque = collections.deque()
     for shard in layout.shard_coords():
         data = layout.shard_path(root, shard).read_bytes()
         view = memoryview(data)
         for inner, (offset, nbytes) in _present(parse_shard_index(data, layout)):
             region = layout.chunk_region(shard, inner)
-            futures.append(_POOL.submit(_decode_into, view[offset : offset + nbytes], out, region))
-    for future in futures:
+            pending.append(_POOL.submit(_decode_into, view[offset : offset + nbytes], out, region))
+        while len(pending) > layout.n_inner:
+            pending.popleft().result()
+    for future in pending:
         future.result()
     return out
 
@@ -392,44 +401,41 @@ def _stored_mb(path: Path) -> float:
 # ---------------------------------------------------------------- store requests and profiles
 
 
-def _request_count(store) -> int | None:
-    """Total requests seen by a CountingStore, whatever shape its counter has."""
-    for name in ("total", "n_requests", "request_count", "count", "requests", "counts", "calls", "log"):
-        value = getattr(store, name, None)
-        value = value() if callable(value) and name in ("total", "request_count") else value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, dict):
-            return int(sum(v if isinstance(v, int) else len(v) for v in value.values()))
-        if isinstance(value, list | tuple):
-            return len(value)
-    return None
+def _counting_store(path: Path):
+    from zarr3_backend.store import make_store
+
+    try:
+        from zarr3_backend.testing import CountingStore
+    except ImportError:
+        from zarr3_backend.testing.stores import CountingStore
+    return CountingStore(make_store(str(path)))
+
+
+def _point_requests(store, arr) -> tuple[int, int]:
+    """(reads, store calls) of one point read: reads are (key, byte range) pairs, calls batch them."""
+    reads, calls = len(store.requests), sum(store.counts.values())
+    arr[POINT]
+    return len(store.requests) - reads, sum(store.counts.values()) - calls
 
 
 def report_requests(ctx: Context) -> None:
     """Store requests of zarr3_backend's point read, cold (fresh open) and warm (cached shard index)."""
     try:
         import zarr3_backend
-        from zarr3_backend.store import make_store
-        from zarr3_backend.testing import CountingStore
 
-        store = CountingStore(make_store(str(ctx.source)))
-        counts = [_request_count(store)]
+        store = _counting_store(ctx.source)
         arr = zarr3_backend.open_array(store)
-        for _ in range(2):
-            counts.append(_request_count(store))
-            arr[POINT]
-        counts.append(_request_count(store))
+        opened = len(store.requests), sum(store.counts.values())
+        cold, warm = _point_requests(store, arr), _point_requests(store, arr)
     except Exception as exc:  # the names may not exist yet: degrade gracefully
         print(f"\nstore requests: not available ({type(exc).__name__}: {exc})")
         return
-    if None in counts:
-        print(f"\nstore requests: unknown CountingStore counter; attributes {sorted(vars(store))}")
-        return
     n = len(point_shards(ctx.layout))
-    cold, warm = counts[2] - counts[1], counts[3] - counts[2]
-    print(f"\nstore requests ({OURS}, point read over {n} shards): open {counts[1] - counts[0]}, "
-          f"cold read {cold} ({cold / n:.1f}/shard), warm read {warm} ({warm / n:.1f}/shard)")
+    print(f"\nstore requests of {OURS} (reads = (key, range) pairs, calls = get/get_many batches), "
+          f"point read over {n} shards:")
+    print(f"  open: {opened[0]} reads in {opened[1]} calls")
+    for label, (reads, calls) in (("cold", cold), ("warm", warm)):
+        print(f"  {label} point read: {reads} reads ({reads / n:.1f} per shard) in {calls} calls")
 
 
 def profile_case(workload: str, case: Case) -> None:

@@ -11,13 +11,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-pytest.register_assert_rewrite("zarr3_backend.testing")
+if TYPE_CHECKING:
+    from zarr3_backend.testing.servers import S3Endpoint
 
-from zarr3_backend.testing.servers import S3Endpoint, http_server as serve_directory, moto_s3_server
+# Before any zarr3_backend.testing module is imported: rewrite the contract's asserts.
+pytest.register_assert_rewrite("zarr3_backend.testing")
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +27,8 @@ def s3_server() -> Iterator[S3Endpoint]:
     """A moto S3 server for the whole session (``.endpoint_url``, ``.storage_options``, ``.make_bucket()``)."""
     pytest.importorskip("moto.server")
     pytest.importorskip("s3fs")
+    from zarr3_backend.testing.servers import moto_s3_server
+
     with moto_s3_server() as endpoint:
         yield endpoint
 
@@ -53,6 +57,8 @@ class HttpDir:
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpDir]:
     """A Range-capable HTTP server on 127.0.0.1 serving one session directory."""
     pytest.importorskip("aiohttp")
+    from zarr3_backend.testing.servers import http_server as serve_directory
+
     root = tmp_path_factory.mktemp("http-root")
     with serve_directory(root) as url:
         yield HttpDir(root, url)

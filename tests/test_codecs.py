@@ -34,8 +34,8 @@ from zarr3_backend.errors import ChecksumError, CodecError, MetadataError, Unkno
 from zarr3_backend.testing.codecs import CodecContract, chunk_spec
 
 DATETIME = {"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}
-FIXED = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-         "float16", "float32", "float64", "complex64", "complex128", "r24", DATETIME]
+FIXED = ["bool", "int8", "uint16", "int32", "uint64", "float16", "float32", "float64", "complex64", "complex128",
+         "r24", DATETIME]
 
 
 def _id(value: object) -> str:
@@ -72,7 +72,8 @@ class TestTransposeContract(CodecContract):
 BYTES_CODECS = [
     GzipCodec(0), GzipCodec(6), ZstdCodec(), ZstdCodec(level=-3, checksum=True), Crc32cCodec(),
     BloscCodec(), BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle"),
-    BloscCodec(typesize=3, cname="blosclz", shuffle="bitshuffle", blocksize=256), BloscCodec(cname="zlib", shuffle="shuffle"),
+    BloscCodec(typesize=3, cname="blosclz", shuffle="bitshuffle", blocksize=256),
+    BloscCodec(cname="zlib", shuffle="shuffle"),
     numcodec("bz2", level=5), numcodec("zlib", level=1), numcodec("lz4"), numcodec("shuffle"),
     numcodec("crc32"), numcodec("adler32"), numcodec("fletcher32"), numcodec("zstd", level=1),
 ]
@@ -83,7 +84,7 @@ class TestBytesBytesContract(CodecContract):
     def codec(self, request):
         return request.param
 
-    @pytest.fixture(params=["uint8", "float64", "r24"])
+    @pytest.fixture(params=["uint8", "float64"])
     def spec(self, request):
         return chunk_spec(request.param, (7, 9))
 
@@ -368,8 +369,7 @@ def test_numcodecs_kinds_mirror_zarr_python():
                           "bz2", "shuffle", "crc32", "lz4", "zlib", "blosc")}
     assert {k for k, v in kinds.items() if v == "array_to_array"} == {
         "delta", "packbits", "fixedscaleoffset", "quantize", "bitround", "astype"}
-    assert numcodecs_codec_class("numcodecs.crc32").compute_encoded_size(
-        numcodec("crc32"), 10, chunk_spec("uint8", (10,))) == 14
+    assert numcodec("crc32").compute_encoded_size(10, chunk_spec("uint8", (10,))) == 14
     with pytest.raises(UnknownExtensionError, match="numcodecs.nope"):
         get_codec_class("numcodecs.nope")
 
@@ -396,6 +396,8 @@ def test_registry_accepts_short_hand_names_objects_and_codecs():
 
 def test_registry_skips_unknown_codecs_only_when_allowed():
     assert codec_from_json({"name": "https://example.com/my-codec", "must_understand": False}) is None
+    with pytest.raises(UnknownExtensionError, match="unknown codec 'urn:x-example:codec'"):
+        codec_from_json({"name": "urn:x-example:codec"})
     with pytest.raises(UnknownExtensionError, match="unknown codec 'my-codec'"):
         codec_from_json({"name": "my-codec", "configuration": {}})
     with pytest.raises(UnknownExtensionError, match="unknown codec 'my-codec'"):
@@ -405,7 +407,8 @@ def test_registry_skips_unknown_codecs_only_when_allowed():
 @pytest.mark.parametrize("obj, match", [
     (3, "expected a name or an object"), ({"configuration": {}}, "no 'name'"), ({"name": 3}, "expected a string"),
     ({"name": "Gzip"}, "not a valid extension name"), ({"name": "foo/bar"}, "not a valid extension name"),
-    ("foo bar", "not a valid extension name"), ({"name": "gzip", "configuration": [1]}, "configuration must be an object"),
+    ("foo bar", "not a valid extension name"), ("foo:bar", "not a valid extension name"),
+    ({"name": "gzip", "configuration": [1]}, "configuration must be an object"),
     ({"name": "gzip", "level": 1}, r"unexpected member\(s\) \['level'\]"),
     ({"name": "gzip", "must_understand": "no"}, "must_understand must be true or false"),
 ])
@@ -511,7 +514,8 @@ def test_zarr_python_json_and_chunks_are_ours(zarr_python, tmp_path, kwargs, dat
 
 
 @pytest.mark.parametrize("name, kwargs, location", [
-    ("Delta", {"dtype": "<i8"}, "filters"), ("FixedScaleOffset", {"offset": 0, "scale": 10, "astype": "<i4"}, "filters"),
+    ("Delta", {"dtype": "<i8"}, "filters"),
+    ("FixedScaleOffset", {"offset": 0, "scale": 10, "astype": "<i4"}, "filters"),
     ("Quantize", {"digits": 3}, "filters"), ("Shuffle", {}, "compressors"), ("BZ2", {"level": 5}, "compressors"),
     ("CRC32", {}, "compressors"),
 ])

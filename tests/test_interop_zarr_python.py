@@ -8,7 +8,6 @@ attributes, implicit groups and consolidated metadata are checked too.
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,17 @@ import numpy as np
 import pytest
 
 import zarr3_backend
-from interop_cases import assert_same, canonical_codecs, check_reads, params, write_ours, write_zarr_python
+from zarr3_backend.store import make_store
+from interop_cases import (
+    assert_same,
+    canonical_codecs,
+    canonical_key_encoding,
+    check_properties,
+    check_reads,
+    params,
+    write_ours,
+    write_zarr_python,
+)
 
 zarr = pytest.importorskip("zarr")
 
@@ -30,20 +39,18 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWa
 def test_zarr_python_writes_we_read(case: Any, tmp_path: Path) -> None:
     write_zarr_python(case, tmp_path / "a")
     array = zarr3_backend.open_array(str(tmp_path / "a"))
-    assert array.shape == case.shape
+    check_properties(array, case)
     check_reads(array, case.expected(), f"{case.id}: zarr3_backend reading zarr-python")
 
 
 @pytest.mark.parametrize("case", params("ours->zarr_python"))
 def test_we_write_zarr_python_reads(case: Any, tmp_path: Path) -> None:
     write_ours(case, tmp_path / "a")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        array = zarr.open_array(str(tmp_path / "a"), mode="r")
+    array = zarr.open_array(str(tmp_path / "a"), mode="r")
     assert array.shape == case.shape
     stored = json.loads((tmp_path / "a" / "zarr.json").read_text())
     assert canonical_codecs(stored["codecs"], case.dtype) == canonical_codecs(case.codecs, case.dtype)
-    assert stored["chunk_key_encoding"] == case.chunk_key_encoding
+    assert canonical_key_encoding(stored["chunk_key_encoding"]) == case.chunk_key_encoding
     parsed = array.metadata.to_dict()
     assert canonical_codecs(parsed["codecs"], case.dtype) == canonical_codecs(case.codecs, case.dtype)
     if case.attributes is not None:
@@ -55,6 +62,41 @@ def test_we_write_zarr_python_reads(case: Any, tmp_path: Path) -> None:
     if expected.ndim:
         sel = tuple(slice(1, None, 2) for _ in expected.shape)
         assert_same(array[sel], expected[sel], f"{case.id}: zarr-python reading zarr3_backend [1::2]")
+
+
+UPDATE_CASES = [  # sharded and 0-d cases: partial updates of foreign shards / single chunks
+    p for p in params("zarr_python->ours") if p.values[0].shards is not None or not p.values[0].shape
+]
+
+
+@pytest.mark.parametrize("case", UPDATE_CASES)
+def test_we_update_zarr_python_array(case: Any, tmp_path: Path) -> None:
+    """Partial writes into chunks and shards zarr-python wrote; zarr-python reads the result."""
+    write_zarr_python(case, tmp_path / "a")
+    sel, values = case.update()
+    zarr3_backend.open_array(str(tmp_path / "a"), mode="r+")[sel] = values
+    array = zarr.open_array(str(tmp_path / "a"), mode="r")
+    assert_same(array[...], case.expected_after_update(), f"{case.id}: after our update")
+
+
+def test_resize_and_attributes_both_ways(tmp_path: Path) -> None:
+    data = np.arange(35, dtype="int32").reshape(7, 5)
+    ours = zarr3_backend.create_array(str(tmp_path / "ours"), shape=(7, 5), dtype="int32", chunks=(3, 2), fill_value=-1)
+    ours[...] = data
+    ours.resize((9, 3))
+    ours.attrs["note"] = "resized"
+    theirs = zarr.open_array(str(tmp_path / "ours"), mode="r+")
+    expected = np.full((9, 3), -1, dtype="int32")
+    expected[:7] = data[:, :3]
+    assert_same(theirs[...], expected, "zarr-python reading our resized array")
+    assert theirs.attrs.asdict() == {"note": "resized"}
+    theirs.resize((4, 6))
+    theirs.attrs["more"] = [1]
+    reopened = zarr3_backend.open_array(str(tmp_path / "ours"))
+    expected = np.full((4, 6), -1, dtype="int32")
+    expected[:, :3] = data[:4, :3]
+    assert_same(reopened[...], expected, "zarr3_backend reading zarr-python's resized array")
+    assert dict(reopened.attrs) == {"note": "resized", "more": [1]}
 
 
 def test_we_write_zarr_json_zarr_python_parses(tmp_path: Path) -> None:
@@ -119,7 +161,7 @@ def _check_tree_ours(root: Any) -> None:
         if path:
             assert dict(root[path].attrs) == attrs, path
     for path, (data, attrs) in TREE_ARRAYS.items():
-        node = zarr3_backend.open_array(root.store, path)
+        node = root[path]
         assert dict(node.attrs) == attrs
         assert_same(node[...], data, path)
 
@@ -138,12 +180,29 @@ def test_we_write_hierarchy_zarr_python_reads(tmp_path: Path) -> None:
         assert_same(root[path][...], data, path)
 
 
+def _hide_nested_metadata(root: Path) -> None:
+    """Rename every non-root zarr.json so only consolidated metadata can answer."""
+    for path in root.rglob("*/zarr.json"):
+        path.rename(path.with_suffix(".hidden"))
+
+
 def test_consolidated_metadata_from_zarr_python(tmp_path: Path) -> None:
     _write_tree_zarr_python(tmp_path)
     zarr.consolidate_metadata(str(tmp_path))
     assert "consolidated_metadata" in json.loads((tmp_path / "zarr.json").read_text())
+    _hide_nested_metadata(tmp_path)
     root = zarr3_backend.open_group(str(tmp_path))
     _check_tree_ours(root)
+
+
+def test_we_consolidate_zarr_python_reads(tmp_path: Path) -> None:
+    _write_tree_ours(tmp_path)
+    zarr3_backend.consolidate_metadata(make_store(str(tmp_path)))
+    _hide_nested_metadata(tmp_path)
+    root = zarr.open_consolidated(str(tmp_path), mode="r")
+    assert {name for name, _ in root.members(max_depth=None)} == {"a", "a/b", "a/b/c", "a/b/arr", "top"}
+    assert root["a/b"].attrs.asdict() == TREE["a/b"]
+    assert_same(root["a/b/arr"][...], TREE_ARRAYS["a/b/arr"][0], "zarr-python reading via our consolidation")
 
 
 def test_implicit_groups(tmp_path: Path) -> None:

@@ -8,16 +8,23 @@ import urllib.error
 import urllib.request
 import uuid
 import zipfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import fsspec
 import pytest
 
 from zarr3_backend.errors import InvalidKeyError, StoreError
 from zarr3_backend.store import TMP_PREFIX, ByteRange, FsspecStore, LocalStore, Store, make_store
 from zarr3_backend.store.fsspec_store import _is_missing
 from zarr3_backend.testing.stores import SAMPLE, CountingStore, ReadOnlyStoreContract, StoreContract
+
+
+def _fsspec_store(url: str, **kwargs: Any) -> FsspecStore:
+    store = make_store(url, **kwargs)
+    assert isinstance(store, FsspecStore)
+    return store
 
 
 def _zip_sample(path: Path, inner: str = "") -> Path:
@@ -42,10 +49,11 @@ class TestLocalStore(StoreContract):
 
 class TestMemoryStore(StoreContract):
     @pytest.fixture
-    def store(self) -> Any:
-        store = make_store(f"memory://contract-{uuid.uuid4().hex}")
+    def store(self) -> Iterator[FsspecStore]:
+        store = _fsspec_store(f"memory://contract-{uuid.uuid4().hex}")
         yield store
-        store.fs.rm(store.root, recursive=True) if store.fs.exists(store.root) else None
+        if store.fs.exists(store.root):
+            store.fs.rm(store.root, recursive=True)
 
     def read_only_view(self, store: Store) -> Store:
         assert isinstance(store, FsspecStore)
@@ -89,7 +97,9 @@ def test_make_store_dispatch(tmp_path: Path, http_server: Any) -> None:
     assert isinstance(memory, FsspecStore) and not memory.read_only
     assert make_store(memory) is memory
     assert make_store(http_server.url).read_only
-    assert make_store(f"zip://::{_zip_sample(tmp_path / 'a.zip')}").read_only
+    zipped = _fsspec_store(f"zip://data::{_zip_sample(tmp_path / 'a.zip')}")
+    assert zipped.read_only and zipped.url == f"zip://data::file://{tmp_path}/a.zip"
+    assert make_store(zipped.url) == zipped
 
 
 def test_make_store_refuses_misuse(tmp_path: Path) -> None:
@@ -163,18 +173,44 @@ def test_local_large_values_read_in_threads(tmp_path: Path) -> None:
     assert store.get_many(requests) == expected
 
 
+def test_local_concurrent_writes_and_deletes(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+
+    def churn(worker: int) -> None:
+        for i in range(30):
+            store.set(f"a/b/{worker}", bytes([i]) * 1000)
+            assert store.get(f"a/b/{worker}") == bytes([i]) * 1000
+            store.delete(f"a/b/{worker}")
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(churn, range(6)))
+    assert list(store.list()) == [] and _visible_files(store.root) == []
+
+
+def test_local_unreadable_file_is_store_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LocalStore(tmp_path)
+    store.set("a/k", b"v")
+
+    def denied(*args: Any, **kwargs: Any) -> int:
+        raise PermissionError("denied")
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(StoreError, match=r"a/k.*denied"):
+        store.get("a/k")
+
+
 def test_local_pickle_and_identity(tmp_path: Path) -> None:
     store = LocalStore(tmp_path, read_only=True)
     assert pickle.loads(pickle.dumps(store)) == store and hash(store) == hash(LocalStore(tmp_path, read_only=True))
     assert store != LocalStore(tmp_path) and repr(store) == f"LocalStore({str(tmp_path)!r}, read_only=True)"
-    assert store.url == f"file://{tmp_path}"
+    assert store.url == f"file://{tmp_path}" and LocalStore(store.url, read_only=True) == store
 
 
 # -- FsspecStore -----------------------------------------------------------------------
 
 
 def test_memory_pickle_shares_the_process_file_system() -> None:
-    store = make_store(f"memory://pickle-{uuid.uuid4().hex}")
+    store = _fsspec_store(f"memory://pickle-{uuid.uuid4().hex}")
     clone = pickle.loads(pickle.dumps(store))
     clone.set("k", b"v")
     assert store.get("k") == b"v" and clone == store and hash(clone) == hash(store)
@@ -183,7 +219,7 @@ def test_memory_pickle_shares_the_process_file_system() -> None:
 
 
 def test_fsspec_errors_become_store_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    store = make_store(f"memory://errors-{uuid.uuid4().hex}")
+    store = _fsspec_store(f"memory://errors-{uuid.uuid4().hex}")
     store.set("k", b"v")
 
     def broken(*args: Any, **kwargs: Any) -> bytes:
@@ -201,7 +237,7 @@ def test_raw_s3_missing_codes_count_as_missing() -> None:
 
 
 def test_s3_pickle_round_trip(s3_url: str, s3_storage_options: dict[str, Any]) -> None:
-    store = make_store(s3_url + "/p", storage_options=s3_storage_options)
+    store = _fsspec_store(s3_url + "/p", storage_options=s3_storage_options)
     store.set("k", b"v")
     clone = pickle.loads(pickle.dumps(CountingStore(store)))
     assert clone.inner == store and clone.get("k") == b"v" and clone.counts["get"] == 1
@@ -213,7 +249,8 @@ def _spy_calls(monkeypatch: pytest.MonkeyPatch, fs: Any) -> list[tuple[str, dict
 
     async def spy(method: str, *args: Any, **kwargs: Any) -> Any:
         calls.append((method, kwargs))
-        return await original(method, *args, **kwargs)
+        result: Any = await original(method, *args, **kwargs)
+        return result
 
     monkeypatch.setattr(fs, "_call_s3", spy)
     return calls
@@ -222,7 +259,7 @@ def _spy_calls(monkeypatch: pytest.MonkeyPatch, fs: Any) -> list[tuple[str, dict
 def test_s3_requests_are_single_gets(
     s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = make_store(s3_url, storage_options=s3_storage_options)
+    store = _fsspec_store(s3_url, storage_options=s3_storage_options)
     store.set("k", bytes(100))
     calls = _spy_calls(monkeypatch, store.fs)
     assert store.get("k") == bytes(100) and store.get("k", ByteRange.suffix(4)) == bytes(4)
@@ -236,7 +273,7 @@ def test_s3_get_many_is_one_concurrent_batch(
 ) -> None:
     import asyncio
 
-    store = make_store(s3_url, storage_options=s3_storage_options)
+    store = _fsspec_store(s3_url, storage_options=s3_storage_options)
     store.set_many({f"c/{i}": bytes([i]) * 10 for i in range(30)})
     in_flight = peak = 0
     original = store.fs._cat_file
@@ -247,7 +284,8 @@ def test_s3_get_many_is_one_concurrent_batch(
         peak = max(peak, in_flight)
         try:
             await asyncio.sleep(0.01)
-            return await original(*args, **kwargs)
+            data: bytes = await original(*args, **kwargs)
+            return data
         finally:
             in_flight -= 1
 
@@ -261,14 +299,30 @@ def test_s3_get_many_is_one_concurrent_batch(
 def test_s3_other_errors_become_store_error(
     s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = make_store(s3_url, storage_options=s3_storage_options)
+    store = _fsspec_store(s3_url, storage_options=s3_storage_options)
 
     async def broken(*args: Any, **kwargs: Any) -> bytes:
         raise RuntimeError("connection reset")
 
     monkeypatch.setattr(store.fs, "_cat_file", broken)
-    with pytest.raises(StoreError, match="'chunk/0'.*connection reset"):
+    with pytest.raises(StoreError, match=r"'chunk/0'.*connection reset"):
         store.get_many([("chunk/0", None)])
+
+
+# -- CountingStore ----------------------------------------------------------------------
+
+
+def test_counting_store_counts_and_records(tmp_path: Path) -> None:
+    store = CountingStore(LocalStore(tmp_path))
+    store.set_many({"a": b"1", "b": b"22"})
+    assert store.get_many([("a", None), ("b", ByteRange.suffix(1))]) == [b"1", b"2"]
+    assert store.get("zz") is None and store.exists("a") and list(store.list()) == ["a", "b"]
+    assert store.counts == {"set_many": 1, "get_many": 1, "get": 1, "exists": 1, "list": 1}
+    assert store.requests == [("a", None), ("b", ByteRange.suffix(1)), ("zz", None)]
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone.counts == store.counts and clone.get("a") == b"1"
+    store.reset()
+    assert not store.counts and not store.requests and clone.counts["get"] == 2
 
 
 # -- the HTTP test server ---------------------------------------------------------------

@@ -20,12 +20,16 @@ import numpy as np
 from .codecs.base import ChunkSpec
 from .dtypes import is_fill
 from .errors import BoundsError, MetadataError, ReadOnlyError, Zarr3Error
-from .executor import map_concurrently
+from .executor import map_concurrently, pipelined
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .pipeline import CodecChain
 from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk, with_location
 from .store.base import Store
+
+
+PIPELINE_MIN_BYTES = 8 << 20  # chunks decoding to this much are fetched in groups, overlapping decoding
+PIPELINE_GROUP = 2
 
 
 class Attributes(MutableMapping[str, Any]):
@@ -221,13 +225,15 @@ class Array:
 
     def _write_chunk(self, piece: Any, value: np.ndarray, existing: bytes | None) -> None:
         key = self.chunk_key(piece.coords)
-        spec = self._chunk_spec
-        if existing is not None:
-            chunk = np.array(decode_chunk(self._chain, existing, spec, key))
+        self._index_cache.pop(key, None)
+        try:
+            encoded = self._chain.update(existing, self._chunk_spec, piece, value[piece.out_selection])
+        except Zarr3Error as exc:
+            raise with_location(exc, key) from exc
+        if encoded is None:
+            self.store.delete(key)
         else:
-            chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
-        chunk[piece.chunk_selection] = value[piece.out_selection]
-        self.store_chunk(piece.coords, chunk)
+            self.store.set(key, encoded)
 
     def store_chunk(self, coords: tuple[int, ...], chunk: np.ndarray) -> None:
         """Encode and store one whole chunk (a shard, when sharded); all-fill chunks are deleted."""
@@ -305,8 +311,12 @@ def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
         outputs.append((plan, out))
         plans_by_store[id(array.store)].append((array.store, out, plans))
     for entries in plans_by_store.values():
-        jobs = drive_read_plans([(key, plan, out) for _, out, plans in entries for key, plan in plans], entries[0][0])
-        map_concurrently(lambda item: item[0].run(item[1]), jobs)
+        store = entries[0][0]
+        flat = [(key, plan, out) for _, out, plans in entries for key, plan in plans]
+        per_chunk = sum(out.nbytes for _, out, _ in entries) / max(1, len(flat))
+        size = PIPELINE_GROUP if per_chunk >= PIPELINE_MIN_BYTES else len(flat)
+        groups = [flat[i : i + size] for i in range(0, len(flat), max(1, size))]
+        pipelined(lambda group: drive_read_plans(group, store), groups, lambda item: item[0].run(item[1]))
     return [out[()] if out.ndim == 0 and plan.scalar else out for plan, out in outputs]
 
 

@@ -509,8 +509,6 @@ def data_type_from_numpy(dtype_like: Any) -> DataType:
 
 
 def _float_is_fill(chunk: np.ndarray, fill: Any) -> bool:
-    if np.isnan(fill):
-        return bool(np.isnan(chunk).all())
     bits = f"u{chunk.dtype.itemsize}"
     return bool((chunk.view(bits) == np.asarray(fill, dtype=chunk.dtype).view(bits)).all())
 
@@ -518,12 +516,14 @@ def _float_is_fill(chunk: np.ndarray, fill: Any) -> bool:
 def is_fill(chunk: np.ndarray, fill: Any) -> bool:
     """Whether every element of ``chunk`` equals ``fill`` (so the chunk need not be stored).
 
-    Floats compare bitwise (``-0.0`` is not ``0.0``) except that any NaN
-    matches a NaN fill; complex numbers compare each part that way; NaT
-    matches a NaT fill.
+    Floats compare bitwise (``-0.0`` is not ``0.0``, and a NaN matches only
+    a NaN fill with the same payload, so no NaN payload is ever lost);
+    complex numbers compare each part that way; NaT matches a NaT fill.
 
     >>> is_fill(np.full(4, np.nan), np.float64("nan"))
     True
+    >>> is_fill(np.full(4, -np.nan), np.float64("nan"))
+    False
     >>> is_fill(np.array([0.0, -0.0]), 0.0)
     False
     """

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _pool: ThreadPoolExecutor | None = None
+_fetcher: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
 
 
@@ -33,9 +34,17 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _pool
 
 
+def _fetch_thread() -> ThreadPoolExecutor:
+    global _fetcher
+    with _lock:
+        if _fetcher is None:
+            _fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="zarr3-fetch")
+        return _fetcher
+
+
 def _forget_pool_after_fork() -> None:
-    global _pool, _lock
-    _pool, _lock = None, threading.Lock()
+    global _pool, _fetcher, _lock
+    _pool, _fetcher, _lock = None, None, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_pool_after_fork)
@@ -51,3 +60,31 @@ def map_concurrently(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     if len(items) <= 1 or thread_count() == 1 or threading.current_thread().name.startswith("zarr3"):
         return [function(item) for item in items]
     return list(_thread_pool().map(function, items))
+
+
+def pipelined(fetch: Callable[[T], Sequence[R]], groups: Sequence[T], work: Callable[[R], None]) -> None:
+    """``work`` every item of ``fetch(group)`` for each group, fetching the next group meanwhile.
+
+    Fetches run in order on one background thread, so I/O for group ``k+1``
+    overlaps with the pool working on group ``k``. The first exception raised
+    by a fetch or a work call propagates once everything started has ended.
+    """
+    if len(groups) <= 1 or threading.current_thread().name.startswith("zarr3"):
+        for group in groups:
+            map_concurrently(work, fetch(group))
+        return
+    fetches = [_fetch_thread().submit(fetch, group) for group in groups]
+    started: list[Future[None]] = []
+    try:
+        for fetched in fetches:
+            started.extend(_thread_pool().submit(work, item) for item in fetched.result())
+    finally:
+        for pending in fetches:
+            pending.cancel()
+        wait(started)
+    _raise_first(started)
+
+
+def _raise_first(futures: Iterable[Future[None]]) -> None:
+    for future in futures:
+        future.result()

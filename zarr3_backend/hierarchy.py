@@ -14,6 +14,7 @@ from typing import Any
 from .array import Array, Attributes, metadata_key
 from .errors import GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
+from .store import make_store
 from .store.base import Store
 
 
@@ -126,18 +127,18 @@ class Group:
         return children
 
     def _consolidated_members(self) -> dict[str, Array | Group]:
-        children: dict[str, Array | Group] = {}
         consolidated = self.metadata.consolidated or {}
-        for name, document in sorted(consolidated.items()):
-            if "/" in name:
-                continue
-            path = join_path(self.path, name)
-            metadata = node_metadata_from_json(document, metadata_key(path))
-            if isinstance(metadata, GroupMetadata):
-                nested = {k[len(name) + 1 :]: v for k, v in consolidated.items() if k.startswith(name + "/")}
-                metadata = metadata.with_consolidated(nested)
-            children[name] = node_from_metadata(self.store, path, metadata, self.read_only)
-        return children
+        return {name: self._consolidated_node(name) for name in sorted(consolidated) if "/" not in name}
+
+    def _consolidated_node(self, relative: str) -> Array | Group:
+        """The node at ``relative`` built from this group's consolidated metadata (nested groups keep theirs)."""
+        consolidated = self.metadata.consolidated or {}
+        path = join_path(self.path, relative)
+        metadata = node_metadata_from_json(consolidated[relative], metadata_key(path))
+        if isinstance(metadata, GroupMetadata):
+            prefix = relative + "/"
+            metadata = metadata.with_consolidated({k[len(prefix) :]: v for k, v in consolidated.items() if k.startswith(prefix)})
+        return node_from_metadata(self.store, path, metadata, self.read_only)
 
     def arrays(self) -> dict[str, Array]:
         return {n: m for n, m in self.members().items() if isinstance(m, Array)}
@@ -155,11 +156,9 @@ class Group:
 
     def __getitem__(self, name: str) -> Array | Group:
         path = self._child_path(name)
-        if self.metadata.consolidated is not None:
-            relative = normalize_path(name)
-            if relative in self.metadata.consolidated:
-                return node_from_metadata(self.store, path, node_metadata_from_json(
-                    self.metadata.consolidated[relative], metadata_key(path)), self.read_only)
+        relative = path[len(self.path) + 1 :] if self.path else path
+        if self.metadata.consolidated is not None and relative in self.metadata.consolidated:
+            return self._consolidated_node(relative)
         return open_node(self.store, path, read_only=self.read_only)
 
     def __contains__(self, name: str) -> bool:
@@ -231,13 +230,14 @@ def ensure_parents(store: Store, path: str) -> None:
             raise NodeExistsError(f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is an array")
 
 
-def consolidate_metadata(store: Store, path: str = "") -> Group:
+def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[str, Any] | None = None) -> Group:
     """Write the metadata of every node below the group at ``path`` into its ``zarr.json``.
 
     Readers then discover the whole hierarchy from one document (the layout
-    zarr-python and xarray write and read).
+    zarr-python and xarray write and read). ``store`` is a path, URL or Store.
     """
-    group = open_node(store, path, read_only=False)
+    store = make_store(store, storage_options=storage_options)
+    group = open_node(store, normalize_path(path), read_only=False)
     if not isinstance(group, Group):
         raise GroupNotFoundError(f"cannot consolidate {path or '/'!r}: it is an array, not a group")
     group.metadata = group.metadata.with_consolidated(None)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
+from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
 from .codecs.registry import codec_from_json
 from .errors import MetadataError
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
@@ -141,6 +141,12 @@ class CodecChain:
         if not (self.array_array or self.bytes_bytes):
             return (yield from self.array_bytes.plan_read(spec, reads, ctx))
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
+
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: Any) -> Buffer | None:
+        """Write ``value`` into part of a stored chunk (see :meth:`ArrayBytesCodec.update`)."""
+        if not (self.array_array or self.bytes_bytes):
+            return self.array_bytes.update(existing, spec, piece, value)
+        return update_whole(self, existing, spec, piece, value)
 
 
 def _split_by_kind(

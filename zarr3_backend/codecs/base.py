@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
+from ..dtypes import is_fill
 from ..errors import CodecError
 from ..read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 
@@ -143,6 +144,16 @@ class ArrayBytesCodec(Codec):
         """Sans-I/O partial read (see :mod:`zarr3_backend.read_plan`); default: whole value."""
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
+        """Write ``value`` into part of a stored chunk; return the new value (``None``: all fill).
+
+        ``existing`` is the stored value (``None`` if absent); ``piece`` is an
+        :class:`~zarr3_backend.indexing.ChunkSelection` within the chunk and
+        ``value`` has the shape of ``chunk[piece.chunk_selection]``. The
+        default decodes, assigns and re-encodes the whole chunk.
+        """
+        return update_whole(self, existing, spec, piece, value)
+
 
 class BytesBytesCodec(Codec):
     """bytes -> bytes. ``decode(encode(b, spec), spec) == b``."""
@@ -165,3 +176,13 @@ class BytesBytesCodec(Codec):
         :meth:`decode`). Overridden by codecs that can avoid a temporary.
         """
         return False
+
+
+def update_whole(codec: Any, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
+    """Decode ``existing`` (or start from the fill value), assign ``value`` and re-encode."""
+    if existing is None:
+        chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
+    else:
+        chunk = np.array(codec.decode(existing, spec))
+    chunk[piece.chunk_selection] = value
+    return None if is_fill(chunk, spec.fill_value) else codec.encode(chunk, spec)

@@ -10,13 +10,15 @@ then records the element size of the chunk's data type and ``"bitshuffle"``
 for one-byte types or ``"shuffle"`` otherwise, as zarr-python does. Members
 are written in zarr-python's order.
 
-Threads: ``numcodecs.blosc`` releases the GIL in both compress and
-decompress. With ``numcodecs.blosc.use_threads`` left at ``None`` (this
-module never changes it), calls made from the main thread use blosc's global
-context and its internal thread pool (serialised by a lock), while calls from
-any other thread use a private context with one blosc thread, so worker
-threads run in parallel. Importing zarr-python sets ``use_threads = False``,
-which makes every call take the private single-thread path.
+Threads (verified against numcodecs 0.16): ``numcodecs.blosc.compress`` and
+``decompress`` release the GIL. With ``numcodecs.blosc.use_threads`` at its
+default ``None`` (this module never changes it), a call from the main thread
+of the main process uses blosc's global context and its internal thread
+pool (``blosc.set_nthreads``; compress holds a lock around it), while a call
+from any other thread, or from a forked or child process, uses a private
+context with one blosc thread, so an executor's worker threads run in
+parallel. Importing zarr-python sets ``use_threads = False``, which sends
+every call down the private single-thread path.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class BloscCodec(BytesBytesCodec):
                 data, codec.cname.encode("ascii"), codec.clevel, shuffle, codec.blocksize, typesize=codec.typesize
             )
         except (RuntimeError, ValueError) as exc:
-            raise CodecError(f"blosc: cannot compress {memoryview(data).nbytes} bytes: {exc}") from exc
+            raise CodecError(f"codec 'blosc': cannot compress {memoryview(data).nbytes} bytes: {exc}") from exc
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         out = bytearray(_decoded_size(data))
@@ -95,7 +97,7 @@ class BloscCodec(BytesBytesCodec):
         """Decompress straight into ``out``; always supported."""
         size = _decoded_size(data)
         if size != out.nbytes:
-            raise CodecError(f"blosc: the header records {size} decoded bytes, but {out.nbytes} were expected")
+            raise CodecError(f"codec 'blosc': the header records {size} decoded bytes, but {out.nbytes} were expected")
         self._decompress(data, out)
         return True
 
@@ -104,7 +106,7 @@ class BloscCodec(BytesBytesCodec):
         try:
             numcodecs.blosc.decompress(data, out)
         except (RuntimeError, ValueError) as exc:
-            raise CodecError(f"blosc: corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
+            raise CodecError(f"codec 'blosc': corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
 
 
 def _decoded_size(data: Buffer) -> int:
@@ -112,11 +114,17 @@ def _decoded_size(data: Buffer) -> int:
     header = bytes(memoryview(data).cast("B")[:HEADER_SIZE])
     nbytes = memoryview(data).nbytes
     if len(header) < HEADER_SIZE:
-        raise CodecError(f"blosc: {nbytes} bytes is too short for the {HEADER_SIZE}-byte blosc header")
+        raise CodecError(f"codec 'blosc': {nbytes} bytes is too short for the {HEADER_SIZE}-byte blosc header")
     compressed = int.from_bytes(header[12:16], "little")
     if compressed != nbytes:
-        raise CodecError(f"blosc: the header records {compressed} compressed bytes, but {nbytes} were given (truncated or corrupt)")
-    return int.from_bytes(header[4:8], "little")
+        raise CodecError(
+            f"codec 'blosc': the header records {compressed} compressed bytes, "
+            f"but {nbytes} were given (truncated or corrupt)"
+        )
+    decoded = int.from_bytes(header[4:8], "little")
+    if decoded > numcodecs.blosc.MAX_BUFFERSIZE:
+        raise CodecError(f"codec 'blosc': the header records {decoded} decoded bytes, more than blosc allows (corrupt)")
+    return decoded
 
 
 register_codec(BloscCodec)

@@ -49,7 +49,7 @@ class Crc32cCodec(BytesBytesCodec):
         """
         view = memoryview(data).cast("B")
         if view.nbytes < CHECKSUM_SIZE:
-            raise CodecError(f"crc32c: {view.nbytes} bytes is too short to hold a {CHECKSUM_SIZE}-byte checksum")
+            raise CodecError(f"codec 'crc32c': {view.nbytes} bytes is too short to hold the 4-byte checksum")
         payload = view[: view.nbytes - CHECKSUM_SIZE]
         stored = int.from_bytes(view[view.nbytes - CHECKSUM_SIZE :], "little")
         computed = crc32c(payload)

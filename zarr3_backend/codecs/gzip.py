@@ -38,7 +38,8 @@ class GzipCodec(BytesBytesCodec):
         try:
             return numcodecs.GZip(self.level).decode(data)
         except (OSError, EOFError, zlib.error) as exc:
-            raise CodecError(f"codec 'gzip': corrupt or truncated gzip data ({memoryview(data).nbytes} bytes): {exc}") from exc
+            size = memoryview(data).nbytes
+            raise CodecError(f"codec 'gzip': corrupt or truncated gzip data ({size} bytes): {exc}") from exc
 
 
 register_codec(GzipCodec)

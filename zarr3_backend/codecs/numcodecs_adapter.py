@@ -56,7 +56,13 @@ class _NumcodecsCodec(Codec):
 
     def __post_init__(self) -> None:
         if not isinstance(self.configuration, dict) or "id" in self.configuration:
-            raise MetadataError(f"codec {self.name!r}: configuration must be an object without 'id', got {self.configuration!r}")
+            raise MetadataError(
+                f"codec {self.name!r}: configuration must be an object without 'id', got {self.configuration!r}"
+            )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the per-id classes are made at run time, so pickle by name (dask ships codecs to workers)
+        return _rebuild, (self.name, self.configuration)
 
     @classmethod
     def from_json(cls, configuration: dict[str, Any]) -> Codec:
@@ -71,7 +77,9 @@ class _NumcodecsCodec(Codec):
         try:
             return _numcodec(self.codec_id, json.dumps(self.configuration, sort_keys=True))
         except Exception as exc:
-            raise MetadataError(f"codec {self.name!r}: numcodecs rejects configuration {self.configuration!r}: {exc}") from exc
+            raise MetadataError(
+                f"codec {self.name!r}: numcodecs rejects configuration {self.configuration!r}: {exc}"
+            ) from exc
 
     def evolve(self, spec: ChunkSpec) -> Codec:
         member = _EVOLVE_DTYPE.get(self.codec_id)
@@ -190,6 +198,13 @@ def numcodecs_codec_class(name: str) -> type[Codec] | None:
     base = _kind_base(codec_id)
     class_name = "Numcodecs" + "".join(part.capitalize() for part in codec_id.replace("-", "_").split("_"))
     return type(class_name, (base,), {"name": name, "codec_id": codec_id, "__module__": __name__})
+
+
+def _rebuild(name: str, configuration: dict[str, Any]) -> Codec:
+    cls = numcodecs_codec_class(name)
+    if cls is None:
+        raise MetadataError(f"codec {name!r}: numcodecs no longer provides {name.removeprefix(PREFIX)!r}")
+    return cls(configuration)
 
 
 register_codec_family(PREFIX, numcodecs_codec_class)

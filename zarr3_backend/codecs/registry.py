@@ -31,7 +31,7 @@ from .base import Codec
 
 ENTRY_POINT_GROUP = "zarr3_backend.codecs"
 _REGISTERED_NAME = re.compile(r"^[a-z][a-z0-9\-_.]+$")
-_URI_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:\S+$")
+_URI_NAME = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|urn:)\S+$")
 _OBJECT_MEMBERS = frozenset({"name", "configuration", "must_understand"})
 
 _codecs: dict[str, type[Codec]] = {}
@@ -120,7 +120,7 @@ def parse_codec_name(name: Any) -> str:
     if not (_REGISTERED_NAME.match(name) or _URI_NAME.match(name)):
         raise MetadataError(
             f"codec name {name!r} is not a valid extension name: expected a registered name "
-            f"matching {_REGISTERED_NAME.pattern} or a URI"
+            f"matching {_REGISTERED_NAME.pattern} or a URI such as 'https://example.org/codecs/name'"
         )
     return name
 

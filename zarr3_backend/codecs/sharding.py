@@ -26,7 +26,8 @@ from ..errors import CodecError, CorruptShardError, MetadataError
 from ..pipeline import CodecChain
 from ..read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
 from ..store.base import ByteRange
-from .base import ArrayBytesCodec, Buffer, ChunkSpec
+from ..indexing import plan_selection
+from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .registry import register_codec
 from .shard_index import EMPTY, ShardIndex
 
@@ -55,7 +56,7 @@ class ShardingCodec(ArrayBytesCodec):
             if required not in configuration:
                 raise MetadataError(f"{where}: missing required field {required!r}")
         chunk_shape = configuration["chunk_shape"]
-        if not isinstance(chunk_shape, list) or not chunk_shape or not all(
+        if not isinstance(chunk_shape, list) or not all(
             isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunk_shape
         ):
             raise MetadataError(f"{where}.chunk_shape: expected a list of positive integers, got {chunk_shape!r}")
@@ -123,19 +124,24 @@ class ShardingCodec(ArrayBytesCodec):
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         inner_spec = self._inner_spec(spec)
-        index = ShardIndex.empty(self.chunks_per_shard(spec))
-        parts: list[Buffer] = []
-        offset = self._index_size(spec) if self.index_location == "start" else 0
-        for coords in np.ndindex(*index.chunks_per_shard):
+        parts = {}
+        for coords in np.ndindex(*self.chunks_per_shard(spec)):
             inner = chunk[self._region(coords)]
-            if is_fill(inner, spec.fill_value):
-                continue
-            data = self.codecs.encode(inner, inner_spec)
-            index.entries[coords] = (offset, len(data))
-            parts.append(data)
-            offset += len(data)
+            parts[coords] = None if is_fill(inner, spec.fill_value) else self.codecs.encode(inner, inner_spec)
+        return self._assemble(parts, spec)
+
+    def _assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> bytes:
+        """One shard value: the encoded inner chunks (``None`` = empty) in C order plus the index."""
+        index = ShardIndex.empty(self.chunks_per_shard(spec))
+        offset = self._index_size(spec) if self.index_location == "start" else 0
+        body = []
+        for coords, data in parts.items():
+            if data is not None:
+                index.entries[coords] = (offset, len(data))
+                body.append(data)
+                offset += len(data)
         index_bytes = self.index_codecs.encode(index.entries, self._index_spec(spec))
-        return b"".join([index_bytes, *parts] if self.index_location == "start" else [*parts, index_bytes])
+        return b"".join([index_bytes, *body] if self.index_location == "start" else [*body, index_bytes])
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         index = self.decode_index(data, spec)
@@ -168,6 +174,23 @@ class ShardingCodec(ArrayBytesCodec):
         except CodecError as exc:
             raise with_location(exc, f"{where}: shard index") from exc
         return ShardIndex(np.asarray(entries, dtype=np.uint64)).validate(where)
+
+    # -- partial writes ------------------------------------------------------
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
+        """Re-encode only the inner chunks the write touches; copy the others' bytes unchanged."""
+        index = ShardIndex.empty(self.chunks_per_shard(spec)) if existing is None else self.decode_index(existing, spec)
+        inner_spec = self._inner_spec(spec)
+        view = None if existing is None else memoryview(existing)
+        replaced: dict[tuple[int, ...], Buffer | None] = {}
+        for inner in plan_selection(piece.orthogonal_selection, spec.shape, self.chunk_shape, orthogonal=True).chunks():
+            byte_range = index.chunk_range(inner.coords)
+            stored = None if byte_range is None or view is None else view[byte_range[0] : byte_range[1]]
+            replaced[inner.coords] = update_whole(self.codecs, stored, inner_spec, inner, value[inner.out_selection])
+        parts = {coords: replaced[coords] if coords in replaced else _stored(view, index, coords)
+                 for coords in np.ndindex(*index.chunks_per_shard)}
+        if all(data is None for data in parts.values()):
+            return None
+        return self._assemble(parts, spec)
 
     # -- partial reads -------------------------------------------------------
     def read_unit(self, spec: ChunkSpec) -> tuple[int, ...]:
@@ -220,6 +243,11 @@ class ShardingCodec(ArrayBytesCodec):
     def _fill_jobs(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> list[DecodeJob]:
         inner_spec = self._inner_spec(spec)
         return [DecodeJob(None, self.codecs, inner_spec, r.selection, r.out_selection, ctx.key) for r in reads]
+
+
+def _stored(view: memoryview | None, index: ShardIndex, coords: tuple[int, ...]) -> memoryview | None:
+    byte_range = index.chunk_range(coords)
+    return None if byte_range is None or view is None else view[byte_range[0] : byte_range[1]]
 
 
 register_codec(ShardingCodec)

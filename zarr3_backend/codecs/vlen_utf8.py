@@ -51,14 +51,17 @@ class _VLenCodec(ArrayBytesCodec):
             raise CodecError(f"codec {self.name!r}: cannot encode chunk of shape {spec.shape}: {exc}") from exc
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        header = bytes(memoryview(data).cast("B")[:4])
+        count = int.from_bytes(header, "little") if len(header) == 4 else None
+        if count is not None and count != spec.size:
+            # checked before numcodecs allocates ``count`` items for a corrupt header
+            raise CodecError(
+                f"codec {self.name!r}: data holds {count} items, expected {spec.size} for chunk shape {spec.shape}"
+            )
         try:
             items = self._numcodec.decode(data)
         except (TypeError, ValueError, UnicodeError) as exc:
             raise CodecError(f"codec {self.name!r}: corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
-        if items.size != spec.size:
-            raise CodecError(
-                f"codec {self.name!r}: data holds {items.size} items, expected {spec.size} for chunk shape {spec.shape}"
-            )
         return items.reshape(spec.shape)
 
 

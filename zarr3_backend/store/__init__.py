@@ -55,7 +55,7 @@ def make_store(
     if isinstance(obj, os.PathLike) or not is_url or url.startswith("file://"):
         if storage_options:
             raise TypeError(f"storage_options do not apply to the local path {url!r}")
-        return LocalStore(url.removeprefix("file://"), read_only=read_only)
+        return LocalStore(url, read_only=read_only)
     fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     return FsspecStore(fs, root, read_only=read_only or bool(protocols & _READ_ONLY_PROTOCOLS))

@@ -88,8 +88,13 @@ class FsspecStore(Store):
 
     @property
     def url(self) -> str:
-        """The root as a URL with protocol."""
-        return self.fs.unstrip_protocol(self.root)
+        """The root as a URL with protocol; archives add ``::<archive url>`` (``zip://a::file:///x.zip``)."""
+        url: str = self.fs.unstrip_protocol(self.root)
+        archive = self.fs.storage_options.get("fo")
+        if isinstance(archive, str):
+            target = self.fs.storage_options.get("target_protocol") or "file"
+            url += f"::{archive}" if "://" in archive else f"::{target}://{archive}"
+        return url
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -118,7 +123,9 @@ class FsspecStore(Store):
         return path or None
 
     def _run(self, coros: Iterable[Awaitable[T]]) -> list[T | BaseException]:
-        return sync(self.fs.loop, _gather, list(coros), getattr(self.fs, "batch_size", None) or _DEFAULT_BATCH)
+        limit = getattr(self.fs, "batch_size", None) or _DEFAULT_BATCH
+        results: list[T | BaseException] = sync(self.fs.loop, _gather, list(coros), limit)
+        return results
 
     # -- reads ------------------------------------------------------------------
 
@@ -143,16 +150,18 @@ class FsspecStore(Store):
     async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes:
         fs: Any = self.fs
         if byte_range is None:
-            return await fs._cat_file(path, **self._full_kwargs)
+            data: bytes = await fs._cat_file(path, **self._full_kwargs)
+            return data
         if _needs_size(byte_range):
             byte_range = _resolve(byte_range, await self._size_async(path))
         if _is_empty(byte_range):  # probe existence; past-the-end reads as b""
             await fs._cat_file(path, start=0, end=1)
             return b""
-        return await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
+        data = await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
+        return data
 
     async def _size_async(self, path: str) -> int:
-        info = await self.fs._info(path)  # type: ignore[attr-defined]
+        info = await self.fs._info(path)
         if info.get("type") == "directory":
             raise FileNotFoundError(path)
         return int(info["size"])
@@ -164,7 +173,8 @@ class FsspecStore(Store):
             self.fs.cat_file(path, start=0, end=1)
             return b""
         start, end = (None, None) if byte_range is None else (byte_range.start, byte_range.end)
-        return self.fs.cat_file(path, start=start, end=end)
+        data: bytes = self.fs.cat_file(path, start=start, end=end)
+        return data
 
     def _size_sync(self, path: str) -> int:
         info = self.fs.info(path)
@@ -181,7 +191,7 @@ class FsspecStore(Store):
         self._check_writable()
         pairs = [(key, self._path(key), bytes(value)) for key, value in items.items()]
         if self.fs.async_impl:
-            results = self._run(self.fs._pipe_file(path, data) for _, path, data in pairs)  # type: ignore[attr-defined]
+            results = self._run(self.fs._pipe_file(path, data) for _, path, data in pairs)
         else:
             results = [_capture(self.fs.pipe_file, path, data) for _, path, data in pairs]
         for (key, _, _), result in zip(pairs, results, strict=True):
@@ -195,7 +205,7 @@ class FsspecStore(Store):
         self._check_writable()
         pairs = [(key, self._path(key)) for key in keys]
         if self.fs.async_impl:
-            results = self._run(self.fs._rm_file(path) for _, path in pairs)  # type: ignore[attr-defined]
+            results = self._run(self.fs._rm_file(path) for _, path in pairs)
         else:
             results = [_capture(self.fs.rm_file, path) for _, path in pairs]
         for (key, _), result in zip(pairs, results, strict=True):
@@ -249,7 +259,7 @@ def _single_get_kwargs(fs: AbstractFileSystem) -> dict[str, Any]:
 def _capture(func: Callable[..., T], *args: Any) -> T | BaseException:
     try:
         return func(*args)
-    except Exception as exc:  # noqa: BLE001 - sorted out per request by the caller
+    except Exception as exc:  # sorted out per request by the caller
         return exc
 
 

@@ -32,16 +32,18 @@ TMP_PREFIX = ".__z3tmp."
 
 _POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
 _POOL_WORKERS = 4
-_pool: ThreadPoolExecutor | None = None
+_WRITE_ATTEMPTS = 10
+_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
 _pool_lock = threading.Lock()
+_dir_lock = threading.Lock()  # orders creating directories + temp files against pruning empty ones
 
 
 def _reader_pool() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="zarr3-local")
-        return _pool
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="zarr3-local"))
+        return _pool[1]
 
 
 def _pread_all(fd: int, length: int, offset: int) -> bytes:
@@ -62,13 +64,16 @@ def _read_file(path: str, byte_range: ByteRange | None) -> bytes | None:
         fd = os.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
+    except OSError as exc:
+        raise StoreError(f"could not read {path!r}: {exc}") from exc
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        size = st.st_size
-        start, stop, _ = (0, size, 1) if byte_range is None else byte_range.slice().indices(size)
+        start, stop, _ = (byte_range or ByteRange(0)).slice().indices(st.st_size)
         return _pread_all(fd, max(0, stop - start), start)
+    except OSError as exc:
+        raise StoreError(f"could not read {path!r}: {exc}") from exc
     finally:
         os.close(fd)
 
@@ -83,13 +88,13 @@ class LocalStore(Store):
     Parameters
     ----------
     root : str or os.PathLike
-        Directory holding the hierarchy; created on the first write.
+        Directory holding the hierarchy (a path or ``file://`` URL); created on the first write.
     read_only : bool
         Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
     """
 
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
-        self.root = os.path.abspath(os.fspath(root))
+        self.root = os.path.abspath(os.fspath(root).removeprefix("file://"))
         self.read_only = read_only
 
     def __repr__(self) -> str:
@@ -146,16 +151,18 @@ class LocalStore(Store):
     def _write_atomic(self, path: str, value: Buffer) -> None:
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, TMP_PREFIX + uuid.uuid4().hex)
-        for attempt in (1, 2):  # a concurrent delete may remove the new empty directory
-            os.makedirs(directory, exist_ok=True)
+        for attempt in range(_WRITE_ATTEMPTS):
             try:
-                with open(tmp, "xb") as file:
+                with _dir_lock:  # once the temp file exists, pruning keeps the directory
+                    os.makedirs(directory, exist_ok=True)
+                    file = open(tmp, "xb")  # noqa: SIM115 - closed just below, outside the lock
+                with file:
                     file.write(value)
                 os.replace(tmp, path)
                 return
-            except FileNotFoundError:
+            except (FileNotFoundError, FileExistsError):  # raced with another process's prune: retry
                 _remove_quietly(tmp)
-                if attempt == 2:
+                if attempt == _WRITE_ATTEMPTS - 1:
                     raise
             except BaseException:
                 _remove_quietly(tmp)
@@ -184,12 +191,13 @@ class LocalStore(Store):
 
     def _prune(self, directory: str) -> None:
         """Remove empty directories from ``directory`` up to (not including) the root."""
-        while directory != self.root and directory.startswith(self.root + os.sep):
-            try:
-                os.rmdir(directory)
-            except OSError:
-                return
-            directory = os.path.dirname(directory)
+        with _dir_lock:
+            while directory != self.root and directory.startswith(self.root + os.sep):
+                try:
+                    os.rmdir(directory)
+                except OSError:
+                    return
+                directory = os.path.dirname(directory)
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         directory = self._dir(prefix)

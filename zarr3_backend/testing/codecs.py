@@ -22,6 +22,7 @@ text / bytes for variable-length types.
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 import numpy as np
@@ -115,6 +116,10 @@ class CodecContract:
     def test_codec_is_hashable(self, codec: Codec, spec: ChunkSpec) -> None:
         evolved = codec.evolve(spec)
         assert hash(evolved) == hash(codec_from_json(evolved.to_json()))
+
+    def test_pickle_round_trip(self, codec: Codec, spec: ChunkSpec) -> None:
+        evolved = codec.evolve(spec)
+        assert pickle.loads(pickle.dumps(evolved)) == evolved
 
     @_examples
     @given(data=st.data())

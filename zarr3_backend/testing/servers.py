@@ -116,12 +116,13 @@ class RangeRequestHandler(SimpleHTTPRequestHandler):
         if match is None:
             return super().send_head()
         try:
-            file = open(path, "rb")
+            file = open(path, "rb")  # noqa: SIM115 - closed by do_GET/do_HEAD, like the parent's
         except OSError:
             self.send_error(HTTPStatus.NOT_FOUND, "File not found")
             return None
         size = os.fstat(file.fileno()).st_size
-        span = _byte_span(*match.groups(), size)
+        first, last, suffix = match.groups()
+        span = _byte_span(first, last, suffix, size)
         if span is None:
             file.close()
             self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
@@ -158,7 +159,7 @@ class _Window:
 
     def read(self, size: int = -1) -> bytes:
         size = self._left if size < 0 else min(size, self._left)
-        data = self._file.read(size)
+        data: bytes = self._file.read(size)
         self._left -= len(data)
         return data
 

@@ -16,10 +16,11 @@ Read-only stores (http, zip) use :class:`ReadOnlyStoreContract`, whose
 
 from __future__ import annotations
 
+import builtins
 import pickle
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -46,6 +47,7 @@ _RANGES = [
     ByteRange(5, 5), ByteRange(7, 3), ByteRange(0), ByteRange.suffix(1), ByteRange.suffix(10),
     ByteRange.suffix(1000), ByteRange(-10, -5), ByteRange(3, -3), ByteRange(-5, 100),
 ]  # fmt: skip
+_MISSING_RANGES = [None, ByteRange(0, 0), ByteRange(0, 4), ByteRange.suffix(4), ByteRange(-3, -1)]
 _EMPTY_VALUE_RANGES = [None, ByteRange(0, 0), ByteRange(0, 1), ByteRange(0), ByteRange.suffix(4)]
 
 
@@ -134,7 +136,7 @@ class CountingStore(Store):
         self._count("list_prefix")
         return self.inner.list_prefix(prefix)
 
-    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str) -> tuple[builtins.list[str], builtins.list[str]]:
         self._count("list_dir")
         return self.inner.list_dir(prefix)
 
@@ -151,7 +153,7 @@ class _ReadChecks:
         store = self.populated(store)
         assert {key: store.get(key) for key in SAMPLE} == SAMPLE
 
-    @pytest.mark.parametrize("byte_range", [None, ByteRange(0, 0), ByteRange(0, 4), ByteRange.suffix(4), ByteRange(-3, -1)])
+    @pytest.mark.parametrize("byte_range", _MISSING_RANGES, ids=repr)
     def test_get_missing_is_none(self, store: Store, byte_range: ByteRange | None) -> None:
         store = self.populated(store)
         assert store.get("missing/key", byte_range) is None
@@ -273,7 +275,12 @@ class StoreContract(_ReadChecks):
 
     @pytest.mark.parametrize("key", BAD_KEYS)
     def test_bad_keys_refused_on_write(self, store: Store, key: str) -> None:
-        for call in (lambda: store.set(key, b"x"), lambda: store.set_many({key: b"x"}), lambda: store.delete(key)):
+        calls: list[Callable[[], None]] = [
+            lambda: store.set(key, b"x"),
+            lambda: store.set_many({key: b"x"}),
+            lambda: store.delete(key),
+        ]
+        for call in calls:
             with pytest.raises(InvalidKeyError):
                 call()
         assert list(store.list()) == []
@@ -298,7 +305,7 @@ class ReadOnlyStoreContract(_ReadChecks):
 
 
 def _check_writes_refused(store: Store) -> None:
-    calls = [
+    calls: list[Callable[[], None]] = [
         lambda: store.set("a/c/0", b"new"),
         lambda: store.set_many({"new": b"x"}),
         lambda: store.delete("a/c/0"),
