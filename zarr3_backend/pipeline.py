@@ -129,6 +129,24 @@ class CodecChain:
             chunk = codec.decode(chunk, codec_spec)
         return chunk
 
+    def decode_into(self, data: Buffer, spec: ChunkSpec, out: np.ndarray) -> None:
+        """Decode into ``out`` (C-contiguous, ``spec.shape``, ``spec.dtype``), without temporaries where possible.
+
+        When the array -> bytes step is a plain memory layout, the last
+        bytes -> bytes decoder (e.g. blosc, zstd) writes straight into ``out``.
+        """
+        inputs, bytes_spec = self._specs(spec)
+        if self.array_array or not self.array_bytes.is_native_layout(bytes_spec):
+            out[...] = self.decode(data, spec)
+            return
+        for codec in reversed(self.bytes_bytes[1:]):
+            data = codec.decode(data, bytes_spec)
+        if self.bytes_bytes and self.bytes_bytes[0].decode_into(data, bytes_spec, memoryview(out.reshape(-1).view(np.uint8))):
+            return
+        if self.bytes_bytes:
+            data = self.bytes_bytes[0].decode(data, bytes_spec)
+        self.array_bytes.decode_into(data, bytes_spec, out)
+
     # -- partial reads ---------------------------------------------------
     def read_unit(self, spec: ChunkSpec) -> tuple[int, ...] | None:
         """Shape of independently readable pieces of a chunk; ``None``: only the whole chunk."""

@@ -10,7 +10,9 @@ on its thread pool, so codecs never touch a store or a thread.
 
 from __future__ import annotations
 
-from collections.abc import Generator, MutableMapping
+import threading
+from collections.abc import Generator, Iterator, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +63,40 @@ class DecodeJob:
         if self.data is None:
             out[self.out_selection] = self.spec.fill_value
             return
-        chunk = decode_chunk(self.codec, self.data, self.spec, self.where)
+        target = _direct_target(out, self.out_selection, self.selection, self.spec)
+        if target is not None:
+            decode_chunk_into(self.codec, self.data, self.spec, self.where, target)
+            return
+        chunk = _scratch(self.spec)
+        decode_chunk_into(self.codec, self.data, self.spec, self.where, chunk)
         out[self.out_selection] = chunk[self.selection]
+
+
+_local = threading.local()
+
+
+def _scratch(spec: Any) -> np.ndarray:
+    """A per-thread buffer of the chunk's shape and dtype, reused across chunks (no allocation churn)."""
+    buffers = _local.__dict__.setdefault("buffers", {})
+    key = (spec.shape, spec.dtype.str)
+    buffer = buffers.get(key)
+    if buffer is None or spec.dtype.hasobject:
+        if len(buffers) >= 8:
+            buffers.clear()
+        buffer = buffers[key] = np.empty(spec.shape, dtype=spec.dtype)
+    return buffer
+
+
+def _direct_target(out: np.ndarray, out_selection: Selection, selection: Selection, spec: Any) -> np.ndarray | None:
+    """The view of ``out`` to decode into directly, when the whole chunk lands contiguously there."""
+    if not all(isinstance(s, slice) for s in (*out_selection, *selection)):
+        return None
+    target = out[(*out_selection, Ellipsis)]
+    if target.shape != spec.shape or not target.flags.c_contiguous:
+        return None
+    if any(s.indices(n) != (0, n, 1) for s, n in zip(selection, spec.shape)):
+        return None
+    return target
 
 
 ReadPlan = Generator[list[ByteRange | None], list[bytes | None], list[DecodeJob]]
@@ -76,8 +110,20 @@ def whole_chunk_plan(codec: Any, spec: Any, reads: list[SubRead], ctx: ReadConte
 
 def decode_chunk(codec: Any, data: Buffer, spec: Any, where: str) -> np.ndarray:
     """Decode one chunk, turning any failure into a :class:`CodecError` naming ``where``."""
-    try:
+    with _decoding(where):
         return codec.decode(data, spec)
+
+
+def decode_chunk_into(codec: Any, data: Buffer, spec: Any, where: str, out: np.ndarray) -> None:
+    """Decode one chunk into ``out``; failures as in :func:`decode_chunk`."""
+    with _decoding(where):
+        codec.decode_into(data, spec, out)
+
+
+@contextmanager
+def _decoding(where: str) -> Iterator[None]:
+    try:
+        yield
     except Zarr3Error as exc:
         raise with_location(exc, where) from exc
     except Exception as exc:  # numcodecs/numpy raise RuntimeError, ValueError, ...

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from ..dtypes import is_fill
-from ..errors import CodecError
+from ..errors import CodecError, MetadataError
 from ..read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class Codec(ABC):
         try:
             return cls(**configuration)
         except TypeError as exc:
-            raise CodecError(f"codec {cls.name!r}: invalid configuration {configuration!r}: {exc}") from exc
+            raise MetadataError(f"codec {cls.name!r}: invalid configuration {configuration!r}: {exc}") from exc
 
     def to_json(self) -> dict[str, Any]:
         """The codec as a JSON extension object ``{"name", "configuration"}``."""
@@ -135,6 +135,14 @@ class ArrayBytesCodec(Codec):
 
         The result may be a read-only view of ``data``.
         """
+
+    def decode_into(self, data: Buffer, spec: ChunkSpec, out: np.ndarray) -> None:
+        """Decode into ``out`` (C-contiguous, ``spec.shape`` and ``spec.dtype``)."""
+        out[...] = self.decode(data, spec)
+
+    def is_native_layout(self, spec: ChunkSpec) -> bool:
+        """Whether the encoded bytes are exactly the C-order memory of the decoded array."""
+        return False
 
     def read_unit(self, spec: ChunkSpec) -> tuple[int, ...] | None:
         """Shape of independently readable pieces of a chunk; ``None``: only the whole chunk."""

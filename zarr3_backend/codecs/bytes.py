@@ -85,6 +85,9 @@ class BytesCodec(ArrayBytesCodec):
             return dtype
         return dtype.newbyteorder(_ORDER_CHAR[self.endian])
 
+    def is_native_layout(self, spec: ChunkSpec) -> bool:
+        return not spec.dtype.hasobject and self._stored_dtype(spec) == spec.dtype
+
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         stored = np.ascontiguousarray(chunk, dtype=self._stored_dtype(spec))
         return stored.reshape(-1).view(np.uint8).data

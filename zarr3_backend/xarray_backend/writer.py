@@ -53,7 +53,6 @@ VALID_ENCODING = frozenset({
     "chunks", "shards", "compressors", "filters", "serializer", "codecs", "index_location",
     "fill_value", "chunk_key_encoding", "write_empty_chunks",
 })
-DATAARRAY_NAME, DATAARRAY_VARIABLE = "__xarray_dataarray_name__", "__xarray_dataarray_variable__"
 
 
 @dataclass
@@ -153,13 +152,13 @@ def _choose_mode(mode: Mode | None, append_dim: Any, region: Any) -> Mode:
 
 
 def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
-    """The Dataset xarray itself writes for a DataArray (same reserved names)."""
-    if array.name is None:
-        return array.to_dataset(name=DATAARRAY_VARIABLE)
-    if array.name in array.coords or array.name in array.dims:
-        dataset = array.to_dataset(name=DATAARRAY_VARIABLE)
-        dataset.attrs[DATAARRAY_NAME] = array.name
-        return dataset
+    """The DataArray as a one-variable Dataset (``xr.open_dataarray`` reads it back)."""
+    if array.name is None or array.name in array.coords or array.name in array.dims:
+        raise ValueError(
+            f"to_zarr3: a DataArray needs a name that is not one of its coordinates (got {array.name!r}); "
+            "xarray's placeholder '__xarray_dataarray_variable__' is a reserved Zarr v3 node name. "
+            "Use da.rename('name').to_zarr3(...)"
+        )
     return array.to_dataset()
 
 
