@@ -144,3 +144,29 @@ def test_corrupt_inner_chunk_names_key(store):
 def test_shard_not_divisible_by_inner_chunk_is_explained(store):
     with pytest.raises(zarr3_backend.MetadataError, match="not divisible .* dimension 1"):
         zarr3_backend.create_array(store, shape=(64, 60), dtype="int8", chunks=(32, 32), shards=(64, 60))
+
+
+def test_index_pointing_past_the_end_is_an_error(store):
+    a = zarr3_backend.create_array(store, shape=(4,), dtype="int32", chunks=(2,), shards=(4,),
+                                   index_codecs=[{"name": "bytes", "configuration": {"endian": "little"}}])
+    a[...] = [1, 2, 3, 4]
+    key = a.chunk_key((0,))
+    raw = bytearray(store.get(key))
+    entries = np.frombuffer(raw[-32:], "<u8").copy()
+    entries[2] = len(raw) * 10  # offset of the second inner chunk, far outside the shard
+    raw[-32:] = entries.tobytes()
+    store.set(key, bytes(raw))
+    with pytest.raises(CorruptShardError, match=f"{key}.*past the end"):
+        zarr3_backend.open_array(store)[...]
+
+
+def test_chunk_checksum_mismatch_names_key(store):
+    a = zarr3_backend.create_array(store, "v", shape=(6,), dtype="float64", chunks=(3,),
+                                   compressors=[{"name": "crc32c"}])
+    a[...] = np.arange(6.0)
+    raw = bytearray(store.get("v/c/1"))
+    raw[0] ^= 1
+    store.set("v/c/1", bytes(raw))
+    with pytest.raises(ChecksumError, match="v/c/1: crc32c checksum mismatch"):
+        zarr3_backend.open_array(store, "v")[...]
+    assert zarr3_backend.open_array(store, "v")[:3].tolist() == [0.0, 1.0, 2.0]

@@ -12,6 +12,7 @@ value are deleted instead of stored.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -19,12 +20,13 @@ import numpy as np
 
 from .codecs.base import ChunkSpec
 from .dtypes import is_fill
-from .errors import BoundsError, MetadataError, ReadOnlyError, Zarr3Error
+from .errors import BoundsError, ReadOnlyError, Zarr3Error
 from .executor import map_concurrently, pipelined
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .pipeline import CodecChain
 from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk, with_location
+from .storage_transformers import apply_storage_transformers
 from .store.base import Store
 
 
@@ -96,6 +98,7 @@ class Array:
         except Zarr3Error as exc:
             raise with_location(exc, where) from exc
         self._read_unit = self._chain.read_unit(self._chunk_spec)
+        self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -219,7 +222,7 @@ class Array:
         partial = [p for p in pieces if not p.is_complete]
         existing = dict(zip(
             (p.coords for p in partial),
-            self.store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
+            self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
         ))
         map_concurrently(lambda piece: self._write_chunk(piece, value, existing.get(piece.coords)), pieces)
 
@@ -231,18 +234,18 @@ class Array:
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
         if encoded is None:
-            self.store.delete(key)
+            self._chunk_store.delete(key)
         else:
-            self.store.set(key, encoded)
+            self._chunk_store.set(key, encoded)
 
     def store_chunk(self, coords: tuple[int, ...], chunk: np.ndarray) -> None:
         """Encode and store one whole chunk (a shard, when sharded); all-fill chunks are deleted."""
         key = self.chunk_key(coords)
         self._index_cache.pop(key, None)
         if is_fill(chunk, self.fill_value):
-            self.store.delete(key)
+            self._chunk_store.delete(key)
         else:
-            self.store.set(key, self._chain.encode(chunk, self._chunk_spec))
+            self._chunk_store.set(key, self._chain.encode(chunk, self._chunk_spec))
 
     # -- shape changes ---------------------------------------------------
     def resize(self, *shape: Any) -> None:
@@ -267,13 +270,13 @@ class Array:
         for coords in np.ndindex(*grid):
             origin = [c * n for c, n in zip(coords, chunk_shape)]
             if any(o >= n for o, n in zip(origin, new_shape)):
-                self.store.delete(self.chunk_key(coords))
+                self._chunk_store.delete(self.chunk_key(coords))
             elif any(o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)):
                 self._reset_outside(coords, origin, new_shape)
 
     def _reset_outside(self, coords: tuple[int, ...], origin: list[int], new_shape: tuple[int, ...]) -> None:
         key = self.chunk_key(coords)
-        existing = self.store.get(key)
+        existing = self._chunk_store.get(key)
         if existing is None:
             return
         chunk = np.array(decode_chunk(self._chain, existing, self._chunk_spec, key))
@@ -285,7 +288,7 @@ class Array:
     def nchunks_stored(self) -> int:
         """How many stored chunk (shard) values exist."""
         prefix = f"{self.path}/" if self.path else ""
-        return sum(1 for key in self.store.list_prefix(prefix) if not key.endswith("zarr.json"))
+        return sum(1 for key in self._chunk_store.list_prefix(prefix) if not key.endswith("zarr.json"))
 
 
 class _OrthogonalIndexer:
@@ -309,15 +312,20 @@ def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
     for array, selection, orthogonal in requests:
         plan, out, plans = array._read_plans(selection, orthogonal)
         outputs.append((plan, out))
-        plans_by_store[id(array.store)].append((array.store, out, plans))
+        plans_by_store[id(array._chunk_store)].append((array._chunk_store, out, plans))
     for entries in plans_by_store.values():
         store = entries[0][0]
         flat = [(key, plan, out) for _, out, plans in entries for key, plan in plans]
         per_chunk = sum(out.nbytes for _, out, _ in entries) / max(1, len(flat))
         size = PIPELINE_GROUP if per_chunk >= PIPELINE_MIN_BYTES else len(flat)
         groups = [flat[i : i + size] for i in range(0, len(flat), max(1, size))]
-        pipelined(lambda group: drive_read_plans(group, store), groups, lambda item: item[0].run(item[1]))
+        pipelined(partial(drive_read_plans, store=store), groups, _run_job)
     return [out[()] if out.ndim == 0 and plan.scalar else out for plan, out in outputs]
+
+
+def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:
+    job, out = item
+    job.run(out)
 
 
 def drive_read_plans(plans: list[tuple[str, ReadPlan, Any]], store: Store) -> list[tuple[DecodeJob, Any]]:

@@ -242,7 +242,7 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[st
         raise GroupNotFoundError(f"cannot consolidate {path or '/'!r}: it is an array, not a group")
     group.metadata = group.metadata.with_consolidated(None)
     documents = {name: node.metadata.to_json() for name, node in group.walk()}
-    for name, document in documents.items():
+    for document in documents.values():
         if document["node_type"] == "group":
             document.pop("consolidated_metadata", None)
     group.metadata = group.metadata.with_consolidated(documents)

@@ -18,6 +18,7 @@ from .chunk_grid import RegularChunkGrid
 from .chunk_keys import parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
 from .errors import MetadataError, UnknownExtensionError, Zarr3Error
+from .storage_transformers import is_registered
 
 JSON = Any
 ARRAY_KEYS = frozenset({
@@ -25,7 +26,6 @@ ARRAY_KEYS = frozenset({
     "fill_value", "codecs", "attributes", "storage_transformers", "dimension_names",
 })
 GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated_metadata"})
-KNOWN_STORAGE_TRANSFORMERS: frozenset[str] = frozenset()
 
 
 def _fail(where: str, field_name: str, expected: str, got: Any) -> MetadataError:
@@ -76,17 +76,15 @@ def _extension_object(item: JSON, field_name: str, where: str) -> dict[str, Any]
     return item
 
 
-def _understood_storage_transformers(items: tuple[dict[str, Any], ...], where: str) -> tuple[dict[str, Any], ...]:
-    kept = []
+def _check_storage_transformers(items: tuple[dict[str, Any], ...], where: str) -> tuple[dict[str, Any], ...]:
+    """Refuse unregistered transformers unless optional; all are kept so rewrites preserve them."""
     for item in items:
-        if item["name"] in KNOWN_STORAGE_TRANSFORMERS:
-            kept.append(item)
-        elif item.get("must_understand", True) is not False:
+        if not is_registered(item["name"]) and item.get("must_understand", True) is not False:
             raise UnknownExtensionError(
                 f"{where}: storage transformer {item['name']!r} is not supported; "
                 "this array cannot be read correctly without it"
             )
-    return tuple(kept)
+    return items
 
 
 def _unknown_keys(document: dict[str, Any], known: frozenset[str], where: str) -> dict[str, Any]:
@@ -167,7 +165,7 @@ class ArrayMetadata:
             fill_value=fill_value, codecs=codecs,
             attributes=parse_attributes(document.get("attributes", {}), where),
             dimension_names=parse_dimension_names(document.get("dimension_names"), len(shape), where),
-            storage_transformers=_understood_storage_transformers(transformers, where),
+            storage_transformers=_check_storage_transformers(transformers, where),
             extra=_unknown_keys(document, ARRAY_KEYS, where),
         )
 
