@@ -510,7 +510,10 @@ def data_type_from_numpy(dtype_like: Any) -> DataType:
 
 def _float_is_fill(chunk: np.ndarray, fill: Any) -> bool:
     bits = f"u{chunk.dtype.itemsize}"
-    return bool((chunk.view(bits) == np.asarray(fill, dtype=chunk.dtype).view(bits)).all())
+    fill_bits = np.asarray(fill, dtype=chunk.dtype).view(bits)
+    if chunk.size and np.asarray(chunk[(slice(0, 1),) * chunk.ndim]).view(bits).item(0) != fill_bits:
+        return False  # the common case for real data, decided without scanning the chunk
+    return bool((chunk.view(bits) == fill_bits).all())
 
 
 def is_fill(chunk: np.ndarray, fill: Any) -> bool:

@@ -187,10 +187,14 @@ class BytesBytesCodec(Codec):
 
 
 def update_whole(codec: Any, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
-    """Decode ``existing`` (or start from the fill value), assign ``value`` and re-encode."""
-    if existing is None:
-        chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
+    """Decode ``existing`` (or start from the fill value), assign ``value`` and re-encode.
+
+    A write covering the whole chunk encodes ``value`` as it is.
+    """
+    if piece.is_complete and value.shape == spec.shape:
+        chunk = value
     else:
-        chunk = np.array(codec.decode(existing, spec))
-    chunk[piece.chunk_selection] = value
+        chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype) if existing is None else np.array(
+            codec.decode(existing, spec))
+        chunk[piece.chunk_selection] = value
     return None if is_fill(chunk, spec.fill_value) else codec.encode(chunk, spec)
