@@ -84,8 +84,7 @@ def coords() -> tuple[xr.Dataset, dict[str, Any]]:
 
 CASES: dict[str, Any] = {
     "floats": floats, "sharded": sharded, "strings": strings, "times": times, "cf_ints": cf_ints, "coords": coords,
-    "fixed_bytes": pytest.param(fixed_bytes, marks=pytest.mark.xfail(
-        strict=True, reason="core bug: 'bytes' codec demands endian for null_terminated_bytes (zarr-python omits it)")),
+    "fixed_bytes": fixed_bytes,
 }
 
 

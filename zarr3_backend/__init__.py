@@ -7,6 +7,8 @@
 [0, 2, 4]
 """
 
+import importlib.util
+
 from . import codecs  # noqa: F401  (registers the built-in codecs)
 from .api import create_array, create_group, open, open_array, open_group
 from .array import Array
@@ -30,6 +32,9 @@ from .errors import (
 from .hierarchy import Group, consolidate_metadata
 
 __version__ = "0.1.0"
+
+if importlib.util.find_spec("xarray") is not None:
+    from .xarray_backend import writer as _xarray_writer  # noqa: F401  (adds Dataset/DataArray/DataTree.to_zarr3)
 
 __all__ = [
     "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "CorruptShardError",

@@ -213,8 +213,12 @@ class Array:
     def __setitem__(self, selection: Any, value: Any) -> None:
         self.set(selection, value)
 
-    def set(self, selection: Any, value: Any, *, orthogonal: bool = False) -> None:
-        """Write ``value`` (broadcast to the selection) into a selection (see :meth:`get`)."""
+    def set(self, selection: Any, value: Any, *, orthogonal: bool = False, write_empty_chunks: bool = False) -> None:
+        """Write ``value`` (broadcast to the selection) into a selection (see :meth:`get`).
+
+        Chunks that end up entirely the fill value are deleted, unless
+        ``write_empty_chunks`` asks to store them anyway.
+        """
         self._check_writable()
         plan = plan_selection(selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name)
         value = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
@@ -224,13 +228,18 @@ class Array:
             (p.coords for p in partial),
             self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
         ))
-        map_concurrently(lambda piece: self._write_chunk(piece, value, existing.get(piece.coords)), pieces)
+        map_concurrently(
+            lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks), pieces
+        )
 
-    def _write_chunk(self, piece: Any, value: np.ndarray, existing: bytes | None) -> None:
+    def _write_chunk(self, piece: Any, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
+        spec = self._chunk_spec
         try:
-            encoded = self._chain.update(existing, self._chunk_spec, piece, value[piece.out_selection])
+            encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
+            if encoded is None and write_empty:
+                encoded = self._chain.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
         if encoded is None:

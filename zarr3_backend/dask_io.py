@@ -31,6 +31,7 @@ object stores anywhere; never ``memory://`` across processes).
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ from .array import Array
 from .errors import BoundsError
 from .executor import map_concurrently
 from .read_plan import decode_chunk
+from .store import FsspecStore
+from .store.base import Store
 
 class ShardAlignmentWarning(UserWarning):
     """Dask chunks were rechunked to the shard grid; the message states what that costs."""
@@ -127,27 +130,22 @@ def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chun
             f"array {array.name!r}: a block of shape {block.shape} at {tuple(start)} spans more than one stored "
             f"chunk of shape {grid}; align the data with align_to_shards() first"
         )
-    if block.shape == grid:
-        chunk = block
-    else:
-        in_bounds = tuple(max(0, min(n, o + g) - o) for o, n, g in zip(corner, array.shape, grid))
-        covers = tuple(start) == corner and block.shape == in_bounds
-        chunk = _fill_chunk(array) if covers else _existing_chunk(array, coords)
-        chunk[inside] = block
-        if not covers:
-            _reset_outside(chunk, in_bounds, array.fill_value)
+    in_bounds = tuple(max(0, min(n, o + g) - o) for o, n, g in zip(corner, array.shape, grid))
+    if tuple(start) == corner and block.shape in (grid, in_bounds):
+        region = tuple(slice(s, s + n) for s, n in zip(start, block.shape))
+        array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
+        return
+    chunk = _existing_chunk(array, coords)
+    chunk[inside] = block
+    _reset_outside(chunk, in_bounds, array.fill_value)
     _store(array, coords, chunk, write_empty_chunks)
-
-
-def _fill_chunk(array: Array) -> np.ndarray:
-    return np.full(array.metadata.chunk_shape, array.fill_value, dtype=array.dtype)
 
 
 def _existing_chunk(array: Array, coords: tuple[int, ...]) -> np.ndarray:
     key = array.chunk_key(coords)
     raw = array.store.get(key)
     if raw is None:
-        return _fill_chunk(array)
+        return np.full(array.metadata.chunk_shape, array.fill_value, dtype=array.dtype)
     return np.array(decode_chunk(array.codecs, raw, array._chunk_spec, key))
 
 
@@ -212,3 +210,59 @@ def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] |
 def _after(_: Any, finalize: Callable[[], None] | None) -> None:
     if finalize is not None:
         finalize()
+
+
+def _distributed_client() -> Any:
+    """The distributed Client that ``compute`` would use, if any."""
+    try:
+        import dask.base
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return None
+    return client if dask.base.get_scheduler() == client.get else None
+
+
+def check_reachable(store: Store) -> None:
+    """Refuse a process-local (``memory://``) store when the writes would run in other processes."""
+    if not isinstance(store, FsspecStore) or "memory" not in _protocols(store):
+        return
+    import dask.base
+    import dask.multiprocessing
+
+    client = _distributed_client()
+    other = client is not None and any(pid != os.getpid() for pid in client.run(os.getpid).values())
+    if other or dask.base.get_scheduler() is dask.multiprocessing.get:
+        raise ValueError(
+            f"the store {store!r} lives in this process's memory, but the dask scheduler runs tasks in "
+            "other processes, whose writes would be lost; write to a path or an object store (s3://, gs://) instead"
+        )
+
+
+def _protocols(store: FsspecStore) -> set[str]:
+    protocol = store.fs.protocol
+    return {protocol} if isinstance(protocol, str) else set(protocol)
+
+
+def compute_writes(delayed: Any, progress: bool | str = False) -> None:
+    """Compute ``delayed`` on the current scheduler; ``progress``: ``True`` (dask's or distributed's bar) or ``"tqdm"``."""
+    client = _distributed_client()
+    if progress and client is not None:
+        from distributed import progress as show
+
+        future = client.compute(delayed)
+        show(future)
+        future.result()
+    elif progress == "tqdm":
+        from tqdm.dask import TqdmCallback
+
+        with TqdmCallback(desc="to_zarr3"):
+            delayed.compute()
+    elif progress:
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar():
+            delayed.compute()
+    else:
+        delayed.compute()

@@ -33,10 +33,10 @@ _ORDER_CHAR = {"little": "<", "big": ">"}
 def needs_endian(dtype: np.dtype) -> bool:
     """Whether byte order applies to ``dtype`` (multi-byte and not raw bytes).
 
-    >>> needs_endian(np.dtype("float32")), needs_endian(np.dtype("uint8")), needs_endian(np.dtype("V3"))
-    (True, False, False)
+    >>> needs_endian(np.dtype("float32")), needs_endian(np.dtype("uint8")), needs_endian(np.dtype("V3")), needs_endian(np.dtype("S2"))
+    (True, False, False, False)
     """
-    return dtype.itemsize > 1 and dtype.kind != "V"
+    return dtype.itemsize > 1 and dtype.kind not in "VS"
 
 
 @dataclass(frozen=True)

@@ -185,7 +185,7 @@ class ShardingCodec(ArrayBytesCodec):
         for inner in plan_selection(piece.orthogonal_selection, spec.shape, self.chunk_shape, orthogonal=True).chunks():
             byte_range = index.chunk_range(inner.coords)
             stored = None if byte_range is None or view is None else view[byte_range[0] : byte_range[1]]
-            replaced[inner.coords] = update_whole(self.codecs, stored, inner_spec, inner, value[inner.out_selection])
+            replaced[inner.coords] = update_whole(self.codecs, stored, inner_spec, inner, value[(*inner.out_selection, Ellipsis)])
         parts = {coords: replaced[coords] if coords in replaced else _stored(view, index, coords)
                  for coords in np.ndindex(*index.chunks_per_shard)}
         if all(data is None for data in parts.values()):

@@ -28,7 +28,6 @@ In-memory (numpy) variables are written on the client, as xarray does.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -41,9 +40,9 @@ from xarray.backends.zarr import FillValueCoder, encode_zarr_attr_value, encode_
 
 from .. import api
 from ..array import Array
-from ..dask_io import WriteRequest, store_graph, write_numpy
+from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
 from ..hierarchy import Group, consolidate_metadata, join_path, normalize_path
-from ..store import FsspecStore, make_store
+from ..store import make_store
 from ..store.base import Store
 from .backend_array import variable_dtype
 from .encoding import decode_fill_value
@@ -128,14 +127,14 @@ def to_zarr3(
     else:
         _plan_dataset(obj, target, path, mode, dict(encoding or {}), append_dim, region, write_empty_chunks, writes)
     if writes.requests:
-        _check_reachable(target)
+        check_reachable(target)
     for array, origin, data, write_empty in writes.eager:
         write_numpy(array, origin, data, write_empty)
     consolidate = (target, path) if consolidated or (consolidated is None and mode != "r+") else None
     delayed = store_graph(writes.requests, _Publish(tuple(writes.grown), consolidate))
     if not compute:
         return delayed
-    _compute(delayed, progress)
+    compute_writes(delayed, progress)
     return None
 
 
@@ -391,61 +390,6 @@ def _schedule(writes: _Writes, array: Array, origin: tuple[int, ...], var: xr.Va
         writes.requests.append(WriteRequest(data, array, origin, write_empty, name))
     else:
         writes.eager.append((array, origin, np.asarray(data), write_empty))
-
-
-def _distributed_client() -> Any:
-    """The distributed Client that ``compute`` would use, if any."""
-    try:
-        import dask.base
-        from distributed import default_client
-
-        client = default_client()
-    except (ImportError, ValueError):
-        return None
-    return client if dask.base.get_scheduler() == client.get else None
-
-
-def _check_reachable(store: Store) -> None:
-    """Refuse a process-local (``memory://``) store when the writes would run in other processes."""
-    if not isinstance(store, FsspecStore) or "memory" not in _protocols(store):
-        return
-    import dask.base
-    import dask.multiprocessing
-
-    client = _distributed_client()
-    other = client is not None and any(pid != os.getpid() for pid in client.run(os.getpid).values())
-    if other or dask.base.get_scheduler() is dask.multiprocessing.get:
-        raise ValueError(
-            f"to_zarr3: the store {store!r} lives in this process's memory, but the dask scheduler runs tasks in "
-            "other processes, whose writes would be lost; write to a path or an object store (s3://, gs://) instead"
-        )
-
-
-def _protocols(store: FsspecStore) -> set[str]:
-    protocol = store.fs.protocol
-    return {protocol} if isinstance(protocol, str) else set(protocol)
-
-
-def _compute(delayed: Any, progress: bool | str) -> None:
-    client = _distributed_client()
-    if progress and client is not None:
-        from distributed import progress as show
-
-        future = client.compute(delayed)
-        show(future)
-        future.result()
-    elif progress == "tqdm":
-        from tqdm.dask import TqdmCallback
-
-        with TqdmCallback(desc="to_zarr3"):
-            delayed.compute()
-    elif progress:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
-            delayed.compute()
-    else:
-        delayed.compute()
 
 
 class _ToZarr3:
