@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import mmap
+import os
 import shutil
 import sys
 import threading
@@ -111,12 +113,23 @@ def _decode_into(chunk: memoryview, out: np.ndarray, region: tuple[slice, ...]) 
     out[region] = buf[tuple(slice(0, r.stop - r.start) for r in region)]
 
 
+def empty_output(shape: tuple[int, ...]) -> np.ndarray:
+    """A float32 output on an anonymous memory map: plain pages, faulted in by the decoding threads.
+
+    ``np.empty`` asks for transparent huge pages on big arrays; with the
+    kernel's THP ``defrag=madvise`` setting that stalls a 760 MB allocation
+    for up to seconds now and then (seen here: 0.13 s usually, 1.6 s at times,
+    vs a steady 0.38 s on plain pages), which made the floor erratic.
+    """
+    return np.frombuffer(mmap.mmap(-1, int(np.prod(shape)) * 4), dtype="<f4").reshape(shape)
+
+
 def floor_read(root: Path, layout: Layout) -> np.ndarray:
     """Read shard files in order while 2 threads decode their inner chunks into one output.
 
     At most two shards' bytes are held at a time.
     """
-    out = np.empty(layout.shape, dtype="<f4")
+    out = empty_output(layout.shape)
     pending: collections.deque = collections.deque()
     for shard in layout.shard_coords():
         data = layout.shard_path(root, shard).read_bytes()
@@ -298,14 +311,21 @@ class Context:
     def source(self) -> Path:
         return self.data_dir / "source.zarr"
 
-    def expect(self, name: str, expected: np.ndarray) -> Callable[[object], None]:
+    @property
+    def writes(self) -> Path:
+        """This process's own directory for written stores (concurrent runs must not collide)."""
+        return self.data_dir / f"writes-{os.getpid()}"
+
+    def expect(self, name: str, expected: np.ndarray) -> Callable[[object], bool]:
         """A check that records (does not raise) a mismatch, so the run still reports timings."""
 
-        def check(result: object) -> None:
+        def check(result: object) -> bool:
             got = np.asarray(result)
             if got.shape != expected.shape or not np.array_equal(got, expected):
                 self.failures.append(f"{name}: result differs from the generated data")
                 print(f"  !! MISMATCH: {name}")
+                return False
+            return True
 
         return check
 
@@ -320,7 +340,10 @@ def ensure_source(ctx: Context, seed: int) -> None:
         return
     marker.unlink(missing_ok=True)
     print(f"writing source store {ctx.source} with zarr-python ...")
-    zarr_python_create(ctx.source, ctx.layout)[...] = ctx.data
+    tmp = ctx.data_dir / f"source.zarr.tmp-{os.getpid()}"
+    zarr_python_create(tmp, ctx.layout)[...] = ctx.data
+    shutil.rmtree(ctx.source, ignore_errors=True)
+    tmp.rename(ctx.source)  # concurrent runs see the old store or the complete new one
     marker.write_text(json.dumps(params))
 
 
@@ -359,7 +382,7 @@ def point_warm_cases(ctx: Context) -> dict[str, Case]:
 
 
 def write_dir(ctx: Context, impl: str) -> Path:
-    return ctx.data_dir / f"write-{impl}.zarr"
+    return ctx.writes / f"{impl}.zarr"
 
 
 def write_cases(ctx: Context) -> dict[str, Case]:
@@ -387,8 +410,8 @@ def verify_writes(ctx: Context, impls: list[str]) -> None:
     for writer, reader in dict.fromkeys(pairs):
         path = write_dir(ctx, writer)
         try:
-            ctx.expect(f"{writer}-written store read by {reader}", ctx.data)(readers[reader](path))
-            print(f"  ok: {writer}-written store reads back equal with {reader} ({_stored_mb(path):.0f} MB stored)")
+            if ctx.expect(f"{writer}-written store read by {reader}", ctx.data)(readers[reader](path)):
+                print(f"  ok: {writer}-written store reads back equal with {reader} ({_stored_mb(path):.0f} MB stored)")
         except Exception as exc:  # report and go on: a broken writer must not hide the other numbers
             ctx.failures.append(f"{writer}-written store read by {reader}: {type(exc).__name__}: {exc}")
             print(f"  !! {ctx.failures[-1]}")
@@ -526,9 +549,10 @@ def main(argv: list[str] | None = None) -> int:
         report_requests(ctx)
     for workload, case in to_profile:
         profile_case(workload, case)
-    if not args.keep_writes:
-        for impl in (FLOOR, OURS, ZARR, TS):
-            shutil.rmtree(write_dir(ctx, impl), ignore_errors=True)
+    if args.keep_writes:
+        print(f"\nwritten stores kept in {ctx.writes}")
+    else:
+        shutil.rmtree(ctx.writes, ignore_errors=True)
     print("\nFAILURES:\n  " + "\n  ".join(ctx.failures) if ctx.failures else "\nall results verified equal")
     return 1 if ctx.failures else 0
 

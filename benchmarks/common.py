@@ -68,14 +68,23 @@ def climate_field(shape: tuple[int, int, int], seed: int = 0) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Timing:
-    """Wall-clock seconds of the timed repeats (warm-up excluded) and peak RSS growth."""
+    """Wall-clock seconds of the timed repeats (warm-up excluded), peak RSS growth, process CPU seconds.
+
+    CPU time (user + system, all threads of this process) is far less
+    sensitive than wall time to other work sharing the machine.
+    """
 
     seconds: tuple[float, ...]
     peak_rss_bytes: int = 0
+    cpu_seconds: tuple[float, ...] = ()
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def cpu_median(self) -> float | None:
+        return statistics.median(self.cpu_seconds) if self.cpu_seconds else None
 
 
 def rss_bytes(kind: str = "VmRSS") -> int:
@@ -111,18 +120,18 @@ class Case:
     check: Callable[[object], None] | None = None
 
 
-def _measure(case: Case, check: bool) -> tuple[float, int]:
+def _measure(case: Case, check: bool) -> tuple[float, int, float]:
     if case.setup is not None:
         case.setup()
     before = rss_bytes()
     reset_peak_rss()
-    start = time.perf_counter()
+    cpu, start = time.process_time(), time.perf_counter()
     result = case.run()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = rss_bytes("VmHWM") - before
     if check and case.check is not None:
         case.check(result)
-    return elapsed, peak
+    return elapsed, peak, cpu
 
 
 def time_interleaved(cases: dict[str, Case], repeats: int = 3, warmup: int = 1) -> dict[str, Timing]:
@@ -131,14 +140,16 @@ def time_interleaved(cases: dict[str, Case], repeats: int = 3, warmup: int = 1) 
     Results are dropped after each call, so they never pile up in memory.
     """
     seconds: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     peaks = dict.fromkeys(cases, 0)
     for i in range(warmup + repeats):
         for name, case in cases.items():
-            elapsed, peak = _measure(case, check=(i == 0))
+            elapsed, peak, used = _measure(case, check=(i == 0))
             peaks[name] = max(peaks[name], peak)
             if i >= warmup:
                 seconds[name].append(elapsed)
-    return {name: Timing(tuple(seconds[name]), peaks[name]) for name in cases}
+                cpu[name].append(used)
+    return {name: Timing(tuple(seconds[name]), peaks[name], tuple(cpu[name])) for name in cases}
 
 
 def time_median(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> Timing:
@@ -250,20 +261,26 @@ class ResultTable:
         """Print one block per workload, then a ratio summary."""
         for workload, timings in self.rows.items():
             print(f"\n{workload}  ({self.nbytes[workload] / MB:.1f} MB logical)")
-            print(f"  {'implementation':<24}{'median s':>10}{'min s':>9}{'x floor':>9}{'MB/s':>9}{'peak dRSS MB':>14}")
+            print(
+                f"  {'implementation':<24}{'median s':>10}{'min s':>9}{'x floor':>9}{'MB/s':>9}"
+                f"{'cpu s':>9}{'peak dRSS MB':>14}"
+            )
             floor = timings.get(self.floor)
             for impl, t in timings.items():
                 rate = f"{self.nbytes[workload] / MB / t.median:.0f}" if self.nbytes[workload] >= MB else "-"
                 rel = f"{t.median / floor.median:.2f}" if floor else "-"
+                cpu = f"{t.cpu_median:.4f}" if t.cpu_median is not None else "-"
                 print(
-                    f"  {impl:<24}{t.median:>10.4f}{min(t.seconds):>9.4f}{rel:>9}{rate:>9}"
+                    f"  {impl:<24}{t.median:>10.4f}{min(t.seconds):>9.4f}{rel:>9}{rate:>9}{cpu:>9}"
                     f"{t.peak_rss_bytes / MB:>14.0f}"
                 )
         self._print_ratios()
 
     def _print_ratios(self) -> None:
-        for stat, pick in (("medians", lambda t: t.median), ("minimums", lambda t: min(t.seconds))):
-            print(f"\nratios of {stat} ({self.ours} / other; < 1 means {self.ours} is faster)")
+        stats = [("medians", lambda t: t.median), ("minimums", lambda t: min(t.seconds)),
+                 ("median CPU seconds", lambda t: t.cpu_median or float("nan"))]
+        for stat, pick in stats:
+            print(f"\nratios of {stat} ({self.ours} / other; < 1 favours {self.ours})")
             print(f"  {'workload':<34}" + "".join(f"{b:>16}" for b in self.baselines))
             for workload, timings in self.rows.items():
                 if self.ours in timings:

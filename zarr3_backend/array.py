@@ -11,6 +11,7 @@ value are deleted instead of stored.
 
 from __future__ import annotations
 
+import mmap
 from collections import defaultdict
 from functools import partial
 from collections.abc import Iterator, MutableMapping
@@ -32,6 +33,7 @@ from .store.base import Store
 
 PIPELINE_MIN_BYTES = 8 << 20  # chunks decoding to this much are fetched in groups, overlapping decoding
 PIPELINE_GROUP = 2
+MMAP_MIN_BYTES = 16 << 20
 
 
 class Attributes(MutableMapping[str, Any]):
@@ -195,7 +197,7 @@ class Array:
     def _read_plans(self, selection: Any, orthogonal: bool) -> tuple[Any, Any, list[tuple[str, ReadPlan]]]:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
-        out = np.empty(plan.out_shape, dtype=self.dtype)
+        out = empty_output(plan.out_shape, self.dtype)
         ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
         pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
         for piece in plan.chunks():
@@ -309,6 +311,21 @@ class _OrthogonalIndexer:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self.array.set(selection, value, orthogonal=True)
+
+
+def empty_output(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised array for read results.
+
+    Large ones are anonymous memory maps rather than ``np.empty``: numpy
+    advises the kernel to back big allocations with transparent huge pages,
+    and where the kernel compacts memory to find them (THP ``defrag=madvise``,
+    common on Linux distributions) that stalls reads for seconds. Plain
+    pages fault in lazily, in the threads that decode into them.
+    """
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < MMAP_MIN_BYTES or dtype.hasobject:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
 
 
 def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:

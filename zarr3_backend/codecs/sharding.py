@@ -173,7 +173,7 @@ class ShardingCodec(ArrayBytesCodec):
             entries = self.index_codecs.decode(raw, self._index_spec(spec))
         except CodecError as exc:
             raise with_location(exc, f"{where}: shard index") from exc
-        return ShardIndex(np.asarray(entries, dtype=np.uint64)).validate(where)
+        return ShardIndex(np.array(entries, dtype=np.uint64)).validate(where)  # a copy: never pin the shard bytes
 
     # -- partial writes ------------------------------------------------------
     def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
