@@ -7,6 +7,7 @@ variable ``ZARR3_BACKEND_THREADS`` (default: the number of CPUs).
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -62,25 +63,36 @@ def map_concurrently(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return list(_thread_pool().map(function, items))
 
 
-def pipelined(fetch: Callable[[T], Sequence[R]], groups: Sequence[T], work: Callable[[R], None]) -> None:
+def pipelined(
+    fetch: Callable[[T], Sequence[R]], groups: Sequence[T], work: Callable[[R], None], max_queued: int = 32
+) -> None:
     """``work`` every item of ``fetch(group)`` for each group, fetching the next group meanwhile.
 
-    Fetches run in order on one background thread, so I/O for group ``k+1``
-    overlaps with the pool working on group ``k``. The first exception raised
-    by a fetch or a work call propagates once everything started has ended.
+    Fetches run in order on one background thread, at most one group ahead,
+    so I/O for group ``k+1`` overlaps with the pool working on group ``k``
+    while memory stays bounded (at most ``max_queued`` work items wait). The
+    first exception raised by a fetch or a work call propagates once
+    everything started has ended.
     """
     if len(groups) <= 1 or threading.current_thread().name.startswith("zarr3"):
         for group in groups:
             map_concurrently(work, fetch(group))
         return
-    fetches = [_fetch_thread().submit(fetch, group) for group in groups]
-    started: list[Future[None]] = []
+    fetcher, pool = _fetch_thread(), _thread_pool()
+    next_fetch: Future[Sequence[R]] | None = fetcher.submit(fetch, groups[0])
+    started: collections.deque[Future[None]] = collections.deque()
     try:
-        for fetched in fetches:
-            started.extend(_thread_pool().submit(work, item) for item in fetched.result())
+        for position in range(len(groups)):
+            fetched = next_fetch.result()  # type: ignore[union-attr]
+            next_fetch = fetcher.submit(fetch, groups[position + 1]) if position + 1 < len(groups) else None
+            for item in fetched:
+                started.append(pool.submit(work, item))
+                while len(started) > max_queued:
+                    started.popleft().result()
     finally:
-        for pending in fetches:
-            pending.cancel()
+        if next_fetch is not None:
+            next_fetch.cancel()
+            wait([next_fetch])
         wait(started)
     _raise_first(started)
 
