@@ -60,11 +60,11 @@ class Attributes(MutableMapping[str, Any]):
     def __delitem__(self, key: str) -> None:
         attributes = dict(self._data())
         del attributes[key]
-        self._node._write_attributes(attributes)
+        self._node.replace_attributes(attributes)
 
     def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Change several attributes with one metadata write."""
-        self._node._write_attributes({**self._data(), **dict(*args, **kwargs)})
+        self._node.replace_attributes({**self._data(), **dict(*args, **kwargs)})
 
     def asdict(self) -> dict[str, Any]:
         return dict(self._data())
@@ -96,10 +96,10 @@ class Array:
         where = f"array {self.name!r} ({metadata_key(path)})"
         try:
             self._chain = CodecChain.from_json(list(metadata.codecs), f"{where}: codecs")
-            self._chain.validate(self._chunk_spec)
+            self._chain.validate(self.chunk_spec)
         except Zarr3Error as exc:
             raise with_location(exc, where) from exc
-        self._read_unit = self._chain.read_unit(self._chunk_spec)
+        self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
 
@@ -160,7 +160,8 @@ class Array:
         return self._chain
 
     @property
-    def _chunk_spec(self) -> ChunkSpec:
+    def chunk_spec(self) -> ChunkSpec:
+        """Shape, data type and fill value of one stored chunk (a shard, when sharded)."""
         return ChunkSpec(self.metadata.chunk_shape, self.metadata.data_type, self.metadata.fill_value)
 
     def chunk_key(self, coords: tuple[int, ...]) -> str:
@@ -168,13 +169,15 @@ class Array:
         key = self.metadata.chunk_key_encoding.encode_chunk_key(tuple(coords))
         return f"{self.path}/{key}" if self.path else key
 
-    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+    def write_metadata(self, metadata: ArrayMetadata) -> None:
+        """Publish ``metadata`` (e.g. a grown shape) as this array's ``zarr.json``."""
         self._check_writable()
         self.store.set(metadata_key(self.path), encode_metadata(metadata))
         self.metadata = metadata
 
-    def _write_attributes(self, attributes: dict[str, Any]) -> None:
-        self._write_metadata(self.metadata.with_attributes(attributes))
+    def replace_attributes(self, attributes: dict[str, Any]) -> None:
+        """Replace all user attributes with one metadata write."""
+        self.write_metadata(self.metadata.with_attributes(attributes))
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -204,7 +207,7 @@ class Array:
             outer = tuple(c // r for c, r in zip(piece.coords, ratio))
             inner = tuple(c % r for c, r in zip(piece.coords, ratio))
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
-        spec = self._chunk_spec
+        spec = self.chunk_spec
         plans = []
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)
@@ -237,7 +240,7 @@ class Array:
     def _write_chunk(self, piece: Any, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
-        spec = self._chunk_spec
+        spec = self.chunk_spec
         try:
             encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
             if encoded is None and write_empty:
@@ -249,14 +252,25 @@ class Array:
         else:
             self._chunk_store.set(key, encoded)
 
-    def store_chunk(self, coords: tuple[int, ...], chunk: np.ndarray) -> None:
-        """Encode and store one whole chunk (a shard, when sharded); all-fill chunks are deleted."""
+    def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray:
+        """The whole stored chunk (a shard, when sharded) at grid ``coords``, decoded; fill value if absent."""
+        key = self.chunk_key(coords)
+        raw = self._chunk_store.get(key)
+        if raw is None:
+            return np.full(self.chunk_spec.shape, self.fill_value, dtype=self.dtype)
+        return np.array(decode_chunk(self._chain, raw, self.chunk_spec, key))
+
+    def store_chunk(self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False) -> None:
+        """Encode and store one whole chunk (a shard, when sharded) with one atomic write.
+
+        An all-fill chunk is deleted instead, unless ``write_empty_chunks``.
+        """
         key = self.chunk_key(coords)
         self._index_cache.pop(key, None)
-        if is_fill(chunk, self.fill_value):
+        if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
-            self._chunk_store.set(key, self._chain.encode(chunk, self._chunk_spec))
+            self._chunk_store.set(key, self._chain.encode(chunk, self.chunk_spec))
 
     # -- shape changes ---------------------------------------------------
     def resize(self, *shape: Any) -> None:
@@ -273,7 +287,7 @@ class Array:
         old_shape = self.shape
         if any(n < o for n, o in zip(new_shape, old_shape)):
             self._clear_outside(new_shape)
-        self._write_metadata(self.metadata.with_shape(new_shape))
+        self.write_metadata(self.metadata.with_shape(new_shape))
 
     def _clear_outside(self, new_shape: tuple[int, ...]) -> None:
         chunk_shape = self.metadata.chunk_shape
@@ -286,11 +300,9 @@ class Array:
                 self._reset_outside(coords, origin, new_shape)
 
     def _reset_outside(self, coords: tuple[int, ...], origin: list[int], new_shape: tuple[int, ...]) -> None:
-        key = self.chunk_key(coords)
-        existing = self._chunk_store.get(key)
-        if existing is None:
+        if not self._chunk_store.exists(self.chunk_key(coords)):
             return
-        chunk = np.array(decode_chunk(self._chain, existing, self._chunk_spec, key))
+        chunk = self.read_chunk(coords)
         inside = tuple(slice(0, max(0, n - o)) for o, n in zip(origin, new_shape))
         trimmed = np.full_like(chunk, self.fill_value)
         trimmed[inside] = chunk[inside]

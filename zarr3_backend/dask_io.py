@@ -42,9 +42,9 @@ import numpy as np
 from .array import Array
 from .errors import BoundsError
 from .executor import map_concurrently
-from .read_plan import decode_chunk
 from .store import FsspecStore
 from .store.base import Store
+
 
 class ShardAlignmentWarning(UserWarning):
     """Dask chunks were rechunked to the shard grid; the message states what that costs."""
@@ -135,18 +135,10 @@ def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chun
         region = tuple(slice(s, s + n) for s, n in zip(start, block.shape))
         array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
         return
-    chunk = _existing_chunk(array, coords)
+    chunk = array.read_chunk(coords)
     chunk[inside] = block
     _reset_outside(chunk, in_bounds, array.fill_value)
-    _store(array, coords, chunk, write_empty_chunks)
-
-
-def _existing_chunk(array: Array, coords: tuple[int, ...]) -> np.ndarray:
-    key = array.chunk_key(coords)
-    raw = array.store.get(key)
-    if raw is None:
-        return np.full(array.metadata.chunk_shape, array.fill_value, dtype=array.dtype)
-    return np.array(decode_chunk(array.codecs, raw, array._chunk_spec, key))
+    array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
 
 
 def _reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Any) -> None:
@@ -154,13 +146,6 @@ def _reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Any) -> 
     for dim, n in enumerate(in_bounds):
         if n < chunk.shape[dim]:
             chunk[(slice(None),) * dim + (slice(n, None),)] = fill
-
-
-def _store(array: Array, coords: tuple[int, ...], chunk: np.ndarray, write_empty_chunks: bool) -> None:
-    if write_empty_chunks:
-        array.store.set(array.chunk_key(coords), array.codecs.encode(chunk, array._chunk_spec))
-    else:
-        array.store_chunk(coords, chunk)
 
 
 def write_numpy(array: Array, origin: Sequence[int], data: Any, write_empty_chunks: bool = False) -> None:

@@ -92,7 +92,8 @@ class Group:
     def attrs(self) -> Attributes:
         return Attributes(self)
 
-    def _write_attributes(self, attributes: dict[str, Any]) -> None:
+    def replace_attributes(self, attributes: dict[str, Any]) -> None:
+        """Replace all user attributes with one metadata write."""
         self._check_writable()
         self.metadata = self.metadata.with_attributes(attributes)
         self.store.set(metadata_key(self.path), encode_metadata(self.metadata))

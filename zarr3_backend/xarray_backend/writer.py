@@ -72,7 +72,7 @@ class _Publish:
 
     def __call__(self) -> None:
         for array in self.grown:
-            array._write_metadata(array.metadata)
+            array.write_metadata(array.metadata)
         if self.consolidate is not None:
             consolidate_metadata(*self.consolidate)
 
@@ -225,7 +225,7 @@ def _write_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any]
         api.create_group(store, path, attributes=attributes, overwrite=mode == "w")
     else:
         group = api.open_group(store, path, mode="a")
-        group._write_attributes(attributes)
+        group.replace_attributes(attributes)
 
 
 def _existing_encoding(name: str, array: Array) -> dict[str, Any]:
