@@ -14,9 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
+import numpy as np
+
 T = TypeVar("T")
 R = TypeVar("R")
 
+_buffers = threading.local()
 _pool: ThreadPoolExecutor | None = None
 _fetcher: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -100,3 +103,21 @@ def pipelined(
 def _raise_first(futures: Iterable[Future[None]]) -> None:
     for future in futures:
         future.result()
+
+
+def thread_buffer(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A per-thread scratch array of ``shape`` and ``dtype``, reused across chunks.
+
+    Decoding and encoding go through it instead of allocating a fresh
+    chunk-sized temporary each time (allocation churn costs page faults,
+    badly so on dask workers, which return freed memory eagerly). The
+    contents are valid until the same thread asks again.
+    """
+    cache = _buffers.__dict__.setdefault("arrays", {})
+    key = (shape, dtype.str)
+    buffer = cache.get(key)
+    if buffer is None or dtype.hasobject:
+        if len(cache) >= 8:
+            cache.clear()
+        buffer = cache[key] = np.empty(shape, dtype=dtype)
+    return buffer

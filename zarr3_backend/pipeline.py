@@ -19,6 +19,7 @@ import numpy as np
 from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
 from .codecs.registry import codec_from_json
 from .errors import MetadataError
+from .executor import thread_buffer
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 
 class CodecChain:
@@ -114,6 +115,11 @@ class CodecChain:
         inputs, bytes_spec = self._specs(spec)
         for codec, codec_spec in zip(self.array_array, inputs):
             chunk = codec.encode(chunk, codec_spec)
+        if self.bytes_bytes and not chunk.flags.c_contiguous and self.array_bytes.is_native_layout(bytes_spec):
+            # the next codec copies out of it at once, so a reused per-thread buffer is safe
+            scratch = thread_buffer(chunk.shape, chunk.dtype)
+            np.copyto(scratch, chunk)
+            chunk = scratch
         data = self.array_bytes.encode(chunk, bytes_spec)
         for codec in self.bytes_bytes:
             data = codec.encode(data, bytes_spec)

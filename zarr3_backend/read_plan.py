@@ -10,7 +10,6 @@ on its thread pool, so codecs never touch a store or a thread.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Generator, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CodecError, Zarr3Error
+from .executor import thread_buffer
 from .store.base import Buffer, ByteRange
 
 Selection = tuple[Any, ...]
@@ -67,24 +67,9 @@ class DecodeJob:
         if target is not None:
             decode_chunk_into(self.codec, self.data, self.spec, self.where, target)
             return
-        chunk = _scratch(self.spec)
+        chunk = thread_buffer(self.spec.shape, self.spec.dtype)
         decode_chunk_into(self.codec, self.data, self.spec, self.where, chunk)
         out[self.out_selection] = chunk[self.selection]
-
-
-_local = threading.local()
-
-
-def _scratch(spec: Any) -> np.ndarray:
-    """A per-thread buffer of the chunk's shape and dtype, reused across chunks (no allocation churn)."""
-    buffers = _local.__dict__.setdefault("buffers", {})
-    key = (spec.shape, spec.dtype.str)
-    buffer = buffers.get(key)
-    if buffer is None or spec.dtype.hasobject:
-        if len(buffers) >= 8:
-            buffers.clear()
-        buffer = buffers[key] = np.empty(spec.shape, dtype=spec.dtype)
-    return buffer
 
 
 def _direct_target(out: np.ndarray, out_selection: Selection, selection: Selection, spec: Any) -> np.ndarray | None:
