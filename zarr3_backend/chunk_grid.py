@@ -16,8 +16,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Any, ClassVar
+
+import numpy as np
 
 from .errors import MetadataError, UnknownExtensionError
 
@@ -25,7 +26,7 @@ _FIELD = "chunk_grid.configuration.chunk_shape"
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def parse_chunk_shape(value: Any, field: str = _FIELD) -> tuple[int, ...]:

@@ -27,7 +27,6 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from numbers import Integral
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -274,7 +273,7 @@ def _where(name: str | None) -> str:
 
 
 def _is_int(obj: object) -> bool:
-    return isinstance(obj, Integral) and not isinstance(obj, (bool, np.bool_))
+    return isinstance(obj, int | np.integer) and not isinstance(obj, bool)
 
 
 def _check_index(index: int, axis: int, dim_len: int, where: str | None) -> None:
