@@ -19,6 +19,7 @@ from .chunk_grid import RegularChunkGrid
 from .chunk_keys import parse_chunk_key_encoding
 from .codecs.base import ChunkSpec, Codec
 from .codecs.registry import codec_from_json
+from .codecs.sharding import ShardingCodec
 from .dtypes import DataType, data_type_from_numpy
 from .errors import ArrayNotFoundError, GroupNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError
 from .hierarchy import Group, ensure_parents, normalize_path, open_node, read_node_metadata
@@ -190,12 +191,12 @@ def _build_chain(
     inner = [*_as_codecs(filters), *_as_codecs(serializer), *_as_codecs(compressors)]
     if not sharded:
         return CodecChain(inner)
-    sharding = codec_from_json({"name": "sharding_indexed", "configuration": {
+    sharding = ShardingCodec.from_json({
         "chunk_shape": list(chunks),
         "codecs": [c.to_json() for c in inner],
         "index_codecs": [c if isinstance(c, dict | str) else c.to_json() for c in (index_codecs or DEFAULT_INDEX_CODECS)],
         "index_location": index_location,
-    }})
+    })
     return CodecChain([sharding])
 
 

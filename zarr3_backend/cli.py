@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .api import create_array, open
+from .api import create_array, open, open_array
 from .array import Array
 from .hierarchy import Group
 
@@ -32,7 +32,7 @@ def demo(path: str | None) -> None:
     t2m[...] = data
     written = time.perf_counter() - start
     start = time.perf_counter()
-    back = open(path, "t2m")[...]
+    back = open_array(path, "t2m")[...]
     read = time.perf_counter() - start
     if not np.array_equal(back, data):
         raise SystemExit("demo: data read back differs from data written")

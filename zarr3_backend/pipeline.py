@@ -81,58 +81,58 @@ class CodecChain:
 
     def evolve(self, spec: ChunkSpec) -> CodecChain:
         """Fill automatic parameters for ``spec`` (recorded in metadata)."""
-        evolved = []
-        for codec in self.array_array:
-            codec = codec.evolve(spec)
-            evolved.append(codec)
-            spec = codec.resolve_spec(spec)
+        evolved: list[Codec] = []
+        for array_codec in self.array_array:
+            evolved_codec = array_codec.evolve(spec)
+            evolved.append(evolved_codec)
+            spec = evolved_codec.resolve_spec(spec)
         evolved.append(self.array_bytes.evolve(spec))
-        evolved.extend(codec.evolve(spec) for codec in self.bytes_bytes)
+        evolved.extend(bytes_codec.evolve(spec) for bytes_codec in self.bytes_bytes)
         return CodecChain(evolved)
 
     def validate(self, spec: ChunkSpec) -> None:
         """Raise if any codec cannot handle the chunk representation it receives."""
         inputs, bytes_spec = self._specs(spec)
-        for codec, codec_spec in zip(self.array_array, inputs):
-            codec.validate(codec_spec)
+        for array_codec, codec_spec in zip(self.array_array, inputs):
+            array_codec.validate(codec_spec)
         self.array_bytes.validate(bytes_spec)
-        for codec in self.bytes_bytes:
-            codec.validate(bytes_spec)
+        for bytes_codec in self.bytes_bytes:
+            bytes_codec.validate(bytes_spec)
 
     def compute_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
         """Encoded size of a chunk for fixed-size chains (raises otherwise)."""
         inputs, bytes_spec = self._specs(spec)
-        for codec, codec_spec in zip(self.array_array, inputs):
-            input_size = codec.compute_encoded_size(input_size, codec_spec)
+        for array_codec, codec_spec in zip(self.array_array, inputs):
+            input_size = array_codec.compute_encoded_size(input_size, codec_spec)
         input_size = self.array_bytes.compute_encoded_size(input_size, bytes_spec)
-        for codec in self.bytes_bytes:
-            input_size = codec.compute_encoded_size(input_size, bytes_spec)
+        for bytes_codec in self.bytes_bytes:
+            input_size = bytes_codec.compute_encoded_size(input_size, bytes_spec)
         return input_size
 
     # -- whole chunks ----------------------------------------------------
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         """Encode an array of ``spec.shape`` to bytes."""
         inputs, bytes_spec = self._specs(spec)
-        for codec, codec_spec in zip(self.array_array, inputs):
-            chunk = codec.encode(chunk, codec_spec)
+        for array_codec, codec_spec in zip(self.array_array, inputs):
+            chunk = array_codec.encode(chunk, codec_spec)
         if self.bytes_bytes and not chunk.flags.c_contiguous and self.array_bytes.is_native_layout(bytes_spec):
             # the next codec copies out of it at once, so a reused per-thread buffer is safe
             scratch = thread_buffer(chunk.shape, chunk.dtype)
             np.copyto(scratch, chunk)
             chunk = scratch
         data = self.array_bytes.encode(chunk, bytes_spec)
-        for codec in self.bytes_bytes:
-            data = codec.encode(data, bytes_spec)
+        for bytes_codec in self.bytes_bytes:
+            data = bytes_codec.encode(data, bytes_spec)
         return data
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         """Decode bytes to an array of ``spec.shape`` (possibly a read-only view)."""
         inputs, bytes_spec = self._specs(spec)
-        for codec in reversed(self.bytes_bytes):
-            data = codec.decode(data, bytes_spec)
+        for bytes_codec in reversed(self.bytes_bytes):
+            data = bytes_codec.decode(data, bytes_spec)
         chunk = self.array_bytes.decode(data, bytes_spec)
-        for codec, codec_spec in zip(reversed(self.array_array), reversed(inputs)):
-            chunk = codec.decode(chunk, codec_spec)
+        for array_codec, codec_spec in zip(reversed(self.array_array), reversed(inputs)):
+            chunk = array_codec.decode(chunk, codec_spec)
         return chunk
 
     def decode_into(self, data: Buffer, spec: ChunkSpec, out: np.ndarray) -> None:
@@ -145,9 +145,10 @@ class CodecChain:
         if self.array_array or not self.array_bytes.is_native_layout(bytes_spec):
             out[...] = self.decode(data, spec)
             return
-        for codec in reversed(self.bytes_bytes[1:]):
-            data = codec.decode(data, bytes_spec)
-        if self.bytes_bytes and self.bytes_bytes[0].decode_into(data, bytes_spec, memoryview(out.reshape(-1).view(np.uint8))):
+        for bytes_codec in reversed(self.bytes_bytes[1:]):
+            data = bytes_codec.decode(data, bytes_spec)
+        out_bytes = memoryview(out.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+        if self.bytes_bytes and self.bytes_bytes[0].decode_into(data, bytes_spec, out_bytes):
             return
         if self.bytes_bytes:
             data = self.bytes_bytes[0].decode(data, bytes_spec)
