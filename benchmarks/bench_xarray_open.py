@@ -30,7 +30,7 @@ import xarray as xr
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # a checkout works uninstalled
 
-from bench_core import CHUNKS, FULL_SHAPE, QUICK_SHAPE, SHARDS, Layout, floor_point, floor_read  # noqa: E402
+from floor import CHUNKS, FULL_SHAPE, QUICK_SHAPE, SHARDS, Layout, floor_point, floor_read  # noqa: E402
 from common import CLIMATE_FIELD_VERSION, Case, ResultTable, climate_field, print_machine_info, time_interleaved  # noqa: E402
 
 from zarr3_backend.store import make_store  # noqa: E402
