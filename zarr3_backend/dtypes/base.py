@@ -1,0 +1,79 @@
+"""The :class:`DataType` base class and helpers shared by core and extension types."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import MetadataError
+
+
+@dataclass(frozen=True)
+class DataType(ABC):
+    """One Zarr v3 data type: its JSON identity and its in-memory numpy dtype.
+
+    Build instances with :func:`parse_data_type` or :func:`data_type_from_numpy`.
+    Instances are immutable, hashable and picklable.
+
+    Fill value methods obey ``parse_fill_value(fill_value_to_json(v))`` has
+    the same bits as ``cast_fill_value(v)``. Scalars are numpy scalars of
+    :attr:`numpy`, except for object dtypes (``"string"``: ``str``,
+    ``"variable_length_bytes"``: ``bytes``).
+    """
+
+    name: str
+    numpy: np.dtype
+    configuration: dict[str, Any] | None = field(default=None, hash=False)
+
+    @property
+    def item_size(self) -> int | None:
+        """Bytes per element, or ``None`` for variable-length types."""
+        return self.numpy.itemsize
+
+    def to_json(self) -> str | dict[str, Any]:
+        """The ``data_type`` metadata value: a name, or ``{"name", "configuration"}``."""
+        if self.configuration is None:
+            return self.name
+        return {"name": self.name, "configuration": dict(self.configuration)}
+
+    @abstractmethod
+    def parse_fill_value(self, value: Any) -> Any:
+        """Decode a JSON ``fill_value``; raise :class:`MetadataError` if not permitted."""
+
+    def cast_fill_value(self, value: Any) -> Any:
+        """Convert a user value (Python/numpy scalar or a JSON form) to a fill scalar."""
+        return self.parse_fill_value(value)
+
+    def fill_value_to_json(self, value: Any) -> Any:
+        """Encode a fill value (anything :meth:`cast_fill_value` accepts) as JSON."""
+        return self.cast_fill_value(value).item()
+
+    def default_fill_value(self) -> Any:
+        """The fill value used when none is given (zero, ``False``, ``""`` or NaT)."""
+        return np.zeros((), self.numpy)[()]
+
+    def _fill_error(self, expected: str, got: Any) -> MetadataError:
+        return MetadataError(f"fill_value: expected {expected} for data type {self.name!r}, got {got!r}")
+
+
+def _is_number(value: Any) -> bool:
+    excluded = (bool, np.bool_, np.timedelta64)  # np.timedelta64 subclasses np.integer
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, excluded)
+
+
+def _config_int(name: str, configuration: dict[str, Any], key: str, low: int, high: int) -> int:
+    value = configuration.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise MetadataError(
+            f"data_type {name!r}: configuration.{key}: expected an integer in [{low}, {high}], got {value!r}"
+        )
+    return value
+
+
+def _check_keys(name: str, configuration: dict[str, Any], allowed: set[str]) -> None:
+    extra = sorted(set(configuration) - allowed)
+    if extra:
+        raise MetadataError(f"data_type {name!r}: unexpected configuration keys {extra}; allowed: {sorted(allowed)}")

@@ -1,0 +1,40 @@
+"""Deciding whether a chunk holds only the fill value (so it need not be stored)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _float_is_fill(chunk: np.ndarray, fill: Any) -> bool:
+    bits = f"u{chunk.dtype.itemsize}"
+    fill_bits = np.asarray(fill, dtype=chunk.dtype).view(bits)
+    if chunk.size and np.asarray(chunk[(slice(0, 1),) * chunk.ndim]).view(bits).item(0) != fill_bits:
+        return False  # the common case for real data, decided without scanning the chunk
+    return bool((chunk.view(bits) == fill_bits).all())
+
+
+def is_fill(chunk: np.ndarray, fill: Any) -> bool:
+    """Whether every element of ``chunk`` equals ``fill`` (so the chunk need not be stored).
+
+    Floats compare bitwise (``-0.0`` is not ``0.0``, and a NaN matches only
+    a NaN fill with the same payload, so no NaN payload is ever lost);
+    complex numbers compare each part that way; NaT matches a NaT fill.
+
+    >>> is_fill(np.full(4, np.nan), np.float64("nan"))
+    True
+    >>> is_fill(np.full(4, -np.nan), np.float64("nan"))
+    False
+    >>> is_fill(np.array([0.0, -0.0]), 0.0)
+    False
+    """
+    kind = chunk.dtype.kind
+    if kind == "f":
+        return _float_is_fill(chunk, fill)
+    if kind == "c":
+        fill = chunk.dtype.type(fill)
+        return _float_is_fill(chunk.real, fill.real) and _float_is_fill(chunk.imag, fill.imag)
+    if kind in "Mm" and np.isnat(fill):
+        return bool(np.isnat(chunk).all())
+    return bool(np.all(chunk == fill))
