@@ -8,7 +8,7 @@ import pytest
 import zarr3_backend
 from zarr3_backend.storage_transformers import register_storage_transformer
 from zarr3_backend.store import make_store
-from zarr3_backend.store.base import Store
+from zarr3_backend.store.base import Store, join_value
 
 
 class Inverting(Store):
@@ -22,7 +22,7 @@ class Inverting(Store):
         return [None if v is None else bytes(255 - b for b in v) for v in self.inner.get_many(requests)]
 
     def set(self, key, value):
-        self.inner.set(key, bytes(255 - b for b in bytes(value)))
+        self.inner.set(key, bytes(255 - b for b in join_value(value)))
 
     def delete(self, key):
         self.inner.delete(key)

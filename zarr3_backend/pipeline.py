@@ -21,6 +21,7 @@ from .codecs.registry import codec_from_json
 from .errors import MetadataError
 from .executor import thread_buffer
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
+from .store.base import Value
 
 class CodecChain:
     """``array -> array``* then one ``array -> bytes`` then ``bytes -> bytes``* codecs.
@@ -167,7 +168,7 @@ class CodecChain:
             return (yield from self.array_bytes.plan_read(spec, reads, ctx))
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: Any) -> Buffer | None:
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: Any) -> Value | None:
         """Write ``value`` into part of a stored chunk (see :meth:`ArrayBytesCodec.update`)."""
         if not (self.array_array or self.bytes_bytes):
             return self.array_bytes.update(existing, spec, piece, value)

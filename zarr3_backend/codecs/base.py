@@ -22,7 +22,9 @@ import numpy as np
 
 from ..dtypes import is_fill
 from ..errors import CodecError, MetadataError
+from ..executor import thread_buffer
 from ..read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
+from ..store.base import Value
 
 if TYPE_CHECKING:
     from ..dtypes import DataType
@@ -152,7 +154,7 @@ class ArrayBytesCodec(Codec):
         """Sans-I/O partial read (see :mod:`zarr3_backend.read_plan`); default: whole value."""
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Value | None:
         """Write ``value`` into part of a stored chunk; return the new value (``None``: all fill).
 
         ``existing`` is the stored value (``None`` if absent); ``piece`` is an
@@ -193,8 +195,14 @@ def update_whole(codec: Any, existing: Buffer | None, spec: ChunkSpec, piece: An
     """
     if piece.is_complete and value.shape == spec.shape:
         chunk = value
-    else:
-        chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype) if existing is None else np.array(
-            codec.decode(existing, spec))
+    elif existing is None:  # e.g. an edge chunk: fill a reused per-thread buffer, no fresh allocation
+        chunk = thread_buffer(spec.shape, spec.dtype)
+        chunk[...] = spec.fill_value
         chunk[piece.chunk_selection] = value
-    return None if is_fill(chunk, spec.fill_value) else codec.encode(chunk, spec)
+    else:
+        chunk = np.array(codec.decode(existing, spec))
+        chunk[piece.chunk_selection] = value
+    if is_fill(chunk, spec.fill_value):
+        return None
+    encoded = codec.encode(chunk, spec)
+    return bytes(encoded) if isinstance(encoded, memoryview) else encoded  # never a view of the buffer

@@ -25,7 +25,7 @@ from ..dtypes import is_fill, parse_data_type
 from ..errors import CodecError, CorruptShardError, MetadataError
 from ..pipeline import CodecChain
 from ..read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
-from ..store.base import ByteRange
+from ..store.base import ByteRange, Value
 from ..indexing import plan_selection
 from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .registry import register_codec
@@ -128,10 +128,10 @@ class ShardingCodec(ArrayBytesCodec):
         for coords in np.ndindex(*self.chunks_per_shard(spec)):
             inner = chunk[self._region(coords)]
             parts[coords] = None if is_fill(inner, spec.fill_value) else self.codecs.encode(inner, inner_spec)
-        return self._assemble(parts, spec)
+        return b"".join(self._assemble(parts, spec))
 
-    def _assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> bytes:
-        """One shard value: the encoded inner chunks (``None`` = empty) in C order plus the index."""
+    def _assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> tuple[Buffer, ...]:
+        """The pieces of one shard value: the encoded inner chunks (``None`` = empty) in C order plus the index."""
         index = ShardIndex.empty(self.chunks_per_shard(spec))
         offset = self._index_size(spec) if self.index_location == "start" else 0
         body = []
@@ -141,7 +141,7 @@ class ShardingCodec(ArrayBytesCodec):
                 body.append(data)
                 offset += len(data)
         index_bytes = self.index_codecs.encode(index.entries, self._index_spec(spec))
-        return b"".join([index_bytes, *body] if self.index_location == "start" else [*body, index_bytes])
+        return (index_bytes, *body) if self.index_location == "start" else (*body, index_bytes)
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         index = self.decode_index(data, spec)
@@ -176,8 +176,11 @@ class ShardingCodec(ArrayBytesCodec):
         return ShardIndex(np.array(entries, dtype=np.uint64)).validate(where)  # a copy: never pin the shard bytes
 
     # -- partial writes ------------------------------------------------------
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
-        """Re-encode only the inner chunks the write touches; copy the others' bytes unchanged."""
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Value | None:
+        """Re-encode only the inner chunks the write touches; keep the others' bytes unchanged.
+
+        Returns the shard as its pieces, which the store writes without joining them.
+        """
         index = ShardIndex.empty(self.chunks_per_shard(spec)) if existing is None else self.decode_index(existing, spec)
         inner_spec = self._inner_spec(spec)
         view = None if existing is None else memoryview(existing)

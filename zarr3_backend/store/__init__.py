@@ -7,7 +7,7 @@ from typing import Any
 
 import fsspec.core
 
-from .base import Buffer, ByteRange, Request, Store, validate_key, validate_prefix
+from .base import Buffer, ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
 from .fsspec_store import FsspecStore
 from .local import TMP_PREFIX, LocalStore
 
@@ -19,6 +19,8 @@ __all__ = [
     "LocalStore",
     "Request",
     "Store",
+    "Value",
+    "join_value",
     "make_store",
     "validate_key",
     "validate_prefix",

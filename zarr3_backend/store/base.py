@@ -14,6 +14,18 @@ from dataclasses import dataclass
 from ..errors import InvalidKeyError, ReadOnlyError
 
 Buffer = bytes | bytearray | memoryview
+#: A value to store: one buffer, or consecutive pieces (a tuple or list of buffers)
+#: that backends write without joining where they can.
+Value = Buffer | Sequence[Buffer]
+
+
+def join_value(value: Value) -> bytes:
+    """The bytes of a value given as one buffer or as consecutive pieces.
+
+    >>> join_value((b"ab", memoryview(b"cd")))
+    b'abcd'
+    """
+    return b"".join(value) if isinstance(value, list | tuple) else bytes(value)
 
 
 @dataclass(frozen=True)
@@ -92,8 +104,11 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def set(self, key: str, value: Buffer) -> None:
-        """Store ``value`` under ``key`` atomically: readers see old or new, never a mix."""
+    def set(self, key: str, value: Value) -> None:
+        """Store ``value`` under ``key`` atomically: readers see old or new, never a mix.
+
+        ``value`` may be a tuple or list of pieces (see :func:`join_value`).
+        """
 
     @abstractmethod
     def delete(self, key: str) -> None:
@@ -111,7 +126,7 @@ class Store(ABC):
         """The value (or a range of it) under ``key``, or ``None`` if missing."""
         return self.get_many([(key, byte_range)])[0]
 
-    def set_many(self, items: Mapping[str, Buffer]) -> None:
+    def set_many(self, items: Mapping[str, Value]) -> None:
         """Store several values; each one atomically."""
         for key, value in items.items():
             self.set(key, value)

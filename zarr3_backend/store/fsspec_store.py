@@ -27,7 +27,7 @@ from fsspec import AbstractFileSystem
 from fsspec.asyn import sync
 
 from ..errors import StoreError
-from .base import Buffer, ByteRange, Request, Store, validate_key, validate_prefix
+from .base import ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
 
 T = TypeVar("T")
 
@@ -184,12 +184,12 @@ class FsspecStore(Store):
 
     # -- writes -----------------------------------------------------------------
 
-    def set(self, key: str, value: Buffer) -> None:
+    def set(self, key: str, value: Value) -> None:
         self.set_many({key: value})
 
-    def set_many(self, items: Mapping[str, Buffer]) -> None:
+    def set_many(self, items: Mapping[str, Value]) -> None:
         self._check_writable()
-        pairs = [(key, self._path(key), bytes(value)) for key, value in items.items()]
+        pairs = [(key, self._path(key), join_value(value)) for key, value in items.items()]
         if self.fs.async_impl:
             results = self._run(self.fs._pipe_file(path, data) for _, path, data in pairs)
         else:

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
 from ..errors import InvalidKeyError, StoreError
-from .base import Buffer, ByteRange, Request, Store, validate_key, validate_prefix
+from .base import ByteRange, Request, Store, Value, validate_key, validate_prefix
 
 #: Name prefix of in-flight temporary files; listings skip such names.
 TMP_PREFIX = ".__z3tmp."
@@ -140,7 +140,7 @@ class LocalStore(Store):
     def exists(self, key: str) -> bool:
         return os.path.isfile(self._path(key))
 
-    def set(self, key: str, value: Buffer) -> None:
+    def set(self, key: str, value: Value) -> None:
         self._check_writable()
         path = self._path(key)
         try:
@@ -148,7 +148,7 @@ class LocalStore(Store):
         except OSError as exc:
             raise StoreError(f"could not write key {key!r} to {self.root!r}: {exc}") from exc
 
-    def _write_atomic(self, path: str, value: Buffer) -> None:
+    def _write_atomic(self, path: str, value: Value) -> None:
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, TMP_PREFIX + uuid.uuid4().hex)
         for attempt in range(_WRITE_ATTEMPTS):
@@ -157,7 +157,10 @@ class LocalStore(Store):
                     os.makedirs(directory, exist_ok=True)
                     file = open(tmp, "xb")  # noqa: SIM115 - closed just below, outside the lock
                 with file:
-                    file.write(value)
+                    if isinstance(value, list | tuple):
+                        file.writelines(value)  # pieces go to the file as they are, never joined
+                    else:
+                        file.write(value)
                 os.replace(tmp, path)
                 return
             except (FileNotFoundError, FileExistsError):  # raced with another process's prune: retry

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from ..errors import InvalidKeyError, ReadOnlyError
-from ..store.base import Buffer, ByteRange, Request, Store
+from ..store.base import ByteRange, Request, Store, Value
 
 __all__ = ["BAD_KEYS", "BAD_PREFIXES", "SAMPLE", "CountingStore", "ReadOnlyStoreContract", "StoreContract"]
 
@@ -108,11 +108,11 @@ class CountingStore(Store):
         self._count("exists")
         return self.inner.exists(key)
 
-    def set(self, key: str, value: Buffer) -> None:
+    def set(self, key: str, value: Value) -> None:
         self._count("set")
         self.inner.set(key, value)
 
-    def set_many(self, items: Mapping[str, Buffer]) -> None:
+    def set_many(self, items: Mapping[str, Value]) -> None:
         self._count("set_many")
         self.inner.set_many(items)
 
@@ -240,6 +240,11 @@ class StoreContract(_ReadChecks):
     def test_set_accepts_buffers(self, store: Store, kind: type) -> None:
         store.set("k", kind(b"abc"))
         assert store.get("k") == b"abc"
+
+    @pytest.mark.parametrize("kind", [tuple, list])
+    def test_set_accepts_pieces(self, store: Store, kind: type) -> None:
+        store.set("k", kind([b"ab", memoryview(b"cd"), bytearray(b"")]))
+        assert store.get("k") == b"abcd"
 
     def test_overwrite_replaces_whole_value(self, store: Store) -> None:
         store.set("a/k", bytes(1000))
