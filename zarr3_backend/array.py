@@ -291,22 +291,16 @@ class Array:
 
     def _clear_outside(self, new_shape: tuple[int, ...]) -> None:
         chunk_shape = self.metadata.chunk_shape
-        grid = [-(-n // c) for n, c in zip(self.shape, chunk_shape)]
-        for coords in np.ndindex(*grid):
+        for coords in np.ndindex(*self.metadata.chunk_grid.grid_shape(self.shape)):
             origin = [c * n for c, n in zip(coords, chunk_shape)]
             if any(o >= n for o, n in zip(origin, new_shape)):
                 self._chunk_store.delete(self.chunk_key(coords))
-            elif any(o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)):
-                self._reset_outside(coords, origin, new_shape)
-
-    def _reset_outside(self, coords: tuple[int, ...], origin: list[int], new_shape: tuple[int, ...]) -> None:
-        if not self._chunk_store.exists(self.chunk_key(coords)):
-            return
-        chunk = self.read_chunk(coords)
-        inside = tuple(slice(0, max(0, n - o)) for o, n in zip(origin, new_shape))
-        trimmed = np.full_like(chunk, self.fill_value)
-        trimmed[inside] = chunk[inside]
-        self.store_chunk(coords, trimmed)
+            elif any(o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)) and self._chunk_store.exists(
+                self.chunk_key(coords)
+            ):
+                chunk = self.read_chunk(coords)
+                reset_outside(chunk, tuple(n - o for o, n in zip(origin, new_shape)), self.fill_value)
+                self.store_chunk(coords, chunk)
 
     def nchunks_stored(self) -> int:
         """How many stored chunk (shard) values exist."""
@@ -323,6 +317,17 @@ class _OrthogonalIndexer:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self.array.set(selection, value, orthogonal=True)
+
+
+def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Any) -> None:
+    """Set the part of a stored chunk beyond the first ``in_bounds`` elements of each axis to ``fill``.
+
+    Used where a chunk is cut by the array's edge, so that stale data (from a
+    shrink, or a failed append) can never reappear when the array grows.
+    """
+    for dim, n in enumerate(in_bounds):
+        if n < chunk.shape[dim]:
+            chunk[(slice(None),) * dim + (slice(n, None),)] = fill
 
 
 def empty_output(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .array import Array
+from .array import Array, reset_outside
 from .errors import BoundsError
 from .executor import map_concurrently
 from .store import FsspecStore
@@ -137,15 +137,8 @@ def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chun
         return
     chunk = array.read_chunk(coords)
     chunk[inside] = block
-    _reset_outside(chunk, in_bounds, array.fill_value)
+    reset_outside(chunk, in_bounds, array.fill_value)
     array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
-
-
-def _reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Any) -> None:
-    """Set the part of a stored chunk beyond the array's shape to ``fill`` (stale data from failed appends)."""
-    for dim, n in enumerate(in_bounds):
-        if n < chunk.shape[dim]:
-            chunk[(slice(None),) * dim + (slice(n, None),)] = fill
 
 
 def write_numpy(array: Array, origin: Sequence[int], data: Any, write_empty_chunks: bool = False) -> None:

@@ -36,9 +36,6 @@ class ShardIndex:
             return None
         return int(offset), int(offset + nbytes)
 
-    def is_all_empty(self) -> bool:
-        return bool((self.entries[..., 0] == EMPTY).all())
-
     def validate(self, where: str, shard_size: int | None = None) -> ShardIndex:
         """Raise :class:`CorruptShardError` unless every entry is empty or inside the shard."""
         offsets, nbytes = self.entries[..., 0], self.entries[..., 1]
