@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 import pytest
@@ -312,24 +311,17 @@ def test_basic_mode_refuses_vectorized_indexing(selection):
         normalize_selection(selection, (4, 4, 4))
 
 
-# --- speed -------------------------------------------------------------------------------
+# --- whole arrays and large integer selections (speed lives in benchmarks/) ----------------
 
 
-def test_whole_array_plan_is_fast():
-    """160 chunks (10 x 4 x 4): well under 1 ms per chunk (typically ~10-20 us)."""
-    start = time.perf_counter()
-    for _ in range(10):
-        items = list(plan_chunks(Ellipsis, (100, 40, 40), (10, 10, 10)))
-    per_chunk = (time.perf_counter() - start) / 10 / len(items)
+def test_whole_array_plan_covers_every_chunk_completely():
+    items = list(plan_chunks(Ellipsis, (100, 40, 40), (10, 10, 10)))
     assert len(items) == 160 and all(i.is_complete for i in items)
-    assert per_chunk < 2e-4, f"{per_chunk * 1e6:.0f} us per chunk"
 
 
-def test_large_int_array_plan_is_vectorized():
+def test_large_int_array_plan_groups_by_chunk():
     rng = np.random.default_rng(0)
     indices = rng.integers(0, 10**6, 10**5)
-    start = time.perf_counter()
     items = list(plan_chunks(indices, (10**6,), (10**4,), orthogonal=True))
-    assert time.perf_counter() - start < 0.5
     assert len(items) == 100
     assert sum(i.chunk_selection[0].size for i in items) == indices.size

@@ -36,7 +36,8 @@ _DEFAULT_BATCH = 128
 
 
 def _is_missing(exc: BaseException) -> bool:
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):
+    # KeyError: fsspec's zip filesystem before 2026 lets zipfile's "no item named ..." through
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError)):
         return True
     response = getattr(exc, "response", None)  # a raw botocore ClientError
     return isinstance(response, dict) and response.get("Error", {}).get("Code") in _MISSING_CODES
