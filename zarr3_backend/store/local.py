@@ -19,6 +19,7 @@ import os
 import shutil
 import stat
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -173,6 +174,9 @@ class LocalStore(Store):
                         file.writelines(value)  # pieces go to the file as they are, never joined
                     else:
                         file.write(value)
+                    file.flush()  # then stamp a full-resolution mtime: part of the generation readers check
+                    now = time.time_ns()
+                    os.utime(file.fileno(), ns=(now, now))
                 os.replace(tmp, path)
                 return
             except (FileNotFoundError, FileExistsError):  # raced with another process's prune: retry
