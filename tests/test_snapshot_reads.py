@@ -185,38 +185,46 @@ def test_unknown_generations_are_never_cached(tmp_path):
 # -- (b) a writer process rewrites shards while readers read ----------------------------
 
 _WRITER = textwrap.dedent("""
-    import sys, time
-    sys.path.insert(0, sys.argv[3])
+    import os, sys, time
+    sys.path.insert(0, sys.argv[2])
     import zarr3_backend
     from tests.test_snapshot_reads import version
     a = zarr3_backend.open_array(sys.argv[1], "v", mode="r+")
-    deadline = time.monotonic() + float(sys.argv[2])
-    v = 0
-    while time.monotonic() < deadline:
+    stop, deadline, v = os.path.join(sys.argv[1], "stop"), time.monotonic() + 120, 0
+    while not os.path.exists(stop) and time.monotonic() < deadline:
         v = v % 6 + 1
         a[...] = version(v)
+        if v == 1:
+            open(os.path.join(sys.argv[1], "started"), "w").close()
 """)
 
 
 def test_reads_racing_a_writer_process_are_consistent_per_shard(tmp_path):
     create(str(tmp_path))
     root = str(Path(__file__).resolve().parents[1])
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "4", root], cwd=root)
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), root], cwd=root)
     try:
+        while not (tmp_path / "started").exists():  # start reading once the writer writes
+            assert writer.poll() is None, "the writer process died"
+            time.sleep(0.01)
         long_lived = zarr3_backend.open_array(str(tmp_path), "v")
         selections = [slice(2, 6), slice(1, 15), slice(5, 12), slice(9, 11)]
-        wrong, reads, deadline = [], 0, time.monotonic() + 3
-        while time.monotonic() < deadline and writer.poll() is None:
+        wrong, seen, reads, deadline = [], set(), 0, time.monotonic() + 3
+        while time.monotonic() < deadline:
             for columns in selections:
                 for reader in (long_lived, zarr3_backend.open_array(str(tmp_path), "v")):
                     got = reader[:, columns]
                     reads += 1
-                    if matching_versions(got, columns, range(7)) is None:
+                    found = matching_versions(got, columns, range(7))
+                    if found is None:
                         wrong.append((columns, got[0].tolist()))
+                    else:
+                        seen.update(found)
     finally:
+        (tmp_path / "stop").touch()
         writer.wait(timeout=60)
     assert writer.returncode == 0
-    assert reads > 200
+    assert reads > 200 and len(seen) >= 4  # the reads really raced the writer's versions
     assert not wrong, f"{len(wrong)} of {reads} reads mixed versions, e.g. {wrong[:3]}"
 
 
