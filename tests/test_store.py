@@ -72,6 +72,7 @@ class TestS3Store(StoreContract):
 
 class TestHttpStore(ReadOnlyStoreContract):
     supports_listing = False
+    reports_generations = False
 
     @pytest.fixture
     def store(self, http_dir: Any) -> Store:

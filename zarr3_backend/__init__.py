@@ -16,6 +16,7 @@ from .errors import (
     ArrayNotFoundError,
     BoundsError,
     ChecksumError,
+    ConcurrentModificationError,
     CodecError,
     CorruptShardError,
     GroupNotFoundError,
@@ -37,7 +38,7 @@ if importlib.util.find_spec("xarray") is not None:
     from .xarray_backend import writer as _xarray_writer  # noqa: F401  (adds Dataset/DataArray/DataTree.to_zarr3)
 
 __all__ = [
-    "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "CorruptShardError",
+    "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
     "NodeNotFoundError", "ReadOnlyError", "StoreError", "UnknownExtensionError", "Zarr3Error",
     "consolidate_metadata", "create_array", "create_group", "open", "open_array", "open_group",

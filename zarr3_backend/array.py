@@ -372,7 +372,7 @@ def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:
 
 
 def drive_read_plans(plans: list[tuple[str, ReadPlan, Any]], store: Store) -> list[tuple[DecodeJob, Any]]:
-    """Run read plans to completion, one batched ``get_many`` per round of requests.
+    """Run read plans to completion, one batched ``get_many_versioned`` per round of requests.
 
     Each plan comes with its output array; the result pairs every decode job with it.
     """
@@ -382,7 +382,7 @@ def drive_read_plans(plans: list[tuple[str, ReadPlan, Any]], store: Store) -> li
         _advance(key, plan, out, None, pending, jobs)
     while pending:
         batch = [(key, request) for key, _, _, requests in pending for request in requests]
-        values = iter(store.get_many(batch))
+        values = iter(store.get_many_versioned(batch))
         current, pending = pending, []
         for key, plan, out, requests in current:
             _advance(key, plan, out, [next(values) for _ in requests], pending, jobs)

@@ -70,5 +70,13 @@ class StoreError(Zarr3Error, OSError):
     """The underlying storage failed for a reason other than a missing key."""
 
 
+class ConcurrentModificationError(StoreError):
+    """A value kept changing while it was read, on every attempt to read it consistently.
+
+    Raised for a shard rewritten between reading its index and its inner
+    chunks more times in a row than the read retries; reading again usually succeeds.
+    """
+
+
 class BoundsError(Zarr3Error, IndexError):
     """A selection lies outside the array or is otherwise not a valid index."""

@@ -2,7 +2,10 @@
 
 A read plan is a generator. Each ``yield`` hands the caller a list of
 :class:`ByteRange` requests (``None`` = the whole value) for one stored key
-and receives the fetched values (``None`` where the key is missing). When the
+and receives the fetched values as :class:`~zarr3_backend.store.base.Versioned`
+(value ``None`` where the key is missing; the generation says which version
+of the object each came from, so a plan can check that ranges read in
+different rounds belong together). When the
 plan returns, its value is a list of :class:`DecodeJob`. The caller batches
 the requests of many plans into one store call per round and runs the jobs
 on its thread pool, so codecs never touch a store or a thread.
@@ -19,7 +22,7 @@ import numpy as np
 
 from .errors import CodecError, Zarr3Error
 from .executor import thread_buffer
-from .store.base import Buffer, ByteRange
+from .store.base import Buffer, ByteRange, Versioned
 
 Selection = tuple[Any, ...]
 
@@ -38,14 +41,19 @@ class SubRead:
     out_selection: Selection
 
 
+#: How many times a plan re-reads a value that changed between its rounds before giving up.
+READ_ATTEMPTS = 8
+
+
 @dataclass
 class ReadContext:
-    """Facts a read plan may use: the key, a cache shared by an array's reads, coalescing limits."""
+    """Facts a read plan may use: the key, a cache shared by an array's reads, coalescing and retry limits."""
 
     key: str
     cache: MutableMapping[str, Any] = field(default_factory=dict)
     max_gap: int = 1 << 20
     max_block: int = 64 << 20
+    attempts: int = READ_ATTEMPTS
 
 
 @dataclass
@@ -84,13 +92,13 @@ def _direct_target(out: np.ndarray, out_selection: Selection, selection: Selecti
     return target
 
 
-ReadPlan = Generator[list[ByteRange | None], list[bytes | None], list[DecodeJob]]
+ReadPlan = Generator[list[ByteRange | None], list[Versioned], list[DecodeJob]]
 
 
 def whole_chunk_plan(codec: Any, spec: Any, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
     """The default plan: fetch the whole value, decode it once, copy every piece."""
-    (data,) = yield [None]
-    return [DecodeJob(data, codec, spec, r.selection, r.out_selection, ctx.key) for r in reads]
+    (got,) = yield [None]
+    return [DecodeJob(got.value, codec, spec, r.selection, r.out_selection, ctx.key) for r in reads]
 
 
 def decode_chunk(codec: Any, data: Buffer, spec: Any, where: str) -> np.ndarray:

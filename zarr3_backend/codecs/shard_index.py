@@ -6,7 +6,8 @@ sharding-indexed, "Binary shard format").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,13 +18,23 @@ EMPTY = np.uint64(2**64 - 1)
 
 @dataclass(frozen=True)
 class ShardIndex:
-    """Where each inner chunk of one shard lives, as byte ranges of the shard value."""
+    """Where each inner chunk of one shard lives, as byte ranges of the shard value.
+
+    ``generation`` is the store generation of the shard version the index
+    was read from (``None``: unknown, or not read from a store). The ranges
+    are only valid for bytes read from that same generation.
+    """
 
     entries: np.ndarray
+    generation: Hashable | None = None
 
     @classmethod
     def empty(cls, chunks_per_shard: tuple[int, ...]) -> ShardIndex:
         return cls(np.full((*chunks_per_shard, 2), EMPTY, dtype=np.uint64))
+
+    def of_generation(self, generation: Hashable | None) -> ShardIndex:
+        """This index, marked as read from the shard version ``generation``."""
+        return replace(self, generation=generation)
 
     @property
     def chunks_per_shard(self) -> tuple[int, ...]:

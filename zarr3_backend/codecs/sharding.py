@@ -9,23 +9,26 @@ Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/ ::
                                         {"name": "crc32c"}],
                        "index_location": "end"}}
 
-Partial reads fetch the index (cached per shard key in the read context)
-and then only the inner chunks needed, as coalesced byte ranges; reading
-every inner chunk of a shard is one request for the whole value.
+Partial reads fetch the index (cached per shard key in the read context,
+with the generation of the shard it was read from) and then only the inner
+chunks needed, as coalesced byte ranges; reading every inner chunk of a
+shard is one request for the whole value. Ranges whose generation differs
+from their index's mean the shard was rewritten: the index is read again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator, Hashable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from ..dtypes import is_fill, parse_data_type
-from ..errors import CodecError, CorruptShardError, MetadataError
+from ..errors import CodecError, ConcurrentModificationError, CorruptShardError, MetadataError
 from ..pipeline import CodecChain
 from ..read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
-from ..store.base import ByteRange, Value
+from ..store.base import ByteRange, Value, Versioned
 from ..indexing import plan_selection
 from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .registry import register_codec
@@ -200,34 +203,58 @@ class ShardingCodec(ArrayBytesCodec):
         return self.chunk_shape
 
     def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
-        index = ctx.cache.get(ctx.key)
-        n_inner = int(np.prod(self.chunks_per_shard(spec)))
-        if index is None and len({r.coords for r in reads}) == n_inner:
-            (data,) = yield [None]
-            if data is None:
-                return self._fill_jobs(spec, reads, ctx)
-            index = ctx.cache[ctx.key] = self.decode_index(data, spec, ctx.key)
-            return self._jobs(spec, reads, index, lambda rng: memoryview(data)[rng[0] : rng[1]], ctx)
-        if index is None:
-            size = self._index_size(spec)
-            request = ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)
-            (raw,) = yield [request]
-            if raw is None:
-                return self._fill_jobs(spec, reads, ctx)
-            index = ctx.cache[ctx.key] = self._parse_index(raw, spec, ctx.key)
-        return (yield from self._fetch_inner(spec, reads, index, ctx))
+        """Read the index (or take the cached one), then only the inner chunks ``reads`` need.
 
-    def _fetch_inner(self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, ctx: ReadContext) -> ReadPlan:
+        Every range is checked against the generation of the index that located
+        it: a shard rewritten in between is read again from its new index, at
+        most ``ctx.attempts`` times. Indexes of unknown generation are not cached.
+        """
+        whole = len({r.coords for r in reads}) == int(np.prod(self.chunks_per_shard(spec)))
+        for _ in range(ctx.attempts):
+            index: ShardIndex | None = ctx.cache.get(ctx.key)
+            fresh = index is None
+            if index is None and whole:  # one request for everything: index and chunks of one version
+                (got,) = yield [None]
+                if got.value is None:
+                    return self._fill_jobs(spec, reads, ctx)
+                data = got.value
+                index = _remember(ctx, self.decode_index(data, spec, ctx.key), got.generation)
+                return self._jobs(spec, reads, index, lambda rng: memoryview(data)[rng[0] : rng[1]], ctx)
+            if index is None:
+                size = self._index_size(spec)
+                (got,) = yield [ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)]
+                if got.value is None:
+                    return self._fill_jobs(spec, reads, ctx)
+                index = _remember(ctx, self._parse_index(got.value, spec, ctx.key), got.generation)
+            jobs = yield from self._fetch_inner(spec, reads, index, ctx, fresh)
+            if jobs is not None:
+                return jobs
+            ctx.cache.pop(ctx.key, None)  # the shard changed since its index was read
+        raise ConcurrentModificationError(
+            f"{ctx.key}: the shard changed between reading its index and its inner chunks on {ctx.attempts} "
+            "attempts in a row; another writer keeps rewriting it, read again once it is done"
+        )
+
+    def _fetch_inner(
+        self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, ctx: ReadContext, fresh: bool
+    ) -> Generator[list[ByteRange | None], list[Versioned], list[DecodeJob] | None]:
+        """Fetch the coalesced ranges ``reads`` need; ``None`` if they are not of the index's generation."""
         ranges = sorted({rng for r in reads if (rng := index.chunk_range(r.coords)) is not None})
         blocks = coalesce_ranges(ranges, ctx.max_gap, ctx.max_block)
-        fetched = yield [ByteRange(b.start, b.end) for b in blocks] if blocks else []
         located: dict[tuple[int, int], memoryview] = {}
-        for block, value in zip(blocks, fetched):
+        if not blocks and fresh:
+            return self._jobs(spec, reads, index, located.__getitem__, ctx)
+        # a cached index that finds nothing stored still needs the shard's current generation: read 0 bytes
+        fetched = yield [ByteRange(b.start, b.end) for b in blocks] if blocks else [ByteRange(0, 0)]
+        if index.generation is not None and any(got.generation != index.generation for got in fetched):
+            return None
+        for block, got in zip(blocks, fetched):
+            value = got.value
             if value is None or len(value) < block.end - block.start:
-                got = "nothing" if value is None else f"{len(value)} bytes"
+                found = "nothing" if value is None else f"{len(value)} bytes"
                 raise CorruptShardError(
                     f"{ctx.key}: shard is truncated: expected bytes {block.start}-{block.end} "
-                    f"as its index says, got {got}"
+                    f"as its index says, got {found}"
                 )
             for member in block.members:
                 start, end = ranges[member]
@@ -246,6 +273,14 @@ class ShardingCodec(ArrayBytesCodec):
     def _fill_jobs(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> list[DecodeJob]:
         inner_spec = self._inner_spec(spec)
         return [DecodeJob(None, self.codecs, inner_spec, r.selection, r.out_selection, ctx.key) for r in reads]
+
+
+def _remember(ctx: ReadContext, index: ShardIndex, generation: Hashable | None) -> ShardIndex:
+    """``index`` marked with its shard's generation; cached for later reads only if that is known."""
+    index = index.of_generation(generation)
+    if generation is not None:
+        ctx.cache[ctx.key] = index
+    return index
 
 
 def _stored(view: memoryview | None, index: ShardIndex, coords: tuple[int, ...]) -> memoryview | None:

@@ -7,7 +7,9 @@ from typing import Any
 
 import fsspec.core
 
-from .base import Buffer, ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
+from .base import (
+    Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix,
+)
 from .fsspec_store import FsspecStore
 from .local import TMP_PREFIX, LocalStore
 
@@ -16,10 +18,12 @@ __all__ = [
     "Buffer",
     "ByteRange",
     "FsspecStore",
+    "Generation",
     "LocalStore",
     "Request",
     "Store",
     "Value",
+    "Versioned",
     "join_value",
     "make_store",
     "validate_key",

@@ -8,7 +8,7 @@ Keys are ``/``-separated strings relative to the store root (spec: core,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidKeyError, ReadOnlyError
@@ -57,6 +57,25 @@ class ByteRange:
 
 
 Request = tuple[str, ByteRange | None]
+#: Identifies one version of a stored value (tensorstore calls it a storage generation):
+#: equal generations mean the same bytes. Opaque; compare only with ``==``.
+Generation = Hashable
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """A value (or a range of it) together with the generation of the object it was read from.
+
+    ``generation`` is ``None`` when the value is missing or the store cannot
+    tell which version it read. A store that reports generations reads the
+    bytes and the generation from the same version, atomically.
+
+    >>> Versioned(b"ab", ("inode", 7)).generation
+    ('inode', 7)
+    """
+
+    value: bytes | None
+    generation: Generation | None = None
 
 
 def validate_key(key: str) -> str:
@@ -125,6 +144,18 @@ class Store(ABC):
     def get(self, key: str, byte_range: ByteRange | None = None) -> bytes | None:
         """The value (or a range of it) under ``key``, or ``None`` if missing."""
         return self.get_many([(key, byte_range)])[0]
+
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        """Like :meth:`get_many`, each value with the generation of the object it came from.
+
+        Law: two reads that return the same non-``None`` generation read the
+        same version of the value, so a shard index and byte ranges read
+        with equal generations belong together. Stores that can learn the
+        generation with the data (local files: ``fstat`` of the file read;
+        S3: the ETag of the GET) override this at no extra request. This
+        default reports ``None`` (unknown) for every value.
+        """
+        return [Versioned(value) for value in self.get_many(requests)]
 
     def set_many(self, items: Mapping[str, Value]) -> None:
         """Store several values; each one atomically."""

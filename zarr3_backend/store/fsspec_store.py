@@ -8,6 +8,12 @@ semantics everywhere: suffixes go out as ``bytes=-n``, ranges past the end
 read as ``b""`` (an HTTP 416 is not an error here), and ranges that need the
 size (a negative ``end``) cost one extra HEAD.
 
+:meth:`~FsspecStore.get_many_versioned` returns each value with its
+generation: on S3 the ETag of the very GET that read the bytes (no extra
+request); on synchronous file systems (memory, zip) the file's ``info``
+taken before and after the read; other asynchronous file systems (http,
+gcs, ...) report ``None`` (unknown).
+
 >>> import fsspec
 >>> store = FsspecStore(fsspec.filesystem("memory"), "/doc-example")
 >>> store.set("zarr.json", b"{}")
@@ -27,12 +33,17 @@ from fsspec import AbstractFileSystem
 from fsspec.asyn import sync
 
 from ..errors import StoreError
-from .base import ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
+from .base import ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix
 
 T = TypeVar("T")
 
 _MISSING_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
 _DEFAULT_BATCH = 128
+#: ``info`` fields that change when a value is rewritten, whatever the file system calls them.
+_VERSION_FIELDS = (
+    "ETag", "etag", "generation", "VersionId", "version_id", "mtime", "modified", "created",
+    "LastModified", "last_modified", "ino", "CRC", "date_time",
+)  # fmt: skip
 
 
 def _is_missing(exc: BaseException) -> bool:
@@ -183,6 +194,57 @@ class FsspecStore(Store):
             raise FileNotFoundError(path)
         return int(info["size"])
 
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        paths = [self._path(key) for key, _ in requests]
+        ranges = [byte_range for _, byte_range in requests]
+        results: list[tuple[bytes, Generation | None] | BaseException]
+        if _is_s3(self.fs):
+            results = self._run(self._fetch_s3(p, r) for p, r in zip(paths, ranges, strict=True))
+        elif not self.fs.async_impl:
+            results = [_capture(self._fetch_sync_versioned, p, r) for p, r in zip(paths, ranges, strict=True)]
+        else:
+            return super().get_many_versioned(requests)
+        out = []
+        for (key, _), result in zip(requests, results, strict=True):
+            if isinstance(result, BaseException):
+                out.append(Versioned(self._outcome(key, result)))
+            else:
+                out.append(Versioned(bytes(result[0]), result[1]))
+        return out
+
+    async def _fetch_s3(self, path: str, byte_range: ByteRange | None) -> tuple[bytes, Generation | None]:
+        """One GetObject: the bytes and the ETag of the object version they came from."""
+        fs: Any = self.fs
+        if byte_range is not None and _needs_size(byte_range):
+            byte_range = _resolve(byte_range, await self._size_async(path))
+        bucket, key, version = fs.split_path(path)
+        target = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {})}
+        empty = byte_range is not None and _is_empty(byte_range)
+        ranged = {} if byte_range is None else {"Range": "bytes=0-0" if empty else _http_range(byte_range)}
+
+        async def get_and_read() -> tuple[bytes, Generation | None]:
+            response = await fs._call_s3("get_object", **target, **ranged)
+            try:
+                return await response["Body"].read(), response.get("ETag")
+            finally:
+                response["Body"].close()
+
+        try:
+            data, etag = await _s3_with_retries(fs, get_and_read)
+        except OSError as exc:
+            if not _is_unsatisfiable(exc):
+                raise
+            head = await fs._call_s3("head_object", **target)  # past the end: the ETag says which version
+            return b"", head.get("ETag")
+        return (b"" if empty else data), etag
+
+    def _fetch_sync_versioned(self, path: str, byte_range: ByteRange | None) -> tuple[bytes, Generation | None]:
+        """The bytes and a generation from ``info`` before and after; a change in between never matches."""
+        before = _info_generation(self.fs.info(path))
+        data = self._fetch_sync(path, byte_range)
+        after = _info_generation(self.fs.info(path))
+        return data, before if before == after else object()
+
     # -- writes -----------------------------------------------------------------
 
     def set(self, key: str, value: Value) -> None:
@@ -247,6 +309,35 @@ class FsspecStore(Store):
             else:
                 keys.append(key)
         return sorted(keys), sorted(prefixes)
+
+
+def _is_s3(fs: AbstractFileSystem) -> bool:
+    return callable(getattr(fs, "_call_s3", None)) and callable(getattr(fs, "split_path", None))
+
+
+async def _s3_with_retries(fs: Any, call: Callable[[], Awaitable[T]]) -> T:
+    """``call()`` under s3fs's own retry policy (the one its ``_cat_file`` uses), where s3fs has it."""
+    try:
+        from s3fs.core import _error_wrapper
+    except ImportError:
+        return await call()
+    result: T = await _error_wrapper(call, retries=fs.retries)
+    return result
+
+
+def _http_range(byte_range: ByteRange) -> str:
+    """The HTTP ``Range`` header of a non-empty range that needs no size."""
+    if byte_range.is_suffix:
+        return f"bytes={byte_range.start}"
+    return f"bytes={byte_range.start}-{'' if byte_range.end is None else byte_range.end - 1}"
+
+
+def _info_generation(info: Mapping[str, Any]) -> Generation | None:
+    """A generation from an ``info`` dict: size plus the fields that change on a rewrite; ``None`` if none."""
+    if info.get("type") == "directory":
+        raise FileNotFoundError(info.get("name"))
+    found = tuple((name, str(info[name])) for name in _VERSION_FIELDS if info.get(name) is not None)
+    return (info.get("size"), found) if found else None
 
 
 def _single_get_kwargs(fs: AbstractFileSystem) -> dict[str, Any]:

@@ -19,13 +19,14 @@ import os
 import shutil
 import stat
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
 from ..errors import InvalidKeyError, StoreError
-from .base import ByteRange, Request, Store, Value, validate_key, validate_prefix
+from .base import ByteRange, Request, Store, Value, Versioned, validate_key, validate_prefix
 
 #: Name prefix of in-flight temporary files; listings skip such names.
 TMP_PREFIX = ".__z3tmp."
@@ -58,20 +59,25 @@ def _pread_all(fd: int, length: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
-def _read_file(path: str, byte_range: ByteRange | None) -> bytes | None:
-    """The bytes of ``path`` (or a range of them); ``None`` if it is not a regular file."""
+def _read_file(path: str, byte_range: ByteRange | None) -> Versioned:
+    """The bytes of ``path`` (or a range of them) and their generation; ``None`` if it is not a regular file.
+
+    The generation (inode, size, mtime_ns) comes from ``fstat`` on the descriptor the bytes
+    are read from: writes replace files by rename, so an open descriptor pins one version.
+    """
     try:
         fd = os.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None
+        return Versioned(None)
     except OSError as exc:
         raise StoreError(f"could not read {path!r}: {exc}") from exc
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return None
+            return Versioned(None)
         start, stop, _ = (byte_range or ByteRange(0)).slice().indices(st.st_size)
-        return _pread_all(fd, max(0, stop - start), start)
+        data = _pread_all(fd, max(0, stop - start), start)
+        return Versioned(data, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
     except OSError as exc:
         raise StoreError(f"could not read {path!r}: {exc}") from exc
     finally:
@@ -125,12 +131,19 @@ class LocalStore(Store):
         return os.path.join(self.root, *prefix.split("/")[:-1])
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        """Read sequentially; once a value of 1 MiB or more shows up, read the rest in threads."""
+        return [read.value for read in self.get_many_versioned(requests)]
+
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        """Read sequentially; once a value of 1 MiB or more shows up, read the rest in threads.
+
+        Generations are ``(st_dev, st_ino, st_size, st_mtime_ns)`` of the file read: free.
+        """
         jobs = [(self._path(key), byte_range) for key, byte_range in requests]
-        out: list[bytes | None] = []
+        out: list[Versioned] = []
         for index, (path, byte_range) in enumerate(jobs):
-            value = _read_file(path, byte_range)
-            out.append(value)
+            read = _read_file(path, byte_range)
+            out.append(read)
+            value = read.value
             if value is not None and len(value) >= _POOL_THRESHOLD and index + 2 < len(jobs):
                 rest = jobs[index + 1 :]
                 out.extend(_reader_pool().map(_read_file, *zip(*rest, strict=True)))
@@ -161,6 +174,9 @@ class LocalStore(Store):
                         file.writelines(value)  # pieces go to the file as they are, never joined
                     else:
                         file.write(value)
+                    file.flush()  # then stamp a full-resolution mtime: part of the generation readers check
+                    now = time.time_ns()
+                    os.utime(file.fileno(), ns=(now, now))
                 os.replace(tmp, path)
                 return
             except (FileNotFoundError, FileExistsError):  # raced with another process's prune: retry

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from ..errors import InvalidKeyError, ReadOnlyError
-from ..store.base import ByteRange, Request, Store, Value
+from ..store.base import ByteRange, Request, Store, Value, Versioned
 
 __all__ = ["BAD_KEYS", "BAD_PREFIXES", "SAMPLE", "CountingStore", "ReadOnlyStoreContract", "StoreContract"]
 
@@ -54,9 +54,10 @@ _EMPTY_VALUE_RANGES = [None, ByteRange(0, 0), ByteRange(0, 1), ByteRange(0), Byt
 class CountingStore(Store):
     """Wrap ``inner``, forward every call, and count them.
 
-    ``counts`` counts public method calls by name; ``requests`` lists every
-    ``(key, byte_range)`` read through :meth:`get` or :meth:`get_many`, in
-    order. :meth:`reset` clears both. Pickles (the counts travel along).
+    ``counts`` counts public method calls by name (a :meth:`get_many_versioned`
+    batch counts as ``"get_many"``: both are one batched read); ``requests``
+    lists every ``(key, byte_range)`` read through :meth:`get`,
+    :meth:`get_many` or :meth:`get_many_versioned`, in order. :meth:`reset` clears both. Pickles (the counts travel along).
 
     >>> import fsspec
     >>> from zarr3_backend.store import FsspecStore
@@ -99,6 +100,11 @@ class CountingStore(Store):
         requests = list(requests)
         self._count("get_many", requests)
         return self.inner.get_many(requests)
+
+    def get_many_versioned(self, requests: Sequence[Request]) -> builtins.list[Versioned]:
+        requests = list(requests)
+        self._count("get_many", requests)
+        return self.inner.get_many_versioned(requests)
 
     def get(self, key: str, byte_range: ByteRange | None = None) -> bytes | None:
         self._count("get", [(key, byte_range)])
@@ -145,6 +151,8 @@ class _ReadChecks:
     """Checks that only read; ``populated(store)`` must return a store holding :data:`SAMPLE`."""
 
     supports_listing = True
+    #: Whether ``get_many_versioned`` reports generations (``False``: ``None`` = unknown).
+    reports_generations = True
 
     def populated(self, store: Store) -> Store:
         raise NotImplementedError
@@ -179,6 +187,24 @@ class _ReadChecks:
             expected.append(value if value is None or byte_range is None else value[byte_range.slice()])
         assert store.get_many(requests) == expected
         assert store.get_many([]) == []
+
+    @pytest.mark.parametrize("byte_range", [None, *_RANGES], ids=repr)
+    def test_get_many_versioned_reads_what_get_many_reads(self, store: Store, byte_range: ByteRange | None) -> None:
+        store = self.populated(store)
+        requests: list[Request] = [("a/c/0", byte_range), ("a/c/1", byte_range), ("missing/key", byte_range)]
+        reads = store.get_many_versioned(requests)
+        assert [read.value for read in reads] == store.get_many(requests)
+        assert reads[2] == Versioned(None)
+
+    def test_generation_is_the_same_for_every_range_of_one_version(self, store: Store) -> None:
+        if not self.reports_generations:
+            pytest.skip("store does not report generations")
+        store = self.populated(store)
+        reads = store.get_many_versioned([("a/c/0", r) for r in (None, ByteRange(0, 4), ByteRange.suffix(8))])
+        generations = {read.generation for read in reads}
+        assert len(generations) == 1 and None not in generations
+        assert store.get_many_versioned([("a/c/0", None)])[0].generation in generations
+        assert store.get_many_versioned([("a/zarr.json", None)])[0].generation not in generations
 
     def test_exists(self, store: Store) -> None:
         store = self.populated(store)
@@ -289,6 +315,17 @@ class StoreContract(_ReadChecks):
             with pytest.raises(InvalidKeyError):
                 call()
         assert list(store.list()) == []
+
+    def test_rewrite_changes_the_generation(self, store: Store) -> None:
+        if not self.reports_generations:
+            pytest.skip("store does not report generations")
+        seen = set()
+        for version in range(4):  # same size every time: only the generation tells them apart
+            store.set("a/k", bytes([version]) * 64)
+            read = store.get_many_versioned([("a/k", ByteRange(0, 8))])[0]
+            assert read.value == bytes([version]) * 8 and read.generation is not None
+            seen.add(read.generation)
+        assert len(seen) == 4
 
     def test_read_only_view(self, store: Store) -> None:
         view = self.read_only_view(self.populated(store))
