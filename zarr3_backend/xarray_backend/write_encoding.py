@@ -30,7 +30,10 @@ import numpy as np
 import xarray as xr
 
 from .. import api
+from ..codecs.registry import codec_from_json
 from ..errors import WriteError, WriteTypeError
+from ..pipeline import CodecChain
+from .encoding import codec_parts
 
 VALID_ENCODING = frozenset({
     "chunks", "shards", "compressors", "filters", "serializer", "codecs", "index_location",
@@ -84,6 +87,30 @@ def zarr_encoding(name: str, var: xr.Variable, explicit: bool) -> dict[str, Any]
         )
     return {k: codec_json(v) if k in ("compressors", "filters", "serializer", "codecs") else v
             for k, v in var.encoding.items() if k in VALID_ENCODING}
+
+
+def check_codecs_agree(name: str, encoding: Mapping[str, Any]) -> None:
+    """With ``codecs`` (the full chain) any ``filters``/``serializer``/``compressors`` given must describe it.
+
+    An opened dataset's encoding carries both; changing one and not the other
+    would otherwise be silently ignored.
+    """
+    given = [k for k in ("filters", "serializer", "compressors") if encoding.get(k) is not None]
+    if encoding.get("codecs") is None or not given:
+        return
+    described = codec_parts(CodecChain.from_json(list(encoding["codecs"])), encoding.get("shards") is not None)
+    wanted = {k: _normalise(encoding[k]) for k in given}
+    if not described or any(_normalise(described[k]) != v for k, v in wanted.items()):
+        raise WriteError(
+            f"to_zarr3: encoding[{name!r}] has 'codecs' {list(encoding['codecs'])} and {given} that describe a "
+            f"different chain ({wanted}); drop 'codecs' to use {given}, or drop {given} to use 'codecs'"
+        )
+
+
+def _normalise(codecs: Any) -> Any:
+    if isinstance(codecs, Mapping | str):
+        return codec_from_json(codecs).to_json()  # type: ignore[union-attr]
+    return [codec_from_json(c).to_json() for c in codecs]  # type: ignore[union-attr]
 
 
 def codec_json(value: Any) -> Any:

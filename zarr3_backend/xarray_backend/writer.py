@@ -48,7 +48,7 @@ from ..store.base import Store
 from .backend_array import variable_dtype
 from .encoding import decode_fill_value
 from .write_checks import check_append, check_fits, check_names, check_progress, encode_attributes
-from .write_encoding import chunking, parse_encodings, zarr_encoding
+from .write_encoding import check_codecs_agree, chunking, parse_encodings, zarr_encoding
 
 Mode = Literal["w-", "w", "a", "a-", "r+"]
 DATAARRAY_VARIABLE = "xarray_dataarray_variable"
@@ -415,6 +415,7 @@ def _array_spec(name: str, var: xr.Variable, explicit: bool, where: str) -> dict
     if (cf_fill := attrs.pop("_FillValue", None)) is not None:
         attrs["_FillValue"] = FillValueCoder.encode(cf_fill, var.dtype)
     chunks, shards = chunking(name, var, encoding, explicit)
+    check_codecs_agree(name, encoding)
     codecs = encoding.get("codecs")
     return dict(
         shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
