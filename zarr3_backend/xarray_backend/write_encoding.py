@@ -99,11 +99,12 @@ def check_codecs_agree(name: str, encoding: Mapping[str, Any]) -> None:
     if encoding.get("codecs") is None or not given:
         return
     described = codec_parts(CodecChain.from_json(list(encoding["codecs"])), encoding.get("shards") is not None)
-    wanted = {k: _normalise(encoding[k]) for k in given}
-    if not described or any(_normalise(described[k]) != v for k, v in wanted.items()):
+    differing = [k for k in given if not described or _normalise(described[k]) != _normalise(encoding[k])]
+    if differing:
         raise WriteError(
-            f"to_zarr3: encoding[{name!r}] has 'codecs' {list(encoding['codecs'])} and {given} that describe a "
-            f"different chain ({wanted}); drop 'codecs' to use {given}, or drop {given} to use 'codecs'"
+            f"to_zarr3: encoding[{name!r}] has 'codecs' {list(encoding['codecs'])} and "
+            f"{ {k: encoding[k] for k in differing} } that describe a different chain; drop 'codecs' to use "
+            f"{differing}, or drop {differing} to use 'codecs'"
         )
 
 
