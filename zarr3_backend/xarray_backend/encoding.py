@@ -73,8 +73,9 @@ def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
     around the sharding codec has no such split (empty result).
 
     >>> from zarr3_backend.pipeline import CodecChain
-    >>> codec_parts(CodecChain.from_json([{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}]), False)
-    {'filters': (), 'serializer': {'name': 'bytes', 'configuration': {'endian': 'little'}}, 'compressors': ({'name': 'gzip', 'configuration': {'level': 1}},)}
+    >>> chain = CodecChain.from_json([{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}])
+    >>> codec_parts(chain, sharded=False)
+    {'filters': (), 'serializer': {'name': 'bytes'}, 'compressors': ({'name': 'gzip', 'configuration': {'level': 1}},)}
     """
     parts: dict[str, Any] = {}
     if sharded:
