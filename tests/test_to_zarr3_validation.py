@@ -131,9 +131,11 @@ def test_append_dim_not_stored_names_the_stored_dimensions(tmp_path: Path) -> No
 def test_region_past_the_end_says_so(tmp_path: Path) -> None:
     sample().to_zarr3(tmp_path / "a.zarr")
     part = sample()[["v", "w"]].isel(t=slice(0, 4)).drop_vars(["t", "x"])
-    with pytest.raises(WriteError, match=r"region 't'=slice\(8, 12, None\).*does not fit the stored length 10.*append_dim='t'") as info:
+    with pytest.raises(WriteError, match=r"region 't'=slice\(8, 12, None\).*runs past the end of the stored 't' \(length 10\).*append_dim='t'") as info:
         part.to_zarr3(tmp_path / "a.zarr", region={"t": slice(8, 12)})
     assert "use region or append_dim" not in str(info.value)
+    with pytest.raises(WriteError, match=r"region 't'=slice\(0, 3, None\) selects 3 elements, but variable '[vw]' has 4"):
+        part.to_zarr3(tmp_path / "a.zarr", region={"t": slice(0, 3)})
 
 
 def test_non_json_attribute_is_named(tmp_path: Path) -> None:

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from xarray import conventions
 from xarray.backends.api import DATAARRAY_NAME
@@ -41,12 +40,13 @@ from xarray.backends.zarr import FillValueCoder, encode_zarr_variable
 from .. import api
 from ..array import Array
 from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
-from ..errors import RegionKeyError, WriteError, WriteTypeError
+from ..errors import WriteError, WriteTypeError
 from ..hierarchy import Group, consolidate_metadata, join_path, normalize_path
 from ..store import make_store
 from ..store.base import Store
 from .backend_array import variable_dtype
 from .encoding import decode_fill_value
+from .region import check_region_fits, resolve_region
 from .write_checks import check_append, check_fits, check_names, check_progress, encode_attributes
 from .write_encoding import check_codecs_agree, chunking, parse_encodings, zarr_encoding
 
@@ -255,15 +255,15 @@ def _plan_tree(tree: xr.DataTree, store: Store, path: str, mode: Mode, encoding:
 def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding: Any,
                   append_dim: Hashable | None, region: Any, write_empty: bool | None, writes: _Writes) -> None:
     check_names(ds)
+    explicit = parse_encodings(encoding, ds.variables)
     where = f"group {path or '/'!r} of {store!r}"
     existing = _existing_arrays(store, path, mode)
-    if mode != "w" and (clash := sorted(set(encoding or {}) & set(existing))):
+    if mode != "w" and (clash := sorted(set(explicit) & set(existing))):
         raise WriteError(f"to_zarr3: variables {clash} already exist in {where}, but encoding was provided")
-    ds, region = _resolve_region(ds, region, existing, append_dim)
+    ds, region = resolve_region(ds, region, existing, append_dim)
     if append_dim is not None:
         check_append(ds, existing, append_dim, where)
     variables, attrs = conventions.encode_dataset_coordinates(ds)
-    explicit = parse_encodings(encoding, variables)
     for name, enc in explicit.items():
         variables[name].encoding = enc
     if mode == "r+" and (new := sorted(set(variables) - set(existing))):
@@ -321,50 +321,6 @@ def _existing_encoding(name: str, array: Array) -> dict[str, Any]:
     return dict(conventions.decode_cf_variable(name, empty).encoding)
 
 
-def _resolve_region(ds: xr.Dataset, region: Any, existing: dict[str, Array], append_dim: Any) -> tuple[xr.Dataset, dict[Hashable, slice]]:
-    """Validate ``region`` (detecting ``"auto"`` entries from the stored coordinates) and drop indexes."""
-    if region is None:
-        return ds, {}
-    if region == "auto":
-        region = dict.fromkeys(ds.dims, "auto")
-    if not isinstance(region, Mapping):
-        raise WriteTypeError(f"to_zarr3: region must be a dict of slices or 'auto', got {type(region).__name__}")
-    resolved = {}
-    for dim, selection in region.items():
-        if dim not in ds.dims:
-            raise WriteError(f"to_zarr3: region dimension {dim!r} is not a dimension of the dataset {list(ds.dims)}")
-        if isinstance(selection, str) and selection == "auto":
-            selection = _detect_region(ds, dim, existing)
-        if not isinstance(selection, slice):
-            raise WriteTypeError(f"to_zarr3: region[{dim!r}] must be a slice or 'auto', got {selection!r}")
-        if selection.step not in (None, 1):
-            raise WriteError(f"to_zarr3: region[{dim!r}]={selection!r} has a step; region slices must have step 1 or None")
-        resolved[dim] = selection
-    if append_dim is not None and append_dim in resolved:
-        raise WriteError(f"to_zarr3: {append_dim!r} cannot be both append_dim and a region dimension")
-    unrelated = [k for k, v in ds.variables.items() if resolved and not set(resolved) & set(v.dims)]
-    if unrelated:
-        raise WriteError(f"to_zarr3: with region, every variable needs a region dimension; drop {unrelated} first")
-    return ds.drop_vars(ds.indexes), resolved
-
-
-def _detect_region(ds: xr.Dataset, dim: Hashable, existing: dict[str, Array]) -> slice:
-    if dim not in ds.variables:
-        return slice(0, ds.sizes[dim])
-    if dim not in existing:
-        raise RegionKeyError(f"to_zarr3: region {dim!r}='auto' needs the coordinate {dim!r} in the store; it is missing")
-    array = existing[str(dim)]
-    attrs = {k: v for k, v in array.metadata.attributes.items() if k != "_FillValue"}
-    stored = conventions.decode_cf_variable(str(dim), xr.Variable((dim,), array[...], attrs))
-    positions = pd.Index(stored.values).get_indexer(ds[dim].values)
-    if (positions < 0).any():
-        missing = ds[dim].values[positions < 0][:5].tolist()
-        raise RegionKeyError(f"to_zarr3: region {dim!r}='auto': values {missing} of {dim!r} are not in the stored coordinate")
-    if (np.diff(positions) != 1).any():
-        raise WriteError(f"to_zarr3: the values of {dim!r} are not one contiguous run of the stored {dim!r} coordinate")
-    return slice(int(positions[0]), int(positions[-1]) + 1)
-
-
 def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Hashable, slice], append_dim: Any,
                      writes: _Writes) -> tuple[Array, tuple[int, ...]]:
     """Where ``var`` goes in an existing array; a grown copy of the array when appending."""
@@ -380,7 +336,7 @@ def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Has
             shape[axis] = stop
         elif dim in region:
             start, stop, _ = region[dim].indices(array.shape[axis])
-            _check_region_fits(name, dim, region[dim], sizes[dim], array.shape[axis])
+            check_region_fits(name, dim, region[dim], sizes[dim], array.shape[axis])
         if stop - start != sizes[dim]:
             raise WriteError(
                 f"to_zarr3: variable {name!r} has {sizes[dim]} elements along {dim!r}, but the stored array "
@@ -392,17 +348,6 @@ def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Has
         array = Array(array.store, array.path, array.metadata.with_shape(tuple(shape)))
         writes.grown.append(array)
     return array, tuple(origin)
-
-
-def _check_region_fits(name: str, dim: Hashable, selection: slice, size: int, length: int) -> None:
-    start, stop, _ = selection.indices(length)
-    wanted = (selection.start or 0) + size if selection.stop is None else selection.stop
-    if wanted > length or stop - start != size:
-        raise WriteError(
-            f"to_zarr3: region {dim!r}={selection!r} for variable {name!r} ({size} elements) does not fit the stored "
-            f"length {length} of {dim!r} (positions 0..{length}); give a region inside the array whose size "
-            f"equals the data's, or first grow the array with append_dim={dim!r}"
-        )
 
 
 def _array_spec(name: str, var: xr.Variable, explicit: bool, where: str) -> dict[str, Any]:
