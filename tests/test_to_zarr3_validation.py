@@ -165,8 +165,8 @@ def test_to_zarr3_positional_arguments_follow_to_zarr(tmp_path: Path) -> None:
     assert list(inspect.signature(sample().to_zarr3).parameters)[:4] == ds_params == ["store", "mode", "group", "encoding"]
     sample().to_zarr3(tmp_path / "a.zarr", "w", "child", {"v": {"chunks": (5, 4)}})
     assert zarr3_backend.open_array(tmp_path / "a.zarr", "child/v").chunks == (5, 4)
-    tree_params = [p for p in inspect.signature(xr.DataTree.to_zarr).parameters][1:6]
-    assert list(inspect.signature(xr.DataTree(sample()).to_zarr3).parameters)[:5] == tree_params
+    tree_params = [p for p in inspect.signature(xr.DataTree.to_zarr).parameters][1:8]
+    assert list(inspect.signature(xr.DataTree(sample()).to_zarr3).parameters)[:7] == tree_params
     xr.DataTree(sample()).to_zarr3(tmp_path / "t.zarr", "w", {"/": {"v": {"chunks": (2, 4)}}})
     assert zarr3_backend.open_array(tmp_path / "t.zarr", "v").chunks == (2, 4)
 
@@ -186,3 +186,12 @@ def test_exported_functions(tmp_path: Path) -> None:
     xr.testing.assert_identical(opened.load(), sample())
     assert zarr3_backend.open_zarr3(tmp_path / "a.zarr", chunks=None).v.chunks is None
     assert {"to_zarr3", "open_zarr3"} <= set(zarr3_backend.__all__)
+
+
+def test_numcodecs_codec_objects_in_encoding(tmp_path: Path) -> None:
+    numcodecs = pytest.importorskip("numcodecs")
+    sample().to_zarr3(tmp_path / "a.zarr", encoding={"v": {"compressors": [numcodecs.Zlib(level=2)]}})
+    assert zarr3_backend.open_array(tmp_path / "a.zarr", "v").metadata.codecs[1] == {
+        "name": "numcodecs.zlib", "configuration": {"level": 2}}
+    for engine in ("zarr3", "zarr"):
+        xr.testing.assert_identical(xr.open_dataset(tmp_path / "a.zarr", engine=engine).load(), sample())

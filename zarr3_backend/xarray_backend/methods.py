@@ -8,7 +8,8 @@ it carries :func:`~zarr3_backend.xarray_backend.writer.to_zarr3`'s signature
 (without ``obj``) and docstring, so ``help(ds.to_zarr3)`` shows them.
 Positional arguments follow xarray's ``to_zarr`` of the same type:
 ``store, mode, group, encoding`` for Datasets and DataArrays and
-``store, mode, encoding, consolidated, group`` for DataTrees.
+``store, mode, encoding, consolidated, group, write_inherited_coords, compute``
+for DataTrees.
 
 >>> import numpy as np, xarray as xr, zarr3_backend
 >>> xr.Dataset({"t": ("x", np.arange(3.0))}).to_zarr3("memory://doc/methods", "w")
@@ -54,7 +55,7 @@ class _ToZarr3:
 
 
 class _TreeToZarr3(_ToZarr3):
-    _order = ("store", "mode", "encoding", "consolidated", "group")
+    _order = ("store", "mode", "encoding", "consolidated", "group", "write_inherited_coords", "compute")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return super().__call__(*args, **kwargs)
