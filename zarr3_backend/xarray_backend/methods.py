@@ -30,38 +30,48 @@ _PARAMETERS = list(inspect.signature(to_zarr3).parameters.values())[1:]
 
 
 def _signature(order: tuple[str, ...]) -> inspect.Signature:
-    """``to_zarr3``'s signature without ``obj``, with ``order`` positional-or-keyword and the rest keyword-only."""
+    """``to_zarr3``'s signature without ``obj``: ``order`` positional-or-keyword, the rest keyword-only."""
     by_name = {p.name: p for p in _PARAMETERS}
     positional = [by_name[n].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in order]
     rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _PARAMETERS if p.name not in order]
-    self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
-    return inspect.Signature([self, *positional, *rest], return_annotation=inspect.signature(to_zarr3).return_annotation)
+    return inspect.Signature([*positional, *rest], return_annotation=inspect.signature(to_zarr3).return_annotation)
 
 
-class _ToZarr3:
-    __doc__ = to_zarr3.__doc__
-    _order = ("store", "mode", "group", "encoding")
+class ToZarr3:
+    """``ds.to_zarr3(...)`` / ``da.to_zarr3(...)``: :func:`~zarr3_backend.to_zarr3` of the object it is bound to."""
+
+    order: tuple[str, ...] = ("store", "mode", "group", "encoding")
 
     def __init__(self, obj: Any) -> None:
         self._obj = obj
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        bound = self.__call__.__signature__.bind(self, *args, **kwargs)  # type: ignore[attr-defined]
-        arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
+        signature: inspect.Signature = type(self).__call__.__signature__  # type: ignore[attr-defined]
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        del arguments["self"]
         return to_zarr3(self._obj, **arguments)
 
-    __call__.__doc__ = to_zarr3.__doc__
-    __call__.__signature__ = _signature(_order)  # type: ignore[attr-defined]
 
+class DataTreeToZarr3(ToZarr3):
+    """``tree.to_zarr3(...)``: positional arguments in ``DataTree.to_zarr``'s order."""
 
-class _TreeToZarr3(_ToZarr3):
-    _order = ("store", "mode", "encoding", "consolidated", "group", "write_inherited_coords", "compute")
+    order = ("store", "mode", "encoding", "consolidated", "group", "write_inherited_coords", "compute")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return super().__call__(*args, **kwargs)
 
-    __call__.__doc__ = to_zarr3.__doc__
-    __call__.__signature__ = _signature(_order)  # type: ignore[attr-defined]
+
+def _document(cls: type[ToZarr3]) -> None:
+    """Give the accessor ``to_zarr3``'s docstring and call signature, for ``help()`` and ``inspect``."""
+    call = _signature(cls.order)
+    self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    cls.__doc__ = cls.__call__.__doc__ = to_zarr3.__doc__
+    cls.__signature__ = call  # type: ignore[attr-defined]
+    cls.__call__.__signature__ = call.replace(parameters=[self, *call.parameters.values()])  # type: ignore[attr-defined]
+
+
+for _accessor in (ToZarr3, DataTreeToZarr3):
+    _document(_accessor)
 
 
 def open_zarr3(store: Any, **kwargs: Any) -> xr.Dataset:
@@ -77,9 +87,9 @@ def open_zarr3(store: Any, **kwargs: Any) -> xr.Dataset:
 def register() -> None:
     """Give Dataset, DataArray and DataTree a ``to_zarr3`` method (idempotent)."""
     for cls, register_accessor, accessor in (
-        (xr.Dataset, xr.register_dataset_accessor, _ToZarr3),
-        (xr.DataArray, xr.register_dataarray_accessor, _ToZarr3),
-        (xr.DataTree, xr.register_datatree_accessor, _TreeToZarr3),
+        (xr.Dataset, xr.register_dataset_accessor, ToZarr3),
+        (xr.DataArray, xr.register_dataarray_accessor, ToZarr3),
+        (xr.DataTree, xr.register_datatree_accessor, DataTreeToZarr3),
     ):
         if "to_zarr3" not in vars(cls):
             register_accessor("to_zarr3")(accessor)
