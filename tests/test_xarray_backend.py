@@ -169,7 +169,7 @@ def test_backend_array_uses_outer_reads(sample: Path) -> None:
     array = Zarr3BackendArray(zarr3_backend.open_array(str(sample), "v"))
     out = array[indexing.OuterIndexer((np.array([1, 6]), slice(None), np.array([0, 9])))]
     np.testing.assert_array_equal(out, V[[1, 6]][:, :, [0, 9]])
-    assert pickle.loads(pickle.dumps(array)).array.path == "v"
+    assert pickle.loads(pickle.dumps(array)).zarr_array.path == "v"
 
 
 # -- dask ----------------------------------------------------------------------

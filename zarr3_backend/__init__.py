@@ -26,8 +26,11 @@ from .errors import (
     NodeNameError,
     NodeNotFoundError,
     ReadOnlyError,
+    RegionKeyError,
     StoreError,
     UnknownExtensionError,
+    WriteError,
+    WriteTypeError,
     Zarr3Error,
 )
 from .hierarchy import Group, consolidate_metadata
@@ -35,11 +38,15 @@ from .hierarchy import Group, consolidate_metadata
 __version__ = "0.1.0"
 
 if importlib.util.find_spec("xarray") is not None:
-    from .xarray_backend import writer as _xarray_writer  # noqa: F401  (adds Dataset/DataArray/DataTree.to_zarr3)
+    from .xarray_backend.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
+    from .xarray_backend.writer import to_zarr3
 
 __all__ = [
     "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
-    "NodeNotFoundError", "ReadOnlyError", "StoreError", "UnknownExtensionError", "Zarr3Error",
-    "consolidate_metadata", "create_array", "create_group", "open", "open_array", "open_group",
+    "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnknownExtensionError", "WriteError",
+    "WriteTypeError", "Zarr3Error", "consolidate_metadata", "create_array", "create_group", "open", "open_array",
+    "open_group",
 ]
+if importlib.util.find_spec("xarray") is not None:
+    __all__ += ["open_zarr3", "to_zarr3"]

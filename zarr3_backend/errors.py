@@ -80,3 +80,18 @@ class ConcurrentModificationError(StoreError):
 
 class BoundsError(Zarr3Error, IndexError):
     """A selection lies outside the array or is otherwise not a valid index."""
+
+
+class WriteError(Zarr3Error, ValueError):
+    """A ``to_zarr3`` write was refused before anything was written (encoding, region, names, append)."""
+
+
+class WriteTypeError(Zarr3Error, TypeError):
+    """A ``to_zarr3`` argument has the wrong type (e.g. a non-string variable name, a non-mapping encoding)."""
+
+
+class RegionKeyError(Zarr3Error, KeyError):
+    """``region="auto"``: coordinate values to write are missing from the stored coordinate."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

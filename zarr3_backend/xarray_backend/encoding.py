@@ -13,6 +13,7 @@ import struct
 from typing import Any
 
 from ..array import Array
+from ..pipeline import CodecChain
 from .backend_array import variable_dtype
 
 
@@ -45,15 +46,47 @@ def _unpack_float(value: str | bytes) -> float:
 
 
 def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:
-    """Everything needed to write ``array`` again the same way, plus xarray's ``preferred_chunks``."""
+    """Everything needed to write ``array`` again the same way, plus xarray's ``preferred_chunks``.
+
+    ``filters``, ``serializer`` and ``compressors`` are the (inner, when
+    sharded) chain split by codec kind, as ``engine="zarr"`` reports them, in
+    JSON form; ``codecs`` is the full outer chain.
+    """
     metadata = array.metadata
     return {
         "chunks": array.chunks,
         "shards": array.shards,
         "preferred_chunks": dict(zip(dims, array.shards or array.chunks)),
+        **codec_parts(array.codecs, array.shards is not None),
         "codecs": [dict(codec) for codec in metadata.codecs],
         "fill_value": array.fill_value,
         "dimension_names": metadata.dimension_names,
         "chunk_key_encoding": metadata.chunk_key_encoding.to_json(),
         "dtype": variable_dtype(array),
+    }
+
+
+def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
+    """``filters``, ``serializer``, ``compressors`` (and ``index_location``) of a chain, as zarr-python splits it.
+
+    For a sharded array they describe the inner chunks; a chain with codecs
+    around the sharding codec has no such split (empty result).
+
+    >>> from zarr3_backend.pipeline import CodecChain
+    >>> chain = CodecChain.from_json([{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}])
+    >>> codec_parts(chain, sharded=False)
+    {'filters': (), 'serializer': {'name': 'bytes'}, 'compressors': ({'name': 'gzip', 'configuration': {'level': 1}},)}
+    """
+    parts: dict[str, Any] = {}
+    if sharded:
+        if len(chain.codecs) != 1:
+            return {}
+        sharding = chain.array_bytes
+        parts["index_location"] = sharding.index_location  # type: ignore[attr-defined]
+        chain = sharding.codecs  # type: ignore[attr-defined]
+    return {
+        "filters": tuple(c.to_json() for c in chain.array_array),
+        "serializer": chain.array_bytes.to_json(),
+        "compressors": tuple(c.to_json() for c in chain.bytes_bytes),
+        **parts,
     }

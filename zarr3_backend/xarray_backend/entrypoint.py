@@ -17,19 +17,29 @@ from xarray import Dataset, DataTree
 from xarray.backends.common import BackendEntrypoint, _normalize_path, datatree_from_dict_with_io_cleanup
 from xarray.backends.store import StoreBackendEntrypoint
 
-from .root import holds_v3_metadata, open_root_group
+from .root import ReadOptions, holds_v3_metadata, open_root_group
 from .store import Zarr3DataStore, load_index_coordinates
 
 
 class Zarr3BackendEntrypoint(BackendEntrypoint):
-    """Open Zarr v3 stores (local paths, fsspec URLs, zarr3_backend stores) with zarr3_backend."""
+    """Open Zarr v3 stores (local paths, fsspec URLs, zarr3_backend stores) with zarr3_backend.
+
+    Besides xarray's decoding options, ``open_dataset`` takes the keywords code
+    written for ``engine="zarr"`` passes: ``consolidated`` (``False`` ignores
+    a root's consolidated metadata and reads the members' own ``zarr.json``;
+    ``None``/``True`` use it when present), ``zarr_format`` (``None`` or ``3``;
+    ``2`` raises), ``use_zarr_fill_value_as_mask`` (``True`` masks values
+    equal to each array's ``fill_value``, as the zarr engine does) and
+    ``cache_members`` (accepted; members are always read once, at open).
+    """
 
     description = "Open Zarr v3 stores lazily with zarr3_backend (pure Python, shard-aware)"
     url = "https://github.com/zarr3_backend/zarr3_backend#xarray"
     supports_groups = True
     open_dataset_parameters = (
         "filename_or_obj", "group", "drop_variables", "mask_and_scale", "decode_times", "decode_timedelta",
-        "use_cftime", "concat_characters", "decode_coords", "storage_options",
+        "use_cftime", "concat_characters", "decode_coords", "storage_options", "consolidated", "zarr_format",
+        "use_zarr_fill_value_as_mask", "cache_members",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -48,10 +58,15 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         concat_characters: bool = True,
         decode_coords: Any = True,
         storage_options: dict[str, Any] | None = None,
+        consolidated: bool | None = None,
+        zarr_format: int | None = None,
+        use_zarr_fill_value_as_mask: bool | None = None,
+        cache_members: bool = True,
     ) -> Dataset:
         """Open one group as a lazy Dataset; the decoding options are those of ``xr.open_dataset``."""
-        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options)
-        store = Zarr3DataStore(root, _names(drop_variables))
+        options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
+        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options, options.consolidated)
+        store = Zarr3DataStore(root, _names(drop_variables), options.fill_value_as_mask)
         decode = dict(
             mask_and_scale=mask_and_scale, decode_times=decode_times, decode_timedelta=decode_timedelta,
             use_cftime=use_cftime, concat_characters=concat_characters, decode_coords=decode_coords,
@@ -60,30 +75,33 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
 
     def open_groups_as_dict(  # type: ignore[override]
         self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
-        storage_options: dict[str, Any] | None = None, **decode: Any,
+        storage_options: dict[str, Any] | None = None, consolidated: bool | None = None, zarr_format: int | None = None,
+        use_zarr_fill_value_as_mask: bool | None = None, cache_members: bool = True, **decode: Any,
     ) -> dict[str, Dataset]:
         """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path."""
-        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options)
-        stores = _walk(Zarr3DataStore(root, _names(drop_variables)), "/", _names(drop_variables))
+        options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
+        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options, options.consolidated)
+        drop = _names(drop_variables)
+        stores = _walk(Zarr3DataStore(root, drop, options.fill_value_as_mask), "/", drop, options.fill_value_as_mask)
         load_index_coordinates(list(stores.values()))
         entry = StoreBackendEntrypoint()
         return {path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()}
 
     def open_datatree(  # type: ignore[override]
         self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
-        storage_options: dict[str, Any] | None = None, **decode: Any,
+        storage_options: dict[str, Any] | None = None, **kwargs: Any,
     ) -> DataTree:
         """The hierarchy below ``group`` as a DataTree of lazy Datasets."""
         groups = self.open_groups_as_dict(
-            filename_or_obj, group=group, drop_variables=drop_variables, storage_options=storage_options, **decode
+            filename_or_obj, group=group, drop_variables=drop_variables, storage_options=storage_options, **kwargs
         )
         return datatree_from_dict_with_io_cleanup(groups)
 
 
-def _walk(store: Zarr3DataStore, path: str, drop: tuple[str, ...]) -> dict[str, Zarr3DataStore]:
+def _walk(store: Zarr3DataStore, path: str, drop: tuple[str, ...], mask: bool) -> dict[str, Zarr3DataStore]:
     stores = {path: store}
     for name, child in store.groups.items():
-        stores.update(_walk(Zarr3DataStore(child, drop), f"{path.rstrip('/')}/{name}", drop))
+        stores.update(_walk(Zarr3DataStore(child, drop, mask), f"{path.rstrip('/')}/{name}", drop, mask))
     return stores
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from ..api import open as open_node
@@ -20,8 +21,30 @@ from ..store.base import Store
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 
 
-def open_root_group(filename_or_obj: Any, group: str | None = None, storage_options: dict[str, Any] | None = None) -> Group:
+@dataclass(frozen=True)
+class ReadOptions:
+    """The ``engine="zarr"`` keywords that mean something for us, parsed."""
+
+    consolidated: bool | None = None
+    fill_value_as_mask: bool = False
+
+    @classmethod
+    def parse(cls, consolidated: bool | None, zarr_format: int | None, use_zarr_fill_value_as_mask: bool | None) -> ReadOptions:
+        """Check ``zarr_format`` (only v3 is read) and normalise the rest."""
+        if zarr_format not in (None, 3):
+            raise MetadataError(
+                f"zarr_format={zarr_format!r}: engine='zarr3' reads Zarr v3 stores only; pass zarr_format=3 (or "
+                "leave it out), or open Zarr v2 stores with engine='zarr'"
+            )
+        return cls(consolidated, bool(use_zarr_fill_value_as_mask))
+
+
+def open_root_group(filename_or_obj: Any, group: str | None = None, storage_options: dict[str, Any] | None = None,
+                    consolidated: bool | None = None) -> Group:
     """The group at ``group`` (default: the root) of a path, URL or :class:`Store`, opened read-only.
+
+    ``consolidated=False`` ignores consolidated metadata (members are read
+    from their own ``zarr.json``).
 
     >>> import zarr3_backend
     >>> _ = zarr3_backend.create_group("memory://doc/root_group")
@@ -42,6 +65,8 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
             f"{where} is a Zarr array, not a group; engine='zarr3' opens groups as Datasets. "
             "Open the group that contains it (group=...), or read the array with zarr3_backend.open_array()"
         )
+    if consolidated is False and node.metadata.consolidated is not None:
+        return Group(node.store, node.path, node.metadata.with_consolidated(None), read_only=node.read_only)
     return node
 
 

@@ -31,6 +31,9 @@ from .encoding import decode_fill_value, variable_encoding
 class Zarr3DataStore(AbstractDataStore):
     """One group as xarray sees it (read-only).
 
+    ``fill_value_as_mask``: each array's ``fill_value`` becomes the
+    ``_FillValue`` attribute xarray masks with (``use_zarr_fill_value_as_mask``).
+
     >>> import zarr3_backend
     >>> g = zarr3_backend.create_group("memory://doc/datastore", attributes={"title": "t"})
     >>> _ = g.create_array("x", shape=(3,), dtype="int8", dimension_names=["x"])
@@ -39,8 +42,9 @@ class Zarr3DataStore(AbstractDataStore):
     (['x'], {'title': 't'}, {'x': 3})
     """
 
-    def __init__(self, group: Group, drop_variables: Iterable[str] = ()) -> None:
+    def __init__(self, group: Group, drop_variables: Iterable[str] = (), fill_value_as_mask: bool = False) -> None:
         self.group = group
+        self.fill_value_as_mask = fill_value_as_mask
         members = _members(group)
         drop = set(drop_variables)
         self.arrays = {n: m for n, m in members.items() if isinstance(m, Array) and n not in drop}
@@ -62,12 +66,16 @@ class Zarr3DataStore(AbstractDataStore):
         attrs = dict(array.metadata.attributes)
         if dims.from_attribute:
             del attrs[DIMENSION_KEY]
-        if "_FillValue" in attrs:
+        encoding = variable_encoding(array, dims.names)
+        if self.fill_value_as_mask:
+            del encoding["fill_value"]
+            attrs["_FillValue"] = array.fill_value
+        elif "_FillValue" in attrs:
             attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
         data: Any = (self.loaded or {}).get(name)
         if data is None:
             data = indexing.LazilyIndexedArray(Zarr3BackendArray(array))
-        return Variable(dims.names, data, attrs, variable_encoding(array, dims.names))
+        return Variable(dims.names, data, attrs, encoding)
 
     def get_attrs(self) -> dict[str, Any]:
         return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith("_nc")}

@@ -1,9 +1,8 @@
-"""``Dataset.to_zarr3``, ``DataArray.to_zarr3`` and ``DataTree.to_zarr3``: shard-per-task Zarr v3 writes.
+""":func:`to_zarr3`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree.
 
-After ``import zarr3_backend`` (with xarray installed) every Dataset,
-DataArray and DataTree has a ``to_zarr3`` method. It is registered with
-xarray's supported extension mechanism, ``xarray.register_*_accessor``: the
-accessor object is callable, so ``ds.to_zarr3(...)`` reads like a method.
+The ``ds.to_zarr3(...)`` methods that call it are added in
+:mod:`~zarr3_backend.xarray_backend.methods`; the checks that run before
+anything is written live in :mod:`.write_checks` and :mod:`.write_encoding`.
 
 CF encoding is xarray's own, exactly as its zarr backend does it for
 ``zarr_format=3`` (times to integers with ``units``/``calendar``,
@@ -19,7 +18,7 @@ client, then one dask task per stored chunk (shard) writes it whole. For
 succeeded, so a failed append leaves the store as it was.
 In-memory (numpy) variables are written on the client, as xarray does.
 
->>> import xarray as xr, zarr3_backend, zarr3_backend.xarray_backend.writer
+>>> import xarray as xr, zarr3_backend
 >>> ds = xr.Dataset({"t": ("x", [1.0, 2.0, 3.0])})
 >>> ds.to_zarr3("memory://doc/writer", encoding={"t": {"chunks": (2,), "shards": (2,)}})
 >>> zarr3_backend.open_array("memory://doc/writer", "t").shards
@@ -33,25 +32,26 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from xarray import conventions
-from xarray.backends.zarr import FillValueCoder, encode_zarr_attr_value, encode_zarr_variable
+from xarray.backends.api import DATAARRAY_NAME
+from xarray.backends.zarr import FillValueCoder, encode_zarr_variable
 
 from .. import api
 from ..array import Array
 from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
+from ..errors import WriteError, WriteTypeError
 from ..hierarchy import Group, consolidate_metadata, join_path, normalize_path
 from ..store import make_store
 from ..store.base import Store
 from .backend_array import variable_dtype
 from .encoding import decode_fill_value
+from .region import check_region_fits, resolve_region
+from .write_checks import check_append, check_fits, check_names, check_progress, encode_attributes
+from .write_encoding import check_codecs_agree, chunking, parse_encodings, zarr_encoding
 
 Mode = Literal["w-", "w", "a", "a-", "r+"]
-VALID_ENCODING = frozenset({
-    "chunks", "shards", "compressors", "filters", "serializer", "codecs", "index_location",
-    "fill_value", "chunk_key_encoding", "write_empty_chunks",
-})
+DATAARRAY_VARIABLE = "xarray_dataarray_variable"
 
 
 @dataclass
@@ -81,41 +81,97 @@ def to_zarr3(
     obj: xr.Dataset | xr.DataArray | xr.DataTree,
     store: Any,
     mode: Mode | None = None,
-    *,
     group: str | None = None,
     encoding: Mapping[Hashable, Any] | None = None,
+    *,
+    compute: bool = True,
+    consolidated: bool | None = None,
     append_dim: Hashable | None = None,
     region: Mapping[Hashable, slice | Literal["auto"]] | Literal["auto"] | None = None,
-    compute: bool = True,
+    safe_chunks: bool = True,
+    align_chunks: bool = False,
     storage_options: dict[str, Any] | None = None,
-    consolidated: bool | None = None,
+    zarr_format: int | None = None,
     write_empty_chunks: bool | None = None,
     progress: bool | Literal["tqdm"] = False,
     write_inherited_coords: bool = False,
 ) -> Any:
     """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one dask task per shard.
 
-    Parameters follow :meth:`xarray.Dataset.to_zarr`. ``store`` is a path, an
-    fsspec URL (with ``storage_options``) or a zarr3_backend ``Store``.
-    ``mode``: ``"w-"`` create (default), ``"w"`` overwrite the group, ``"a"``
-    add/overwrite variables (or append along ``append_dim``), ``"a-"`` as
-    ``"a"`` but leave variables without ``append_dim`` alone, ``"r+"`` write
-    into existing variables only (``region``: dict of slices or ``"auto"``).
-    ``encoding[name]`` may hold ``chunks`` (inner chunks when sharded),
-    ``shards``, ``compressors``, ``filters``, ``serializer``, ``codecs`` (full
-    outer chain), ``index_location``, ``fill_value``, ``chunk_key_encoding``
-    and ``write_empty_chunks``, plus the CF keys (``dtype``, ``units``,
-    ``_FillValue``, ``scale_factor`` ...). Without ``chunks``, dask-backed
-    variables use their dask chunks (when regular); nothing is sharded unless
-    ``shards`` is given. Dask chunks that do not nest in the shard grid are
-    rechunked to it with a :class:`~zarr3_backend.dask_io.ShardAlignmentWarning`.
-    ``consolidated=None`` consolidates unless ``mode="r+"``. ``progress``:
-    ``True`` shows dask's (or distributed's) progress bar, ``"tqdm"`` tqdm's.
-    For DataTrees ``encoding`` is keyed by group path (``"/"``, ``"/child"``).
+    The arguments and their order follow :meth:`xarray.Dataset.to_zarr`; all
+    checks run before anything is written.
 
-    Returns ``None``, or with ``compute=False`` a ``dask.delayed`` object whose
-    computation writes the data (metadata is already written).
+    Parameters
+    ----------
+    obj : Dataset, DataArray or DataTree
+        What to write. An unnamed DataArray (or one named like one of its
+        coordinates) is stored as ``xarray_dataarray_variable`` with its name
+        in the group attribute ``__xarray_dataarray_name__``, which
+        ``xr.open_dataarray`` restores.
+    store : str, os.PathLike or Store
+        A local path, an fsspec URL (with ``storage_options``) or a
+        zarr3_backend ``Store``.
+    mode : {"w-", "w", "a", "a-", "r+"}, optional
+        ``"w-"`` create (default), ``"w"`` overwrite the group, ``"a"``
+        add/overwrite variables (or append along ``append_dim``), ``"a-"`` as
+        ``"a"`` but leave stored variables without ``append_dim`` alone,
+        ``"r+"`` write into existing variables only (default with ``region``).
+    group : str, optional
+        The group to write (default: the root).
+    encoding : dict, optional
+        ``{variable: {key: value}}``. Zarr keys: ``chunks`` (inner chunks when
+        sharded) and ``shards`` (an int, one int per dimension, or a dict by
+        dimension name), ``compressors``, ``filters``, ``serializer``,
+        ``codecs`` (the full outer chain; overrides the three before),
+        ``index_location``, ``fill_value``, ``chunk_key_encoding``,
+        ``write_empty_chunks``. Codecs may be JSON dicts, zarr-python codec
+        objects or numcodecs codecs. CF keys: ``dtype``, ``_FillValue``
+        (``None``: no ``_FillValue`` attribute), ``missing_value``,
+        ``scale_factor``, ``add_offset``, and ``units``/``calendar`` for times.
+        Without ``chunks``, dask-backed variables use their (regular) dask
+        chunks; ``shards`` without ``chunks`` warns and picks inner chunks.
+        For DataTrees ``encoding`` is keyed by group path (``"/"``, ``"/child"``).
+    compute : bool, default True
+        With ``False`` return a ``dask.delayed`` whose computation writes the
+        data (metadata is written already).
+    consolidated : bool, optional
+        Consolidate the group's metadata after writing; ``None`` consolidates
+        unless ``mode="r+"``.
+    append_dim : hashable, optional
+        Grow the stored arrays along this dimension. Every stored variable
+        having it must be in the dataset.
+    region : dict or "auto", optional
+        ``{dim: slice(start, stop)}`` (step 1) or ``"auto"`` per dimension
+        (found from the stored coordinate); the stored arrays must cover it.
+    safe_chunks, align_chunks : bool
+        Accepted for compatibility. Dask chunks are always aligned to the
+        shard grid (rechunked with a ``ShardAlignmentWarning`` when needed),
+        so no two tasks ever write the same stored chunk.
+    storage_options : dict, optional
+        fsspec options for a URL ``store``.
+    zarr_format : {None, 3}
+        Only Zarr v3 is written; ``2`` raises.
+    write_empty_chunks : bool, optional
+        Store chunks that hold only the fill value (default: skip them).
+    progress : {False, True, "tqdm"}
+        ``True``: dask's (or distributed's) progress bar; ``"tqdm"``: tqdm's.
+    write_inherited_coords : bool, default False
+        DataTree only: also write coordinates inherited from parent groups.
+
+    Returns
+    -------
+    None, or with ``compute=False`` a ``dask.delayed`` object.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr, zarr3_backend
+    >>> ds = xr.Dataset({"t": ("x", np.arange(4.0))})
+    >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3", "w", encoding={"t": {"chunks": 2, "shards": 4}})
+    >>> zarr3_backend.open_array("memory://doc/to_zarr3", "t").chunks
+    (2,)
     """
+    _check_format(zarr_format)
+    check_progress(progress)
     if isinstance(obj, xr.DataArray):
         obj = _dataarray_as_dataset(obj)
     mode = _choose_mode(mode, append_dim, region)
@@ -123,9 +179,9 @@ def to_zarr3(
     path = normalize_path(group)
     writes = _Writes()
     if isinstance(obj, xr.DataTree):
-        _plan_tree(obj, target, path, mode, dict(encoding or {}), region, write_empty_chunks, write_inherited_coords, writes)
+        _plan_tree(obj, target, path, mode, _tree_encoding(encoding), region, write_empty_chunks, write_inherited_coords, writes)
     else:
-        _plan_dataset(obj, target, path, mode, dict(encoding or {}), append_dim, region, write_empty_chunks, writes)
+        _plan_dataset(obj, target, path, mode, encoding, append_dim, region, write_empty_chunks, writes)
     if writes.requests:
         check_reachable(target)
     for array, origin, data, write_empty in writes.eager:
@@ -138,73 +194,100 @@ def to_zarr3(
     return None
 
 
+def _check_format(zarr_format: int | None) -> None:
+    if zarr_format not in (None, 3):
+        raise WriteError(
+            f"to_zarr3: zarr_format={zarr_format!r} is not supported; zarr3_backend writes Zarr v3 only "
+            "(pass zarr_format=3 or leave it out; for Zarr v2 use ds.to_zarr(..., zarr_format=2))"
+        )
+
+
 def _choose_mode(mode: Mode | None, append_dim: Any, region: Any) -> Mode:
     if mode is None:
         mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
     if mode not in ("w-", "w", "a", "a-", "r+"):
-        raise ValueError(f"to_zarr3: mode must be one of 'w-', 'w', 'a', 'a-', 'r+', got {mode!r}")
+        raise WriteError(f"to_zarr3: mode must be one of 'w-', 'w', 'a', 'a-', 'r+', got {mode!r}")
     if append_dim is not None and mode not in ("a", "a-"):
-        raise ValueError(f"to_zarr3: append_dim needs mode='a' or 'a-' (or None), got mode={mode!r}")
+        raise WriteError(f"to_zarr3: append_dim needs mode='a' or 'a-' (or None), got mode={mode!r}")
     if region is not None and mode not in ("a", "a-", "r+"):
-        raise ValueError(f"to_zarr3: region needs mode='r+', 'a' or 'a-' (or None), got mode={mode!r}")
+        raise WriteError(f"to_zarr3: region needs mode='r+', 'a' or 'a-' (or None), got mode={mode!r}")
     return mode
 
 
 def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
-    """The DataArray as a one-variable Dataset (``xr.open_dataarray`` reads it back)."""
-    if array.name is None or array.name in array.coords or array.name in array.dims:
-        raise ValueError(
-            f"to_zarr3: a DataArray needs a name that is not one of its coordinates (got {array.name!r}); "
-            "xarray's placeholder '__xarray_dataarray_variable__' is a reserved Zarr v3 node name. "
-            "Use da.rename('name').to_zarr3(...)"
-        )
-    return array.to_dataset()
+    """The DataArray as a one-variable Dataset that ``xr.open_dataarray`` reads back with its name.
+
+    A name that cannot be a variable (``None``, or a coordinate's name) is
+    stored in the group attribute ``__xarray_dataarray_name__`` (as xarray's
+    engine does) under the valid node name :data:`DATAARRAY_VARIABLE` (xarray's
+    own placeholder starts with the reserved ``__``).
+    """
+    if array.name is not None and array.name not in array.coords and array.name not in array.dims:
+        return array.to_dataset()
+    name = DATAARRAY_VARIABLE
+    while name in array.coords or name in array.dims:
+        name = f"_{name}"
+    dataset = array.to_dataset(name=name)
+    dataset.attrs[DATAARRAY_NAME] = array.name
+    return dataset
+
+
+def _tree_encoding(encoding: Any) -> dict[str, Any]:
+    if encoding is None:
+        return {}
+    if not isinstance(encoding, Mapping):
+        raise WriteTypeError(f"to_zarr3: a DataTree's encoding must be a dict keyed by group path, got {type(encoding).__name__}")
+    return dict(encoding)
 
 
 def _plan_tree(tree: xr.DataTree, store: Store, path: str, mode: Mode, encoding: dict[str, Any], region: Any,
                write_empty: bool | None, inherited: bool, writes: _Writes) -> None:
     unknown = set(encoding) - set(tree.groups)
     if unknown:
-        raise ValueError(f"to_zarr3: encoding keys {sorted(unknown)} are not groups of the DataTree {list(tree.groups)}")
+        raise WriteError(f"to_zarr3: encoding keys {sorted(unknown)} are not groups of the DataTree {list(tree.groups)}")
     for relative, node in tree.subtree_with_keys:
         dataset = node.to_dataset(inherit=inherited or node is tree)
         node_path = join_path(path, relative) if relative != "." else path
         node_path = normalize_path(node_path)
-        _plan_dataset(dataset, store, node_path, mode, dict(encoding.get(node.path) or {}), None, region, write_empty, writes)
+        _plan_dataset(dataset, store, node_path, mode, encoding.get(node.path), None, region, write_empty, writes)
 
 
-def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding: dict[Hashable, Any],
+def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding: Any,
                   append_dim: Hashable | None, region: Any, write_empty: bool | None, writes: _Writes) -> None:
-    for name in ds.variables:
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"to_zarr3: variable names must be non-empty strings, got {name!r}")
+    check_names(ds)
+    explicit = parse_encodings(encoding, ds.variables)
+    where = f"group {path or '/'!r} of {store!r}"
     existing = _existing_arrays(store, path, mode)
-    if mode != "w" and (clash := sorted(set(encoding) & set(existing))):
-        raise ValueError(f"to_zarr3: variables {clash} already exist in {path or '/'!r}, but encoding was provided")
-    ds, region = _resolve_region(ds, region, existing, append_dim)
-    if append_dim is not None and append_dim not in {d for a in existing.values() for d in a.dimension_names or ()}:
-        raise ValueError(f"to_zarr3: append_dim={append_dim!r} is not a dimension of the existing arrays in {path or '/'!r}")
+    if mode != "w" and (clash := sorted(set(explicit) & set(existing))):
+        raise WriteError(f"to_zarr3: variables {clash} already exist in {where}, but encoding was provided")
+    ds, region = resolve_region(ds, region, existing, append_dim)
+    if append_dim is not None:
+        check_append(ds, existing, append_dim, where)
     variables, attrs = conventions.encode_dataset_coordinates(ds)
-    for name, enc in encoding.items():
-        if name not in variables:
-            raise ValueError(f"to_zarr3: encoding given for {name!r}, which is not a variable of the dataset")
-        variables[name].encoding = dict(enc)
+    for name, enc in explicit.items():
+        variables[name].encoding = enc
     if mode == "r+" and (new := sorted(set(variables) - set(existing))):
-        raise ValueError(f"to_zarr3: mode='r+' only writes existing variables; {new} are new (use mode='a')")
+        raise WriteError(f"to_zarr3: mode='r+' only writes existing variables; {new} are new (use mode='a')")
     for name in set(variables) & set(existing):
         variables[name].encoding = _existing_encoding(name, existing[name])
-    if mode != "r+":
-        _write_group(store, path, mode, {k: encode_zarr_attr_value(v) for k, v in attrs.items()})
+    attributes = encode_attributes(attrs, f"the attributes of {where}")
+    planned: list[tuple[str, xr.Variable, tuple[Array, tuple[int, ...]] | dict[str, Any]]] = []
     for name, variable in variables.items():
         if mode == "a-" and append_dim is not None and name in existing and append_dim not in variable.dims:
             continue
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
         if name in existing:
-            array, origin = _existing_target(name, encoded, existing[name], region, append_dim, writes)
-            encoded = encoded.transpose(*existing[name].dimension_names)
+            check_fits(name, variable, existing[name])
+            target = _existing_target(name, encoded, existing[name], region, append_dim, writes)
+            planned.append((name, encoded.transpose(*existing[name].dimension_names), target))
         else:
-            array, origin = _create_array(store, join_path(path, name), name, encoded, name in encoding), (0,) * encoded.ndim
-        _schedule(writes, array, origin, encoded, name, write_empty)
+            planned.append((name, encoded, _array_spec(name, encoded, name in explicit, where)))
+    if mode != "r+":
+        _write_group(store, path, mode, attributes)
+    for name, encoded, plan in planned:
+        if isinstance(plan, dict):
+            plan = api.create_array(store, join_path(path, name), **plan), (0,) * encoded.ndim
+        _schedule(writes, plan[0], plan[1], encoded, name, write_empty)
 
 
 def _existing_arrays(store: Store, path: str, mode: Mode) -> dict[str, Array]:
@@ -238,51 +321,12 @@ def _existing_encoding(name: str, array: Array) -> dict[str, Any]:
     return dict(conventions.decode_cf_variable(name, empty).encoding)
 
 
-def _resolve_region(ds: xr.Dataset, region: Any, existing: dict[str, Array], append_dim: Any) -> tuple[xr.Dataset, dict[Hashable, slice]]:
-    """Validate ``region`` (detecting ``"auto"`` entries from the stored coordinates) and drop indexes."""
-    if region is None:
-        return ds, {}
-    if region == "auto":
-        region = dict.fromkeys(ds.dims, "auto")
-    if not isinstance(region, Mapping):
-        raise TypeError(f"to_zarr3: region must be a dict of slices or 'auto', got {type(region).__name__}")
-    resolved = {}
-    for dim, selection in region.items():
-        if dim not in ds.dims:
-            raise ValueError(f"to_zarr3: region dimension {dim!r} is not a dimension of the dataset {list(ds.dims)}")
-        if isinstance(selection, str) and selection == "auto":
-            selection = _detect_region(ds, dim, existing)
-        if not isinstance(selection, slice) or selection.step not in (None, 1):
-            raise TypeError(f"to_zarr3: region[{dim!r}] must be a slice with step 1 or 'auto', got {selection!r}")
-        resolved[dim] = selection
-    if append_dim is not None and append_dim in resolved:
-        raise ValueError(f"to_zarr3: {append_dim!r} cannot be both append_dim and a region dimension")
-    unrelated = [k for k, v in ds.variables.items() if resolved and not set(resolved) & set(v.dims)]
-    if unrelated:
-        raise ValueError(f"to_zarr3: with region, every variable needs a region dimension; drop {unrelated} first")
-    return ds.drop_vars(ds.indexes), resolved
-
-
-def _detect_region(ds: xr.Dataset, dim: Hashable, existing: dict[str, Array]) -> slice:
-    if dim not in ds.variables:
-        return slice(0, ds.sizes[dim])
-    if dim not in existing:
-        raise ValueError(f"to_zarr3: region {dim!r}='auto' needs the coordinate {dim!r} in the store; it is missing")
-    array = existing[str(dim)]
-    attrs = {k: v for k, v in array.metadata.attributes.items() if k != "_FillValue"}
-    stored = conventions.decode_cf_variable(str(dim), xr.Variable((dim,), array[...], attrs))
-    positions = pd.Index(stored.values).get_indexer(ds[dim].values)
-    if (positions < 0).any() or (np.diff(positions) != 1).any():
-        raise ValueError(f"to_zarr3: the values of {dim!r} are not one contiguous run of the stored {dim!r} coordinate")
-    return slice(int(positions[0]), int(positions[-1]) + 1)
-
-
 def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Hashable, slice], append_dim: Any,
                      writes: _Writes) -> tuple[Array, tuple[int, ...]]:
     """Where ``var`` goes in an existing array; a grown copy of the array when appending."""
     dims = array.dimension_names
     if dims is None or set(dims) != set(var.dims):
-        raise ValueError(f"to_zarr3: variable {name!r} exists with dimensions {dims}, the dataset has {var.dims}")
+        raise WriteError(f"to_zarr3: variable {name!r} exists with dimensions {dims}, the dataset has {var.dims}")
     sizes = dict(zip(var.dims, var.shape))
     origin, shape = [], list(array.shape)
     for axis, dim in enumerate(dims):
@@ -292,10 +336,12 @@ def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Has
             shape[axis] = stop
         elif dim in region:
             start, stop, _ = region[dim].indices(array.shape[axis])
+            check_region_fits(name, dim, region[dim], sizes[dim], array.shape[axis])
         if stop - start != sizes[dim]:
-            raise ValueError(
-                f"to_zarr3: variable {name!r} has {sizes[dim]} elements along {dim!r}, "
-                f"the stored array {array.shape} has room for {stop - start} there; use region or append_dim"
+            raise WriteError(
+                f"to_zarr3: variable {name!r} has {sizes[dim]} elements along {dim!r}, but the stored array "
+                f"{array.shape} has {stop - start} there; write a part of it with region={{{dim!r}: slice(start, stop)}}, "
+                "grow it with append_dim, or overwrite it with mode='w'"
             )
         origin.append(start)
     if tuple(shape) != array.shape:
@@ -304,82 +350,26 @@ def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Has
     return array, tuple(origin)
 
 
-def _create_array(store: Store, path: str, name: str, var: xr.Variable, explicit: bool) -> Array:
-    encoding = _zarr_encoding(name, var, explicit)
+def _array_spec(name: str, var: xr.Variable, explicit: bool, where: str) -> dict[str, Any]:
+    """The ``api.create_array`` arguments for a new variable; every encoding check runs here."""
+    encoding = zarr_encoding(name, var, explicit)
     attrs = dict(var.attrs)
     fill_value = encoding.pop("fill_value", None)
     if fill_value is None and var.dtype.kind == "f":
         fill_value = np.nan
     if (cf_fill := attrs.pop("_FillValue", None)) is not None:
         attrs["_FillValue"] = FillValueCoder.encode(cf_fill, var.dtype)
-    chunks, shards = _chunking(var, encoding)
+    chunks, shards = chunking(name, var, encoding, explicit)
+    check_codecs_agree(name, encoding)
     codecs = encoding.get("codecs")
-    return api.create_array(
-        store, path, shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
+    return dict(
+        shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
         chunks=(shards or chunks) if codecs is not None else chunks, shards=shards,
         fill_value=fill_value, compressors=encoding.get("compressors", "auto"), filters=encoding.get("filters", ()),
         serializer=encoding.get("serializer", "auto"), codecs=codecs,
         index_location=encoding.get("index_location", "end"), chunk_key_encoding=encoding.get("chunk_key_encoding"),
-        dimension_names=[str(d) for d in var.dims], attributes={k: encode_zarr_attr_value(v) for k, v in attrs.items()},
+        dimension_names=[str(d) for d in var.dims], attributes=encode_attributes(attrs, f"variable {name!r} in {where}"),
     )
-
-
-def _zarr_encoding(name: str, var: xr.Variable, explicit: bool) -> dict[str, Any]:
-    """The zarr keys of ``var.encoding``; unknown keys are an error when the user passed them."""
-    encoding = {k: v for k, v in var.encoding.items() if k not in ("source", "original_shape", "preferred_chunks")}
-    unknown = sorted(set(encoding) - VALID_ENCODING - {"dimension_names", "dtype"})
-    if explicit and unknown:
-        raise ValueError(f"to_zarr3: unexpected encoding keys for {name!r}: {unknown}; valid are {sorted(VALID_ENCODING)}")
-    return {k: _codec_json(v) if k in ("compressors", "filters", "serializer", "codecs") else v
-            for k, v in encoding.items() if k in VALID_ENCODING}
-
-
-def _codec_json(value: Any) -> Any:
-    """zarr-python codec objects (``to_dict()``) become JSON; lists are converted item by item."""
-    if isinstance(value, list | tuple):
-        return [_codec_json(v) for v in value]
-    return value.to_dict() if hasattr(value, "to_dict") else value
-
-
-def _expand(value: Any, ndim: int) -> tuple[int, ...] | None:
-    if value is None or (isinstance(value, str) and value == "auto"):
-        return None
-    if isinstance(value, int | np.integer):
-        return (int(value),) * ndim
-    value = tuple(int(v) for v in value)
-    return value if len(value) == ndim else None
-
-
-def _chunking(var: xr.Variable, encoding: dict[str, Any]) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks."""
-    chunks, shards = _expand(encoding.get("chunks"), var.ndim), _expand(encoding.get("shards"), var.ndim)
-    dask_chunks = _regular_dask_chunks(var)
-    if chunks is None and shards is not None:
-        fits = dask_chunks is not None and all(s % c == 0 for s, c in zip(shards, dask_chunks))
-        chunks = dask_chunks if fits else _inner_chunks(shards, var.dtype.itemsize)
-    elif chunks is None:
-        chunks = dask_chunks
-    return chunks, shards
-
-
-def _regular_dask_chunks(var: xr.Variable) -> tuple[int, ...] | None:
-    if var.chunks is None or not var.ndim:
-        return None
-    if any(len(set(c[:-1])) > 1 or c[-1] > c[0] for c in var.chunks):
-        return None
-    return tuple(max(1, int(c[0])) for c in var.chunks)
-
-
-def _inner_chunks(shards: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Inner chunks dividing ``shards``: split the largest dimension until a chunk holds ~4 MiB or less."""
-    chunks = list(shards)
-    while np.prod(chunks) * max(itemsize, 1) > api.TARGET_CHUNK_BYTES:
-        dim = int(np.argmax(chunks))
-        divisor = next((d for d in range(2, chunks[dim] + 1) if chunks[dim] % d == 0), None)
-        if divisor is None or chunks[dim] == 1:
-            break
-        chunks[dim] //= divisor
-    return tuple(chunks)
 
 
 def _schedule(writes: _Writes, array: Array, origin: tuple[int, ...], var: xr.Variable, name: str, write_empty: bool | None) -> None:
@@ -392,25 +382,3 @@ def _schedule(writes: _Writes, array: Array, origin: tuple[int, ...], var: xr.Va
         writes.eager.append((array, origin, np.asarray(data), write_empty))
 
 
-class _ToZarr3:
-    """``obj.to_zarr3(store, mode=None, **kwargs)``: see :func:`to_zarr3`."""
-
-    def __init__(self, obj: Any) -> None:
-        self._obj = obj
-
-    def __call__(self, store: Any, mode: Mode | None = None, **kwargs: Any) -> Any:
-        return to_zarr3(self._obj, store, mode, **kwargs)
-
-
-def register() -> None:
-    """Give Dataset, DataArray and DataTree a ``to_zarr3`` method (idempotent)."""
-    for cls, register_accessor in (
-        (xr.Dataset, xr.register_dataset_accessor),
-        (xr.DataArray, xr.register_dataarray_accessor),
-        (xr.DataTree, xr.register_datatree_accessor),
-    ):
-        if "to_zarr3" not in vars(cls):
-            register_accessor("to_zarr3")(_ToZarr3)
-
-
-register()

@@ -1,0 +1,128 @@
+"""Refuse ``to_zarr3`` writes that would damage a store, before anything is written.
+
+Each check raises a :class:`~zarr3_backend.errors.WriteError` (a
+``ValueError``) or :class:`~zarr3_backend.errors.WriteTypeError` naming the
+variable and the fix:
+
+- variable names must be non-empty strings without ``/`` (a ``/`` would make
+  a nested group and the variable would vanish on reopen);
+- an append must include every stored variable having the append dimension
+  (else the store ends with conflicting sizes), and needs something to append to;
+- fixed-length strings (``U``/``S``) must fit the stored length (numpy would
+  truncate them silently);
+- attributes must be JSON (the error names the attribute);
+- ``progress`` takes only the documented values.
+
+>>> import numpy as np, xarray as xr
+>>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
+Traceback (most recent call last):
+...
+zarr3_backend.errors.WriteError: to_zarr3: variable name 'a/b' contains '/', which would make a nested group; rename it (e.g. ds.rename({'a/b': 'a_b'}))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray.backends.zarr import encode_zarr_attr_value
+
+from ..array import Array
+from ..errors import WriteError, WriteTypeError
+
+PROGRESS_VALUES = (False, True, "tqdm")
+
+
+def check_names(ds: xr.Dataset) -> None:
+    """Every variable name is a non-empty string without ``/`` (``TypeError`` for non-strings, as xarray)."""
+    for name in ds.variables:
+        if not isinstance(name, str):
+            raise WriteTypeError(f"to_zarr3: variable names must be strings, got {type(name).__name__} {name!r}; rename it (ds.rename(...))")
+        if not name:
+            raise WriteError("to_zarr3: variable names must be non-empty strings, got ''")
+        if "/" in name:
+            raise WriteError(
+                f"to_zarr3: variable name {name!r} contains '/', which would make a nested group; "
+                f"rename it (e.g. ds.rename({{{name!r}: {name.replace('/', '_')!r}}}))"
+            )
+
+
+def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hashable, where: str) -> None:
+    """There is something to append to, and every stored variable with ``append_dim`` is in ``ds``."""
+    if not existing:
+        raise WriteError(
+            f"to_zarr3: append_dim={append_dim!r}, but there is nothing to append to at {where}: no arrays there. "
+            "Write the first part without append_dim (mode='w-' or 'w'), then append"
+        )
+    stored_dims = {d for a in existing.values() for d in a.dimension_names or ()}
+    if append_dim not in stored_dims:
+        raise WriteError(
+            f"to_zarr3: append_dim={append_dim!r} is not a dimension of the arrays in {where} "
+            f"(their dimensions: {sorted(map(str, stored_dims))})"
+        )
+    missing = sorted(n for n, a in existing.items() if append_dim in (a.dimension_names or ()) and n not in ds.variables)
+    if missing:
+        raise WriteError(
+            f"to_zarr3: the append along {append_dim!r} leaves out {missing}, which have {append_dim!r} in {where}; "
+            "they would end up shorter than the rest and the store unreadable. Include them in the dataset"
+        )
+
+
+def check_fits(name: str, var: xr.Variable, array: Array) -> None:
+    """The strings of ``var`` (before CF encoding) fit the fixed-length ``array`` (no silent truncation).
+
+    In-memory object strings are measured; dask-backed ones are not read here.
+    """
+    stored = array.dtype
+    if stored.kind not in "US" or var.dtype.kind not in "USO":
+        return
+    have, need = _length(stored), _needed(var)
+    if need > have:
+        raise WriteError(
+            f"to_zarr3: variable {name!r} holds strings of up to {need} characters, but the stored array has "
+            f"fixed length {have} ({stored.str}); they would be truncated. Shorten them, or rewrite the variable "
+            "as variable-length strings (ds[name].astype(object)) with mode='w'"
+        )
+
+
+def _needed(var: xr.Variable) -> int:
+    if var.dtype.kind != "O":
+        return _length(var.dtype)
+    if var.chunks is not None or not var.size:
+        return 0
+    return max((len(v) for v in np.asarray(var.data).ravel() if isinstance(v, str | bytes)), default=0)
+
+
+def _length(dtype: np.dtype) -> int:
+    return dtype.itemsize // 4 if dtype.kind == "U" else dtype.itemsize
+
+
+def check_progress(progress: Any) -> None:
+    """``progress`` is one of :data:`PROGRESS_VALUES`."""
+    if not any(progress is v or (isinstance(v, str) and progress == v) for v in PROGRESS_VALUES):
+        raise WriteError(f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}")
+
+
+def encode_attributes(attrs: Mapping[Hashable, Any], where: str) -> dict[str, Any]:
+    """``attrs`` encoded as xarray's zarr engine does; a value that is not JSON is refused by name."""
+    encoded = {}
+    for key, value in attrs.items():
+        value = encode_zarr_attr_value(value)
+        try:
+            json.dumps(value, default=_numpy_json)
+        except (TypeError, ValueError) as exc:
+            raise WriteTypeError(
+                f"to_zarr3: attribute {key!r} of {where} is not JSON serialisable ({type(value).__name__} {value!r}); "
+                "convert it to a str, number, list or dict, or drop it"
+            ) from exc
+        encoded[str(key)] = value
+    return encoded
+
+
+def _numpy_json(value: Any) -> Any:
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(type(value).__name__)

@@ -1,0 +1,194 @@
+"""Parse the ``encoding`` a user hands to ``to_zarr3``: keys, chunk and shard shapes.
+
+Every check runs before anything is written, and every error names the
+variable, the key, what was given and what is accepted:
+
+- ``encoding`` is a mapping of variable name to a mapping of keys;
+- the zarr keys (:data:`VALID_ENCODING`) go to the array; the CF keys
+  (:data:`CF_ENCODING`) are consumed by xarray's CF encoders (``_FillValue:
+  None`` means "no ``_FillValue`` attribute", as with ``engine="zarr"``);
+- ``chunks`` and ``shards`` are a positive int (every dimension), a sequence
+  with one positive int per dimension, or a dict by dimension name (missing
+  dimensions, ``-1`` and ``None`` mean the full length, as in dask);
+- ``shards`` without ``chunks`` warns and picks inner chunks: the regular dask
+  chunks when they divide the shard, else the shard split along its largest
+  dimension until an inner chunk holds ~4 MiB or less.
+
+>>> import numpy as np, xarray as xr
+>>> var = xr.Variable(("t", "x"), np.zeros((10, 6)))
+>>> parse_shape({"t": 5}, var, "chunks", "v")
+(5, 6)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .. import api
+from ..codecs.registry import codec_from_json
+from ..errors import WriteError, WriteTypeError
+from ..pipeline import CodecChain
+from .encoding import codec_parts
+
+VALID_ENCODING = frozenset({
+    "chunks", "shards", "compressors", "filters", "serializer", "codecs", "index_location",
+    "fill_value", "chunk_key_encoding", "write_empty_chunks",
+})
+CF_ENCODING = frozenset({"_FillValue", "missing_value", "dtype", "scale_factor", "add_offset", "units", "calendar"})
+IGNORED_ENCODING = frozenset({"source", "original_shape", "preferred_chunks", "dimension_names", "dtype", "coordinates"})
+
+
+class InnerChunksWarning(UserWarning):
+    """``shards`` was given without ``chunks``; the warning names the inner chunks chosen."""
+
+
+def parse_encodings(encoding: Any, variables: Mapping[Hashable, xr.Variable]) -> dict[Hashable, dict[str, Any]]:
+    """``encoding`` as ``{variable: {key: value}}``, checked against the dataset's variables and known keys."""
+    if encoding is None:
+        return {}
+    if not isinstance(encoding, Mapping):
+        raise WriteTypeError(f"to_zarr3: encoding must be a dict of {{variable: {{key: value}}}}, got {type(encoding).__name__}")
+    parsed = {}
+    for name, keys in encoding.items():
+        if name not in variables:
+            raise WriteError(f"to_zarr3: encoding given for {name!r}, which is not a variable of the dataset {sorted(map(str, variables))}")
+        if not isinstance(keys, Mapping):
+            raise WriteTypeError(
+                f"to_zarr3: encoding[{name!r}] must be a dict of encoding keys (e.g. {{'chunks': (10,)}}), "
+                f"got {type(keys).__name__} {keys!r}"
+            )
+        unknown = sorted(set(keys) - VALID_ENCODING - CF_ENCODING - IGNORED_ENCODING)
+        if unknown:
+            raise WriteError(
+                f"to_zarr3: unexpected encoding keys for {name!r}: {unknown}; valid are "
+                f"{sorted(VALID_ENCODING)} and the CF keys {sorted(CF_ENCODING)}"
+            )
+        parsed[name] = dict(keys)
+    return parsed
+
+
+def zarr_encoding(name: str, var: xr.Variable, explicit: bool) -> dict[str, Any]:
+    """The zarr keys left in a CF-encoded ``var.encoding``, codec objects as JSON.
+
+    CF keys that xarray's encoders did not consume (``units`` or ``calendar``
+    on a variable that is not a time) are refused when the user passed them,
+    as ``engine="zarr"`` does.
+    """
+    leftover = sorted(k for k in CF_ENCODING & set(var.encoding) - IGNORED_ENCODING if var.encoding[k] is not None)
+    if explicit and leftover:
+        raise WriteError(
+            f"to_zarr3: encoding {leftover} of {name!r} does not apply to a {var.dtype} variable "
+            "('units'/'calendar' encode datetimes and timedeltas only); put them in the variable's attrs instead"
+        )
+    return {k: codec_json(v) if k in ("compressors", "filters", "serializer", "codecs") else v
+            for k, v in var.encoding.items() if k in VALID_ENCODING}
+
+
+def check_codecs_agree(name: str, encoding: Mapping[str, Any]) -> None:
+    """With ``codecs`` (the full chain) any ``filters``/``serializer``/``compressors`` given must describe it.
+
+    An opened dataset's encoding carries both; changing one and not the other
+    would otherwise be silently ignored.
+    """
+    given = [k for k in ("filters", "serializer", "compressors") if encoding.get(k) is not None]
+    if encoding.get("codecs") is None or not given:
+        return
+    described = codec_parts(CodecChain.from_json(list(encoding["codecs"])), encoding.get("shards") is not None)
+    differing = [k for k in given if not described or _normalise(described[k]) != _normalise(encoding[k])]
+    if differing:
+        raise WriteError(
+            f"to_zarr3: encoding[{name!r}] has 'codecs' {list(encoding['codecs'])} and "
+            f"{ {k: encoding[k] for k in differing} } that describe a different chain; drop 'codecs' to use "
+            f"{differing}, or drop {differing} to use 'codecs'"
+        )
+
+
+def _normalise(codecs: Any) -> Any:
+    if isinstance(codecs, Mapping | str):
+        return codec_from_json(codecs).to_json()  # type: ignore[union-attr]
+    return [codec_from_json(c).to_json() for c in codecs]  # type: ignore[union-attr]
+
+
+def codec_json(value: Any) -> Any:
+    """zarr-python codec objects (``to_dict()``) and numcodecs codecs become JSON; lists item by item."""
+    if isinstance(value, list | tuple):
+        return [codec_json(v) for v in value]
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "get_config") and hasattr(value, "codec_id"):
+        config = {k: v for k, v in value.get_config().items() if k != "id"}
+        return {"name": f"numcodecs.{value.codec_id}", "configuration": config}
+    return value
+
+
+def parse_shape(value: Any, var: xr.Variable, key: str, name: str) -> tuple[int, ...] | None:
+    """``encoding[name][key]`` (``chunks`` or ``shards``) as one positive int per dimension, or None."""
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return None
+    where = f"to_zarr3: encoding[{name!r}][{key!r}]"
+    if isinstance(value, Mapping):
+        if unknown := sorted(map(str, set(value) - set(var.dims))):
+            raise WriteError(f"{where} names dimensions {unknown} that {name!r} does not have; its dimensions are {var.dims}")
+        value = tuple(value.get(dim, -1) for dim in var.dims)
+        value = tuple(size if v is None or (_is_int(v) and v == -1) else v for v, size in zip(value, var.shape))
+    elif _is_int(value):
+        value = (value,) * var.ndim
+    elif not isinstance(value, Sequence) or isinstance(value, str):
+        raise WriteTypeError(f"{where} must be an int, a tuple of ints or a dict by dimension name, got {value!r}")
+    if len(value) != var.ndim:
+        raise WriteError(
+            f"{where}={tuple(value)} has {len(value)} entries, but {name!r} has {var.ndim} dimensions {var.dims}; "
+            "give one size per dimension (or a dict by dimension name)"
+        )
+    bad = [v for v in value if not _is_int(v) or v <= 0]
+    if bad:
+        raise WriteError(f"{where}={tuple(value)}: every size must be a positive integer, got {bad[0]!r}")
+    return tuple(int(v) for v in value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks."""
+    chunks, shards = parse_shape(encoding.get("chunks"), var, "chunks", name), parse_shape(encoding.get("shards"), var, "shards", name)
+    dask_chunks = regular_dask_chunks(var)
+    if chunks is None and shards is not None:
+        fits = dask_chunks is not None and all(s % c == 0 for s, c in zip(shards, dask_chunks))
+        chunks = dask_chunks if fits else inner_chunks(shards, var.dtype.itemsize)
+        if explicit:
+            warnings.warn(
+                f"to_zarr3: {name!r} has shards={shards} but no chunks; using inner chunks {chunks} "
+                f"({'the dask chunks' if fits else 'the shard split to ~4 MiB'}). Pass encoding[{name!r}]['chunks'] to choose",
+                InnerChunksWarning, stacklevel=4,
+            )
+    elif chunks is None:
+        chunks = dask_chunks
+    return chunks, shards
+
+
+def regular_dask_chunks(var: xr.Variable) -> tuple[int, ...] | None:
+    """The dask chunk shape of ``var`` when it is regular (all blocks equal but the last), else None."""
+    if var.chunks is None or not var.ndim:
+        return None
+    if any(len(set(c[:-1])) > 1 or c[-1] > c[0] for c in var.chunks):
+        return None
+    return tuple(max(1, int(c[0])) for c in var.chunks)
+
+
+def inner_chunks(shards: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Inner chunks dividing ``shards``: split the largest dimension until a chunk holds ~4 MiB or less."""
+    chunks = list(shards)
+    while np.prod(chunks) * max(itemsize, 1) > api.TARGET_CHUNK_BYTES:
+        dim = int(np.argmax(chunks))
+        divisor = next((d for d in range(2, chunks[dim] + 1) if chunks[dim] % d == 0), None)
+        if divisor is None or chunks[dim] == 1:
+            break
+        chunks[dim] //= divisor
+    return tuple(chunks)
