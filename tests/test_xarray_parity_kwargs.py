@@ -160,19 +160,25 @@ class SlowStore(CountingStore):
         self.most_in_flight = 0
         self._gate = threading.Lock()
 
-    def get_many(self, requests):  # type: ignore[no-untyped-def]
+    def _slowly(self, read, requests):  # type: ignore[no-untyped-def]
         requests = list(requests)
         if all(key.endswith("zarr.json") for key, _ in requests):
-            return super().get_many(requests)
+            return read(requests)
         with self._gate:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
             time.sleep(self.delay)
-            return super().get_many(requests)
+            return read(requests)
         finally:
             with self._gate:
                 self.in_flight -= 1
+
+    def get_many(self, requests):  # type: ignore[no-untyped-def]
+        return self._slowly(super().get_many, requests)
+
+    def get_many_versioned(self, requests):  # type: ignore[no-untyped-def]
+        return self._slowly(super().get_many_versioned, requests)
 
 
 def test_load_async_reads_variables_concurrently(tmp_path: Path) -> None:
