@@ -9,6 +9,9 @@ given                              becomes
 ``fsspec.FSMap`` (``get_mapper``)  :class:`FsspecStore` on its file system and root
 =================================  =============================================
 
+A local file system behind an fsspec store or mapper gives a :class:`LocalStore`
+(atomic writes, parent directories created).
+
 zarr-python keeps its file systems in asynchronous mode; they are reopened
 in ordinary (synchronous) mode with the same options, which is how
 :class:`FsspecStore` drives them. Nothing here imports zarr: its classes are
@@ -26,6 +29,7 @@ from typing import Any
 
 import fsspec
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 from fsspec.mapping import FSMap
 
 from .base import ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
@@ -44,7 +48,7 @@ def from_foreign(obj: Any, read_only: bool = False) -> Store | None:
     Raises ``TypeError`` for a zarr-python store kind that cannot be converted.
     """
     if isinstance(obj, FSMap):
-        return FsspecStore(synchronous(obj.fs), obj.root, read_only=read_only)
+        return _on_file_system(obj.fs, obj.root, read_only)
     if type(obj).__module__.split(".")[0] != "zarr":
         return None
     import zarr.storage
@@ -53,7 +57,7 @@ def from_foreign(obj: Any, read_only: bool = False) -> Store | None:
     if isinstance(obj, zarr.storage.LocalStore):
         return LocalStore(obj.root, read_only=read_only)
     if isinstance(obj, zarr.storage.FsspecStore):
-        return FsspecStore(synchronous(obj.fs), obj.path, read_only=read_only)
+        return _on_file_system(obj.fs, obj.path, read_only)
     if isinstance(obj, zarr.storage.MemoryStore) and type(obj) is zarr.storage.MemoryStore:
         mapping = getattr(obj, "_store_dict", None)
         if isinstance(mapping, MutableMapping):
@@ -62,6 +66,13 @@ def from_foreign(obj: Any, read_only: bool = False) -> Store | None:
         f"zarr-python store {obj!r} ({type(obj).__name__}) cannot be used by zarr3_backend; "
         f"pass {ACCEPTED}"
     )
+
+
+def _on_file_system(fs: AbstractFileSystem, root: str, read_only: bool) -> Store:
+    fs = synchronous(fs)
+    if isinstance(fs, LocalFileSystem):
+        return LocalStore(fs._strip_protocol(root), read_only=read_only)
+    return FsspecStore(fs, root, read_only=read_only)
 
 
 def synchronous(fs: AbstractFileSystem) -> AbstractFileSystem:
