@@ -46,6 +46,7 @@ Check = Literal["metadata", "hierarchy", "consolidated", "keys", "chunks"]
 CHECKS: tuple[Check, ...] = ("metadata", "hierarchy", "consolidated", "keys", "chunks")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 FETCH_BATCH = 32
+STALE = "stale: re-run consolidate_metadata"
 
 
 @dataclass(frozen=True)
@@ -91,16 +92,7 @@ def validate_store(
     nodes = _parse_nodes(store, documents, problems)
     problems += _check_tree(documents, nodes)
     problems += _check_consolidated(documents, nodes)
-    chunks, stray = assign_keys((k for k in keys if not is_metadata_key(k)), documents)
-    problems += [Problem(k, "keys", "stray key: not a zarr.json and not inside any array", "warning") for k in stray]
-    chunk_keys = {}
-    for path, found in chunks.items():
-        node = nodes.get(path)
-        if isinstance(node, Array):
-            chunk_keys[path] = _check_chunk_keys(node, found, problems)
-        elif isinstance(node, GroupMetadata):
-            problems += [Problem(k, "keys", f"stray key in group {path or '/'!r}: not a zarr.json of a child node", "warning")
-                         for k in found]
+    chunk_keys = _check_keys([k for k in keys if not is_metadata_key(k)], nodes, documents, problems)
     if deep:
         problems += _check_chunks(store, nodes, chunk_keys, progress)
     return sorted(problems, key=lambda p: p.key)
@@ -122,7 +114,8 @@ def assign_keys(keys: Iterable[str], node_paths: Iterable[str]) -> tuple[dict[st
     stray = []
     for key in keys:
         parts = key.split("/")
-        owner = next(("/".join(parts[:i]) for i in range(len(parts) - 1, -1, -1) if "/".join(parts[:i]) in paths), None)
+        ancestors = ("/".join(parts[:i]) for i in range(len(parts) - 1, -1, -1))
+        owner = next((a for a in ancestors if a in paths), None)
         if owner is None:
             stray.append(key)
         else:
@@ -134,10 +127,13 @@ def _no_metadata(keys: list[str]) -> Problem:
     v2 = [k for k in keys if k.rsplit("/", 1)[-1] in V2_KEYS]
     if v2:
         return Problem(v2[0], "metadata", "this is a Zarr v2 store (no zarr.json); Zarr v3 validation does not apply")
-    return Problem("zarr.json", "metadata", f"no zarr.json anywhere in the store ({len(keys)} other keys): not a Zarr v3 store")
+    message = f"no zarr.json anywhere in the store ({len(keys)} other keys): not a Zarr v3 store"
+    return Problem("zarr.json", "metadata", message)
 
 
-def _parse_nodes(store: Store, documents: dict[str, bytes | None], problems: list[Problem]) -> dict[str, Array | NodeMetadata]:
+def _parse_nodes(
+    store: Store, documents: dict[str, bytes | None], problems: list[Problem],
+) -> dict[str, Array | NodeMetadata]:
     """Parsed nodes by path: arrays as :class:`Array` (so their codec chain is built and checked)."""
     nodes: dict[str, Array | NodeMetadata] = {}
     for path, raw in documents.items():
@@ -149,7 +145,10 @@ def _parse_nodes(store: Store, documents: dict[str, bytes | None], problems: lis
                 problems.append(Problem(key, "hierarchy", str(exc)))
         try:
             metadata = parse_node_metadata(raw or b"", key)
-            nodes[path] = Array(store, path, metadata, read_only=True) if isinstance(metadata, ArrayMetadata) else metadata
+            if isinstance(metadata, ArrayMetadata):
+                nodes[path] = Array(store, path, metadata, read_only=True)  # builds and checks the codec chain
+            else:
+                nodes[path] = metadata
         except Zarr3Error as exc:
             problems.append(Problem(key, "metadata", str(exc)))
     return nodes
@@ -163,14 +162,14 @@ def _check_tree(documents: dict[str, Any], nodes: dict[str, Array | NodeMetadata
         for i in range(len(parts)):
             ancestor = "/".join(parts[:i])
             if isinstance(nodes.get(ancestor), Array):
-                problems.append(Problem(metadata_key(path), "hierarchy", f"node {path!r} lies inside array {ancestor or '/'!r}; arrays have no children"))
+                message = f"node {path!r} lies inside array {ancestor or '/'!r}; arrays have no children"
+                problems.append(Problem(metadata_key(path), "hierarchy", message))
             elif ancestor not in documents:
                 implicit.add(ancestor)
-    problems += [
-        Problem(metadata_key(path), "hierarchy", f"implicit group {path or '/'!r}: no zarr.json (implicit groups were removed "
-                "in Zarr v3.0; some readers will not find the nodes below it)", "warning")
-        for path in sorted(implicit)
-    ]
+    for path in sorted(implicit):
+        message = (f"implicit group {path or '/'!r}: no zarr.json (implicit groups were removed in Zarr v3.0; "
+                   "some readers will not find the nodes below it)")
+        problems.append(Problem(metadata_key(path), "hierarchy", message, "warning"))
     return problems
 
 
@@ -183,14 +182,13 @@ def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | Node
         below = {p[len(prefix):] for p in documents if p.startswith(prefix) and p != path}
         for relative, document in sorted(node.consolidated.items()):
             if relative not in below:
-                problems.append(Problem(key, "consolidated", f"consolidated_metadata describes {relative!r}, which has no zarr.json "
-                                        "(stale: re-run consolidate_metadata)"))
+                message = f"consolidated_metadata describes {relative!r}, which has no zarr.json ({STALE})"
+                problems.append(Problem(key, "consolidated", message))
             elif (actual := nodes.get(prefix + relative)) is not None:
                 problems += _compare_entry(key, relative, document, actual)
-        problems += [
-            Problem(key, "consolidated", f"consolidated_metadata lacks {relative!r}, which exists (stale: re-run consolidate_metadata)")
-            for relative in sorted(below - set(node.consolidated))
-        ]
+        for relative in sorted(below - set(node.consolidated)):
+            message = f"consolidated_metadata lacks {relative!r}, which exists ({STALE})"
+            problems.append(Problem(key, "consolidated", message))
     return problems
 
 
@@ -203,14 +201,32 @@ def _compare_entry(key: str, relative: str, document: Any, actual: Array | NodeM
     differing = sorted(k for k in described.keys() | stored.keys() if described.get(k) != stored.get(k))
     if not differing:
         return []
-    return [Problem(key, "consolidated", f"consolidated_metadata[{relative!r}] differs from {relative}/zarr.json in "
-                    f"{', '.join(differing)} (stale: re-run consolidate_metadata)")]
+    fields = ", ".join(differing)
+    message = f"consolidated_metadata[{relative!r}] differs from {relative}/zarr.json in {fields} ({STALE})"
+    return [Problem(key, "consolidated", message)]
 
 
 def _comparable(metadata: NodeMetadata) -> dict[str, Any]:
     document = metadata.to_json()
     document.pop("consolidated_metadata", None)
     return document
+
+
+def _check_keys(
+    keys: list[str], nodes: dict[str, Array | NodeMetadata], documents: dict[str, Any], problems: list[Problem],
+) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+    """The chunk keys of every array, by array path; every other key becomes a problem."""
+    owned, stray = assign_keys(keys, documents)
+    problems += [Problem(k, "keys", "stray key: not a zarr.json and not inside any node", "warning") for k in stray]
+    chunk_keys = {}
+    for path, found in owned.items():
+        node = nodes.get(path)
+        if isinstance(node, Array):
+            chunk_keys[path] = _check_chunk_keys(node, found, problems)
+        elif isinstance(node, GroupMetadata):
+            message = f"stray key in group {path or '/'!r}: not a zarr.json of a child node"
+            problems += [Problem(k, "keys", message, "warning") for k in found]
+    return chunk_keys
 
 
 def _check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) -> list[tuple[str, tuple[int, ...]]]:
@@ -225,8 +241,9 @@ def _check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) ->
             problems.append(Problem(key, "keys", f"stray key inside array {array.name!r}: {exc}", "warning"))
             continue
         if any(c >= n for c, n in zip(coords, grid)):
-            problems.append(Problem(key, "keys", f"chunk {coords} lies outside the chunk grid {grid} of array {array.name!r} "
-                                    f"(shape {array.shape}): left over from a larger shape, never read"))
+            message = (f"chunk {coords} lies outside the chunk grid {grid} of array {array.name!r} "
+                       f"(shape {array.shape}): left over from a larger shape, never read")
+            problems.append(Problem(key, "keys", message))
         else:
             found.append((key, coords))
     return found
@@ -245,7 +262,8 @@ def _check_chunks(
             batch = [key for key, _ in found[start : start + FETCH_BATCH]]
             for key, data in zip(batch, chunk_store.get_many([(k, None) for k in batch])):
                 if data is not None:
-                    problems += [Problem(key, "chunks", message) for message in check_chunk(array.codecs, data, array.chunk_spec)]
+                    messages = check_chunk(array.codecs, data, array.chunk_spec)
+                    problems += [Problem(key, "chunks", message) for message in messages]
             if bar is not None:
                 bar.update(len(batch))
     if bar is not None:

@@ -15,7 +15,8 @@ from ..errors import NodeExistsError
 from ..store import make_store
 from .info import print_info
 
-BLOSC_ZSTD = {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}
+BLOSC_ZSTD = {"name": "blosc",
+              "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}
 
 
 def add_command(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -54,7 +55,9 @@ def new_directory(path: str | None) -> str:
     try:
         os.makedirs(path)
     except FileExistsError:
-        raise NodeExistsError(f"{path} already exists; zarr3 demo writes only into a new directory, pass one that does not exist") from None
+        raise NodeExistsError(
+            f"{path} already exists; zarr3 demo writes only into a new directory, pass one that does not exist"
+        ) from None
     return os.path.abspath(path)
 
 

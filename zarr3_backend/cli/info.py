@@ -20,9 +20,11 @@ from .options import open_store
 
 
 def add_commands(commands: Any, store_options: argparse.ArgumentParser) -> None:
-    info = commands.add_parser("info", parents=[store_options], help="describe every array and group, like ncdump -h",
-                               description="Describe every array and group below PATH: shape, data type, dimension "
-                                           "names, chunks and shards, codecs, fill value, attributes and what is stored.")
+    info = commands.add_parser(
+        "info", parents=[store_options], help="describe every array and group, like ncdump -h",
+        description="Describe every array and group below PATH: shape, data type, dimension names, chunks and "
+                    "shards, codecs, fill value, attributes, and how many chunks are stored and their size.",
+    )
     info.add_argument("store", metavar="STORE")
     info.add_argument("path", metavar="PATH", nargs="?", default="", help="a node inside the store (default: the root)")
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -52,7 +54,8 @@ def survey(store: Store, path: str) -> Survey:
     nodes: dict[str, Array | Group | Zarr3Error] = {path: top}
     for key, raw in zip(metadata_keys, store.get_many([(k, None) for k in metadata_keys])):
         try:
-            nodes[node_path(key)] = node_from_metadata(store, node_path(key), parse_node_metadata(raw or b"", key), True)
+            metadata = parse_node_metadata(raw or b"", key)
+            nodes[node_path(key)] = node_from_metadata(store, node_path(key), metadata, read_only=True)
         except Zarr3Error as exc:
             nodes[node_path(key)] = exc
     explicit = {node_path(k) for k in metadata_keys}
@@ -92,13 +95,14 @@ def describe(store: Store, found: Survey) -> list[dict[str, Any]]:
                             "attributes": dict(node.attrs), "consolidated": node.metadata.consolidated is not None})
         else:
             keys = found.owned.get(path, [])
+            chunk_store = apply_storage_transformers(store, node.metadata.storage_transformers)
             document = node.metadata.to_json()
             entries.append({
                 "path": "/" + path, "node_type": "array", "shape": list(node.shape), "data_type": document["data_type"],
                 "dimension_names": document.get("dimension_names"), "chunks": list(node.chunks),
                 "shards": None if node.shards is None else list(node.shards), "codecs": document["codecs"],
                 "fill_value": document["fill_value"], "attributes": document["attributes"],
-                "stored_chunks": len(keys), "stored_bytes": value_sizes(apply_storage_transformers(store, node.metadata.storage_transformers), keys),
+                "stored_chunks": len(keys), "stored_bytes": value_sizes(chunk_store, keys),
                 "nbytes": node.size * node.dtype.itemsize,
             })
     return entries
@@ -151,10 +155,9 @@ def _dtype(data_type: Any) -> str:
 
 def codec_lines(codecs: list[dict[str, Any]]) -> list[str]:
     """The codec chain for text output; a top-level sharding codec shows its inner and index chains below it."""
-    first, *rest = [f"  codecs      {codec_text(c, nested=False)}" for c in codecs[:1]] + [
-        f"              -> {codec_text(c, nested=False)}" for c in codecs[1:]]
-    lines = [first, *rest]
-    for codec in codecs:
+    lines = []
+    for i, codec in enumerate(codecs):
+        lines.append(("  codecs      " if i == 0 else "              -> ") + codec_text(codec, nested=False))
         if codec["name"] == "sharding_indexed":
             configuration = codec["configuration"]
             lines.append(f"                inner: {chain_text(configuration['codecs'])}")
@@ -181,11 +184,15 @@ def codec_text(codec: Any, nested: bool = True) -> str:
 
 
 def human_bytes(n: int) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000  # type: ignore[assignment]
-    return f"{n} B"
+    """``950 B``, ``250.5 kB``, ``25.0 MB`` (powers of 1000)."""
+    if n < 1000:
+        return f"{n} B"
+    size = float(n)
+    for unit in ("kB", "MB", "GB", "TB"):
+        size /= 1000
+        if size < 1000 or unit == "TB":
+            break
+    return f"{size:.1f} {unit}"
 
 
 def run_tree(args: argparse.Namespace) -> int:
@@ -213,5 +220,6 @@ def _tree_label(found: Survey, path: str, name: str) -> str:
         return f"{name}  (unreadable zarr.json: run 'zarr3 validate')"
     if isinstance(node, Group):
         return name
-    dims = ", ".join(f"{d}={n}" if d else str(n) for d, n in zip(node.dimension_names or [None] * node.ndim, node.shape))
+    names = node.dimension_names or (None,) * node.ndim
+    dims = ", ".join(f"{d}={n}" if d else str(n) for d, n in zip(names, node.shape))
     return f"{name}  {_dtype(node.metadata.data_type.to_json())} ({dims})"

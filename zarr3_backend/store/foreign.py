@@ -99,7 +99,8 @@ class MappingStore(Store):
         self.read_only = read_only
 
     def __repr__(self) -> str:
-        return f"MappingStore(<zarr MemoryStore dict, {len(self.mapping)} keys>{', read_only=True' if self.read_only else ''})"
+        mode = ", read_only=True" if self.read_only else ""
+        return f"MappingStore(<zarr MemoryStore dict, {len(self.mapping)} keys>{mode})"
 
     def __reduce__(self) -> Any:
         raise TypeError(
