@@ -34,7 +34,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([asdict(p) for p in problems], indent=2))
     else:
-        print(f"validating {store!r}" + (" (deep)" if args.deep else ""))
+        print(f"validating {args.store}" + (" (deep)" if args.deep else ""))
         for problem in problems:
             print(f"{problem.severity.upper():8} {problem.key}: {problem.message}")
         print()
