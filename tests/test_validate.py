@@ -319,3 +319,14 @@ def test_stray_and_out_of_grid_keys(tmp_path: Path) -> None:
     assert problems["a/c/2/0"].severity == "error" and "outside the chunk grid (2, 2)" in problems["a/c/2/0"].message
     assert problems["a/notes.txt"].severity == "warning" and "stray key inside array '/a'" in problems["a/notes.txt"].message
     assert problems["README"].severity == "warning" and "stray key in group '/'" in problems["README"].message
+
+
+def test_a_directory_of_stores_is_not_a_store(tmp_path: Path) -> None:
+    zarr3_backend.create_array(tmp_path / "a" / "b.zarr", "v", shape=(2,), dtype="int8")
+    zarr3_backend.create_group(tmp_path / "c.zarr")
+    key, message = only(validate_store(tmp_path), "hierarchy")
+    assert key == "zarr.json" and "not the root of a Zarr store" in message and "further down: a/b.zarr, c.zarr" in message
+    zarr3_backend.create_array(tmp_path, "direct", shape=(2,), dtype="int8")
+    (tmp_path / "zarr.json").unlink()
+    problems = validate_store(tmp_path)  # an implicit root holding an array opens: only warnings
+    assert [(p.key, p.severity) for p in problems] == [("a/zarr.json", "warning"), ("zarr.json", "warning")]

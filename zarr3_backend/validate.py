@@ -166,11 +166,22 @@ def _check_tree(documents: dict[str, Any], nodes: dict[str, Array | NodeMetadata
                 problems.append(Problem(metadata_key(path), "hierarchy", message))
             elif ancestor not in documents:
                 implicit.add(ancestor)
+    if "" in implicit and not any(isinstance(node, Array) and "/" not in path for path, node in nodes.items()):
+        tops = sorted(p for p in documents if not any(a in documents for a in _ancestors(p)))
+        implicit = {p for p in implicit if any(p.startswith(top + "/") for top in tops)}  # only inside stores
+        message = ("no zarr.json at the store root and no array directly inside: this is not the root of a Zarr "
+                   f"store (opening it fails); Zarr stores found further down: {', '.join(tops[:5])}")
+        problems.append(Problem("zarr.json", "hierarchy", message))
     for path in sorted(implicit):
         message = (f"implicit group {path or '/'!r}: no zarr.json (implicit groups were removed in Zarr v3.0; "
                    "some readers will not find the nodes below it)")
         problems.append(Problem(metadata_key(path), "hierarchy", message, "warning"))
     return problems
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | NodeMetadata]) -> list[Problem]:
