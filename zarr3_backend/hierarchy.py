@@ -3,7 +3,8 @@
 Child discovery lists the group's prefix once and fetches every child's
 ``zarr.json`` in one batched store call; a group carrying consolidated
 metadata answers from that instead. A prefix that holds nodes further down
-but no ``zarr.json`` of its own is an implicit group.
+but no ``zarr.json`` of its own is an implicit group (opened directly, only if
+it holds an array itself: see :func:`open_node`).
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ def has_child_array(store: Store, path: str) -> bool:
     prefix = f"{path}/" if path else ""
     _, prefixes = store.list_dir(prefix)
     raws = store.get_many([(metadata_key(p[:-1]), None) for p in prefixes])
-    return any(raw is not None and b'"array"' in raw and _node_type(raw) == "array" for raw in raws)
+    return any(raw is not None and _node_type(raw) == "array" for raw in raws)
 
 
 def _node_type(raw: bytes) -> Any:

@@ -98,6 +98,11 @@ def validate_store(
     return sorted(problems, key=lambda p: p.key)
 
 
+def describe_error(exc: BaseException) -> str:
+    """The message of ``exc``, prefixed with its type unless it is one of ours."""
+    return str(exc) if isinstance(exc, Zarr3Error) else f"{type(exc).__name__}: {exc}"
+
+
 def is_metadata_key(key: str) -> bool:
     return key == "zarr.json" or key.endswith("/zarr.json")
 
@@ -149,8 +154,8 @@ def _parse_nodes(
                 nodes[path] = Array(store, path, metadata, read_only=True)  # builds and checks the codec chain
             else:
                 nodes[path] = metadata
-        except Zarr3Error as exc:
-            problems.append(Problem(key, "metadata", str(exc)))
+        except Exception as exc:  # as above: report, then go on with the other nodes
+            problems.append(Problem(key, "metadata", describe_error(exc)))
     return nodes
 
 
@@ -225,7 +230,7 @@ def _comparable(metadata: NodeMetadata) -> dict[str, Any]:
 
 def _check_keys(
     keys: list[str], nodes: dict[str, Array | NodeMetadata], documents: dict[str, Any], problems: list[Problem],
-) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+) -> dict[str, list[str]]:
     """The chunk keys of every array, by array path; every other key becomes a problem."""
     owned, stray = assign_keys(keys, documents)
     problems += [Problem(k, "keys", "stray key: not a zarr.json and not inside any node", "warning") for k in stray]
@@ -240,7 +245,7 @@ def _check_keys(
     return chunk_keys
 
 
-def _check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) -> list[tuple[str, tuple[int, ...]]]:
+def _check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) -> list[str]:
     """The keys of ``array`` that are chunk keys inside its grid; the rest become problems."""
     grid = array.metadata.chunk_grid.grid_shape(array.shape)
     prefix = f"{array.path}/" if array.path else ""
@@ -256,12 +261,12 @@ def _check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) ->
                        f"(shape {array.shape}): left over from a larger shape, never read")
             problems.append(Problem(key, "keys", message))
         else:
-            found.append((key, coords))
+            found.append(key)
     return found
 
 
 def _check_chunks(
-    store: Store, nodes: dict[str, Any], chunk_keys: dict[str, list[tuple[str, tuple[int, ...]]]],
+    store: Store, nodes: dict[str, Any], chunk_keys: dict[str, list[str]],
     progress: Callable[[int], Progress] | None,
 ) -> list[Problem]:
     problems: list[Problem] = []
@@ -270,7 +275,7 @@ def _check_chunks(
         array: Array = nodes[path]
         chunk_store = apply_storage_transformers(store, array.metadata.storage_transformers)
         for start in range(0, len(found), FETCH_BATCH):
-            batch = [key for key, _ in found[start : start + FETCH_BATCH]]
+            batch = found[start : start + FETCH_BATCH]
             for key, data in zip(batch, chunk_store.get_many([(k, None) for k in batch])):
                 if data is not None:
                     messages = check_chunk(array.codecs, data, array.chunk_spec)
@@ -295,8 +300,8 @@ def check_chunk(chain: CodecChain, data: Buffer, spec: ChunkSpec) -> list[str]:
         for bytes_codec in reversed(chain.bytes_bytes):
             data = bytes_codec.decode(data, spec)
         return _check_shard(chain.array_bytes, data, spec)
-    except Zarr3Error as exc:
-        return [str(exc)]
+    except Exception as exc:  # a validator reports whatever decoding raises, it never stops at it
+        return [describe_error(exc)]
 
 
 def _check_shard(sharding: ShardingCodec, data: Buffer, spec: ChunkSpec) -> list[str]:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from ..errors import Zarr3Error
+from ..validate import describe_error
 from . import check, demo, info
 
 DESCRIPTION = "Inspect, validate and try out Zarr v3 stores."
@@ -41,8 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def one_line(exc: BaseException) -> str:
     """The message of ``exc`` on one line, prefixed with its type unless it is one of ours."""
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    return message if isinstance(exc, Zarr3Error) else f"{type(exc).__name__}: {message}"
+    return " ".join(describe_error(exc).split()) or type(exc).__name__
 
 
 def build_parser() -> argparse.ArgumentParser:
