@@ -39,8 +39,13 @@ def _store(store: Any, storage_options: dict[str, Any] | None, mode: str) -> Sto
 
 
 def open(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array | Group:
-    """Open the array or group at ``path``."""
-    return open_node(_store(store, storage_options, mode), normalize_path(path), read_only=mode == "r")
+    """Open the array or group at ``path``.
+
+    A path without ``zarr.json`` opens as an implicit group only if arrays sit
+    directly inside; otherwise :class:`NodeNotFoundError` (naming any Zarr
+    stores found further down).
+    """
+    return open_node(_store(store, storage_options, mode), normalize_path(path), read_only=mode == "r", strict=True)
 
 
 def open_array(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array:
@@ -64,7 +69,7 @@ def open_group(store: Any, path: str = "", *, mode: Mode = "r", storage_options:
     target = _store(store, storage_options, mode)
     path = normalize_path(path)
     try:
-        node = open_node(target, path, read_only=mode == "r")
+        node = open_node(target, path, read_only=mode == "r", strict=True)
     except NodeNotFoundError:
         if mode != "a":
             raise
@@ -171,7 +176,7 @@ def _check_chunking(shape: tuple[int, ...], chunks: tuple[int, ...], outer: tupl
 def _as_codecs(items: Any) -> list[Codec]:
     if items is None:
         return []
-    if isinstance(items, Codec | dict | str):
+    if not isinstance(items, list | tuple):
         items = [items]
     codecs = [item if isinstance(item, Codec) else codec_from_json(item) for item in items]
     return [c for c in codecs if c is not None]

@@ -3,11 +3,13 @@
 Child discovery lists the group's prefix once and fetches every child's
 ``zarr.json`` in one batched store call; a group carrying consolidated
 metadata answers from that instead. A prefix that holds nodes further down
-but no ``zarr.json`` of its own is an implicit group.
+but no ``zarr.json`` of its own is an implicit group (opened directly, only if
+it holds an array itself: see :func:`open_node`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -209,14 +211,58 @@ def _rebuild_group(store: Store, path: str, metadata: GroupMetadata, read_only: 
     return Group(store, path, metadata, read_only=read_only)
 
 
-def open_node(store: Store, path: str, *, read_only: bool) -> Array | Group:
-    """The array or group at ``path`` (an implicit group if only descendants exist)."""
+def open_node(store: Store, path: str, *, read_only: bool, strict: bool = False) -> Array | Group:
+    """The array or group at ``path`` (an implicit group if only descendants exist).
+
+    ``strict`` (what the public open functions use) accepts an implicit group
+    only if it holds an array directly, so that a plain directory with Zarr
+    stores further down is not taken for an empty group; the error then
+    names those stores (also kept as ``.stores_below``).
+    """
     metadata = read_node_metadata(store, path)
     if metadata is not None:
         return node_from_metadata(store, path, metadata, read_only)
-    if is_implicit_group(store, path):
+    if has_child_array(store, path) if strict else is_implicit_group(store, path):
         return Group(store, path, GroupMetadata(), read_only=read_only)
-    raise NodeNotFoundError(f"no Zarr v3 array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found")
+    message = f"no Zarr v3 array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found"
+    found = stores_below(store, path) if strict else []
+    if found:
+        message += f"; found Zarr stores further down at: {', '.join(found)}. Open one of those instead"
+    error = NodeNotFoundError(message)
+    error.stores_below = found  # type: ignore[attr-defined]
+    raise error
+
+
+def has_child_array(store: Store, path: str) -> bool:
+    """Whether an array sits directly below ``path`` (one listing, one batched fetch)."""
+    prefix = f"{path}/" if path else ""
+    _, prefixes = store.list_dir(prefix)
+    raws = store.get_many([(metadata_key(p[:-1]), None) for p in prefixes])
+    return any(raw is not None and _node_type(raw) == "array" for raw in raws)
+
+
+def _node_type(raw: bytes) -> Any:
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        return None
+    return document.get("node_type") if isinstance(document, dict) else None
+
+
+def stores_below(store: Store, path: str, limit: int = 5, max_listings: int = 200) -> list[str]:
+    """Up to ``limit`` top-most paths below ``path`` holding a ``zarr.json``, breadth first."""
+    found: list[str] = []
+    pending = [f"{path}/" if path else ""]
+    listings = 0
+    while pending and len(found) < limit and listings < max_listings:
+        prefix = pending.pop(0)
+        keys, prefixes = store.list_dir(prefix)
+        listings += 1
+        if prefix and prefix + "zarr.json" in keys:
+            found.append(prefix[:-1])
+        else:
+            pending.extend(prefixes)
+    return found
 
 
 def ensure_parents(store: Store, path: str) -> None:

@@ -86,7 +86,8 @@ def get_codec_class(name: str) -> type[Codec]:
 
 
 def codec_from_json(obj: Any) -> Codec | None:
-    """Build a codec from a short-hand name, an extension object, or a codec.
+    """Build a codec from a short-hand name, an extension object, a codec, or a numcodecs or
+    zarr-python codec object (see :mod:`zarr3_backend.codecs.foreign`).
 
     Returns ``None`` for an unknown codec whose object says
     ``"must_understand": false``: the caller then leaves it out of the chain.
@@ -103,6 +104,10 @@ def codec_from_json(obj: Any) -> Codec | None:
         return obj
     if isinstance(obj, str):
         return get_codec_class(parse_codec_name(obj)).from_json({})
+    if not isinstance(obj, dict):
+        from .foreign import codec_from_object  # imports the registry: not at module level
+
+        return codec_from_object(obj)
     name, configuration, must_understand = _parse_codec_object(obj)
     try:
         cls = get_codec_class(name)

@@ -10,6 +10,7 @@ import fsspec.core
 from .base import (
     Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix,
 )
+from .foreign import ACCEPTED, MappingStore, from_foreign
 from .fsspec_store import FsspecStore
 from .local import TMP_PREFIX, LocalStore
 
@@ -20,6 +21,7 @@ __all__ = [
     "FsspecStore",
     "Generation",
     "LocalStore",
+    "MappingStore",
     "Request",
     "Store",
     "Value",
@@ -34,7 +36,7 @@ _READ_ONLY_PROTOCOLS = frozenset({"http", "https", "zip"})
 
 
 def make_store(
-    obj: Store | str | os.PathLike[str],
+    obj: Store | str | os.PathLike[str] | Any,
     *,
     storage_options: dict[str, Any] | None = None,
     read_only: bool = False,
@@ -45,7 +47,9 @@ def make_store(
     URLs give a :class:`LocalStore`; any other URL (``s3://``, ``memory://``,
     ``zip::file:///a.zip``, ...) an :class:`FsspecStore` built by
     ``fsspec.core.url_to_fs(url, **storage_options)``. http(s) and zip stores
-    are always read-only.
+    are always read-only. zarr-python stores (``LocalStore``, ``FsspecStore``,
+    ``MemoryStore``) and fsspec mappers (``fsspec.get_mapper(url)``) become
+    the matching store here (see :mod:`zarr3_backend.store.foreign`).
 
     >>> make_store("memory://doc/make_store")
     FsspecStore('memory:///doc/make_store')
@@ -55,7 +59,12 @@ def make_store(
             raise TypeError(f"storage_options only apply to URLs, not to the store {obj!r}")
         return obj
     if not isinstance(obj, (str, os.PathLike)):
-        raise TypeError(f"store must be a Store, a path or a URL string, got {type(obj).__name__}")
+        foreign = from_foreign(obj, read_only=read_only)
+        if foreign is None:
+            raise TypeError(f"store must be {ACCEPTED}; got {type(obj).__module__}.{type(obj).__name__}")
+        if storage_options:
+            raise TypeError(f"storage_options only apply to URLs, not to the store object {obj!r}")
+        return foreign
     url = os.fspath(obj)
     is_url = "://" in url or "::" in url
     if isinstance(obj, os.PathLike) or not is_url or url.startswith("file://"):

@@ -57,7 +57,7 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     try:
         node = open_node(store, path)
     except NodeNotFoundError as exc:
-        raise _not_found(store, path, where) from exc
+        raise _not_found(store, path, where, getattr(exc, "stores_below", [])) from exc
     except UnknownExtensionError as exc:
         raise UnknownExtensionError(f"cannot open {where} with engine='zarr3': {exc}") from exc
     if isinstance(node, Array):
@@ -70,7 +70,7 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     return node
 
 
-def _not_found(store: Store, path: str, where: str) -> Exception:
+def _not_found(store: Store, path: str, where: str, below: list[str]) -> Exception:
     prefix = f"{path}/" if path else ""
     found = [key for key, raw in zip(V2_KEYS, store.get_many([(prefix + k, None) for k in V2_KEYS])) if raw is not None]
     if found:
@@ -78,8 +78,9 @@ def _not_found(store: Store, path: str, where: str) -> Exception:
             f"{where} is a Zarr v2 store ({found[0]} found, no zarr.json); engine='zarr3' reads Zarr v3 only. "
             "Open it with engine='zarr', or convert it to Zarr v3 (e.g. ds.to_zarr(..., zarr_format=3))"
         )
+    hint = f" Zarr stores found further down: {', '.join(below)}." if below else ""
     return NodeNotFoundError(
-        f"no Zarr v3 group at {where}: {prefix}zarr.json not found. Check the path (or URL and "
+        f"no Zarr v3 group at {where}: {prefix}zarr.json not found.{hint} Check the path (or URL and "
         "storage_options), or pass group='...' to open a group further down"
     )
 

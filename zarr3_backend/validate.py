@@ -1,0 +1,324 @@
+"""Check a store against the Zarr v3 spec and report every problem with the key it concerns.
+
+Validation is parsing: every ``zarr.json`` goes through the same code that
+opens nodes (:mod:`zarr3_backend.metadata`, the codec registry and
+:class:`~zarr3_backend.pipeline.CodecChain`), and whatever that refuses is a
+problem. On top come the structural checks no single document shows:
+
+- node names, nodes inside arrays, implicit groups (removed in Zarr v3.0);
+- consolidated metadata describing exactly the nodes below its group, as they are;
+- every other key is a chunk key inside its array's chunk grid (else: stray);
+- with ``deep=True``, every stored chunk: shard index structure (size,
+  bounds, overlaps, empty markers), checksums, and that each chunk and
+  inner chunk decodes to its expected shape.
+
+Keys with a segment starting with ``__`` are reserved for extensions and skipped.
+
+>>> import zarr3_backend
+>>> a = zarr3_backend.create_array("memory://doc/validate", shape=(4,), dtype="int8", chunks=(2,))
+>>> a[:] = 1
+>>> validate_store("memory://doc/validate", deep=True)
+[]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from .array import Array, metadata_key
+from .codecs.base import Buffer, ChunkSpec
+from .codecs.sharding import ShardingCodec
+from .errors import InvalidKeyError, NodeNameError, Zarr3Error
+from .hierarchy import validate_node_name
+from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, parse_node_metadata
+from .pipeline import CodecChain
+from .storage_transformers import apply_storage_transformers
+from .store import make_store
+from .store.base import Store
+
+Severity = Literal["error", "warning"]
+Check = Literal["metadata", "hierarchy", "consolidated", "keys", "chunks"]
+CHECKS: tuple[Check, ...] = ("metadata", "hierarchy", "consolidated", "keys", "chunks")
+V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
+FETCH_BATCH = 32
+STALE = "stale: re-run consolidate_metadata"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding: the store ``key`` it concerns, which check found it, what is wrong, how bad it is."""
+
+    key: str
+    check: Check
+    message: str
+    severity: Severity = "error"
+
+
+class Progress(Protocol):
+    """What ``validate_store`` reports chunk progress to (``tqdm`` fits)."""
+
+    def update(self, n: int = 1) -> object: ...
+
+    def close(self) -> object: ...
+
+
+def validate_store(
+    store: Any,
+    *,
+    deep: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    progress: Callable[[int], Progress] | None = None,
+) -> list[Problem]:
+    """Every problem found in a store (a path, URL or store), errors and warnings, in key order.
+
+    ``progress(total)`` is called once before the deep chunk checks with the
+    number of stored chunks and must return an object with ``update(n)``
+    and ``close()``.
+    """
+    store = make_store(store, storage_options=storage_options, read_only=True)
+    keys = sorted(k for k in store.list() if not any(part.startswith("__") for part in k.split("/")))
+    documents = dict(zip(
+        (node_path(k) for k in keys if is_metadata_key(k)),
+        store.get_many([(k, None) for k in keys if is_metadata_key(k)]),
+    ))
+    if not documents:
+        return [_no_metadata(keys)]
+    problems: list[Problem] = []
+    nodes = _parse_nodes(store, documents, problems)
+    problems += _check_tree(documents, nodes)
+    problems += _check_consolidated(documents, nodes)
+    chunk_keys = _check_keys([k for k in keys if not is_metadata_key(k)], nodes, documents, problems)
+    if deep:
+        problems += _check_chunks(store, nodes, chunk_keys, progress)
+    return sorted(problems, key=lambda p: p.key)
+
+
+def describe_error(exc: BaseException) -> str:
+    """The message of ``exc``, prefixed with its type unless it is one of ours."""
+    return str(exc) if isinstance(exc, Zarr3Error) else f"{type(exc).__name__}: {exc}"
+
+
+def is_metadata_key(key: str) -> bool:
+    return key == "zarr.json" or key.endswith("/zarr.json")
+
+
+def node_path(key: str) -> str:
+    """The node path of a ``zarr.json`` key (``""`` for the root)."""
+    return key.removesuffix("zarr.json").rstrip("/")
+
+
+def assign_keys(keys: Iterable[str], node_paths: Iterable[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Non-metadata keys by the nearest node above them, and the keys below no node at all."""
+    paths = set(node_paths)
+    owned: dict[str, list[str]] = defaultdict(list)
+    stray = []
+    for key in keys:
+        parts = key.split("/")
+        ancestors = ("/".join(parts[:i]) for i in range(len(parts) - 1, -1, -1))
+        owner = next((a for a in ancestors if a in paths), None)
+        if owner is None:
+            stray.append(key)
+        else:
+            owned[owner].append(key)
+    return owned, stray
+
+
+def _no_metadata(keys: list[str]) -> Problem:
+    v2 = [k for k in keys if k.rsplit("/", 1)[-1] in V2_KEYS]
+    if v2:
+        return Problem(v2[0], "metadata", "this is a Zarr v2 store (no zarr.json); Zarr v3 validation does not apply")
+    message = f"no zarr.json anywhere in the store ({len(keys)} other keys): not a Zarr v3 store"
+    return Problem("zarr.json", "metadata", message)
+
+
+def _parse_nodes(
+    store: Store, documents: dict[str, bytes | None], problems: list[Problem],
+) -> dict[str, Array | NodeMetadata]:
+    """Parsed nodes by path: arrays as :class:`Array` (so their codec chain is built and checked)."""
+    nodes: dict[str, Array | NodeMetadata] = {}
+    for path, raw in documents.items():
+        key = metadata_key(path)
+        for name in path.split("/") if path else []:
+            try:
+                validate_node_name(name)
+            except NodeNameError as exc:
+                problems.append(Problem(key, "hierarchy", str(exc)))
+        try:
+            metadata = parse_node_metadata(raw or b"", key)
+            if isinstance(metadata, ArrayMetadata):
+                nodes[path] = Array(store, path, metadata, read_only=True)  # builds and checks the codec chain
+            else:
+                nodes[path] = metadata
+        except Exception as exc:  # as above: report, then go on with the other nodes
+            problems.append(Problem(key, "metadata", describe_error(exc)))
+    return nodes
+
+
+def _check_tree(documents: dict[str, Any], nodes: dict[str, Array | NodeMetadata]) -> list[Problem]:
+    problems = []
+    implicit = set()
+    for path in documents:
+        parts = path.split("/") if path else []
+        for i in range(len(parts)):
+            ancestor = "/".join(parts[:i])
+            if isinstance(nodes.get(ancestor), Array):
+                message = f"node {path!r} lies inside array {ancestor or '/'!r}; arrays have no children"
+                problems.append(Problem(metadata_key(path), "hierarchy", message))
+            elif ancestor not in documents:
+                implicit.add(ancestor)
+    if "" in implicit and not any(isinstance(node, Array) and "/" not in path for path, node in nodes.items()):
+        tops = sorted(p for p in documents if not any(a in documents for a in _ancestors(p)))
+        implicit = {p for p in implicit if any(p.startswith(top + "/") for top in tops)}  # only inside stores
+        message = ("no zarr.json at the store root and no array directly inside: this is not the root of a Zarr "
+                   f"store (opening it fails); Zarr stores found further down: {', '.join(tops[:5])}")
+        problems.append(Problem("zarr.json", "hierarchy", message))
+    for path in sorted(implicit):
+        message = (f"implicit group {path or '/'!r}: no zarr.json (implicit groups were removed in Zarr v3.0; "
+                   "some readers will not find the nodes below it)")
+        problems.append(Problem(metadata_key(path), "hierarchy", message, "warning"))
+    return problems
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | NodeMetadata]) -> list[Problem]:
+    problems = []
+    for path, node in nodes.items():
+        if not isinstance(node, GroupMetadata) or node.consolidated is None:
+            continue
+        key, prefix = metadata_key(path), f"{path}/" if path else ""
+        below = {p[len(prefix):] for p in documents if p.startswith(prefix) and p != path}
+        for relative, document in sorted(node.consolidated.items()):
+            if relative not in below:
+                message = f"consolidated_metadata describes {relative!r}, which has no zarr.json ({STALE})"
+                problems.append(Problem(key, "consolidated", message))
+            elif (actual := nodes.get(prefix + relative)) is not None:
+                problems += _compare_entry(key, relative, document, actual)
+        for relative in sorted(below - set(node.consolidated)):
+            message = f"consolidated_metadata lacks {relative!r}, which exists ({STALE})"
+            problems.append(Problem(key, "consolidated", message))
+    return problems
+
+
+def _compare_entry(key: str, relative: str, document: Any, actual: Array | NodeMetadata) -> list[Problem]:
+    try:
+        described = _comparable(node_metadata_from_json(document, f"{key}: consolidated_metadata[{relative!r}]"))
+    except Zarr3Error as exc:
+        return [Problem(key, "consolidated", str(exc))]
+    stored = _comparable(actual.metadata if isinstance(actual, Array) else actual)
+    differing = sorted(k for k in described.keys() | stored.keys() if described.get(k) != stored.get(k))
+    if not differing:
+        return []
+    fields = ", ".join(differing)
+    message = f"consolidated_metadata[{relative!r}] differs from {relative}/zarr.json in {fields} ({STALE})"
+    return [Problem(key, "consolidated", message)]
+
+
+def _comparable(metadata: NodeMetadata) -> dict[str, Any]:
+    document = metadata.to_json()
+    document.pop("consolidated_metadata", None)
+    return document
+
+
+def _check_keys(
+    keys: list[str], nodes: dict[str, Array | NodeMetadata], documents: dict[str, Any], problems: list[Problem],
+) -> dict[str, list[str]]:
+    """The chunk keys of every array, by array path; every other key becomes a problem."""
+    owned, stray = assign_keys(keys, documents)
+    problems += [Problem(k, "keys", "stray key: not a zarr.json and not inside any node", "warning") for k in stray]
+    chunk_keys = {}
+    for path, found in owned.items():
+        node = nodes.get(path)
+        if isinstance(node, Array):
+            chunk_keys[path] = _check_chunk_keys(node, found, problems)
+        elif isinstance(node, GroupMetadata):
+            message = f"stray key in group {path or '/'!r}: not a zarr.json of a child node"
+            problems += [Problem(k, "keys", message, "warning") for k in found]
+    return chunk_keys
+
+
+def _check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) -> list[str]:
+    """The keys of ``array`` that are chunk keys inside its grid; the rest become problems."""
+    grid = array.metadata.chunk_grid.grid_shape(array.shape)
+    prefix = f"{array.path}/" if array.path else ""
+    found = []
+    for key in keys:
+        try:
+            coords = array.metadata.chunk_key_encoding.decode_chunk_key(key[len(prefix):], array.ndim)
+        except InvalidKeyError as exc:
+            problems.append(Problem(key, "keys", f"stray key inside array {array.name!r}: {exc}", "warning"))
+            continue
+        if any(c >= n for c, n in zip(coords, grid)):
+            message = (f"chunk {coords} lies outside the chunk grid {grid} of array {array.name!r} "
+                       f"(shape {array.shape}): left over from a larger shape, never read")
+            problems.append(Problem(key, "keys", message))
+        else:
+            found.append(key)
+    return found
+
+
+def _check_chunks(
+    store: Store, nodes: dict[str, Any], chunk_keys: dict[str, list[str]],
+    progress: Callable[[int], Progress] | None,
+) -> list[Problem]:
+    problems: list[Problem] = []
+    bar = progress(sum(len(v) for v in chunk_keys.values())) if progress else None
+    for path, found in chunk_keys.items():
+        array: Array = nodes[path]
+        chunk_store = apply_storage_transformers(store, array.metadata.storage_transformers)
+        for start in range(0, len(found), FETCH_BATCH):
+            batch = found[start : start + FETCH_BATCH]
+            for key, data in zip(batch, chunk_store.get_many([(k, None) for k in batch])):
+                if data is not None:
+                    messages = check_chunk(array.codecs, data, array.chunk_spec)
+                    problems += [Problem(key, "chunks", message) for message in messages]
+            if bar is not None:
+                bar.update(len(batch))
+    if bar is not None:
+        bar.close()
+    return problems
+
+
+def check_chunk(chain: CodecChain, data: Buffer, spec: ChunkSpec) -> list[str]:
+    """What is wrong with one stored chunk (a shard: its index and every inner chunk); ``[]`` if nothing."""
+    try:
+        if not isinstance(chain.array_bytes, ShardingCodec):
+            decoded = chain.decode(data, spec)
+            if decoded.shape != spec.shape:
+                return [f"decodes to shape {decoded.shape}, expected {spec.shape}"]
+            return []
+        for array_codec in chain.array_array:
+            spec = array_codec.resolve_spec(spec)
+        for bytes_codec in reversed(chain.bytes_bytes):
+            data = bytes_codec.decode(data, spec)
+        return _check_shard(chain.array_bytes, data, spec)
+    except Exception as exc:  # a validator reports whatever decoding raises, it never stops at it
+        return [describe_error(exc)]
+
+
+def _check_shard(sharding: ShardingCodec, data: Buffer, spec: ChunkSpec) -> list[str]:
+    index = sharding.decode_index(data, spec)  # size, checksum, bounds, paired empty markers
+    index_size = sharding._index_size(spec)
+    body = (index_size, len(data)) if sharding.index_location == "start" else (0, len(data) - index_size)
+    inner_spec = spec.with_shape(sharding.chunk_shape)
+    messages: list[str] = []
+    previous: tuple[tuple[int, ...], int] | None = None
+    located = sorted((rng, coords) for coords in np.ndindex(*index.chunks_per_shard)
+                     if (rng := index.chunk_range(coords)) is not None)
+    for (start, end), coords in located:
+        where = f"inner chunk {coords} (bytes {start}-{end})"
+        if start < body[0] or end > body[1]:
+            messages.append(f"{where} overlaps the shard index")
+        if previous is not None and start < previous[1]:
+            messages.append(f"{where} overlaps inner chunk {previous[0]}")
+        previous = (coords, max(end, previous[1] if previous else 0))
+        messages += [f"{where}: {m}" for m in check_chunk(sharding.codecs, memoryview(data)[start:end], inner_spec)]
+    return messages
