@@ -30,6 +30,8 @@ import numpy as np
 import xarray as xr
 
 from .. import api
+from ..codecs.base import Codec
+from ..codecs.foreign import codec_from_object
 from ..codecs.registry import codec_from_json
 from ..errors import WriteError, WriteTypeError
 from ..pipeline import CodecChain
@@ -115,15 +117,15 @@ def _normalise(codecs: Any) -> Any:
 
 
 def codec_json(value: Any) -> Any:
-    """zarr-python codec objects (``to_dict()``) and numcodecs codecs become JSON; lists item by item."""
+    """Codec objects (ours, numcodecs', zarr-python's) become their v3 JSON; lists item by item."""
     if isinstance(value, list | tuple):
         return [codec_json(v) for v in value]
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "get_config") and hasattr(value, "codec_id"):
-        config = {k: v for k, v in value.get_config().items() if k != "id"}
-        return {"name": f"numcodecs.{value.codec_id}", "configuration": config}
-    return value
+    if value is None or isinstance(value, Mapping | str):
+        return value
+    if isinstance(value, Codec):
+        return value.to_json()
+    codec = codec_from_object(value)
+    return value.to_dict() if codec is None else codec.to_json()
 
 
 def parse_shape(value: Any, var: xr.Variable, key: str, name: str) -> tuple[int, ...] | None:
