@@ -19,6 +19,7 @@ from .chunk_keys import parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
 from .errors import MetadataError, UnknownExtensionError, Zarr3Error
 from .storage_transformers import is_registered
+from .store.base import segment_problem
 
 JSON = Any
 ARRAY_KEYS = frozenset({
@@ -240,7 +241,18 @@ def parse_consolidated(value: JSON, where: str) -> dict[str, dict[str, Any]] | N
         return None
     if not isinstance(value, dict) or value.get("kind") != "inline" or not isinstance(value.get("metadata"), dict):
         raise _fail(where, "consolidated_metadata", "{'kind': 'inline', 'metadata': {...}}", value)
-    return value["metadata"]
+    members = value["metadata"]
+    for name, document in members.items():
+        for segment in name.split("/"):
+            problem = segment_problem(segment)
+            if problem is not None:
+                raise MetadataError(
+                    f"{where}: consolidated_metadata member {name!r}: segment {segment!r} {problem}; "
+                    "it could escape the store root"
+                )
+        if not isinstance(document, dict):
+            raise _fail(where, f"consolidated_metadata.metadata[{name!r}]", "a metadata document (object)", document)
+    return members
 
 
 NodeMetadata = ArrayMetadata | GroupMetadata
