@@ -10,6 +10,7 @@
 import importlib.util
 
 from . import codecs  # noqa: F401  (registers the built-in codecs)
+from .codecs import allow_unsafe_codecs
 from .api import create_array, create_group, open, open_array, open_group
 from .array import Array
 from .errors import (
@@ -27,6 +28,7 @@ from .errors import (
     ReadOnlyError,
     StoreError,
     UnknownExtensionError,
+    UnsafeCodecError,
     Zarr3Error,
 )
 from .hierarchy import Group, consolidate_metadata
@@ -39,6 +41,6 @@ if importlib.util.find_spec("xarray") is not None:
 __all__ = [
     "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
-    "NodeNotFoundError", "ReadOnlyError", "StoreError", "UnknownExtensionError", "Zarr3Error",
-    "consolidate_metadata", "create_array", "create_group", "open", "open_array", "open_group",
+    "NodeNotFoundError", "ReadOnlyError", "StoreError", "UnknownExtensionError", "UnsafeCodecError",
+    "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata", "create_array", "create_group", "open", "open_array", "open_group",
 ]

@@ -13,7 +13,9 @@ use. Kinds mirror zarr-python 3.1: the filters ``delta``, ``bitround``,
 id (compressors, checksums, ``shuffle`` and unknown third-party ids) is
 ``bytes -> bytes``. ``evolve`` records the same automatic parameters as
 zarr-python (``shuffle.elementsize``, ``fixedscaleoffset.dtype``,
-``quantize.dtype``, ``astype.decode_dtype``).
+``quantize.dtype``, ``astype.decode_dtype``). ``numcodecs.pickle`` can run
+code when it decodes and is flagged unsafe (see
+:func:`~zarr3_backend.codecs.registry.allow_unsafe_codecs`).
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ from ..dtypes import data_type_from_numpy
 from ..errors import CodecError, MetadataError
 from . import blosc, gzip, zstd
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
-from .registry import register_codec_family
+from .registry import mark_unsafe, register_codec_family
 
 PREFIX = "numcodecs."
 ARRAY_ARRAY_IDS = frozenset({"delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype"})
 ARRAY_BYTES_IDS = frozenset({"pcodec", "zfpy"})
 CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
+#: ids whose decode can execute arbitrary code (unpickling): refused unless the user opts in
+UNSAFE_IDS = frozenset({"pickle"})
 #: configuration member filled by ``evolve`` with the chunk dtype (or its item size), per codec id
 _EVOLVE_DTYPE = {"fixedscaleoffset": "dtype", "quantize": "dtype", "astype": "decode_dtype"}
 
@@ -252,3 +256,5 @@ def _rebuild(name: str, configuration: dict[str, Any]) -> Codec:
 
 
 register_codec_family(PREFIX, numcodecs_codec_class)
+for _codec_id in UNSAFE_IDS:
+    mark_unsafe(PREFIX + _codec_id)
