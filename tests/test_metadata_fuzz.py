@@ -31,7 +31,7 @@ from zarr3_backend.metadata import parse_node_metadata
 from zarr3_backend.store import FsspecStore
 
 GOLDEN = Path(__file__).parent / "golden"
-CASES = int(os.environ.get("ZARR3_FUZZ_CASES", "400"))
+CASES = int(os.environ.get("ZARR3_FUZZ_CASES", "1000"))
 
 HOSTILE_VALUES: list[Any] = [
     None, True, 0, -1, 1, 2**31, 2**48, 2**62, 2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30, 1e308, -1e308, 0.5,

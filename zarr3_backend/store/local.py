@@ -153,7 +153,7 @@ class LocalStore(Store):
                 f"store key {key!r} leads through a symbolic link to {real!r}, outside the store root "
                 f"{self.root!r}; refusing to read, write, list or delete there"
             )
-        if os.path.isdir(path) and path != self.root:  # only existing directories stay resolved
+        if os.path.isdir(path):  # only existing directories stay resolved
             if len(self._checked_dirs) >= _CHECKED_DIRS_LIMIT:
                 self._checked_dirs.clear()
             self._checked_dirs.add(path)
@@ -189,9 +189,7 @@ class LocalStore(Store):
 
     def set(self, key: str, value: Value) -> None:
         self._check_writable()
-        path = self._path(key)
-        if os.path.islink(path):  # os.replace swaps the link itself, never its target
-            self._check_inside(path, key)
+        path = self._path(key)  # a link as the last component is replaced itself, never written through
         try:
             self._write_atomic(path, value)
         except OSError as exc:
