@@ -122,10 +122,11 @@ class LocalStore(Store):
         return "file://" + self.root
 
     def __getstate__(self) -> dict[str, object]:
-        return {"root": self.root, "read_only": self.read_only}
+        return {name: value for name, value in vars(self).items() if name != "_checked_dirs"}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["root"], state["read_only"])  # type: ignore[misc]
+        vars(self).update(state)
+        self._checked_dirs = set()  # resolved again where it is unpickled
 
     def _path(self, key: str) -> str:
         """The file of ``key``; its directory is checked to resolve inside the root."""
