@@ -10,6 +10,8 @@ stored bytes themselves; before the bounds, each of these reads allocated
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import tracemalloc
 import zlib
 from collections.abc import Callable
@@ -104,6 +106,10 @@ CASES = {
     "zstd-then-crc32c": ([BYTES, "zstd", "crc32c"], lambda: _with_crc(zstd_bomb())),
     "numcodecs-zstd": ([BYTES, {"name": "numcodecs.zstd", "configuration": {"level": 1}}], zstd_bomb),
     "numcodecs-gzip": ([BYTES, {"name": "numcodecs.gzip", "configuration": {"level": 1}}], gzip_bomb),
+    "numcodecs-bz2": ([BYTES, {"name": "numcodecs.bz2", "configuration": {"level": 1}}],
+                      lambda: bz2.compress(bytes(1 << 20)) * 1024),
+    "numcodecs-lzma": ([BYTES, {"name": "numcodecs.lzma", "configuration": {}}],
+                       lambda: lzma.compress(bytes(4 << 20), preset=0)),
 }
 
 
@@ -117,7 +123,7 @@ def test_bomb_chunk_fails_within_bounded_memory(tmp_path: Path, case: str) -> No
     array = _array(tmp_path, codecs)
     bomb = make_bomb()
     LocalStore(tmp_path).set("a/c/0/0", bomb)
-    peak = peak_allocation(lambda: array[:])
+    peak = peak_allocation(lambda: array[:64])  # only the hostile chunk (a valid lzma chunk alone holds 8 MiB)
     assert "a/c/0/0" in peak_allocation.message and str(CHUNK_BYTES) in peak_allocation.message  # type: ignore[attr-defined]
     assert_bounded(peak, len(bomb))
     np.testing.assert_array_equal(array[64:], 1.0)  # the other chunk still reads
@@ -143,6 +149,15 @@ def test_bomb_as_inner_chunk_of_a_shard(tmp_path: Path, case: str, selection: An
     assert "a/c/0/0 inner chunk (0, 0)" in peak_allocation.message  # type: ignore[attr-defined]
     assert_bounded(peak, len(shard))
     np.testing.assert_array_equal(array[128:], 1.0)
+
+
+@pytest.mark.parametrize("compressor", ["gzip", "zstd", "blosc", "numcodecs.zlib", "numcodecs.bz2", "numcodecs.lzma",
+                                        "numcodecs.lz4", "numcodecs.zstd", "numcodecs.blosc"])
+def test_valid_chunks_decode_under_the_bounds(tmp_path: Path, compressor: str) -> None:
+    array = _array(tmp_path, [TRANSPOSE, BYTES, compressor, "crc32c"])
+    data = np.random.default_rng(1).standard_normal((128, 64))
+    array[:] = data
+    np.testing.assert_array_equal(z3.open_array(tmp_path, "a")[:], data)
 
 
 def test_valid_chunks_without_content_size_still_decode(tmp_path: Path) -> None:

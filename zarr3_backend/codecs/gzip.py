@@ -19,7 +19,8 @@ from typing import ClassVar
 import numcodecs
 
 from ..errors import CodecError
-from .base import Buffer, BytesBytesCodec, ChunkSpec, decoded_too_large
+from .base import Buffer, BytesBytesCodec, ChunkSpec
+from .bounded import decompress_stream_bounded
 from .registry import parse_config_int, register_codec
 
 
@@ -63,32 +64,12 @@ def deflate_bound(size: int) -> int:
 
 
 def inflate_bounded(data: Buffer, max_size: int, wbits: int, codec: str) -> bytes:
-    """Inflate gzip (concatenated members allowed) or zlib data, stopping past ``max_size`` bytes.
-
-    Raises :class:`CodecError` for corrupt or truncated data and for output
-    larger than ``max_size``; never holds much more than ``max_size`` bytes.
+    """Inflate gzip (concatenated members allowed) or zlib data into at most ``max_size`` bytes.
 
     >>> inflate_bounded(zlib.compress(b"abc"), 3, zlib.MAX_WBITS, "zlib")
     b'abc'
     """
-    pieces: list[bytes] = []
-    produced = 0
-    pending: Buffer = data
-    try:
-        while True:
-            inflater = zlib.decompressobj(wbits)
-            piece = inflater.decompress(pending, max_size + 1 - produced)  # never 0: that means unbounded
-            produced += len(piece)
-            pieces.append(piece)
-            if produced > max_size:
-                raise decoded_too_large(codec, f"more than {max_size}", max_size)
-            if not inflater.eof:
-                raise CodecError(f"codec {codec!r}: truncated data ({memoryview(data).nbytes} bytes)")
-            pending = inflater.unused_data
-            if wbits != GZIP_WBITS or not pending.strip(b"\0"):
-                return pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    except zlib.error as exc:
-        raise CodecError(f"codec {codec!r}: corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
+    return decompress_stream_bounded(lambda: zlib.decompressobj(wbits), data, max_size, codec, (zlib.error,))
 
 
 register_codec(GzipCodec)

@@ -20,7 +20,9 @@ code when it decodes and is flagged unsafe (see
 
 from __future__ import annotations
 
+import bz2
 import json
+import lzma
 import math
 import zlib
 from collections.abc import Callable
@@ -39,6 +41,7 @@ from ..dtypes import data_type_from_numpy
 from ..errors import CodecError, MetadataError
 from . import blosc, gzip, zstd
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
+from .bounded import decompress_stream_bounded
 from .registry import mark_unsafe, register_codec_family
 
 PREFIX = "numcodecs."
@@ -48,6 +51,7 @@ CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_l
 #: ids whose decode can execute arbitrary code (unpickling): refused unless the user opts in
 UNSAFE_IDS = frozenset({"pickle"})
 #: configuration member filled by ``evolve`` with the chunk dtype (or its item size), per codec id
+_LZMA_MEMLIMIT = 128 << 20  # the 64 MiB dictionary of preset 9 fits; streams declaring more are refused
 _EVOLVE_DTYPE = {"fixedscaleoffset": "dtype", "quantize": "dtype", "astype": "decode_dtype"}
 
 
@@ -133,6 +137,8 @@ class NumcodecsBytesBytesCodec(_NumcodecsCodec, BytesBytesCodec):
 
     def decode_bounded(self, data: Buffer, spec: ChunkSpec, max_size: int | None) -> Buffer:
         """Compressors whose output size can be bounded before allocating are; others decode, then check."""
+        if max_size is not None and self.codec_id == "lzma":
+            return _lzma_bounded(self.configuration)(data, max_size, self.name)
         if max_size is not None and self.codec_id in _BOUNDED_DECODERS:
             return _BOUNDED_DECODERS[self.codec_id](data, max_size, self.name)
         return super().decode_bounded(data, spec, max_size)
@@ -149,12 +155,22 @@ def _lz4_bounded(data: Buffer, max_size: int, codec: str) -> Buffer:
         raise CodecError(f"codec {codec!r}: decode failed: {exc}") from exc
 
 
+def _lzma_bounded(configuration: dict[str, Any]) -> Callable[[Buffer, int, str], Buffer]:
+    """lzma output stops at the bound; its dictionary (declared by the stream) is capped by ``memlimit``."""
+    format_ = configuration.get("format", lzma.FORMAT_XZ)
+    filters = configuration.get("filters") if format_ == lzma.FORMAT_RAW else None
+    memlimit = None if format_ == lzma.FORMAT_RAW else _LZMA_MEMLIMIT
+    return lambda data, max_size, codec: decompress_stream_bounded(
+        lambda: lzma.LZMADecompressor(format_, memlimit, filters), data, max_size, codec, (lzma.LZMAError,))
+
+
 _BOUNDED_DECODERS: dict[str, Callable[[Buffer, int, str], Buffer]] = {
     "zstd": zstd.decompress_bounded,
     "blosc": blosc.decompress_bounded,
     "gzip": lambda data, max_size, codec: gzip.inflate_bounded(data, max_size, gzip.GZIP_WBITS, codec),
     "zlib": lambda data, max_size, codec: gzip.inflate_bounded(data, max_size, zlib.MAX_WBITS, codec),
     "lz4": _lz4_bounded,
+    "bz2": lambda data, max_size, codec: decompress_stream_bounded(bz2.BZ2Decompressor, data, max_size, codec, (OSError,)),
 }
 
 
