@@ -298,3 +298,15 @@ def test_listing_errors_from_botocore_are_store_errors() -> None:
     store = FsspecStore(Closed(skip_instance_cache=True), "/closed")
     with pytest.raises(StoreError, match="ConnectionClosedError"):
         list(store.list())
+
+
+def test_local_listing_errors_are_store_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LocalStore(tmp_path)
+    store.set("a/zarr.json", b"{}")
+
+    def failing(path: Any) -> Any:
+        raise OSError(5, "I/O error", path)
+
+    monkeypatch.setattr(os, "scandir", failing)
+    with pytest.raises(StoreError, match="could not list prefix 'a/'"):
+        store.list_dir("a/")

@@ -285,6 +285,8 @@ class LocalStore(Store):
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except (FileNotFoundError, NotADirectoryError):
             return keys, prefixes
+        except OSError as exc:
+            raise StoreError(f"could not list prefix {prefix!r} of {self.root!r}: {exc}") from exc
         for entry in entries:
             if entry.is_dir():
                 prefixes.append(f"{prefix}{entry.name}/")
