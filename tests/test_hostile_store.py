@@ -262,6 +262,14 @@ def test_overwrites_remove_orphaned_temp_files(tmp_path: Path, path: str) -> Non
     assert not list(tmp_path.rglob(f"{TMP_PREFIX}*"))
 
 
+def test_overwrites_on_object_stores_remove_copied_temp_files() -> None:
+    store = FsspecStore(MemoryFileSystem(skip_instance_cache=True), f"/copied-{uuid.uuid4().hex}")
+    z3.create_array(store, "a", shape=(2,), dtype="uint8")[:] = 1
+    store.fs.pipe_file(f"{store.root}/a/{TMP_PREFIX}x", b"partial")
+    z3.create_array(store, "a", shape=(2,), dtype="uint8", overwrite=True)
+    assert not store.fs.exists(f"{store.root}/a/{TMP_PREFIX}x")
+
+
 def test_mode_w_removes_orphaned_temp_files(tmp_path: Path) -> None:
     z3.create_group(tmp_path)
     orphan = _orphan(tmp_path)

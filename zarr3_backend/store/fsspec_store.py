@@ -216,8 +216,9 @@ class FsspecStore(Store):
                 raise StoreError(f"could not delete key {key!r} from {self.url}: {result}") from result
 
     def delete_prefix(self, prefix: str) -> None:
+        """Erase every key under ``prefix``, leftover temporary files (e.g. copied from a local store) included."""
         self._check_writable()  # before listing: read-only stores may not list at all
-        super().delete_prefix(prefix)
+        self.delete_many(self._find(prefix))
 
     # -- listing ----------------------------------------------------------------
 
@@ -227,15 +228,19 @@ class FsspecStore(Store):
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """Every key under ``prefix``; temporary files of atomic writes are never keys."""
+        yield from (key for key in self._find(prefix) if _is_key(key))
+
+    def _find(self, prefix: str) -> list[str]:
+        """Every object under ``prefix`` as a key, temporary files included."""
         path = self._prefix_path(prefix)
         try:
             found = self.fs.find(path, withdirs=False)
         except Exception as exc:
             if _is_missing(exc):
-                return
+                return []
             raise self._listing_failed(prefix, exc) from exc
         keys = (self._relative(path) for path in found)
-        yield from sorted(key for key in keys if key and key.startswith(prefix) and _is_key(key))
+        return sorted(key for key in keys if key and key.startswith(prefix) and not key.endswith("/"))
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         path = self._prefix_path(prefix)
