@@ -10,6 +10,7 @@
 import importlib.util
 
 from . import codecs  # noqa: F401  (registers the built-in codecs)
+from .codecs import allow_unsafe_codecs
 from .api import create_array, create_group, open, open_array, open_group
 from .array import Array
 from .errors import (
@@ -29,6 +30,7 @@ from .errors import (
     RegionKeyError,
     StoreError,
     UnknownExtensionError,
+    UnsafeCodecError,
     WriteError,
     WriteTypeError,
     Zarr3Error,
@@ -44,9 +46,9 @@ if importlib.util.find_spec("xarray") is not None:
 __all__ = [
     "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
-    "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnknownExtensionError", "WriteError",
-    "WriteTypeError", "Zarr3Error", "consolidate_metadata", "create_array", "create_group", "open", "open_array",
-    "open_group",
+    "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnknownExtensionError",
+    "UnsafeCodecError", "WriteError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
+    "create_array", "create_group", "open", "open_array", "open_group",
 ]
 if importlib.util.find_spec("xarray") is not None:
     __all__ += ["open_zarr3", "to_zarr3"]

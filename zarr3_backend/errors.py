@@ -26,8 +26,16 @@ class UnknownExtensionError(MetadataError):
     """
 
 
+class UnsafeCodecError(MetadataError):
+    """The metadata names a codec that can execute code when it decodes (e.g. ``numcodecs.pickle``).
+
+    Such codecs are refused unless the user opts in; see
+    :func:`zarr3_backend.codecs.registry.allow_unsafe_codecs`.
+    """
+
+
 class NodeNameError(Zarr3Error, ValueError):
-    """A node name breaks the spec's rules (empty, ``/``, only periods, ``__``)."""
+    """A node name breaks the spec's rules (empty, ``/``, only periods, ``__``) or could escape the store."""
 
 
 class CodecError(Zarr3Error, ValueError):

@@ -17,7 +17,7 @@ from .array import Array, Attributes, metadata_key
 from .errors import GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from .store import make_store
-from .store.base import Store
+from .store.base import Store, segment_problem
 
 
 
@@ -36,6 +36,9 @@ def validate_node_name(name: str) -> str:
         raise NodeNameError(f"node name {name!r} must not consist only of periods")
     if name.startswith("__"):
         raise NodeNameError(f"node name {name!r} must not start with the reserved prefix '__'")
+    problem = segment_problem(name)
+    if problem is not None:
+        raise NodeNameError(f"node name {name!r} {problem}; it could escape the store root")
     return name
 
 

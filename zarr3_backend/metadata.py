@@ -4,11 +4,18 @@ Parsing validates every field and raises :class:`MetadataError` naming the
 document key, the field, what was expected and what was found. Unknown
 top-level keys and storage transformers follow the spec's ``must_understand``
 rule. Codecs stay plain JSON here; :mod:`zarr3_backend.pipeline` builds them.
+
+Hostile documents give a :class:`MetadataError` too: parsing refuses nesting
+deeper than :data:`MAX_DEPTH`, integer literals longer than
+:data:`MAX_INT_DIGITS` digits, shapes whose product reaches 2**63, and chunks
+whose byte size exceeds :data:`ADDRESS_SPACE`, before anything is allocated.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -19,6 +26,7 @@ from .chunk_keys import parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
 from .errors import MetadataError, UnknownExtensionError, Zarr3Error
 from .storage_transformers import is_registered
+from .store.base import segment_problem
 
 JSON = Any
 ARRAY_KEYS = frozenset({
@@ -28,15 +36,38 @@ ARRAY_KEYS = frozenset({
 GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated_metadata"})
 
 
+#: Deepest nesting of JSON objects and arrays accepted in a ``zarr.json``.
+MAX_DEPTH = 64
+#: Longest integer literal (in digits) accepted in a ``zarr.json``; no data type needs more than 20.
+MAX_INT_DIGITS = 40
+#: Bytes a process can address: no chunk may be larger (a 64-bit CPU maps at most 2**48 bytes per process).
+ADDRESS_SPACE = min(sys.maxsize, 1 << 48)
+_MAX_INDEX = 2**63  # numpy indexes with int64: shapes and their products stay below it
+
+
 def _fail(where: str, field_name: str, expected: str, got: Any) -> MetadataError:
-    return MetadataError(f"{where}: {field_name}: expected {expected}, got {got!r}")
+    shown = repr(got)
+    return MetadataError(f"{where}: {field_name}: expected {expected}, got {shown[:200]}{'...' if len(shown) > 200 else ''}")
 
 
-def parse_shape(value: JSON, where: str) -> tuple[int, ...]:
-    """A list of non-negative integers."""
-    if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
-        raise _fail(where, "shape", "a list of non-negative integers", value)
+def parse_shape(value: JSON, where: str, field_name: str = "shape", low: int = 0) -> tuple[int, ...]:
+    """A list of integers of at least ``low`` whose product stays below 2**63."""
+    if not isinstance(value, list) or not all(_is_int(v) and low <= v < _MAX_INDEX for v in value):
+        kind = "non-negative" if low == 0 else "positive"
+        raise _fail(where, field_name, f"a list of {kind} integers below 2**63", value)
+    if math.prod(value) >= _MAX_INDEX:
+        raise _fail(where, field_name, "a shape with fewer than 2**63 elements", value)
     return tuple(value)
+
+
+def _check_chunk_bytes(chunk_shape: tuple[int, ...], data_type: DataType, where: str) -> None:
+    """Refuse chunks no process could hold, before anything tries to allocate one."""
+    nbytes = math.prod(chunk_shape) * data_type.numpy.itemsize
+    if nbytes > ADDRESS_SPACE:
+        raise MetadataError(
+            f"{where}: chunk_grid.configuration.chunk_shape: a chunk of shape {list(chunk_shape)} and data type "
+            f"{data_type.name!r} needs {nbytes} bytes, more than a process can address ({ADDRESS_SPACE})"
+        )
 
 
 def _is_int(value: Any) -> bool:
@@ -56,6 +87,8 @@ def parse_dimension_names(value: JSON, ndim: int, where: str) -> tuple[str | Non
         return None
     if not isinstance(value, list) or len(value) != ndim or not all(v is None or isinstance(v, str) for v in value):
         raise _fail(where, "dimension_names", f"a list of {ndim} strings or nulls", value)
+    if any(v is not None and "\0" in v for v in value):
+        raise _fail(where, "dimension_names", "names without NUL characters", value)
     return tuple(value)
 
 
@@ -150,6 +183,8 @@ class ArrayMetadata:
             grid = RegularChunkGrid.from_json(_require(document, "chunk_grid", where))
             if len(grid.chunk_shape) != len(shape):
                 raise _fail(where, "chunk_grid.configuration.chunk_shape", f"{len(shape)} dimensions", list(grid.chunk_shape))
+            parse_shape(list(grid.chunk_shape), where, "chunk_grid.configuration.chunk_shape", low=1)
+            _check_chunk_bytes(grid.chunk_shape, data_type, where)
             encoding = parse_chunk_key_encoding(_require(document, "chunk_key_encoding", where))
             fill_value = data_type.parse_fill_value(_require(document, "fill_value", where))
             codecs = parse_extension_list(_require(document, "codecs", where), "codecs", where)
@@ -240,19 +275,50 @@ def parse_consolidated(value: JSON, where: str) -> dict[str, dict[str, Any]] | N
         return None
     if not isinstance(value, dict) or value.get("kind") != "inline" or not isinstance(value.get("metadata"), dict):
         raise _fail(where, "consolidated_metadata", "{'kind': 'inline', 'metadata': {...}}", value)
-    return value["metadata"]
+    members = value["metadata"]
+    for name, document in members.items():
+        for segment in name.split("/"):
+            problem = segment_problem(segment)
+            if problem is not None:
+                raise MetadataError(
+                    f"{where}: consolidated_metadata member {name!r}: segment {segment!r} {problem}; "
+                    "it could escape the store root"
+                )
+        if not isinstance(document, dict):
+            raise _fail(where, f"consolidated_metadata.metadata[{name!r}]", "a metadata document (object)", document)
+    return members
 
 
 NodeMetadata = ArrayMetadata | GroupMetadata
 
 
 def parse_node_metadata(raw: bytes, where: str) -> NodeMetadata:
-    """Decode a ``zarr.json`` value into array or group metadata."""
+    """Decode a ``zarr.json`` value into array or group metadata, within the parse limits."""
     try:
-        document = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        document = json.loads(raw, parse_int=_parse_int)
+    except RecursionError as exc:
+        raise MetadataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)") from exc
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too long integers
         raise MetadataError(f"{where}: not valid JSON ({exc})") from exc
+    _check_depth(document, where)
     return node_metadata_from_json(document, where)
+
+
+def _parse_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        raise MetadataError(f"integer literal of {len(literal)} digits; at most {MAX_INT_DIGITS} are accepted")
+    return int(literal)
+
+
+def _check_depth(document: JSON, where: str) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (later recursive code would overflow the stack)."""
+    stack = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise MetadataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
 def node_metadata_from_json(document: JSON, where: str) -> NodeMetadata:

@@ -36,6 +36,7 @@ class CodecChain:
         self.codecs = tuple(codecs)
         self.array_array, self.array_bytes, self.bytes_bytes = _split_by_kind(self.codecs, where)
         self._spec_cache: dict[tuple[Any, ...], tuple[list[ChunkSpec], ChunkSpec]] = {}
+        self._limit_cache: dict[tuple[Any, ...], list[int | None]] = {}
 
     @classmethod
     def from_json(cls, items: Any, where: str = "codecs") -> CodecChain:
@@ -79,6 +80,35 @@ class CodecChain:
                 spec = codec.resolve_spec(spec)
             cached = self._spec_cache[key] = (inputs, spec)
         return cached
+
+    def _limits(self, spec: ChunkSpec) -> list[int | None]:
+        """The most each bytes -> bytes codec may decode to (``None``: unbounded), in chain order."""
+        key = (spec.shape, spec.data_type.name)
+        cached = self._limit_cache.get(key)
+        if cached is None:
+            _, bytes_spec = self._specs(spec)
+            size = self.array_bytes.max_encoded_size(bytes_spec.size * bytes_spec.dtype.itemsize, bytes_spec)
+            cached = []
+            for bytes_codec in self.bytes_bytes:
+                cached.append(size)
+                size = None if size is None else bytes_codec.max_encoded_size(size, bytes_spec)
+            self._limit_cache[key] = cached
+        return cached
+
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
+        """Upper bound on a chunk's encoded size (``None`` if some codec has none)."""
+        inputs, bytes_spec = self._specs(spec)
+        size: int | None = input_size
+        for array_codec, codec_spec in zip(self.array_array, inputs):
+            size = array_codec.max_encoded_size(size, codec_spec)
+            if size is None:
+                return None
+        size = self.array_bytes.max_encoded_size(size, bytes_spec)
+        for bytes_codec in self.bytes_bytes:
+            if size is None:
+                return None
+            size = bytes_codec.max_encoded_size(size, bytes_spec)
+        return size
 
     def evolve(self, spec: ChunkSpec) -> CodecChain:
         """Fill automatic parameters for ``spec`` (recorded in metadata)."""
@@ -129,8 +159,8 @@ class CodecChain:
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         """Decode bytes to an array of ``spec.shape`` (possibly a read-only view)."""
         inputs, bytes_spec = self._specs(spec)
-        for bytes_codec in reversed(self.bytes_bytes):
-            data = bytes_codec.decode(data, bytes_spec)
+        for bytes_codec, limit in zip(reversed(self.bytes_bytes), reversed(self._limits(spec))):
+            data = bytes_codec.decode_bounded(data, bytes_spec, limit)
         chunk = self.array_bytes.decode(data, bytes_spec)
         for array_codec, codec_spec in zip(reversed(self.array_array), reversed(inputs)):
             chunk = array_codec.decode(chunk, codec_spec)
@@ -146,13 +176,14 @@ class CodecChain:
         if self.array_array or not self.array_bytes.is_native_layout(bytes_spec):
             out[...] = self.decode(data, spec)
             return
-        for bytes_codec in reversed(self.bytes_bytes[1:]):
-            data = bytes_codec.decode(data, bytes_spec)
+        limits = self._limits(spec)
+        for bytes_codec, limit in zip(reversed(self.bytes_bytes[1:]), reversed(limits[1:])):
+            data = bytes_codec.decode_bounded(data, bytes_spec, limit)
         out_bytes = memoryview(out.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
         if self.bytes_bytes and self.bytes_bytes[0].decode_into(data, bytes_spec, out_bytes):
             return
         if self.bytes_bytes:
-            data = self.bytes_bytes[0].decode(data, bytes_spec)
+            data = self.bytes_bytes[0].decode_bounded(data, bytes_spec, limits[0])
         self.array_bytes.decode_into(data, bytes_spec, out)
 
     # -- partial reads ---------------------------------------------------

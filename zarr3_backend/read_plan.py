@@ -75,7 +75,8 @@ class DecodeJob:
         if target is not None:
             decode_chunk_into(self.codec, self.data, self.spec, self.where, target)
             return
-        chunk = thread_buffer(self.spec.shape, self.spec.dtype)
+        with _decoding(self.where):  # a chunk too large to allocate is a CodecError, not a MemoryError
+            chunk = thread_buffer(self.spec.shape, self.spec.dtype)
         decode_chunk_into(self.codec, self.data, self.spec, self.where, chunk)
         out[self.out_selection] = chunk[self.selection]
 

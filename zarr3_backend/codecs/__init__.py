@@ -19,7 +19,14 @@ from .numcodecs_adapter import (
     NumcodecsBytesBytesCodec,
     numcodecs_codec_class,
 )
-from .registry import codec_from_json, get_codec_class, register_codec, register_codec_family
+from .registry import (
+    allow_unsafe_codecs,
+    codec_from_json,
+    get_codec_class,
+    mark_unsafe,
+    register_codec,
+    register_codec_family,
+)
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
 from .vlen_utf8 import VLenBytesCodec, VLenUTF8Codec
@@ -29,5 +36,6 @@ __all__ = [
     "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "BytesBytesCodec", "BytesCodec", "ChunkSpec", "Codec",
     "Crc32cCodec", "GzipCodec", "NumcodecsArrayArrayCodec", "NumcodecsArrayBytesCodec", "NumcodecsBytesBytesCodec",
     "ShardingCodec", "TransposeCodec", "VLenBytesCodec", "VLenUTF8Codec", "ZstdCodec", "codec_from_json",
-    "get_codec_class", "numcodecs_codec_class", "register_codec", "register_codec_family",
+    "allow_unsafe_codecs", "get_codec_class", "mark_unsafe", "numcodecs_codec_class", "register_codec",
+    "register_codec_family",
 ]

@@ -104,6 +104,18 @@ class Codec(ABC):
         """Encoded byte size for a decoded byte size, for fixed-size codecs."""
         raise CodecError(f"codec {self.name!r} produces variable-sized output")
 
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
+        """An upper bound on the encoded size of ``input_size`` decoded bytes; ``None`` if there is none.
+
+        Decoders of later codecs use it as the most they may produce. The
+        default is :meth:`compute_encoded_size` for fixed-size codecs, else ``None``;
+        compressors override it with their worst-case expansion.
+        """
+        try:
+            return self.compute_encoded_size(input_size, spec)
+        except CodecError:
+            return None
+
 
 class ArrayArrayCodec(Codec):
     """ndarray -> ndarray. ``decode(encode(a, spec), spec) == a``."""
@@ -178,6 +190,19 @@ class BytesBytesCodec(Codec):
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         """Decode a byte string."""
 
+    def decode_bounded(self, data: Buffer, spec: ChunkSpec, max_size: int | None) -> Buffer:
+        """:meth:`decode`, refusing output of more than ``max_size`` bytes with :class:`CodecError`.
+
+        ``max_size`` is the most the chunk spec allows at this point of the
+        chain (``None``: no bound is known). The default decodes and then
+        checks; compressors override it to stop before allocating more
+        than ``max_size`` (a small hostile chunk must not inflate to gigabytes).
+        """
+        decoded = self.decode(data, spec)
+        if max_size is not None and memoryview(decoded).nbytes > max_size:
+            raise decoded_too_large(self.name, memoryview(decoded).nbytes, max_size)
+        return decoded
+
     def decode_into(self, data: Buffer, spec: ChunkSpec, out: memoryview) -> bool:
         """Decode straight into ``out`` (exactly the decoded size) if supported.
 
@@ -186,6 +211,14 @@ class BytesBytesCodec(Codec):
         :meth:`decode`). Overridden by codecs that can avoid a temporary.
         """
         return False
+
+
+def decoded_too_large(codec: str, size: int | str, max_size: int) -> CodecError:
+    """The error for a chunk that decodes (or claims to decode) to more bytes than its spec allows."""
+    return CodecError(
+        f"codec {codec!r}: the chunk decodes to {size} bytes, but its chunk spec allows at most {max_size}; "
+        "refusing to decode it (corrupt or hostile data)"
+    )
 
 
 def update_whole(codec: Any, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:

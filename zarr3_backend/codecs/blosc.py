@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 import numcodecs.blosc
 
 from ..errors import CodecError
-from .base import Buffer, BytesBytesCodec, ChunkSpec
+from .base import Buffer, BytesBytesCodec, ChunkSpec, decoded_too_large
 from .registry import parse_config_choice, parse_config_int, register_codec
 
 CName = Literal["lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib"]
@@ -93,6 +93,13 @@ class BloscCodec(BytesBytesCodec):
         self._decompress(data, out)
         return out
 
+    def decode_bounded(self, data: Buffer, spec: ChunkSpec, max_size: int | None) -> Buffer:
+        """:meth:`decode`, after checking the size the header claims against ``max_size``."""
+        return decompress_bounded(data, max_size, self.name)
+
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
+        return input_size + numcodecs.blosc.MAX_OVERHEAD
+
     def decode_into(self, data: Buffer, spec: ChunkSpec, out: memoryview) -> bool:
         """Decompress straight into ``out``; always supported."""
         size = _decoded_size(data)
@@ -103,10 +110,24 @@ class BloscCodec(BytesBytesCodec):
 
     @staticmethod
     def _decompress(data: Buffer, out: Buffer) -> None:
-        try:
-            numcodecs.blosc.decompress(data, out)
-        except (RuntimeError, ValueError) as exc:
-            raise CodecError(f"codec 'blosc': corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
+        _decompress(data, out)
+
+
+def decompress_bounded(data: Buffer, max_size: int | None, codec: str = "blosc") -> Buffer:
+    """Decompress blosc ``data`` whose header must claim at most ``max_size`` decoded bytes."""
+    size = _decoded_size(data)
+    if max_size is not None and size > max_size:
+        raise decoded_too_large(codec, size, max_size)
+    out = bytearray(size)
+    _decompress(data, out)
+    return out
+
+
+def _decompress(data: Buffer, out: Buffer) -> None:
+    try:
+        numcodecs.blosc.decompress(data, out)
+    except (RuntimeError, ValueError) as exc:
+        raise CodecError(f"codec 'blosc': corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
 
 
 def _decoded_size(data: Buffer) -> int:

@@ -13,32 +13,45 @@ use. Kinds mirror zarr-python 3.1: the filters ``delta``, ``bitround``,
 id (compressors, checksums, ``shuffle`` and unknown third-party ids) is
 ``bytes -> bytes``. ``evolve`` records the same automatic parameters as
 zarr-python (``shuffle.elementsize``, ``fixedscaleoffset.dtype``,
-``quantize.dtype``, ``astype.decode_dtype``).
+``quantize.dtype``, ``astype.decode_dtype``). ``numcodecs.pickle`` can run
+code when it decodes and is flagged unsafe (see
+:func:`~zarr3_backend.codecs.registry.allow_unsafe_codecs`).
 """
 
 from __future__ import annotations
 
+import bz2
 import json
+import lzma
 import math
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, ClassVar
 
 import numcodecs
+import numcodecs.blosc
+import numcodecs.lz4
 import numcodecs.registry
 import numpy as np
 from numcodecs.abc import Codec as Numcodec
 
 from ..dtypes import data_type_from_numpy
 from ..errors import CodecError, MetadataError
-from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
-from .registry import register_codec_family
+from . import blosc, gzip, zstd
+from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
+from .bounded import decompress_stream_bounded
+from .registry import mark_unsafe, register_codec_family
 
 PREFIX = "numcodecs."
 ARRAY_ARRAY_IDS = frozenset({"delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype"})
 ARRAY_BYTES_IDS = frozenset({"pcodec", "zfpy"})
 CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
+#: ids whose decode can execute arbitrary code (unpickling): refused unless the user opts in
+UNSAFE_IDS = frozenset({"pickle"})
 #: configuration member filled by ``evolve`` with the chunk dtype (or its item size), per codec id
+_LZMA_MEMLIMIT = 128 << 20  # the 64 MiB dictionary of preset 9 fits; streams declaring more are refused
 _EVOLVE_DTYPE = {"fixedscaleoffset": "dtype", "quantize": "dtype", "astype": "decode_dtype"}
 
 
@@ -106,6 +119,10 @@ class NumcodecsBytesBytesCodec(_NumcodecsCodec, BytesBytesCodec):
             return input_size + 4
         return super().compute_encoded_size(input_size, spec)
 
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
+        bound = _ENCODED_BOUNDS.get(self.codec_id)
+        return bound(input_size) if bound is not None else super().max_encoded_size(input_size, spec)
+
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         try:
             return _as_buffer(self.numcodec.encode(data))
@@ -117,6 +134,53 @@ class NumcodecsBytesBytesCodec(_NumcodecsCodec, BytesBytesCodec):
             return _as_buffer(self.numcodec.decode(data))
         except Exception as exc:
             raise self._failed("decode", exc) from exc
+
+    def decode_bounded(self, data: Buffer, spec: ChunkSpec, max_size: int | None) -> Buffer:
+        """Compressors whose output size can be bounded before allocating are; others decode, then check."""
+        if max_size is not None and self.codec_id == "lzma":
+            return _lzma_bounded(self.configuration)(data, max_size, self.name)
+        if max_size is not None and self.codec_id in _BOUNDED_DECODERS:
+            return _BOUNDED_DECODERS[self.codec_id](data, max_size, self.name)
+        return super().decode_bounded(data, spec, max_size)
+
+
+def _lz4_bounded(data: Buffer, max_size: int, codec: str) -> Buffer:
+    """numcodecs' lz4 records the decoded size in a 4-byte little-endian prefix: check it first."""
+    recorded = int.from_bytes(bytes(memoryview(data).cast("B")[:4]), "little")
+    if recorded > max_size:
+        raise decoded_too_large(codec, recorded, max_size)
+    try:
+        return numcodecs.lz4.decompress(data)
+    except Exception as exc:
+        raise CodecError(f"codec {codec!r}: decode failed: {exc}") from exc
+
+
+def _lzma_bounded(configuration: dict[str, Any]) -> Callable[[Buffer, int, str], Buffer]:
+    """lzma output stops at the bound; its dictionary (declared by the stream) is capped by ``memlimit``."""
+    format_ = configuration.get("format", lzma.FORMAT_XZ)
+    filters = configuration.get("filters") if format_ == lzma.FORMAT_RAW else None
+    memlimit = None if format_ == lzma.FORMAT_RAW else _LZMA_MEMLIMIT
+    return lambda data, max_size, codec: decompress_stream_bounded(
+        lambda: lzma.LZMADecompressor(format_, memlimit, filters), data, max_size, codec, (lzma.LZMAError,))
+
+
+_BOUNDED_DECODERS: dict[str, Callable[[Buffer, int, str], Buffer]] = {
+    "zstd": zstd.decompress_bounded,
+    "blosc": blosc.decompress_bounded,
+    "gzip": lambda data, max_size, codec: gzip.inflate_bounded(data, max_size, gzip.GZIP_WBITS, codec),
+    "zlib": lambda data, max_size, codec: gzip.inflate_bounded(data, max_size, zlib.MAX_WBITS, codec),
+    "lz4": _lz4_bounded,
+    "bz2": lambda data, max_size, codec: decompress_stream_bounded(bz2.BZ2Decompressor, data, max_size, codec, (OSError,)),
+}
+
+
+_ENCODED_BOUNDS: dict[str, Callable[[int], int]] = {
+    "zstd": zstd.compress_bound,
+    "blosc": lambda size: size + numcodecs.blosc.MAX_OVERHEAD,
+    "gzip": lambda size: gzip.deflate_bound(size) + gzip.GZIP_FRAMING,
+    "zlib": gzip.deflate_bound,
+    "lz4": lambda size: size + size // 255 + 20,  # LZ4_compressBound plus the 4-byte size prefix
+}
 
 
 class NumcodecsArrayArrayCodec(_NumcodecsCodec, ArrayArrayCodec):
@@ -208,3 +272,5 @@ def _rebuild(name: str, configuration: dict[str, Any]) -> Codec:
 
 
 register_codec_family(PREFIX, numcodecs_codec_class)
+for _codec_id in UNSAFE_IDS:
+    mark_unsafe(PREFIX + _codec_id)

@@ -14,19 +14,29 @@ Classes are found, in order, among
 3. codec families registered with :func:`register_codec_family` (e.g. every
    ``numcodecs.<codec_id>`` through the numcodecs adapter).
 
+Codecs that can execute code when they decode (``numcodecs.pickle``, or any
+codec registered with ``unsafe=True`` or named in :func:`mark_unsafe`) are
+refused with :class:`UnsafeCodecError` unless the user opts in, inside
+``with allow_unsafe_codecs():`` or with the environment variable
+``ZARR3_ALLOW_UNSAFE_CODECS=1`` (needed on dask workers in other processes,
+which rebuild codecs from metadata).
+
 The small ``parse_config_*`` helpers validate configuration members with
 uniform messages.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Collection
+import threading
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
-from ..errors import MetadataError, UnknownExtensionError
+from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
 from .base import Codec
 
 ENTRY_POINT_GROUP = "zarr3_backend.codecs"
@@ -34,15 +44,23 @@ _REGISTERED_NAME = re.compile(r"^[a-z][a-z0-9\-_.]+$")
 _URI_NAME = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|urn:)\S+$")
 _OBJECT_MEMBERS = frozenset({"name", "configuration", "must_understand"})
 
+#: Set to ``1`` (or ``true``/``yes``) to allow codecs that can execute code on decode.
+UNSAFE_ENV = "ZARR3_ALLOW_UNSAFE_CODECS"
+
 _codecs: dict[str, type[Codec]] = {}
 _families: dict[str, Callable[[str], type[Codec] | None]] = {}
+_unsafe: set[str] = set()
+_allowed = 0  # depth of open ``allow_unsafe_codecs`` blocks
+_allowed_lock = threading.Lock()
 
 C = TypeVar("C", bound=type[Codec])
 
 
-def register_codec(cls: C) -> C:
+def register_codec(cls: C, *, unsafe: bool = False) -> C:
     """Register ``cls`` under ``cls.name``; the last registration of a name wins.
 
+    ``unsafe=True`` flags a codec that can execute code when it decodes: it
+    is then refused unless the user opts in (see :func:`allow_unsafe_codecs`).
     Returns ``cls`` so it can be used as a decorator.
 
     >>> from zarr3_backend.codecs.registry import get_codec_class, register_codec
@@ -53,7 +71,54 @@ def register_codec(cls: C) -> C:
     if not (isinstance(cls, type) and issubclass(cls, Codec)):
         raise TypeError(f"register_codec: expected a Codec subclass, got {cls!r}")
     _codecs[parse_codec_name(cls.name)] = cls
+    if unsafe:
+        mark_unsafe(cls.name)
     return cls
+
+
+def mark_unsafe(name: str) -> None:
+    """Flag the codec ``name`` as able to execute code on decode (refused unless opted in)."""
+    _unsafe.add(parse_codec_name(name))
+
+
+def is_unsafe(name: str) -> bool:
+    """Whether the codec ``name`` is flagged as able to execute code on decode.
+
+    >>> is_unsafe("numcodecs.pickle"), is_unsafe("gzip")
+    (True, False)
+    """
+    return name in _unsafe
+
+
+@contextmanager
+def allow_unsafe_codecs() -> Iterator[None]:
+    """Within the block, accept codecs flagged unsafe (``numcodecs.pickle`` ...) in this process.
+
+    Only open data you trust this way: decoding such a chunk can run
+    arbitrary code. Processes that rebuild codecs elsewhere (dask workers)
+    need ``ZARR3_ALLOW_UNSAFE_CODECS=1`` in their environment instead.
+    """
+    global _allowed
+    with _allowed_lock:
+        _allowed += 1
+    try:
+        yield
+    finally:
+        with _allowed_lock:
+            _allowed -= 1
+
+
+def unsafe_codecs_allowed() -> bool:
+    """Whether codecs flagged unsafe are accepted right now (opt-in block or environment variable)."""
+    return _allowed > 0 or os.environ.get(UNSAFE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _check_safe(name: str) -> None:
+    if is_unsafe(name) and not unsafe_codecs_allowed():
+        raise UnsafeCodecError(
+            f"codec {name!r} can execute arbitrary code when it decodes, so it is refused; if you trust "
+            f"this data, open it inside 'with zarr3_backend.allow_unsafe_codecs():' or set {UNSAFE_ENV}=1"
+        )
 
 
 def register_codec_family(prefix: str, factory: Callable[[str], type[Codec] | None]) -> None:
@@ -92,7 +157,8 @@ def codec_from_json(obj: Any) -> Codec | None:
     Returns ``None`` for an unknown codec whose object says
     ``"must_understand": false``: the caller then leaves it out of the chain.
     Malformed objects raise :class:`MetadataError`; unknown codecs raise
-    :class:`UnknownExtensionError`.
+    :class:`UnknownExtensionError`; codecs flagged unsafe raise
+    :class:`UnsafeCodecError` outside :func:`allow_unsafe_codecs`.
 
     >>> from zarr3_backend.codecs.registry import codec_from_json
     >>> codec_from_json({"name": "gzip", "configuration": {"level": 1}})
@@ -103,7 +169,9 @@ def codec_from_json(obj: Any) -> Codec | None:
     if isinstance(obj, Codec):
         return obj
     if isinstance(obj, str):
-        return get_codec_class(parse_codec_name(obj)).from_json({})
+        cls = get_codec_class(parse_codec_name(obj))
+        _check_safe(obj)
+        return cls.from_json({})
     if not isinstance(obj, dict):
         from .foreign import codec_from_object  # imports the registry: not at module level
 
@@ -115,6 +183,7 @@ def codec_from_json(obj: Any) -> Codec | None:
         if must_understand:
             raise
         return None
+    _check_safe(name)
     return cls.from_json(configuration)
 
 

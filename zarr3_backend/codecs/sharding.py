@@ -125,6 +125,13 @@ class ShardingCodec(ArrayBytesCodec):
         except CodecError as exc:
             raise CodecError(f"sharding_indexed: index_codecs must produce a fixed-size index ({exc})") from exc
 
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
+        """The index plus every inner chunk at its own bound (``None`` if the inner chain has none)."""
+        inner_spec = self._inner_spec(spec)
+        inner = self.codecs.max_encoded_size(inner_spec.size * inner_spec.dtype.itemsize, inner_spec)
+        n_inner = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
+        return None if inner is None else self._index_size(spec) + n_inner * inner
+
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         inner_spec = self._inner_spec(spec)
         parts = {}

@@ -9,7 +9,10 @@ Spec: https://github.com/zarr-developers/zarr-extensions/tree/main/codecs/zstd
 uses ``numcodecs.zstd``, which releases the GIL. :meth:`ZstdCodec.decode_into`
 decompresses straight into the caller's buffer when the frame header records
 a content size equal to the buffer size (zarr-python and numcodecs always
-record it).
+record it). Decoding never allocates more than the chunk spec allows
+(:func:`decompress_bounded`): a frame whose header records a larger size is
+refused before decompressing, and frames without a recorded size are
+decompressed into a buffer of at most that size.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from typing import ClassVar
 import numcodecs.zstd
 
 from ..errors import CodecError, MetadataError
-from .base import Buffer, BytesBytesCodec, ChunkSpec
+from .base import Buffer, BytesBytesCodec, ChunkSpec, decoded_too_large
 from .registry import parse_config_int, register_codec
 
 _MAGIC = b"\x28\xb5\x2f\xfd"
 _FCS_SIZES = (0, 2, 4, 8)  # by Frame_Content_Size_flag; flag 0 means 1 byte if single-segment
 _DICT_ID_SIZES = (0, 1, 2, 4)
+_FRAME_OVERHEAD = 32  # frame header and checksum, generously
 
 
 def frame_content_size(data: Buffer) -> int | None:
@@ -70,6 +74,14 @@ class ZstdCodec(BytesBytesCodec):
         except (RuntimeError, ValueError) as exc:
             raise CodecError(_corrupt(data, exc)) from exc
 
+    def decode_bounded(self, data: Buffer, spec: ChunkSpec, max_size: int | None) -> Buffer:
+        if max_size is None:
+            return self.decode(data, spec)
+        return decompress_bounded(data, max_size, self.name)
+
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
+        return compress_bound(input_size)
+
     def decode_into(self, data: Buffer, spec: ChunkSpec, out: memoryview) -> bool:
         """Decompress into ``out`` if the frame header says it has ``out``'s size."""
         if frame_content_size(data) != out.nbytes:
@@ -79,6 +91,44 @@ class ZstdCodec(BytesBytesCodec):
         except (RuntimeError, ValueError) as exc:
             raise CodecError(_corrupt(data, exc)) from exc
         return True
+
+
+def compress_bound(size: int) -> int:
+    """zstd's ``ZSTD_COMPRESSBOUND``: the most one frame can expand ``size`` bytes."""
+    small = ((128 << 10) - size) >> 11 if size < (128 << 10) else 0
+    return size + (size >> 8) + small + _FRAME_OVERHEAD
+
+
+def decompress_bounded(data: Buffer, max_size: int, codec: str = "zstd") -> Buffer:
+    """Decompress zstd ``data`` that may decode to at most ``max_size`` bytes.
+
+    A recorded content size above ``max_size`` is refused before anything
+    is allocated. Without a recorded size the frames go into a buffer of
+    ``max_size`` bytes, which zstd refuses to overrun.
+
+    >>> bytes(decompress_bounded(numcodecs.zstd.compress(b"abc" * 100), 300))[:6]
+    b'abcabc'
+    """
+    recorded = frame_content_size(data)
+    if recorded is not None:
+        if recorded > max_size:
+            raise decoded_too_large(codec, recorded, max_size)
+        try:
+            return numcodecs.zstd.decompress(data)  # allocates the recorded size; later frames may not overrun it
+        except (RuntimeError, ValueError) as exc:
+            raise CodecError(_corrupt(data, exc)) from exc
+    out = bytearray(max_size)
+    try:
+        numcodecs.zstd.decompress(data, out)
+    except (RuntimeError, ValueError) as exc:
+        if "expected to decompress" not in str(exc):  # e.g. "Destination buffer is too small"
+            raise CodecError(f"{_corrupt(data, exc)}; it may decode to more than the {max_size} bytes allowed") from exc
+        del out  # the frames hold fewer bytes than max_size: safe to decompress without a bound
+        try:
+            return numcodecs.zstd.decompress(data)
+        except (RuntimeError, ValueError) as exc:
+            raise CodecError(_corrupt(data, exc)) from exc
+    return out
 
 
 def _corrupt(data: Buffer, exc: Exception) -> str:

@@ -160,7 +160,7 @@ def _build_fixed_utf32(name: str, configuration: dict[str, Any]) -> DataType:
 def _build_time(name: str, configuration: dict[str, Any]) -> DataType:
     _check_keys(name, configuration, {"unit", "scale_factor"})
     unit = configuration.get("unit")
-    if unit not in _TIME_UNITS:
+    if not isinstance(unit, str) or unit not in _TIME_UNITS:
         expected = f"one of {sorted(_TIME_UNITS)}"
         raise MetadataError(f"data_type {name!r}: configuration.unit: expected {expected}, got {unit!r}")
     scale_factor = _config_int(name, {"scale_factor": 1, **configuration}, "scale_factor", 1, _MAX_SCALE_FACTOR)

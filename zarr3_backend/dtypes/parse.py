@@ -13,6 +13,7 @@ from .core import _CORE, _CORE_CLASSES, _core_type, _raw_type
 from .extensions import _EXTENSIONS, _time_type
 
 _RAW_NAME = re.compile(r"r(0|[1-9][0-9]*)")
+_MAX_RAW_BITS = 8 * (2**31 - 1)  # numpy's largest void item
 
 
 def _split_extension(obj: Any) -> tuple[str, dict[str, Any], bool]:
@@ -49,9 +50,11 @@ def parse_data_type(obj: Any) -> DataType:
         _check_keys(name, configuration, set())
         return _core_type(name)
     if raw := _RAW_NAME.fullmatch(name):
-        bits = int(raw.group(1))
-        if bits == 0 or bits % 8:
-            raise MetadataError(f"data_type: raw type {name!r} must have a positive multiple of 8 bits")
+        bits = int(raw.group(1)) if len(raw.group(1)) <= len(str(_MAX_RAW_BITS)) else _MAX_RAW_BITS + 1
+        if bits == 0 or bits % 8 or bits > _MAX_RAW_BITS:
+            raise MetadataError(
+                f"data_type: raw type {name[:40]!r} must have a positive multiple of 8 bits, at most {_MAX_RAW_BITS}"
+            )
         _check_keys(name, configuration, set())
         return _raw_type(bits // 8)
     if name in _EXTENSIONS:

@@ -33,7 +33,9 @@ from fsspec import AbstractFileSystem
 from fsspec.asyn import sync
 
 from ..errors import StoreError
-from .base import ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix
+from .base import (
+    ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix,
+)
 
 T = TypeVar("T")
 
@@ -133,6 +135,9 @@ class FsspecStore(Store):
                 return None
             path = path[len(root) + 1 :]
         return path or None
+
+    def _listing_failed(self, prefix: str, exc: BaseException) -> StoreError:
+        return StoreError(f"could not list prefix {prefix!r} of {self.url}: {type(exc).__name__}: {exc}")
 
     def _run(self, coros: Iterable[Awaitable[T]]) -> list[T | BaseException]:
         limit = getattr(self.fs, "batch_size", None) or _DEFAULT_BATCH
@@ -276,8 +281,9 @@ class FsspecStore(Store):
                 raise StoreError(f"could not delete key {key!r} from {self.url}: {result}") from result
 
     def delete_prefix(self, prefix: str) -> None:
+        """Erase every key under ``prefix``, leftover temporary files (e.g. copied from a local store) included."""
         self._check_writable()  # before listing: read-only stores may not list at all
-        super().delete_prefix(prefix)
+        self.delete_many(self._find(prefix))
 
     # -- listing ----------------------------------------------------------------
 
@@ -286,23 +292,34 @@ class FsspecStore(Store):
         return self._path(prefix[:-1]) if prefix else self.root
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """Every key under ``prefix``; temporary files of atomic writes are never keys."""
+        yield from (key for key in self._find(prefix) if _is_key(key))
+
+    def _find(self, prefix: str) -> list[str]:
+        """Every object under ``prefix`` as a key, temporary files included."""
+        path = self._prefix_path(prefix)
         try:
-            found = self.fs.find(self._prefix_path(prefix), withdirs=False)
-        except FileNotFoundError:
-            return
+            found = self.fs.find(path, withdirs=False)
+        except Exception as exc:
+            if _is_missing(exc):
+                return []
+            raise self._listing_failed(prefix, exc) from exc
         keys = (self._relative(path) for path in found)
-        yield from sorted(key for key in keys if key and key.startswith(prefix) and not key.endswith("/"))
+        return sorted(key for key in keys if key and key.startswith(prefix) and not key.endswith("/"))
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        path = self._prefix_path(prefix)
         try:
-            entries = self.fs.ls(self._prefix_path(prefix), detail=True, refresh=True)
-        except (FileNotFoundError, NotADirectoryError):
-            return [], []
+            entries = self.fs.ls(path, detail=True, refresh=True)
+        except Exception as exc:
+            if _is_missing(exc):
+                return [], []
+            raise self._listing_failed(prefix, exc) from exc
         keys: list[str] = []
         prefixes: list[str] = []
         for entry in entries:
             key = self._relative(entry["name"].rstrip("/"))
-            if key is None or not key.startswith(prefix) or "/" in key[len(prefix) :]:
+            if key is None or not key.startswith(prefix) or "/" in key[len(prefix) :] or not _is_key(key):
                 continue
             if entry["type"] == "directory":
                 prefixes.append(key + "/")
@@ -338,6 +355,10 @@ def _info_generation(info: Mapping[str, Any]) -> Generation | None:
         raise FileNotFoundError(info.get("name"))
     found = tuple((name, str(info[name])) for name in _VERSION_FIELDS if info.get(name) is not None)
     return (info.get("size"), found) if found else None
+
+
+def _is_key(key: str) -> bool:
+    return not key.endswith("/") and not is_temporary(key.rsplit("/", 1)[-1])
 
 
 def _single_get_kwargs(fs: AbstractFileSystem) -> dict[str, Any]:

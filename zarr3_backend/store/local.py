@@ -4,7 +4,13 @@ Each key is a file under ``root`` (``"a/c/0/0"`` is ``root/a/c/0/0``).
 Writes are atomic: the value goes to a temporary file in the target's
 directory, then ``os.replace`` swaps it in, so a reader sees the old value or
 the new one, never a mix. Temporary files are named ``.__z3tmp.<hex>``;
-listings skip them and keys may not use that prefix.
+listings skip them, keys may not use that prefix, and erasing a prefix
+(overwrites) removes them too, so a killed writer leaves nothing behind.
+
+Nothing outside ``root`` is ever read, written, listed or deleted: a key
+whose path leads through a symbolic link out of the root raises
+:class:`~zarr3_backend.errors.InvalidKeyError` (links that stay inside the
+root are followed).
 
 >>> import tempfile
 >>> store = LocalStore(tempfile.mkdtemp())
@@ -15,6 +21,7 @@ listings skip them and keys may not use that prefix.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -26,10 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
 from ..errors import InvalidKeyError, StoreError
-from .base import ByteRange, Request, Store, Value, Versioned, validate_key, validate_prefix
-
-#: Name prefix of in-flight temporary files; listings skip such names.
-TMP_PREFIX = ".__z3tmp."
+from .base import TMP_PREFIX, ByteRange, Request, Store, Value, Versioned, is_temporary, validate_key, validate_prefix
 
 _POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
 _POOL_WORKERS = 4
@@ -37,6 +41,8 @@ _WRITE_ATTEMPTS = 10
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
 _pool_lock = threading.Lock()
 _dir_lock = threading.Lock()  # orders creating directories + temp files against pruning empty ones
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CHECKED_DIRS_LIMIT = 4096  # directories known to resolve inside the root, remembered per store
 
 
 def _reader_pool() -> ThreadPoolExecutor:
@@ -64,9 +70,11 @@ def _read_file(path: str, byte_range: ByteRange | None) -> Versioned:
 
     The generation (inode, size, mtime_ns) comes from ``fstat`` on the descriptor the bytes
     are read from: writes replace files by rename, so an open descriptor pins one version.
+    A symbolic link as the last component is not followed (the store checks
+    such links before reading through them).
     """
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return Versioned(None)
     except OSError as exc:
@@ -84,10 +92,6 @@ def _read_file(path: str, byte_range: ByteRange | None) -> Versioned:
         os.close(fd)
 
 
-def _is_visible(name: str) -> bool:
-    return not name.startswith(TMP_PREFIX)
-
-
 class LocalStore(Store):
     """Files under a local directory ``root``; see the module docstring.
 
@@ -102,6 +106,7 @@ class LocalStore(Store):
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root).removeprefix("file://"))
         self.read_only = read_only
+        self._checked_dirs: set[str] = set()
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -120,15 +125,53 @@ class LocalStore(Store):
         """``file://`` URL of the root."""
         return "file://" + self.root
 
+    def __getstate__(self) -> dict[str, object]:
+        return {name: value for name, value in vars(self).items() if name != "_checked_dirs"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        vars(self).update(state)
+        self._checked_dirs = set()  # resolved again where it is unpickled
+
     def _path(self, key: str) -> str:
+        """The file of ``key``; its directory is checked to resolve inside the root."""
         validate_key(key)
-        if any(part.startswith(TMP_PREFIX) for part in key.split("/")):
+        if any(is_temporary(part) for part in key.split("/")):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
-        return os.path.join(self.root, *key.split("/"))
+        path = os.path.join(self.root, *key.split("/"))
+        self._check_inside(os.path.dirname(path), key)
+        return path
 
     def _dir(self, prefix: str) -> str:
         validate_prefix(prefix)
-        return os.path.join(self.root, *prefix.split("/")[:-1])
+        directory = os.path.join(self.root, *prefix.split("/")[:-1])
+        self._check_inside(directory, prefix)
+        return directory
+
+    def _check_inside(self, path: str, key: str) -> None:
+        """Raise :class:`InvalidKeyError` if ``path`` resolves (through symbolic links) outside the root."""
+        if path in self._checked_dirs:
+            return
+        real_root = os.path.realpath(self.root)
+        real = os.path.realpath(path)
+        if real != real_root and not real.startswith(real_root + os.sep):
+            raise InvalidKeyError(
+                f"store key {key!r} leads through a symbolic link to {real!r}, outside the store root "
+                f"{self.root!r}; refusing to read, write, list or delete there"
+            )
+        if os.path.isdir(path):  # only existing directories stay resolved
+            if len(self._checked_dirs) >= _CHECKED_DIRS_LIMIT:
+                self._checked_dirs.clear()
+            self._checked_dirs.add(path)
+
+    def _read(self, key: str, path: str, byte_range: ByteRange | None) -> Versioned:
+        """:func:`_read_file`, following a final symbolic link only if it resolves inside the root."""
+        try:
+            return _read_file(path, byte_range)
+        except StoreError as exc:
+            if not (isinstance(exc.__cause__, OSError) and exc.__cause__.errno == errno.ELOOP):
+                raise
+        self._check_inside(path, key)
+        return _read_file(os.path.realpath(path), byte_range)
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
         return [read.value for read in self.get_many_versioned(requests)]
@@ -138,24 +181,27 @@ class LocalStore(Store):
 
         Generations are ``(st_dev, st_ino, st_size, st_mtime_ns)`` of the file read: free.
         """
-        jobs = [(self._path(key), byte_range) for key, byte_range in requests]
+        jobs = [(key, self._path(key), byte_range) for key, byte_range in requests]
         out: list[Versioned] = []
-        for index, (path, byte_range) in enumerate(jobs):
-            read = _read_file(path, byte_range)
+        for index, (key, path, byte_range) in enumerate(jobs):
+            read = self._read(key, path, byte_range)
             out.append(read)
             value = read.value
             if value is not None and len(value) >= _POOL_THRESHOLD and index + 2 < len(jobs):
                 rest = jobs[index + 1 :]
-                out.extend(_reader_pool().map(_read_file, *zip(*rest, strict=True)))
+                out.extend(_reader_pool().map(self._read, *zip(*rest, strict=True)))
                 break
         return out
 
     def exists(self, key: str) -> bool:
-        return os.path.isfile(self._path(key))
+        path = self._path(key)
+        if os.path.islink(path):
+            self._check_inside(path, key)
+        return os.path.isfile(path)
 
     def set(self, key: str, value: Value) -> None:
         self._check_writable()
-        path = self._path(key)
+        path = self._path(key)  # a link as the last component is replaced itself, never written through
         try:
             self._write_atomic(path, value)
         except OSError as exc:
@@ -199,14 +245,33 @@ class LocalStore(Store):
         self._prune(os.path.dirname(path))
 
     def delete_prefix(self, prefix: str) -> None:
+        """Erase every key under ``prefix``, orphaned temporary files included; links are removed, not followed."""
         self._check_writable()
         directory = self._dir(prefix)
+        self._checked_dirs.clear()
         if directory == self.root:
-            super().delete_prefix(prefix)
+            self._erase_root()
             return
-        with suppress(FileNotFoundError, NotADirectoryError):
-            shutil.rmtree(directory)
+        if os.path.islink(directory):
+            os.unlink(directory)
+        else:
+            with suppress(FileNotFoundError, NotADirectoryError):
+                shutil.rmtree(directory)
         self._prune(os.path.dirname(directory))
+
+    def _erase_root(self) -> None:
+        """Remove everything below the root but the root directory itself."""
+        try:
+            entries = list(os.scandir(self.root))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                with suppress(FileNotFoundError):
+                    shutil.rmtree(entry.path)
+            else:
+                with suppress(FileNotFoundError):
+                    os.unlink(entry.path)
 
     def _prune(self, directory: str) -> None:
         """Remove empty directories from ``directory`` up to (not including) the root."""
@@ -224,7 +289,7 @@ class LocalStore(Store):
             dirnames.sort()
             rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
             base = "" if rel == "." else rel + "/"
-            yield from (base + name for name in sorted(filenames) if _is_visible(name))
+            yield from (base + name for name in sorted(filenames) if not is_temporary(name))
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         directory = self._dir(prefix)
@@ -234,10 +299,12 @@ class LocalStore(Store):
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except (FileNotFoundError, NotADirectoryError):
             return keys, prefixes
+        except OSError as exc:
+            raise StoreError(f"could not list prefix {prefix!r} of {self.root!r}: {exc}") from exc
         for entry in entries:
             if entry.is_dir():
                 prefixes.append(f"{prefix}{entry.name}/")
-            elif _is_visible(entry.name):
+            elif not is_temporary(entry.name):
                 keys.append(prefix + entry.name)
         return keys, prefixes
 

@@ -38,7 +38,8 @@ SAMPLE: dict[str, bytes] = {
     "a/c/1": b"",
     "b/x/y/z": b"deep",
 }
-BAD_KEYS = ["", "/a", "a/", "a//b", "..", "../x", "a/../b", ".", "a/./b", "a\\b"]
+BAD_KEYS = ["", "/a", "a/", "a//b", "..", "../x", "a/../b", ".", "a/./b", "a\\b",
+            "%2e%2e/x", "a/..%2Fb", "%2E%2e", "a%5cb", "a\0b", "%252e%252e/x"]
 BAD_PREFIXES = ["a", "/", "/a/", "../", "a//", "./"]
 
 _VALUE = SAMPLE["a/c/0"]
