@@ -130,7 +130,7 @@ def test_one_task_per_shard(tmp_path):
     with pytest.warns(ShardAlignmentWarning, match=r"t2m: .* -> 3 write tasks"):
         delayed = ds[["t2m"]].to_zarr3(tmp_path / "a.zarr", encoding=encoding, compute=False)
     graph = dict(delayed.__dask_graph__())
-    writes = [k for k in graph if isinstance(k, tuple) and str(k[0]).startswith("store-map") and len(k) == 4]
+    writes = [k for k in graph if isinstance(k, tuple) and str(k[0]).startswith("zarr3-write-shard-") and len(k) == 4]
     assert len(writes) == 3  # t2m: 12 / 4 shards along time, one along lat and lon
     delayed.compute()
     assert_reads_back(tmp_path / "a.zarr", ds[["t2m"]].compute())

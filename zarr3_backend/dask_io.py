@@ -4,12 +4,15 @@ A write places a dask array ``data`` at ``origin`` in a zarr3_backend
 :class:`~zarr3_backend.array.Array`. :func:`align_to_shards` rechunks ``data``
 so each dask block lies in exactly one stored chunk (one shard, or one chunk
 when unsharded), warning with :class:`ShardAlignmentWarning` when that moves
-data between tasks. :func:`store_graph` hands the blocks to
-:func:`dask.array.store` with a :class:`ShardWriter` target and no lock: one
-task per shard, which encodes its inner chunks, assembles the shard and its
-index and writes it with one atomic store ``set`` (temp file + rename on
-local disk, one PUT on object stores). A task that dies leaves the previous
-shard (or nothing), never a torn one, so re-running a write converges.
+data between tasks. :func:`store_graph` maps every block to one shard task
+(the block's own tasks fuse into it), which encodes its inner chunks,
+assembles the shard and its index and writes it with one atomic store
+``set`` (temp file + rename on local disk, one PUT, or one multipart
+upload for large shards, on object stores) and returns the bytes it wrote
+(counted by ``progress=True``, see :mod:`zarr3_backend.write_progress`). A
+task that dies leaves the previous shard (or nothing), never a torn one, so
+re-running a write converges. On dask.distributed workers the first shard
+task adjusts the worker's malloc once (:mod:`zarr3_backend.worker_memory`).
 
 Blocks that cover only part of their shard (region and append edges) are
 read, merged and rewritten by their owning task; the part of the shard
@@ -44,6 +47,7 @@ from .errors import BoundsError
 from .executor import map_concurrently
 from .store import FsspecStore
 from .store.base import Store
+from .worker_memory import tune_worker_malloc
 
 
 class ShardAlignmentWarning(UserWarning):
@@ -102,17 +106,6 @@ def _describe(chunks: Sequence[Sequence[int]]) -> str:
     return "(" + ", ".join(str(c[0]) if len(set(c[:-1])) <= 1 and c[-1] <= c[0] else "irregular" for c in chunks) + ")"
 
 
-@dataclass(frozen=True)
-class ShardWriter:
-    """A :func:`dask.array.store` target: ``writer[region] = block`` writes one shard-aligned block."""
-
-    array: Array
-    write_empty_chunks: bool = False
-
-    def __setitem__(self, region: tuple[slice, ...], block: np.ndarray) -> None:
-        write_block(self.array, tuple(s.start or 0 for s in region), block, self.write_empty_chunks)
-
-
 def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chunks: bool = False) -> None:
     """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
 
@@ -120,6 +113,7 @@ def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chun
     the stored shard (read-modify-write) and all-fill shards are deleted
     unless ``write_empty_chunks``.
     """
+    tune_worker_malloc()
     block = np.asarray(block, dtype=array.dtype)
     grid = array.metadata.chunk_shape
     coords = tuple(s // n for s, n in zip(start, grid))
@@ -170,19 +164,53 @@ class WriteRequest:
 def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] | None = None) -> Any:
     """A ``dask.delayed`` running every write request, one task per shard, then ``finalize``.
 
-    ``finalize`` (picklable, no arguments) runs once after every write
-    succeeded, e.g. to publish the new shape of appended arrays; if any write
-    fails it never runs.
+    Each shard task (keyed ``("zarr3-write-shard-<token>", i, ...)``, see
+    :mod:`zarr3_backend.write_progress`) writes one shard-aligned block and
+    returns the bytes it wrote; the blocks' own tasks fuse into it, so the
+    graph holds about one task per shard plus one per request and one
+    final task. ``finalize`` (picklable, no arguments) runs once after
+    every write succeeded, e.g. to publish the new shape of appended
+    arrays; if any write fails it never runs.
     """
     import dask
-    import dask.array as da
 
-    requests = [r for r in requests if r.data.size]
-    aligned = [align_to_shards(r.data, r.array, r.origin, r.name) for r in requests]
-    targets = [ShardWriter(r.array, r.write_empty_chunks) for r in requests]
-    regions = [tuple(slice(o, o + n) for o, n in zip(r.origin, r.data.shape)) for r in requests]
-    writes = da.store(aligned, targets, lock=False, regions=regions, compute=False) if requests else None
-    return dask.delayed(_after, pure=False)(writes, finalize)
+    written = []
+    for request in requests:
+        if request.data.size:  # aligned here: the alignment warning points at store_graph's caller
+            aligned = align_to_shards(request.data, request.array, request.origin, request.name)
+            written.append(_shard_tasks(request, aligned))
+    return dask.delayed(_after, pure=False)(written, finalize)
+
+
+def _shard_tasks(request: WriteRequest, aligned: Any) -> Any:
+    """One task per block of ``aligned`` writing it to its shard; a dask array of the bytes each wrote."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    from .write_progress import SHARD_TASK_PREFIX
+
+    task = _ShardTask(
+        request.array,
+        tuple(tuple(int(n) for n in start + np.cumsum([0, *c[:-1]])) for c, start in zip(aligned.chunks, request.origin)),
+        request.write_empty_chunks,
+    )
+    name = SHARD_TASK_PREFIX + tokenize(aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks)
+    chunks = tuple((1,) * len(c) for c in aligned.chunks)
+    return da.map_blocks(task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64))
+
+
+@dataclass(frozen=True)
+class _ShardTask:
+    """The body of one shard task: write the block at its place, return an array holding its byte count."""
+
+    array: Array
+    starts: tuple[tuple[int, ...], ...]  # per dimension: where each block starts in the array
+    write_empty_chunks: bool
+
+    def __call__(self, block: Any, *, block_id: tuple[int, ...]) -> np.ndarray:
+        start = tuple(starts[i] for starts, i in zip(self.starts, block_id))
+        write_block(self.array, start, block, self.write_empty_chunks)
+        return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)
 
 
 def _after(_: Any, finalize: Callable[[], None] | None) -> None:
@@ -224,23 +252,20 @@ def _protocols(store: FsspecStore) -> set[str]:
 
 
 def compute_writes(delayed: Any, progress: bool | str = False) -> None:
-    """Compute ``delayed`` on the current scheduler; ``progress``: ``True`` (dask's or distributed's bar) or ``"tqdm"``."""
-    client = _distributed_client()
-    if progress and client is not None:
-        from distributed import progress as show
+    """Compute a :func:`store_graph` on the current scheduler, with ``progress``.
 
-        future = client.compute(delayed)
-        show(future)
-        future.result()
+    ``True`` prints shards done out of the total and the data rate
+    (:mod:`zarr3_backend.write_progress`), on any scheduler; ``"tqdm"``
+    shows tqdm's bar of dask tasks.
+    """
+    if progress is True:
+        from .write_progress import compute_with_progress
+
+        compute_with_progress(delayed, _distributed_client())
     elif progress == "tqdm":
         from tqdm.dask import TqdmCallback
 
         with TqdmCallback(desc="to_zarr3"):
-            delayed.compute()
-    elif progress:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
             delayed.compute()
     else:
         delayed.compute()

@@ -1,0 +1,104 @@
+"""``progress=True`` for writes (imported only when dask is installed): shards done out of the total, with the data rate.
+
+Every shard task of a write graph (see :mod:`zarr3_backend.dask_io`) is
+keyed ``("zarr3-write-shard-<token>", i, j, ...)`` and returns the number of
+(decoded) bytes it wrote, so progress is counted in shards whatever the
+scheduler: on dask.distributed the client waits on one future per shard as
+they complete; on local schedulers a dask callback sees each shard task
+finish. The line is rewritten in place and ends with the totals::
+
+    to_zarr3: 7/10 shards (70%), 532 MB, 266 MB/s
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Hashable
+from typing import Any, TextIO
+
+import numpy as np
+from dask.callbacks import Callback
+
+#: Name prefix of the shard tasks' keys.
+SHARD_TASK_PREFIX = "zarr3-write-shard-"
+
+
+def is_shard_key(key: Hashable) -> bool:
+    """Whether ``key`` names a shard task of a write graph."""
+    return isinstance(key, tuple) and isinstance(key[0], str) and key[0].startswith(SHARD_TASK_PREFIX)
+
+
+class ShardProgress:
+    """Prints ``label: done/total shards (pct%), MB, MB/s`` to ``stream`` as shards complete."""
+
+    def __init__(self, total: int, label: str = "to_zarr3", stream: TextIO | None = None) -> None:
+        self.total = total
+        self.label = label
+        self.stream = stream if stream is not None else sys.stdout
+        self.done = 0
+        self.nbytes = 0
+        self.started = time.perf_counter()
+
+    def line(self) -> str:
+        """The current progress line."""
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        percent = 100 * self.done // self.total if self.total else 100
+        return (
+            f"{self.label}: {self.done}/{self.total} shards ({percent}%), "
+            f"{self.nbytes / 1e6:.0f} MB, {self.nbytes / 1e6 / elapsed:.1f} MB/s"
+        )
+
+    def update(self, written: Any) -> None:
+        """Count one finished shard task that wrote ``written`` bytes (an int or a one-element array)."""
+        self.done += 1
+        self.nbytes += int(np.sum(written))
+        self.stream.write("\r" + self.line())
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line (printing it once if no shard was written)."""
+        self.stream.write(("\r" + self.line() if not self.done else "") + "\n")
+        self.stream.flush()
+
+
+def shard_keys(delayed: Any) -> list[Hashable]:
+    """The keys of the shard tasks in a write graph."""
+    return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
+
+
+def compute_with_progress(delayed: Any, client: Any | None) -> None:
+    """Compute a write graph, printing :class:`ShardProgress` as shards complete.
+
+    With a distributed ``client``, the shard tasks and the final task are
+    submitted together (one graph) and the client counts shard futures as
+    they complete; otherwise a dask callback counts them in this process.
+    """
+    keys = shard_keys(delayed)
+    progress = ShardProgress(len(keys))
+    try:
+        if client is not None:
+            from distributed import as_completed
+
+            futures = client.get(dict(delayed.__dask_graph__()), [*keys, delayed.key], sync=False)
+            final = futures.pop()
+            for future in as_completed(futures):
+                progress.update(future.result())
+            final.result()
+        else:
+            with _ShardCallback(progress):
+                delayed.compute()
+    finally:
+        progress.close()
+
+
+class _ShardCallback(Callback):  # type: ignore[misc]
+    """A dask callback counting finished shard tasks of local schedulers."""
+
+    def __init__(self, progress: ShardProgress) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def _posttask(self, key: Hashable, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+        if is_shard_key(key):
+            self.progress.update(result)
