@@ -24,6 +24,7 @@ import ctypes.util
 import os
 import sys
 import threading
+from typing import Any
 
 #: Environment variable: ``0`` (or ``off``/``false``/``no``) leaves the workers' malloc settings alone.
 OPT_OUT_VARIABLE = "ZARR3_BACKEND_WORKER_MALLOC"
@@ -64,20 +65,30 @@ def tune_worker_malloc() -> bool:
     """
     with _lock:
         if "tuned" not in _state:
-            _state["tuned"] = not opted_out() and in_distributed_worker() and _mallopt_thresholds()
+            _state["tuned"] = should_tune() and _set_thresholds()
         return _state["tuned"]
 
 
-def _mallopt_thresholds() -> bool:
+def should_tune() -> bool:
+    """Whether this process is a dask.distributed worker whose malloc settings may be changed."""
+    return not opted_out() and in_distributed_worker() and mallopt_function() is not None
+
+
+def mallopt_function() -> Any | None:
+    """glibc's ``mallopt`` via ctypes, or ``None`` where there is none (not Linux, musl, ...)."""
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (e.g. musl has no mallopt)
-        return False
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return None
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    # mallopt returns 1 on success; order matters: a trim threshold below the mmap threshold would trim every free
+    return mallopt
+
+
+def _set_thresholds() -> bool:
+    mallopt = mallopt_function()
+    # mallopt returns 1 on success; the trim threshold first, so no free in between trims below the new mmap threshold
     return bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)) and bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 

@@ -1,0 +1,133 @@
+"""Distributed writes: graph size, shard progress, and the workers' malloc settings."""
+
+from __future__ import annotations
+
+import re
+import resource
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import zarr3_backend
+import zarr3_backend.xarray_backend.writer  # noqa: F401  (registers .to_zarr3)
+from zarr3_backend import worker_memory
+from zarr3_backend.write_progress import ShardProgress, is_shard_key
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning"),
+]
+PROGRESS = re.compile(r"to_zarr3: (\d+)/(\d+) shards \((\d+)%\), (\d+) MB, ([\d.]+) MB/s")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, worker_dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def small_dataset() -> xr.Dataset:
+    values = np.random.default_rng(0).random((16, 12, 10)).astype("f4")
+    return xr.Dataset({"v": (("t", "y", "x"), values)}).chunk({"t": 4, "y": 6, "x": -1})
+
+
+ENCODING = {"v": {"chunks": (2, 3, 10), "shards": (4, 6, 10)}}  # 4 x 2 = 8 shards
+
+
+def test_graph_is_one_task_per_shard_for_a_large_lazy_dataset(tmp_path):
+    # 2.9 GB of float32, never materialised: 720 shards of 4 MB
+    data = da.zeros((7200, 320, 320), chunks=(10, 320, 320), dtype="f4")
+    ds = xr.Dataset({"v": (("t", "y", "x"), data)})
+    delayed = ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (10, 160, 160), "shards": (10, 320, 320)}},
+                          compute=False)
+    graph = dict(delayed.__dask_graph__())
+    shard_tasks = [key for key in graph if is_shard_key(key)]
+    assert len(shard_tasks) == 720
+    assert len(graph) == 720 + 2  # the source blocks fuse into their shard task; + gathering the counts + finalize
+    assert zarr3_backend.open_array(tmp_path / "a.zarr", "v").nchunks_stored() == 0  # nothing written yet
+
+
+def test_shard_tasks_return_the_bytes_they_wrote(tmp_path):
+    ds = small_dataset()
+    delayed = ds.to_zarr3(tmp_path / "a.zarr", encoding=ENCODING, compute=False)
+    graph = delayed.__dask_graph__()
+    import dask
+
+    counts = dask.get(dict(graph), [key for key in graph if is_shard_key(key)])
+    assert sorted(int(np.sum(c)) for c in counts) == [4 * 6 * 10 * 4] * 8
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(), ds.compute())
+
+
+def progress_lines(text: str) -> list[tuple[int, ...]]:
+    return [tuple(int(float(g)) for g in m.groups()) for m in PROGRESS.finditer(text)]
+
+
+def test_progress_on_a_cluster_counts_shards_and_rate(client, tmp_path, capsys):
+    ds = small_dataset()
+    ds.to_zarr3(tmp_path / "a.zarr", encoding=ENCODING, progress=True)
+    lines = progress_lines(capsys.readouterr().out)
+    assert [line[:3] for line in lines] == [(n, 8, 100 * n // 8) for n in range(1, 9)]
+    assert lines[-1][3] == round(ds.v.nbytes / 1e6)
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(), ds.compute())
+
+
+def test_progress_threaded_counts_shards(tmp_path, capsys):
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        small_dataset().to_zarr3(tmp_path / "a.zarr", encoding=ENCODING, progress=True)
+    out = capsys.readouterr().out
+    assert [line[:2] for line in progress_lines(out)] == [(n, 8) for n in range(1, 9)]
+    assert out.endswith("\n")
+
+
+def test_progress_line_format():
+    import io
+
+    stream = io.StringIO()
+    progress = ShardProgress(4, stream=stream)
+    progress.update(np.array([[2_000_000]]))
+    progress.close()
+    assert PROGRESS.search(stream.getvalue()).groups()[:4] == ("1", "4", "25", "2")
+
+
+def _faults_of_buffer_churn() -> int:
+    """Minor page faults of allocating and freeing a 8 MiB buffer 40 times (the worker's malloc decides)."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(40):
+        buffer = bytearray(8 << 20)
+        del buffer
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+@pytest.mark.skipif(not worker_memory.mallopt_function() is not None, reason="needs glibc's mallopt")
+def test_writing_tunes_worker_malloc_so_buffers_are_reused(client, tmp_path):
+    assert set(client.run(lambda: __import__("os").environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == {"65536"}
+    small_dataset().to_zarr3(tmp_path / "a.zarr", encoding=ENCODING)
+    assert all(client.run(lambda: worker_memory._state.get("tuned")).values())
+    pages = 40 * (8 << 20) // 4096
+    for faults in client.run(_faults_of_buffer_churn).values():
+        assert faults < pages // 10  # untuned, every buffer is a fresh mmap: ~1 fault per 4 KiB page
+
+
+def _opt_out_and_ask(value: str) -> bool:
+    import os
+
+    os.environ[worker_memory.OPT_OUT_VARIABLE] = value
+    try:
+        return worker_memory.should_tune()
+    finally:
+        del os.environ[worker_memory.OPT_OUT_VARIABLE]
+
+
+@pytest.mark.skipif(worker_memory.mallopt_function() is None, reason="needs glibc's mallopt")
+def test_malloc_is_left_alone_outside_workers_and_when_opted_out(client):
+    assert not worker_memory.should_tune()  # the test process is no worker
+    assert worker_memory.tune_worker_malloc() is False
+    asked = {value: client.submit(_opt_out_and_ask, value, pure=False).result() for value in ("0", "off", "1", "")}
+    assert asked == {"0": False, "off": False, "1": True, "": True}
