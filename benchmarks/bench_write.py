@@ -1,21 +1,28 @@
-"""Dataset write benchmark: ``ds.to_zarr3`` vs ``ds.to_zarr(zarr_format=3)`` (xarray + zarr-python 3).
+"""Dataset write benchmark: the floor, ``ds.to_zarr3`` and ``ds.to_zarr(zarr_format=3)``, threaded and on a cluster.
 
 The climate-like dataset (``t2m`` float32 (730, 361, 720) ~ 760 MB; ``--quick``:
 (146, 361, 720)) is dask-backed with one dask chunk per shard, shards
 (73, 364, 720), inner chunks (73, 91, 180), blosc(zstd, clevel 3, shuffle).
-Both writers run, interleaved, on two schedulers:
+All of these run interleaved round-robin in one :func:`time_interleaved` call:
 
-* ``threaded``: dask's threaded scheduler over the in-memory numpy data;
-* ``cluster``: ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``
-  with the dataset persisted in worker memory beforehand (so only the write
-  is timed). Workers run with distributed's default
-  ``MALLOC_TRIM_THRESHOLD_=65536`` (see PERFORMANCE.md), which makes
-  allocation-heavy writers pay in system time.
+* ``floor``: numcodecs + shard assembly + file writes on 2 threads (``floor.py``);
+* ``to_zarr3`` and ``xarray+zarr-python`` on dask's threaded scheduler over
+  the in-memory numpy data;
+* the same two on ``LocalCluster(n_workers=2, threads_per_worker=1,
+  processes=True)`` with the dataset persisted in worker memory beforehand
+  (only the write is timed). Workers run with distributed's default
+  ``MALLOC_TRIM_THRESHOLD_=65536`` (see PERFORMANCE.md); nothing is tuned
+  by the benchmark.
 
-Printed: median seconds, MB/s of logical data, ratios, and the peak RSS
-growth of the process doing the work (threaded: this process; cluster: the
-largest of the two workers). Every output is verified after the warm-up:
-read back by its own library and by the other one, compared with the data.
+Printed per case: median seconds, ratio to the floor, MB/s, CPU seconds,
+peak RSS growth, and (medians per write) user and system CPU seconds and
+minor page faults of the processes doing the work (threaded: this process;
+cluster: the sum over the workers, peak: the largest worker). Then the
+ratios, and a scaling section: to_zarr3 on 1 and 2 workers (seconds, tasks
+per shard) and the graph of a 10x larger lazy dataset (tasks, build time).
+With ``--s3`` both writers also write to a local S3-compatible server.
+Every output is verified after the warm-up (read back by zarr3_backend and
+zarr-python and compared with the data).
 
 Run ``python benchmarks/bench_write.py --quick`` for a smoke test.
 """
@@ -23,9 +30,13 @@ Run ``python benchmarks/bench_write.py --quick`` for a smoke test.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
+import statistics
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -33,15 +44,15 @@ import numpy as np
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
 
-from common import Case, ResultTable, climate_field, print_machine_info, reset_peak_rss, rss_bytes, time_interleaved  # noqa: E402
+from common import (  # noqa: E402
+    Case, ResultTable, Timing, climate_field, print_machine_info, reset_peak_rss, rss_bytes, time_interleaved,
+)
+from floor import BLOSC_JSON, CHUNKS, SHARDS, Layout, floor_write  # noqa: E402
 
 FULL_SHAPE = (730, 361, 720)
 QUICK_SHAPE = (146, 361, 720)
-SHARDS = (73, 364, 720)
-CHUNKS = (73, 91, 180)
-BLOSC_JSON = {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}
-OURS, ZARR = "to_zarr3", "xarray+zarr-python"
-LIBRARIES = ["zarr3_backend", "xarray", "zarr", "dask", "distributed", "numcodecs", "numpy"]
+FLOOR, OURS, ZARR = "floor", "to_zarr3", "xarray+zarr-python"
+LIBRARIES = ["zarr3_backend", "xarray", "zarr", "dask", "distributed", "numcodecs", "numpy", "s3fs"]
 
 
 def make_dataset(shape: tuple[int, ...]):
@@ -55,7 +66,7 @@ def make_dataset(shape: tuple[int, ...]):
     return ds.chunk({"time": SHARDS[0], "lat": -1, "lon": -1}), data
 
 
-def writers(ds, out: Path) -> dict[str, tuple[Path, object]]:
+def writers(ds, storage_options=None) -> dict[str, object]:
     import zarr.codecs
 
     import zarr3_backend.xarray_backend.writer  # noqa: F401  (registers .to_zarr3)
@@ -63,52 +74,118 @@ def writers(ds, out: Path) -> dict[str, tuple[Path, object]]:
     ours_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [BLOSC_JSON]}}
     zarr_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [
         zarr.codecs.BloscCodec(cname="zstd", clevel=3, shuffle="shuffle", typesize=4)]}}
+    options = {} if storage_options is None else {"storage_options": storage_options}
     return {
-        OURS: (out / "ours.zarr", lambda p: ds.to_zarr3(p, mode="w", encoding=ours_enc)),
-        ZARR: (out / "zarr.zarr", lambda p: ds.to_zarr(p, mode="w", zarr_format=3, encoding=zarr_enc, consolidated=True)),
+        OURS: lambda p: ds.to_zarr3(p, mode="w", encoding=ours_enc, **options),
+        ZARR: lambda p: ds.to_zarr(p, mode="w", zarr_format=3, encoding=zarr_enc, consolidated=True, **options),
     }
 
 
-def verify(path: Path, expected: np.ndarray, failures: list[str], label: str) -> None:
+def verify(path, expected: np.ndarray, failures: list[str], label: str, array: str = "t2m", storage_options=None) -> None:
     import zarr
 
     import zarr3_backend
 
+    where = f"{path}/{array}" if array else str(path)
     for reader, read in (
-        ("zarr3_backend", lambda: zarr3_backend.open_array(path, "t2m")[...]),
-        ("zarr-python", lambda: zarr.open_array(path / "t2m", mode="r")[...]),
+        ("zarr3_backend", lambda: zarr3_backend.open_array(path, array, storage_options=storage_options)[...]),
+        ("zarr-python", lambda: zarr.open_array(where, mode="r", storage_options=storage_options)[...]),
     ):
         if not np.array_equal(read(), expected):
             failures.append(f"{label}: {reader} reads different data from {path}")
 
 
-def cases(ds, data: np.ndarray, out: Path, failures: list[str], label: str) -> dict[str, Case]:
+def rusage() -> tuple[float, float, int]:
+    """User and system CPU seconds and minor page faults of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime, usage.ru_stime, usage.ru_minflt
+
+
+class Measured:
+    """Wraps cases to record user/system CPU and page faults of the processes doing the work."""
+
+    def __init__(self, client=None) -> None:
+        self.client = client
+        self.usage: dict[str, list[tuple[float, float, int]]] = {}
+        self.peaks: dict[str, list[int]] = {}
+
+    def _sample(self) -> dict[str, tuple[float, float, int]]:
+        return self.client.run(rusage) if self.client is not None else {"self": rusage()}
+
+    def wrap(self, name: str, case: Case) -> Case:
+        before: dict[str, object] = {}
+
+        def setup() -> None:
+            if case.setup is not None:
+                case.setup()
+            if self.client is not None:
+                self.client.run(reset_peak_rss)
+                before["rss"] = self.client.run(rss_bytes)
+            before["usage"] = self._sample()
+
+        def run() -> object:
+            result = case.run()
+            after = self._sample()
+            self.usage.setdefault(name, []).append(tuple(
+                sum(after[w][i] - before["usage"][w][i] for w in after) for i in range(3)))  # type: ignore[index]
+            if self.client is not None:
+                peaks = self.client.run(rss_bytes, "VmHWM")
+                self.peaks.setdefault(name, []).append(max(v - before["rss"][k] for k, v in peaks.items()))  # type: ignore[index]
+            return result
+
+        return Case(run=run, setup=setup, check=case.check)
+
+    def timing(self, name: str, timing: Timing) -> Timing:
+        """``timing`` with CPU seconds (and the peak, on a cluster) of the workers instead of this process."""
+        usage = self.usage[name][-len(timing.seconds):]
+        peak = max(self.peaks[name]) if name in self.peaks else timing.peak_rss_bytes
+        return Timing(timing.seconds, peak, tuple(u + s for u, s, _ in usage))
+
+    def print(self) -> None:
+        print("\nCPU and page faults per write (medians without the warm-up; cluster rows: summed over workers)")
+        print(f"  {'case':<40}{'user s':>9}{'system s':>10}{'minor faults':>14}")
+        for name, rows in self.usage.items():
+            rows = rows[1:] or rows  # the warm-up call is not timed either
+            user, system, faults = (statistics.median(r[i] for r in rows) for i in range(3))
+            print(f"  {name:<40}{user:>9.2f}{system:>10.2f}{faults:>14.0f}")
+
+
+def local_cases(ds, data, out: Path, failures: list[str], scheduler: str, client=None) -> dict[str, Case]:
+    """The two writers on ``scheduler`` ("threads" or a distributed ``client``), writing under ``out``."""
+    import dask
+
     built = {}
-    for name, (path, write) in writers(ds, out).items():
+    for name, write in writers(ds).items():
+        path = out / f"{name}-{scheduler}.zarr"
+
+        def run(write=write, path=path) -> None:
+            if client is None:
+                with dask.config.set(scheduler="threads"):
+                    write(path)
+            else:
+                write(path)
+
         built[name] = Case(
-            run=lambda path=path, write=write: write(path),
+            run=run,
             setup=lambda path=path: shutil.rmtree(path, ignore_errors=True),
-            check=lambda _, path=path, name=name: verify(path, data, failures, f"{label}/{name}"),
+            check=lambda _, path=path, name=name: verify(path, data, failures, f"{scheduler}/{name}"),
         )
     return built
 
 
-def worker_peak(client, case: Case) -> Case:
-    """``case`` measuring the largest peak RSS growth of the cluster's workers."""
-    before: dict[str, int] = {}
-    peaks: list[int] = []
+def floor_case(data, out: Path, failures: list[str]) -> Case:
+    import zarr3_backend
 
-    def setup() -> None:
-        case.setup()
-        client.run(reset_peak_rss)
-        before.update(client.run(rss_bytes))
-
-    def run() -> object:
-        result = case.run()
-        peaks.append(max(v - before[k] for k, v in client.run(rss_bytes, "VmHWM").items()))
-        return result
-
-    return Case(run=run, setup=setup, check=case.check), peaks
+    layout = Layout(data.shape)
+    template = zarr3_backend.create_array("memory://bench_write/floor", shape=data.shape, dtype="float32",
+                                          chunks=CHUNKS, shards=SHARDS, compressors=[BLOSC_JSON], fill_value=0.0)
+    metadata = template.store.get("zarr.json")
+    path = out / "floor.zarr"
+    return Case(
+        run=lambda: floor_write(path, layout, data, metadata),
+        setup=lambda: shutil.rmtree(path, ignore_errors=True),
+        check=lambda _: verify(path, data, failures, "floor", array=""),
+    )
 
 
 def main() -> int:
@@ -116,51 +193,148 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help=f"shape {QUICK_SHAPE} instead of {FULL_SHAPE}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=None, help="output directory (default: a temporary one)")
-    parser.add_argument("--only", choices=["threaded", "cluster"], action="append")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the 1-vs-2-worker and graph-size section")
+    parser.add_argument("--s3", action="store_true", help="also write to a local S3-compatible server (moto)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*Consolidated metadata.*")
     warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
+    warnings.filterwarnings("ignore", message=".*Sending large graph.*")
     print_machine_info(LIBRARIES)
+    print(f"  load average {os.getloadavg()[0]:.1f}")
     shape = QUICK_SHAPE if args.quick else FULL_SHAPE
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_write_"))
     out.mkdir(parents=True, exist_ok=True)
     ds, data = make_dataset(shape)
-    table = ResultTable(ours=OURS, baselines=[ZARR], floor="none")
     failures: list[str] = []
-    only = args.only or ["threaded", "cluster"]
-    if "threaded" in only:
-        import dask
-
-        with dask.config.set(scheduler="threads"):
-            timings = time_interleaved(cases(ds, data, out, failures, "threaded"), repeats=args.repeats)
-        for name, timing in timings.items():
-            table.add("write, threaded (2 threads)", name, timing, data.nbytes)
-    if "cluster" in only:
-        run_cluster(ds, data, out, failures, table, args.repeats)
-    table.print()
-    shutil.rmtree(out, ignore_errors=True)
+    try:
+        run_main_table(ds, data, out, failures, args.repeats)
+        if not args.no_scaling:
+            run_scaling(ds, data, out, args.repeats)
+        if args.s3:
+            run_s3(ds, data, failures, args.repeats)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
     for failure in failures:
         print("MISMATCH:", failure)
     return 1 if failures else 0
 
 
-def run_cluster(ds, data, out, failures, table, repeats) -> None:
-    from distributed import Client, LocalCluster
+def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> None:
+    from contextlib import ExitStack
 
-    from common import Timing
+    import dask
+    from distributed import Client, LocalCluster, wait
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
-        persisted = ds.persist()
-        from distributed import wait
+    threaded, cluster_rows = "write, threaded (2 threads)", "write, LocalCluster 2 procs x 1 thread"
+    here = Measured()
+    clusters: dict[str, Measured] = {}
+    cases = {f"{FLOOR} (threads)": here.wrap(f"{FLOOR} (threads)", floor_case(data, out, failures))}
+    for name, case in local_cases(ds, data, out, failures, "threads").items():
+        cases[f"{name} (threads)"] = here.wrap(f"{name} (threads)", case)
+    with ExitStack() as stack:
+        for name in (OURS, ZARR):  # one cluster per writer: to_zarr3 tunes the malloc of its workers
+            cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                       dashboard_address=None))
+            client = stack.enter_context(Client(cluster, set_as_default=False))
+            clusters[name] = Measured(client)
+            with dask.config.set(scheduler="dask.distributed"), client.as_current():
+                persisted = ds.persist()
+                wait(persisted)
+            case = local_cases(persisted, data, out, failures, "cluster", client)[name]
+            cases[f"{name} (cluster)"] = clusters[name].wrap(f"{name} (cluster)", as_current(client, case))
+        timings = time_interleaved(cases, repeats=repeats)
+    table = ResultTable(ours=OURS, baselines=[ZARR, FLOOR])
+    for label, suffix in ((threaded, " (threads)"), (cluster_rows, " (cluster)")):
+        table.add(label, FLOOR, here.timing(f"{FLOOR} (threads)", timings[f"{FLOOR} (threads)"]), data.nbytes)
+        for name in (OURS, ZARR):
+            measured = here if suffix == " (threads)" else clusters[name]
+            table.add(label, name, measured.timing(name + suffix, timings[name + suffix]), data.nbytes)
+    table.print()
+    here.print()
+    for measured in clusters.values():
+        measured.print()
+    print("  (cluster 'cpu s' and 'peak dRSS MB' are the workers': CPU summed, peak of the largest)")
 
-        wait(persisted)
-        measured = {}
-        peaks = {}
-        for name, case in cases(persisted, data, out, failures, "cluster").items():
-            measured[name], peaks[name] = worker_peak(client, case)
-        timings = time_interleaved(measured, repeats=repeats)
-        for name, timing in timings.items():
-            table.add("write, LocalCluster 2 procs", name, Timing(timing.seconds, max(peaks[name])), data.nbytes)
+
+def as_current(client, case: Case) -> Case:
+    """``case`` whose run and check use ``client`` as the dask scheduler."""
+
+    import dask
+
+    def run() -> object:
+        with dask.config.set(scheduler="dask.distributed"), client.as_current():
+            assert dask.base.get_scheduler() == client.get
+            return case.run()
+
+    return Case(run=run, setup=case.setup, check=case.check)
+
+
+def run_scaling(ds, data, out: Path, repeats: int) -> None:
+    import dask.array as da
+    import xarray as xr
+    from distributed import Client, LocalCluster, wait
+
+    from zarr3_backend.write_progress import is_shard_key
+
+    encoding = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [BLOSC_JSON]}}
+    n_shards = -(-data.shape[0] // SHARDS[0])
+    print("\nscaling: to_zarr3 on a LocalCluster of n workers x 1 thread (dataset persisted)")
+    print(f"  {'workers':<10}{'median s':>10}{'tasks':>8}{'shards':>8}{'tasks/shard':>13}")
+    for n_workers in (1, 2):
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster):
+            persisted = ds.persist()
+            wait(persisted)
+            path = out / f"scaling-{n_workers}.zarr"
+            delayed = persisted.to_zarr3(path, mode="w", encoding=encoding, compute=False)
+            tasks = len(dict(delayed.__dask_graph__()))
+            seconds = []
+            for _ in range(repeats + 1):
+                shutil.rmtree(path, ignore_errors=True)
+                start = time.perf_counter()
+                persisted.to_zarr3(path, mode="w", encoding=encoding)
+                seconds.append(time.perf_counter() - start)
+            print(f"  {n_workers:<10}{statistics.median(seconds[1:]):>10.2f}{tasks:>8}{n_shards:>8}{tasks / n_shards:>13.2f}")
+    big = (FULL_SHAPE[0] * 10, *FULL_SHAPE[1:])
+    print(f"\ngraph of a 10x larger lazy dataset {big} float32 ({np.prod(big) * 4 / 1e9:.1f} GB, not materialised)")
+    for label, source in (
+        ("da.zeros", da.zeros(big, chunks=(SHARDS[0], -1, -1), dtype="f4")),
+        ("da.random", da.random.random(big, chunks=(SHARDS[0], -1, -1)).astype("f4")),
+    ):
+        lazy = xr.Dataset({"t2m": (("time", "lat", "lon"), source)})
+        start = time.perf_counter()
+        delayed = lazy.to_zarr3(out / "big.zarr", mode="w", encoding=encoding, compute=False)
+        graph = dict(delayed.__dask_graph__())
+        built = time.perf_counter() - start
+        shards = sum(1 for key in graph if is_shard_key(key))
+        print(f"  {label:<10} {len(graph)} tasks for {shards} shards (+{len(graph) - shards}); "
+              f"to_zarr3(compute=False) + graph: {built:.3f} s ({built / shards * 1000:.2f} s per 1000 shards)")
+
+
+def run_s3(ds, data, failures: list[str], repeats: int) -> None:
+    import dask
+
+    from zarr3_backend.testing.servers import moto_s3_server
+
+    print("\nS3 (moto on 127.0.0.1, no added latency), threaded scheduler")
+    with moto_s3_server() as s3:
+        bucket = s3.make_bucket()
+        options = s3.storage_options
+        cases = {}
+        for name, write in writers(ds, options).items():
+            url = f"{bucket}/{name.replace('+', '-')}.zarr"
+
+            def run(write=write, url=url) -> None:
+                with dask.config.set(scheduler="threads"):
+                    write(url)
+
+            cases[name] = Case(run=run, check=lambda _, url=url, name=name: verify(
+                url, data, failures, f"s3/{name}", storage_options=options))
+        timings = time_interleaved(cases, repeats=repeats)
+    table = ResultTable(ours=OURS, baselines=[ZARR], floor="none")
+    for name, timing in timings.items():
+        table.add("write to S3 (moto), threaded", name, timing, data.nbytes)
+    table.print()
 
 
 if __name__ == "__main__":
