@@ -20,7 +20,7 @@ minor page faults of the processes doing the work (threaded: this process;
 cluster: the sum over the workers, peak: the largest worker). Then the
 ratios, and a scaling section: to_zarr3 on 1 and 2 workers (seconds, tasks
 per shard) and the graph of a 10x larger lazy dataset (tasks, build time).
-With ``--s3`` both writers also write to a local S3-compatible server.
+With ``--only s3`` both writers write to a local S3-compatible server.
 Every output is verified after the warm-up (read back by zarr3_backend and
 zarr-python and compared with the data).
 
@@ -193,8 +193,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help=f"shape {QUICK_SHAPE} instead of {FULL_SHAPE}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=None, help="output directory (default: a temporary one)")
-    parser.add_argument("--no-scaling", action="store_true", help="skip the 1-vs-2-worker and graph-size section")
-    parser.add_argument("--s3", action="store_true", help="also write to a local S3-compatible server (moto)")
+    parser.add_argument("--only", action="append", choices=["main", "scaling", "s3"],
+                        help="sections to run (repeatable; default: main and scaling; s3 only when asked)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*Consolidated metadata.*")
     warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
@@ -207,10 +207,12 @@ def main() -> int:
     ds, data = make_dataset(shape)
     failures: list[str] = []
     try:
-        run_main_table(ds, data, out, failures, args.repeats)
-        if not args.no_scaling:
+        sections = args.only or ["main", "scaling"]
+        if "main" in sections:
+            run_main_table(ds, data, out, failures, args.repeats)
+        if "scaling" in sections:
             run_scaling(ds, data, out, args.repeats)
-        if args.s3:
+        if "s3" in sections:
             run_s3(ds, data, failures, args.repeats)
     finally:
         shutil.rmtree(out, ignore_errors=True)
