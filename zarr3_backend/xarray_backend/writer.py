@@ -154,7 +154,7 @@ def to_zarr3(
     write_empty_chunks : bool, optional
         Store chunks that hold only the fill value (default: skip them).
     progress : {False, True, "tqdm"}
-        ``True``: dask's (or distributed's) progress bar; ``"tqdm"``: tqdm's.
+        ``True``: shards done out of the total and MB/s, on any scheduler; ``"tqdm"``: tqdm's bar.
     write_inherited_coords : bool, default False
         DataTree only: also write coordinates inherited from parent groups.
 
