@@ -94,8 +94,8 @@ def _fields(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, trend
     fields = {}
 
     antarctic = 10.0 / (1.0 + np.exp((lat + 68.0) / 3.0))[None, :, None]
-    mean = 301.0 - 42.0 * sin_lat**2 - antarctic - 3.0 * lsm * sin_lat**2
-    amplitude = (5.0 + 13.0 * lsm) * np.abs(sin_lat) ** 1.3
+    mean = 300.0 - 21.0 * sin_lat**2 - 24.0 * sin_lat**8 - antarctic - 3.0 * lsm * sin_lat**2
+    amplitude = (5.0 + 8.0 * lsm) * np.abs(sin_lat) ** 1.3
     warming = trend * (days[:, None, None] - 365.25 * 21) / _YEAR  # zero at 2021-01-01
     weather = (3.0 + 2.0 * lsm) * wave + (0.6 + 1.0 * lsm) * _noise(days, lat, lon, seed, 3, 20.0)
     fields["t2m"] = mean - amplitude * np.sign(sin_lat) * _season(days) + warming + weather

@@ -26,8 +26,8 @@ from .fields import fractal_noise, hash_uniform
 
 __all__ = ["BANDS", "LAND_COVER", "SCL", "SENTINEL2_FULL", "sentinel2_like"]
 
-#: A whole 110 km tile at 10 m, every 5 days for a year (about 70 GB of reflectance; built lazily).
-SENTINEL2_FULL: dict[str, Any] = {"times": 73, "ny": 10980, "nx": 10980, "step_days": 5, "block": 1830}
+#: A whole 110 km tile at 10 m, every 10 days for two years (about 70 GB of reflectance; built lazily).
+SENTINEL2_FULL: dict[str, Any] = {"times": 73, "ny": 10980, "nx": 10980, "step_days": 10, "block": 1830}
 
 #: Bands: name -> central wavelength (nm). Blue, green, red and near infrared, all at 10 m.
 BANDS: dict[str, float] = {"B02": 490.0, "B03": 560.0, "B04": 665.0, "B08": 842.0}
