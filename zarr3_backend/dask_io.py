@@ -230,7 +230,7 @@ def compute_writes(delayed: Any, progress: bool | str = False) -> None:
         from distributed import progress as show
 
         future = client.compute(delayed)
-        show(future)
+        show(future, notebook=False)  # the text bar: it blocks until done; the widget needs ipywidgets and a display
         future.result()
     elif progress == "tqdm":
         from tqdm.dask import TqdmCallback
