@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .codecs.base import ChunkSpec
+from .consolidation import Change, refresh_consolidated
 from .dtypes import is_fill
 from .errors import BoundsError, ReadOnlyError, Zarr3Error
 from .executor import map_concurrently, pipelined
@@ -170,10 +171,14 @@ class Array:
         return f"{self.path}/{key}" if self.path else key
 
     def write_metadata(self, metadata: ArrayMetadata) -> None:
-        """Publish ``metadata`` (e.g. a grown shape) as this array's ``zarr.json``."""
+        """Publish ``metadata`` (e.g. a grown shape) as this array's ``zarr.json``.
+
+        Ancestors carrying consolidated metadata are patched to match.
+        """
         self._check_writable()
         self.store.set(metadata_key(self.path), encode_metadata(metadata))
         self.metadata = metadata
+        refresh_consolidated(self.store, [Change(self.path, metadata.to_json())])
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
         """Replace all user attributes with one metadata write."""

@@ -12,12 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from .array import Array, Attributes, metadata_key
-from .errors import GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
+from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
+from .errors import CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from .store import make_store
 from .store.base import Store
-
-
 
 
 def validate_node_name(name: str) -> str:
@@ -50,10 +49,27 @@ def join_path(parent: str, name: str) -> str:
     return f"{parent}/{name}" if parent else name
 
 
-def node_from_metadata(store: Store, path: str, metadata: NodeMetadata, read_only: bool) -> Array | Group:
+def node_from_metadata(store: Store, path: str, metadata: NodeMetadata, read_only: bool,
+                       consolidated: bool = False) -> Array | Group:
     if isinstance(metadata, ArrayMetadata):
-        return Array(store, path, metadata, read_only=read_only)
+        return (ConsolidatedArray if consolidated else Array)(store, path, metadata, read_only=read_only)
     return Group(store, path, metadata, read_only=read_only)
+
+
+class ConsolidatedArray(Array):
+    """An array described by a group's consolidated metadata: decode errors say when that copy is stale."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ConsolidatedArray, (self.store, self.path, self.metadata), {"read_only": self.read_only})
+
+    def get(self, selection: Any = Ellipsis, *, orthogonal: bool = False) -> Any:
+        try:
+            return super().get(selection, orthogonal=orthogonal)
+        except CodecError as exc:
+            hint = stale_hint(self.store, self.path, self.metadata.to_json())
+            if hint is None:
+                raise
+            raise type(exc)(f"{exc}; {hint}") from exc
 
 
 def read_node_metadata(store: Store, path: str) -> NodeMetadata | None:
@@ -97,6 +113,7 @@ class Group:
         self._check_writable()
         self.metadata = self.metadata.with_attributes(attributes)
         self.store.set(metadata_key(self.path), encode_metadata(self.metadata))
+        refresh_consolidated(self.store, [Change(self.path, self.metadata.to_json())])
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -139,7 +156,7 @@ class Group:
         if isinstance(metadata, GroupMetadata):
             prefix = relative + "/"
             metadata = metadata.with_consolidated({k[len(prefix) :]: v for k, v in consolidated.items() if k.startswith(prefix)})
-        return node_from_metadata(self.store, path, metadata, self.read_only)
+        return node_from_metadata(self.store, path, metadata, self.read_only, consolidated=True)
 
     def arrays(self) -> dict[str, Array]:
         return {n: m for n, m in self.members().items() if isinstance(m, Array)}
@@ -173,12 +190,17 @@ class Group:
         return iter(self.members())
 
     def __delitem__(self, name: str) -> None:
-        """Erase the child ``name`` and everything below it."""
+        """Erase the child ``name`` and everything below it (consolidated ancestors forget it)."""
         self._check_writable()
         path = self._child_path(name)
         if name not in self:
             raise NodeNotFoundError(f"no node {name!r} in group {self.name!r}")
         self.store.delete_prefix(path + "/")
+        refresh_consolidated(self.store, [Change(path, None)])
+        if self.metadata.consolidated is not None:
+            relative = path[len(self.path) + 1 :] if self.path else path
+            kept = {k: v for k, v in self.metadata.consolidated.items() if k != relative and not k.startswith(relative + "/")}
+            self.metadata = self.metadata.with_consolidated(kept)
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
         """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
@@ -219,16 +241,22 @@ def open_node(store: Store, path: str, *, read_only: bool) -> Array | Group:
     raise NodeNotFoundError(f"no Zarr v3 array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found")
 
 
-def ensure_parents(store: Store, path: str) -> None:
-    """Write group metadata for every ancestor of ``path`` that has none; refuse to nest under an array."""
+def ensure_parents(store: Store, path: str) -> list[Change]:
+    """Write group metadata for every ancestor of ``path`` that has none; refuse to nest under an array.
+
+    Returns the groups it created, as changes for :func:`refresh_consolidated`.
+    """
     parts = path.split("/")[:-1] if path else []
     ancestors = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
     raws = store.get_many([(metadata_key(p), None) for p in ancestors])
+    created = []
     for ancestor, raw in zip(ancestors, raws):
         if raw is None:
             store.set(metadata_key(ancestor), encode_metadata(GroupMetadata()))
+            created.append(Change(ancestor, GroupMetadata().to_json()))
         elif isinstance(parse_node_metadata(raw, metadata_key(ancestor)), ArrayMetadata):
             raise NodeExistsError(f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is an array")
+    return created
 
 
 def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[str, Any] | None = None) -> Group:
@@ -242,10 +270,11 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[st
     if not isinstance(group, Group):
         raise GroupNotFoundError(f"cannot consolidate {path or '/'!r}: it is an array, not a group")
     group.metadata = group.metadata.with_consolidated(None)
-    documents = {name: node.metadata.to_json() for name, node in group.walk()}
-    for document in documents.values():
-        if document["node_type"] == "group":
-            document.pop("consolidated_metadata", None)
-    group.metadata = group.metadata.with_consolidated(documents)
+    group.metadata = group.metadata.with_consolidated(tree_documents(group))
     store.set(metadata_key(group.path), encode_metadata(group.metadata))
     return group
+
+
+def tree_documents(group: Group) -> dict[str, dict[str, Any]]:
+    """The metadata document of every node below ``group`` (read from each node), as consolidated stores them."""
+    return {name: consolidated_entry(node.metadata.to_json()) for name, node in group.walk()}
