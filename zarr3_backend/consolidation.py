@@ -79,15 +79,16 @@ def apply_changes(consolidated: dict[str, Any], base: str, changes: Sequence[Cha
     return result
 
 
-def refresh_consolidated(store: Store, changes: Sequence[Change]) -> None:
+def refresh_consolidated(store: Store, changes: Sequence[Change], *, skip_root: bool = False) -> None:
     """Patch ``changes`` into every ancestor group that carries consolidated metadata.
 
     One batched fetch of the ancestors' ``zarr.json``, one write per ancestor
-    that consolidates; nothing is written when none does.
+    that consolidates; nothing is written when none does. ``skip_root``
+    leaves the store root alone (its caller rebuilt it already).
     """
-    if not changes:
+    groups = sorted({a for change in changes for a in ancestors(change.path) if a or not skip_root})
+    if not groups:
         return
-    groups = sorted({a for change in changes for a in ancestors(change.path)})
     raws = store.get_many([(_key(g), None) for g in groups])
     for group, raw in zip(groups, raws):
         if raw is None:

@@ -241,21 +241,29 @@ def open_node(store: Store, path: str, *, read_only: bool) -> Array | Group:
     raise NodeNotFoundError(f"no Zarr v3 array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found")
 
 
+def missing_parents(store: Store, path: str) -> list[str]:
+    """The ancestors of ``path`` that have no ``zarr.json`` (root first); refuse to nest under an array."""
+    parts = path.split("/")[:-1] if path else []
+    ancestors = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    raws = store.get_many([(metadata_key(p), None) for p in ancestors])
+    missing = []
+    for ancestor, raw in zip(ancestors, raws):
+        if raw is None:
+            missing.append(ancestor)
+        elif isinstance(parse_node_metadata(raw, metadata_key(ancestor)), ArrayMetadata):
+            raise NodeExistsError(f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is an array")
+    return missing
+
+
 def ensure_parents(store: Store, path: str) -> list[Change]:
     """Write group metadata for every ancestor of ``path`` that has none; refuse to nest under an array.
 
     Returns the groups it created, as changes for :func:`refresh_consolidated`.
     """
-    parts = path.split("/")[:-1] if path else []
-    ancestors = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    raws = store.get_many([(metadata_key(p), None) for p in ancestors])
     created = []
-    for ancestor, raw in zip(ancestors, raws):
-        if raw is None:
-            store.set(metadata_key(ancestor), encode_metadata(GroupMetadata()))
-            created.append(Change(ancestor, GroupMetadata().to_json()))
-        elif isinstance(parse_node_metadata(raw, metadata_key(ancestor)), ArrayMetadata):
-            raise NodeExistsError(f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is an array")
+    for ancestor in missing_parents(store, path):
+        store.set(metadata_key(ancestor), encode_metadata(GroupMetadata()))
+        created.append(Change(ancestor, GroupMetadata().to_json()))
     return created
 
 

@@ -13,10 +13,13 @@ attribute JSON-encoded by xarray's ``FillValueCoder``, the array
 so the output opens identically with ``engine="zarr3"`` and ``engine="zarr"``.
 Dimension names go to the arrays' ``dimension_names``.
 
-Writes follow :mod:`zarr3_backend.dask_io`: metadata is written once on the
-client, then one dask task per stored chunk (shard) writes it whole. For
-``append_dim`` the grown shapes are published only after every data task
-succeeded, so a failed append leaves the store as it was.
+Writes follow :mod:`zarr3_backend.dask_io`: one dask task per stored chunk
+(shard) writes it whole. Metadata is published by
+:mod:`~zarr3_backend.xarray_backend.commit`: before the data for
+``mode="w"``/``"w-"`` (so ``compute=False`` leaves an openable template),
+after every data task succeeded for ``mode="a"``/``"a-"`` (so a failed
+append or new variable leaves the store as it was). Either way the store
+root's consolidated metadata is rebuilt once per call.
 In-memory (numpy) variables are written on the client, as xarray does.
 
 >>> import xarray as xr, zarr3_backend, zarr3_backend.xarray_backend.writer
@@ -41,10 +44,13 @@ from xarray.backends.zarr import FillValueCoder, encode_zarr_attr_value, encode_
 from .. import api
 from ..array import Array
 from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
-from ..hierarchy import Group, consolidate_metadata, join_path, normalize_path
+from ..errors import NodeExistsError
+from ..hierarchy import Group, join_path, missing_parents, normalize_path, read_node_metadata
+from ..metadata import GroupMetadata
 from ..store import make_store
 from ..store.base import Store
 from .backend_array import variable_dtype
+from .commit import Commit, Documents, group_document, publish, roll_forward
 from .encoding import decode_fill_value
 
 Mode = Literal["w-", "w", "a", "a-", "r+"]
@@ -54,27 +60,16 @@ VALID_ENCODING = frozenset({
 })
 
 
+UNCHANGED_CHECK_BYTES = 64 << 20  # appends compare variables without append_dim up to this size before rewriting
+
+
 @dataclass
 class _Writes:
-    """Everything one ``to_zarr3`` call writes after the metadata: data, then grown shapes."""
+    """Everything one ``to_zarr3`` call writes: data, and the metadata documents to publish."""
 
     requests: list[WriteRequest] = field(default_factory=list)
     eager: list[tuple[Array, tuple[int, ...], Any, bool]] = field(default_factory=list)
-    grown: list[Array] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Publish:
-    """Runs after all data tasks: write the grown shapes, then consolidate (picklable, runs on a worker)."""
-
-    grown: tuple[Array, ...]
-    consolidate: tuple[Store, str] | None
-
-    def __call__(self) -> None:
-        for array in self.grown:
-            array.write_metadata(array.metadata)
-        if self.consolidate is not None:
-            consolidate_metadata(*self.consolidate)
+    documents: Documents = field(default_factory=dict)
 
 
 def to_zarr3(
@@ -121,21 +116,44 @@ def to_zarr3(
     mode = _choose_mode(mode, append_dim, region)
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
+    token = _request_token(obj, path, mode, append_dim, region, encoding)
+    if mode not in ("w", "w-") and roll_forward(target, token):
+        return _done(compute)  # this exact request was committed by an earlier, interrupted call
     writes = _Writes()
     if isinstance(obj, xr.DataTree):
         _plan_tree(obj, target, path, mode, dict(encoding or {}), region, write_empty_chunks, write_inherited_coords, writes)
     else:
         _plan_dataset(obj, target, path, mode, dict(encoding or {}), append_dim, region, write_empty_chunks, writes)
+    consolidate = bool(consolidated or (consolidated is None and mode != "r+"))
+    finalize = None
+    if mode in ("w", "w-"):
+        publish(target, writes.documents, consolidate)
+    elif writes.documents:
+        finalize = Commit(target, writes.documents, consolidate, token)
     if writes.requests:
         check_reachable(target)
     for array, origin, data, write_empty in writes.eager:
         write_numpy(array, origin, data, write_empty)
-    consolidate = (target, path) if consolidated or (consolidated is None and mode != "r+") else None
-    delayed = store_graph(writes.requests, _Publish(tuple(writes.grown), consolidate))
+    delayed = store_graph(writes.requests, finalize)
     if not compute:
         return delayed
     compute_writes(delayed, progress)
     return None
+
+
+def _request_token(obj: Any, path: str, mode: str, append_dim: Any, region: Any, encoding: Any) -> str:
+    """A deterministic token of the write request (data included), to recognise a retry."""
+    from dask.base import tokenize
+
+    return tokenize(obj, path, mode, append_dim, region, encoding)
+
+
+def _done(compute: bool) -> Any:
+    if compute:
+        return None
+    import dask
+
+    return dask.delayed(None)
 
 
 def _choose_mode(mode: Mode | None, append_dim: Any, region: Any) -> Mode:
@@ -194,16 +212,18 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
     for name in set(variables) & set(existing):
         variables[name].encoding = _existing_encoding(name, existing[name])
     if mode != "r+":
-        _write_group(store, path, mode, {k: encode_zarr_attr_value(v) for k, v in attrs.items()})
+        _plan_group(store, path, mode, {k: encode_zarr_attr_value(v) for k, v in attrs.items()}, writes)
     for name, variable in variables.items():
-        if mode == "a-" and append_dim is not None and name in existing and append_dim not in variable.dims:
-            continue
+        if append_dim is not None and name in existing and append_dim not in variable.dims:
+            if mode == "a-" or _unchanged(variable, name, existing[name]):
+                continue
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
         if name in existing:
             array, origin = _existing_target(name, encoded, existing[name], region, append_dim, writes)
             encoded = encoded.transpose(*existing[name].dimension_names)
         else:
             array, origin = _create_array(store, join_path(path, name), name, encoded, name in encoding), (0,) * encoded.ndim
+            writes.documents[array.path] = array.metadata.to_json()
         _schedule(writes, array, origin, encoded, name, write_empty)
 
 
@@ -220,12 +240,42 @@ def _existing_arrays(store: Store, path: str, mode: Mode) -> dict[str, Array]:
     return fresh.arrays()
 
 
-def _write_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any]) -> None:
-    if mode in ("w", "w-"):
-        api.create_group(store, path, attributes=attributes, overwrite=mode == "w")
-    else:
-        group = api.open_group(store, path, mode="a")
-        group.replace_attributes(attributes)
+def _plan_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any], writes: _Writes) -> None:
+    """The group's document (and missing ancestors') for publishing; ``mode="w"`` erases the group now."""
+    existing = read_node_metadata(store, path)
+    if mode == "w-" and existing is not None:
+        raise NodeExistsError(
+            f"a {existing.node_type} already exists at {path or '/'!r} in {store!r}; pass mode='w' to replace it"
+        )
+    if mode == "w":
+        store.delete_prefix(f"{path}/" if path else "")
+        existing = None
+    if mode in ("a", "a-") and existing is not None and not isinstance(existing, GroupMetadata):
+        raise NodeExistsError(f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups")
+    for parent in missing_parents(store, path) if path else []:
+        writes.documents.setdefault(parent, GroupMetadata().to_json())
+    writes.documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
+
+
+def _unchanged(variable: xr.Variable, name: str, array: Array) -> bool:
+    """Whether an append can skip ``variable`` (no append dimension): its stored values are the same.
+
+    Only variables up to :data:`UNCHANGED_CHECK_BYTES` are compared; larger
+    ones are rewritten in place (not covered by the all-or-nothing guarantee).
+    """
+    if variable.nbytes > UNCHANGED_CHECK_BYTES:
+        return False
+    encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+    if array.dimension_names is None or set(array.dimension_names) != set(encoded.dims):
+        return False
+    new = np.asarray(encoded.transpose(*array.dimension_names).values)
+    stored = np.asarray(array[...])
+    if new.shape != stored.shape:
+        return False
+    try:
+        return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
+    except (TypeError, ValueError):
+        return bool(np.array_equal(stored.astype(object), new.astype(object)))
 
 
 def _existing_encoding(name: str, array: Array) -> dict[str, Any]:
@@ -300,7 +350,7 @@ def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Has
         origin.append(start)
     if tuple(shape) != array.shape:
         array = Array(array.store, array.path, array.metadata.with_shape(tuple(shape)))
-        writes.grown.append(array)
+        writes.documents[array.path] = array.metadata.to_json()
     return array, tuple(origin)
 
 
@@ -314,14 +364,14 @@ def _create_array(store: Store, path: str, name: str, var: xr.Variable, explicit
         attrs["_FillValue"] = FillValueCoder.encode(cf_fill, var.dtype)
     chunks, shards = _chunking(var, encoding)
     codecs = encoding.get("codecs")
-    return api.create_array(
-        store, path, shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
+    return Array(store, path, api.build_array_metadata(
+        path, shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
         chunks=(shards or chunks) if codecs is not None else chunks, shards=shards,
         fill_value=fill_value, compressors=encoding.get("compressors", "auto"), filters=encoding.get("filters", ()),
         serializer=encoding.get("serializer", "auto"), codecs=codecs,
         index_location=encoding.get("index_location", "end"), chunk_key_encoding=encoding.get("chunk_key_encoding"),
         dimension_names=[str(d) for d in var.dims], attributes={k: encode_zarr_attr_value(v) for k, v in attrs.items()},
-    )
+    ))
 
 
 def _zarr_encoding(name: str, var: xr.Variable, explicit: bool) -> dict[str, Any]:
