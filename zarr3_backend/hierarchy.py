@@ -109,9 +109,11 @@ class Group:
         return Attributes(self)
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
-        """Replace all user attributes with one metadata write."""
+        """Replace all user attributes with one metadata write (keeping the stored consolidated metadata)."""
         self._check_writable()
-        self.metadata = self.metadata.with_attributes(attributes)
+        stored = read_node_metadata(self.store, self.path)  # its consolidated copy may be newer than ours
+        current = stored if isinstance(stored, GroupMetadata) else self.metadata
+        self.metadata = current.with_attributes(attributes)
         self.store.set(metadata_key(self.path), encode_metadata(self.metadata))
         refresh_consolidated(self.store, [Change(self.path, self.metadata.to_json())])
 
