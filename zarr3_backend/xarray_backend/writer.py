@@ -31,6 +31,7 @@ In-memory (numpy) variables are written on the client, as xarray does.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -43,7 +44,7 @@ from xarray.backends.zarr import FillValueCoder, encode_zarr_attr_value, encode_
 
 from .. import api
 from ..array import Array
-from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
+from ..dask_io import PartialShardWarning, WriteRequest, check_reachable, compute_writes, partial_shards, store_graph, write_numpy
 from ..errors import NodeExistsError
 from ..hierarchy import Group, join_path, missing_parents, normalize_path, read_node_metadata
 from ..metadata import GroupMetadata
@@ -70,6 +71,7 @@ class _Writes:
     requests: list[WriteRequest] = field(default_factory=list)
     eager: list[tuple[Array, tuple[int, ...], Any, bool]] = field(default_factory=list)
     documents: Documents = field(default_factory=dict)
+    lock: Any = None
 
 
 def to_zarr3(
@@ -87,6 +89,7 @@ def to_zarr3(
     write_empty_chunks: bool | None = None,
     progress: bool | Literal["tqdm"] = False,
     write_inherited_coords: bool = False,
+    lock: Any = None,
 ) -> Any:
     """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one dask task per shard.
 
@@ -107,6 +110,11 @@ def to_zarr3(
     ``consolidated=None`` consolidates unless ``mode="r+"``. ``progress``:
     ``True`` shows dask's (or distributed's) progress bar, ``"tqdm"`` tqdm's.
     For DataTrees ``encoding`` is keyed by group path (``"/"``, ``"/child"``).
+    ``lock`` guards each read-modify-write of a shard that a write covers
+    only partly: an object with ``acquire``/``release`` (one lock for all
+    shards) or a callable returning a lock for a shard's store key (e.g.
+    ``lambda key: distributed.Lock(key)``); without it, a region covering
+    part of a shard warns with :class:`~zarr3_backend.dask_io.PartialShardWarning`.
 
     Returns ``None``, or with ``compute=False`` a ``dask.delayed`` object whose
     computation writes the data (metadata is already written).
@@ -116,10 +124,10 @@ def to_zarr3(
     mode = _choose_mode(mode, append_dim, region)
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
-    token = _request_token(obj, path, mode, append_dim, region, encoding)
-    if mode not in ("w", "w-") and roll_forward(target, token):
+    token = _request_token(obj, path, mode, append_dim, region, encoding) if mode in ("a", "a-") else ""
+    if mode not in ("w", "w-") and roll_forward(target, token or None):
         return _done(compute)  # this exact request was committed by an earlier, interrupted call
-    writes = _Writes()
+    writes = _Writes(lock=lock)
     if isinstance(obj, xr.DataTree):
         _plan_tree(obj, target, path, mode, dict(encoding or {}), region, write_empty_chunks, write_inherited_coords, writes)
     else:
@@ -133,7 +141,7 @@ def to_zarr3(
     if writes.requests:
         check_reachable(target)
     for array, origin, data, write_empty in writes.eager:
-        write_numpy(array, origin, data, write_empty)
+        write_numpy(array, origin, data, write_empty, lock)
     delayed = store_graph(writes.requests, finalize)
     if not compute:
         return delayed
@@ -221,6 +229,8 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
         if name in existing:
             array, origin = _existing_target(name, encoded, existing[name], region, append_dim, writes)
             encoded = encoded.transpose(*existing[name].dimension_names)
+            if region and writes.lock is None:
+                _warn_partial(name, array, origin, encoded.shape)
         else:
             array, origin = _create_array(store, join_path(path, name), name, encoded, name in encoding), (0,) * encoded.ndim
             writes.documents[array.path] = array.metadata.to_json()
@@ -432,12 +442,26 @@ def _inner_chunks(shards: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(chunks)
 
 
+def _warn_partial(name: str, array: Array, origin: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    count, example = partial_shards(array, origin, shape)
+    if count:
+        unit = "shard" if array.shards else "chunk"
+        warnings.warn(
+            f"to_zarr3: the region write of {name!r} covers {count} stored {unit}(s) only partly, e.g. {example!r}; "
+            f"each is read, merged and rewritten, so another process writing the same {unit} at the same time can "
+            f"lose its rows. Align regions to the {unit} grid {array.metadata.chunk_shape}, or pass lock= "
+            "(e.g. lock=lambda key: distributed.Lock(key))",
+            PartialShardWarning,
+            stacklevel=4,
+        )
+
+
 def _schedule(writes: _Writes, array: Array, origin: tuple[int, ...], var: xr.Variable, name: str, write_empty: bool | None) -> None:
     if write_empty is None:
         write_empty = bool(var.encoding.get("write_empty_chunks", False))
     data = var.data
     if var.chunks is not None:
-        writes.requests.append(WriteRequest(data, array, origin, write_empty, name))
+        writes.requests.append(WriteRequest(data, array, origin, write_empty, name, writes.lock))
     else:
         writes.eager.append((array, origin, np.asarray(data), write_empty))
 
