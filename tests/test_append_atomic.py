@@ -83,6 +83,10 @@ def _template(tmp_path: Path) -> Path:
     return path
 
 
+def _keys(path: Path) -> set[str]:
+    return {p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()}
+
+
 def _open_all(path: Path) -> list[xr.Dataset]:
     return [xr.open_dataset(path, engine=engine).load() for engine in ("zarr3", "zarr")]
 
@@ -104,6 +108,8 @@ def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-
             write(FailingStore(make_store(str(path)), fail_at=k))
         for got, old, new in zip(_open_all(path), before, after):
             assert got.identical(old) or got.identical(new), f"fault at write {k}: neither before nor after\n{got}"
+        if not (path / PENDING_KEY).exists():  # failed before the commit point: rolled back, no stray chunks
+            assert _keys(path) == _keys(template), f"fault at write {k}"
         write(make_store(str(path)))
         for got, new in zip(_open_all(path), after):
             assert got.identical(new), f"fault at write {k}: retry did not converge to after\n{got}"
@@ -116,7 +122,9 @@ def test_append_is_all_or_nothing_at_every_write(tmp_path: Path) -> None:
 
 
 def test_new_variables_are_all_or_nothing_at_every_write(tmp_path: Path) -> None:
-    extra = xr.Dataset({"rain": (("time", "x"), np.ones((5, 4))), "q": ("x", np.arange(4.0))}).chunk({"time": 2})
+    extra = xr.Dataset(
+        {"rain": (("time", "x"), np.ones((5, 4))), "q": ("x", np.arange(4.0))}, coords={"time": np.arange(5)}
+    ).chunk({"time": 2})
     _run_with_faults(tmp_path, lambda store: extra.to_zarr3(store, mode="a"))
 
 

@@ -291,10 +291,11 @@ class Array:
             raise BoundsError(f"array {self.name!r}: cannot resize {self.shape} to {new_shape}")
         old_shape = self.shape
         if any(n < o for n, o in zip(new_shape, old_shape)):
-            self._clear_outside(new_shape)
+            self.clear_outside(new_shape)
         self.write_metadata(self.metadata.with_shape(new_shape))
 
-    def _clear_outside(self, new_shape: tuple[int, ...]) -> None:
+    def clear_outside(self, new_shape: tuple[int, ...]) -> None:
+        """Delete stored chunks wholly outside ``new_shape`` and reset the part of edge chunks beyond it."""
         chunk_shape = self.metadata.chunk_shape
         for coords in np.ndindex(*self.metadata.chunk_grid.grid_shape(self.shape)):
             origin = [c * n for c, n in zip(coords, chunk_shape)]

@@ -281,7 +281,12 @@ def _protocols(store: FsspecStore) -> set[str]:
 
 
 def compute_writes(delayed: Any, progress: bool | str = False) -> None:
-    """Compute ``delayed`` on the current scheduler; ``progress``: ``True`` (dask's or distributed's bar) or ``"tqdm"``."""
+    """Compute ``delayed`` on the current scheduler; ``progress``: ``True`` (dask's or distributed's bar) or ``"tqdm"``.
+
+    On dask's default threaded scheduler the tasks run on a pool of our own
+    that is drained before this returns or raises: after a failure no write
+    task is still running, so the caller can clean up safely.
+    """
     client = _distributed_client()
     if progress and client is not None:
         from distributed import progress as show
@@ -289,15 +294,36 @@ def compute_writes(delayed: Any, progress: bool | str = False) -> None:
         future = client.compute(delayed)
         show(future)
         future.result()
-    elif progress == "tqdm":
-        from tqdm.dask import TqdmCallback
+        return
+    with _own_pool() as options:
+        if progress == "tqdm":
+            from tqdm.dask import TqdmCallback
 
-        with TqdmCallback(desc="to_zarr3"):
-            delayed.compute()
-    elif progress:
-        from dask.diagnostics import ProgressBar
+            with TqdmCallback(desc="to_zarr3"):
+                delayed.compute(**options)
+        elif progress:
+            from dask.diagnostics import ProgressBar
 
-        with ProgressBar():
-            delayed.compute()
-    else:
-        delayed.compute()
+            with ProgressBar():
+                delayed.compute(**options)
+        else:
+            delayed.compute(**options)
+
+
+@contextlib.contextmanager
+def _own_pool() -> Iterator[dict[str, Any]]:
+    """``{"pool": executor}`` when dask would use its threaded scheduler (shut down, waiting, on exit)."""
+    import dask.base
+    import dask.threaded
+    from concurrent.futures import ThreadPoolExecutor
+
+    if dask.base.get_scheduler() not in (None, dask.threaded.get):
+        yield {}
+        return
+    from dask.system import CPU_COUNT
+
+    pool = ThreadPoolExecutor(max_workers=CPU_COUNT)
+    try:
+        yield {"pool": pool}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -21,8 +21,10 @@ when every data task succeeded does :class:`Commit` run:
 2. :func:`publish` the documents (root first, the switch for readers);
 3. delete the record.
 
-A failure before step 1 leaves the store as it was (plus invisible chunks
-that a retry overwrites). A failure after it leaves the record, and the next
+A failure before step 1 leaves the store as it was: :func:`roll_back` then
+deletes the new arrays' chunks and clears what was written beyond the old
+shapes (best effort; anything it misses is invisible, and overwritten by
+a retry). A failure after it leaves the record, and the next
 ``to_zarr3`` call on the store completes the publication first
 (:func:`roll_forward`); when that call is the retry of the same request
 (same token), it stops there, so a retry never appends twice.
@@ -34,7 +36,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..array import metadata_key
+from ..array import Array, metadata_key
 from ..consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
 from ..hierarchy import Group, tree_documents
 from ..metadata import GroupMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
@@ -91,6 +93,19 @@ def roll_forward(store: Store, token: str | None) -> bool:
     publish(store, record["documents"], record["consolidate"])
     store.delete(PENDING_KEY)
     return token is not None and record["token"] == token
+
+
+def roll_back(store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str]) -> None:
+    """Undo the data of a write that failed before its commit point (best effort, never raises)."""
+    try:
+        if store.get(PENDING_KEY) is not None:
+            return  # committed: roll_forward completes it
+        for array, old_shape in grown:
+            array.clear_outside(old_shape)
+        for path in created:
+            store.delete_prefix(path + "/")
+    except Exception:  # the original failure is what the caller must see
+        return
 
 
 def group_document(metadata: GroupMetadata | None, attributes: dict[str, Any]) -> dict[str, Any]:

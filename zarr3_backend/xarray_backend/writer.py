@@ -51,7 +51,7 @@ from ..metadata import GroupMetadata
 from ..store import make_store
 from ..store.base import Store
 from .backend_array import variable_dtype
-from .commit import Commit, Documents, group_document, publish, roll_forward
+from .commit import Commit, Documents, group_document, publish, roll_back, roll_forward
 from .encoding import decode_fill_value
 
 Mode = Literal["w-", "w", "a", "a-", "r+"]
@@ -72,6 +72,8 @@ class _Writes:
     eager: list[tuple[Array, tuple[int, ...], Any, bool]] = field(default_factory=list)
     documents: Documents = field(default_factory=dict)
     lock: Any = None
+    grown: list[tuple[Array, tuple[int, ...]]] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
 
 
 def to_zarr3(
@@ -140,12 +142,17 @@ def to_zarr3(
         finalize = Commit(target, writes.documents, consolidate, token)
     if writes.requests:
         check_reachable(target)
-    for array, origin, data, write_empty in writes.eager:
-        write_numpy(array, origin, data, write_empty, lock)
-    delayed = store_graph(writes.requests, finalize)
-    if not compute:
-        return delayed
-    compute_writes(delayed, progress)
+    try:
+        for array, origin, data, write_empty in writes.eager:
+            write_numpy(array, origin, data, write_empty, lock)
+        delayed = store_graph(writes.requests, finalize)
+        if not compute:
+            return delayed
+        compute_writes(delayed, progress)
+    except BaseException:
+        if finalize is not None:
+            roll_back(target, writes.grown, writes.created)
+        raise
     return None
 
 
@@ -222,8 +229,8 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
     if mode != "r+":
         _plan_group(store, path, mode, {k: encode_zarr_attr_value(v) for k, v in attrs.items()}, writes)
     for name, variable in variables.items():
-        if append_dim is not None and name in existing and append_dim not in variable.dims:
-            if mode == "a-" or _unchanged(variable, name, existing[name]):
+        if name in existing and not region and (append_dim is None or append_dim not in variable.dims):
+            if (mode == "a-" and append_dim is not None) or _unchanged(variable, name, existing[name]):
                 continue
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
         if name in existing:
@@ -234,6 +241,7 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
         else:
             array, origin = _create_array(store, join_path(path, name), name, encoded, name in encoding), (0,) * encoded.ndim
             writes.documents[array.path] = array.metadata.to_json()
+            writes.created.append(array.path)
         _schedule(writes, array, origin, encoded, name, write_empty)
 
 
@@ -268,7 +276,7 @@ def _plan_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any],
 
 
 def _unchanged(variable: xr.Variable, name: str, array: Array) -> bool:
-    """Whether an append can skip ``variable`` (no append dimension): its stored values are the same.
+    """Whether ``mode="a"`` can skip an existing ``variable`` (outside any append): its stored values are the same.
 
     Only variables up to :data:`UNCHANGED_CHECK_BYTES` are compared; larger
     ones are rewritten in place (not covered by the all-or-nothing guarantee).
@@ -359,8 +367,10 @@ def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Has
             )
         origin.append(start)
     if tuple(shape) != array.shape:
+        old_shape = array.shape
         array = Array(array.store, array.path, array.metadata.with_shape(tuple(shape)))
         writes.documents[array.path] = array.metadata.to_json()
+        writes.grown.append((array, old_shape))
     return array, tuple(origin)
 
 
