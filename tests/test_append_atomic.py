@@ -80,6 +80,7 @@ def _addition() -> xr.Dataset:
 def _template(tmp_path: Path) -> Path:
     path = tmp_path / "template.zarr"
     _base().to_zarr3(path, encoding={"t2m": {"chunks": (1, 4), "shards": (2, 4)}, "time": {"chunks": (2,)}})
+    _base().rename(time="step").to_zarr3(path, group="child", mode="a")
     return path
 
 
@@ -88,7 +89,10 @@ def _keys(path: Path) -> set[str]:
 
 
 def _open_all(path: Path) -> list[xr.Dataset]:
-    return [xr.open_dataset(path, engine=engine).load() for engine in ("zarr3", "zarr")]
+    """The root with both engines, and the child group with engine="zarr3" alone and inside the tree."""
+    datasets = [xr.open_dataset(path, engine=engine).load() for engine in ("zarr3", "zarr")]
+    tree = xr.open_datatree(path, engine="zarr3")
+    return [*datasets, xr.open_dataset(path, group="child", engine="zarr3").load(), tree["child"].to_dataset().load()]
 
 
 def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
@@ -99,7 +103,7 @@ def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-
     counter = FailingStore(make_store(str(clean)))
     write(counter)
     after = _open_all(clean)
-    assert not after[0].identical(before[0])
+    assert any(not new.identical(old) for new, old in zip(after, before))
     assert counter.writes > 3
     for k in range(counter.writes):
         path = tmp_path / f"run{k}.zarr"
@@ -119,6 +123,11 @@ def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-
 
 def test_append_is_all_or_nothing_at_every_write(tmp_path: Path) -> None:
     _run_with_faults(tmp_path, lambda store: _addition().to_zarr3(store, append_dim="time"))
+
+
+def test_append_in_a_child_group_is_all_or_nothing_at_every_write(tmp_path: Path) -> None:
+    child = _addition().rename(time="step")
+    _run_with_faults(tmp_path, lambda store: child.to_zarr3(store, group="child", append_dim="step"))
 
 
 def test_new_variables_are_all_or_nothing_at_every_write(tmp_path: Path) -> None:

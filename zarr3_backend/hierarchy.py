@@ -13,7 +13,9 @@ from typing import Any
 
 from .array import Array, Attributes, metadata_key
 from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
-from .errors import CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
+from .errors import (
+    CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError, Zarr3Error,
+)
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from .store import make_store
 from .store.base import Store
@@ -241,6 +243,28 @@ def open_node(store: Store, path: str, *, read_only: bool) -> Array | Group:
     if is_implicit_group(store, path):
         return Group(store, path, GroupMetadata(), read_only=read_only)
     raise NodeNotFoundError(f"no Zarr v3 array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found")
+
+
+def open_node_consolidated(store: Store, path: str, *, read_only: bool) -> Array | Group:
+    """The node at ``path`` as the root's consolidated metadata describes it, if the root has an entry for it.
+
+    Fetches the root's and the node's ``zarr.json`` in one batch; without a
+    consolidated entry this is :func:`open_node`. Readers that open a group
+    this way see a ``to_zarr3`` write switch at once (its commit writes the
+    consolidated root first).
+    """
+    if not path:
+        return open_node(store, path, read_only=read_only)
+    root_raw, own_raw = store.get_many([(metadata_key(""), None), (metadata_key(path), None)])
+    try:
+        root = None if root_raw is None else parse_node_metadata(root_raw, metadata_key(""))
+    except Zarr3Error:
+        root = None  # an unreadable root does not stop us opening the node itself
+    if isinstance(root, GroupMetadata) and root.consolidated is not None and path in root.consolidated:
+        return Group(store, "", root, read_only=read_only)._consolidated_node(path)
+    if own_raw is not None:
+        return node_from_metadata(store, path, parse_node_metadata(own_raw, metadata_key(path)), read_only)
+    return open_node(store, path, read_only=read_only)
 
 
 def missing_parents(store: Store, path: str) -> list[str]:
