@@ -166,3 +166,10 @@ def test_retry_after_commit_does_not_append_twice(tmp_path: Path) -> None:
     assert not (path / PENDING_KEY).exists()
     addition.to_zarr3(path, append_dim="time")  # a new call (no pending record) appends again
     assert xr.open_dataset(path, engine="zarr3").sizes["time"] == 11
+
+
+def test_unreadable_pending_record_is_a_clear_error(tmp_path: Path) -> None:
+    path = _template(tmp_path)
+    (path / PENDING_KEY).write_text("{not json")
+    with pytest.raises(zarr3_backend.errors.MetadataError, match="pending-write record.*delete it"):
+        _addition().to_zarr3(path, append_dim="time")

@@ -16,6 +16,12 @@ import zarr3_backend  # noqa: F401  (registers to_zarr3)
 from zarr3_backend.dask_io import PartialShardWarning, partial_shards
 
 ROWS = 24
+LOCKED: list[str] = []
+
+
+def _recorded(lock: Any, key: str) -> Any:
+    LOCKED.append(key)
+    return lock
 WIDTH = 16384
 
 
@@ -99,3 +105,17 @@ def test_partial_shards_counts_edges() -> None:
     assert partial_shards(a, (0, 0), (8, 8)) == (0, None)
     assert partial_shards(a, (0, 0), (10, 10)) == (0, None)  # the array's edge counts as aligned
     assert partial_shards(a, (2, 0), (4, 8)) == (4, "c/0/0")
+
+
+def test_distributed_lock_per_shard(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    path = tmp_path / "d.zarr"
+    _template(path)
+    ds = xr.Dataset({"v": (("row", "x"), np.full((6, WIDTH), 5.0))}).chunk({"row": 3})
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PartialShardWarning)
+            ds.to_zarr3(path, region={"row": slice(3, 9)}, lock=lambda key: _recorded(distributed.Lock(f"test:{key}"), key))
+    assert set(LOCKED) == {"v/c/0/0"}  # both tasks took the lock of the one shard they share
+    values = xr.open_dataset(path, engine="zarr3")["v"].values[:, 0]
+    np.testing.assert_array_equal(values, [0] * 3 + [5] * 6 + [0] * (ROWS - 9))

@@ -38,6 +38,7 @@ from typing import Any
 
 from ..array import Array, metadata_key
 from ..consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
+from ..errors import MetadataError
 from ..hierarchy import Group, tree_documents
 from ..metadata import GroupMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from ..store.base import Store
@@ -89,8 +90,15 @@ def roll_forward(store: Store, token: str | None) -> bool:
     raw = store.get(PENDING_KEY)
     if raw is None:
         return False
-    record = json.loads(raw)
-    publish(store, record["documents"], record["consolidate"])
+    try:
+        record = json.loads(raw)
+        documents, consolidate = dict(record["documents"]), bool(record["consolidate"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MetadataError(
+            f"{PENDING_KEY}: the pending-write record of an interrupted to_zarr3 call is unreadable ({exc}); "
+            "delete it, then check the store (the interrupted write may be half published)"
+        ) from exc
+    publish(store, documents, consolidate)
     store.delete(PENDING_KEY)
     return token is not None and record["token"] == token
 
