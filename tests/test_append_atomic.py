@@ -92,7 +92,8 @@ def _open_all(path: Path) -> list[xr.Dataset]:
     """The root with both engines, and the child group with engine="zarr3" alone and inside the tree."""
     datasets = [xr.open_dataset(path, engine=engine).load() for engine in ("zarr3", "zarr")]
     tree = xr.open_datatree(path, engine="zarr3")
-    return [*datasets, xr.open_dataset(path, group="child", engine="zarr3").load(), tree["child"].to_dataset().load()]
+    return [*datasets, xr.open_dataset(path, group="child", engine="zarr3").load(), tree["child"].to_dataset().load(),
+            xr.open_dataset(path, group="child", engine="zarr").load()]
 
 
 def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]

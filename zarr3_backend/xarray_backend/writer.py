@@ -119,7 +119,8 @@ def to_zarr3(
     part of a shard warns with :class:`~zarr3_backend.dask_io.PartialShardWarning`.
 
     Returns ``None``, or with ``compute=False`` a ``dask.delayed`` object whose
-    computation writes the data (metadata is already written).
+    computation writes the data (metadata is already written for ``mode="w"``
+    and ``"w-"``; for ``"a"``/``"a-"`` that computation publishes it).
     """
     if isinstance(obj, xr.DataArray):
         obj = _dataarray_as_dataset(obj)
@@ -127,7 +128,7 @@ def to_zarr3(
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
     token = _request_token(obj, path, mode, append_dim, region, encoding) if mode in ("a", "a-") else ""
-    if mode not in ("w", "w-") and roll_forward(target, token or None):
+    if roll_forward(target, token or None):
         return _done(compute)  # this exact request was committed by an earlier, interrupted call
     writes = _Writes(lock=lock)
     if isinstance(obj, xr.DataTree):
