@@ -68,10 +68,20 @@ class ConsolidatedArray(Array):
         try:
             return super().get(selection, orthogonal=orthogonal)
         except CodecError as exc:
-            hint = stale_hint(self.store, self.path, self.metadata.to_json())
-            if hint is None:
+            explained = explain_stale(exc, [self])
+            if explained is exc:
                 raise
-            raise type(exc)(f"{exc}; {hint}") from exc
+            raise explained from exc
+
+
+def explain_stale(exc: CodecError, arrays: list[Array]) -> CodecError:
+    """``exc`` with a note that the consolidated entry of one of ``arrays`` is stale, if one is."""
+    for array in arrays:
+        if isinstance(array, ConsolidatedArray):
+            hint = stale_hint(array.store, array.path, array.metadata.to_json())
+            if hint is not None:
+                return type(exc)(f"{exc}; {hint}")
+    return exc
 
 
 def read_node_metadata(store: Store, path: str) -> NodeMetadata | None:
