@@ -174,3 +174,24 @@ def test_unreadable_pending_record_is_a_clear_error(tmp_path: Path) -> None:
     (path / PENDING_KEY).write_text("{not json")
     with pytest.raises(zarr3_backend.errors.MetadataError, match="pending-write record.*delete it"):
         _addition().to_zarr3(path, append_dim="time")
+
+
+def test_failing_data_task_leaves_the_store_as_before(tmp_path: Path) -> None:
+    import dask.array as da
+
+    path = _template(tmp_path)
+    before = _open_all(path)
+    keys = _keys(path)
+
+    def explode(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
+        if block_info and block_info[None]["chunk-location"][0] == 2:
+            raise RuntimeError("source failed")
+        return block
+
+    data = da.map_blocks(explode, da.ones((3, 4), chunks=(1, 4)), dtype=float)
+    broken = _addition().assign(t2m=(("time", "x"), data))
+    with pytest.raises(RuntimeError, match="source failed"):
+        broken.to_zarr3(path, append_dim="time")
+    for got, old in zip(_open_all(path), before):
+        assert got.identical(old)
+    assert _keys(path) == keys

@@ -104,3 +104,12 @@ def test_decode_error_in_a_stale_index_coordinate_says_so(store: Path) -> None:
                       overwrite=True, dimension_names=["x"])[...] = 1
     with pytest.raises(CodecError, match="stale consolidated metadata.*'x'"):
         xr.open_dataset(store, engine="zarr3")
+
+
+def test_write_into_a_group_with_its_own_consolidated_metadata(store: Path) -> None:
+    xr.Dataset({"b": ("t", np.arange(3.0))}).to_zarr3(store, group="child/grand", mode="a")
+    zarr3_backend.consolidate_metadata(store, "child")
+    xr.Dataset({"b": ("t", np.arange(2.0))}).to_zarr3(store, group="child/grand", append_dim="t")
+    child = zarr3_backend.open_group(store, "child")
+    assert child.metadata.consolidated is not None and child.metadata.consolidated["grand/b"]["shape"] == [5]
+    assert _root_consolidated(store)["child/grand/b"]["shape"] == [5]
