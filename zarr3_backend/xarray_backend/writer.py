@@ -143,16 +143,21 @@ def to_zarr3(
         finalize = Commit(target, writes.documents, consolidate, token)
     if writes.requests:
         check_reachable(target)
+    return _write_data(target, writes, finalize, compute, progress)
+
+
+def _write_data(store: Store, writes: _Writes, finalize: Commit | None, compute: bool, progress: Any) -> Any:
+    """Eager data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write."""
     try:
         for array, origin, data, write_empty in writes.eager:
-            write_numpy(array, origin, data, write_empty, lock)
+            write_numpy(array, origin, data, write_empty, writes.lock)
         delayed = store_graph(writes.requests, finalize)
         if not compute:
             return delayed
         compute_writes(delayed, progress)
     except BaseException:
         if finalize is not None:
-            roll_back(target, writes.grown, writes.created)
+            roll_back(store, writes.grown, writes.created)
         raise
     return None
 
