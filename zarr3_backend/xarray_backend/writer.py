@@ -61,7 +61,7 @@ VALID_ENCODING = frozenset({
 })
 
 
-UNCHANGED_CHECK_BYTES = 64 << 20  # appends compare variables without append_dim up to this size before rewriting
+UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
 
 
 @dataclass
@@ -235,8 +235,8 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
     if mode != "r+":
         _plan_group(store, path, mode, {k: encode_zarr_attr_value(v) for k, v in attrs.items()}, writes)
     for name, variable in variables.items():
-        if name in existing and not region and (append_dim is None or append_dim not in variable.dims):
-            if (mode == "a-" and append_dim is not None) or _unchanged(variable, name, existing[name]):
+        if mode in ("a", "a-") and name in existing and not region and append_dim not in variable.dims:
+            if (mode == "a-" and append_dim is not None) or _unchanged(variable, name, existing[name], append_dim):
                 continue
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
         if name in existing:
@@ -281,13 +281,14 @@ def _plan_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any],
     writes.documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
 
 
-def _unchanged(variable: xr.Variable, name: str, array: Array) -> bool:
+def _unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Any) -> bool:
     """Whether ``mode="a"`` can skip an existing ``variable`` (outside any append): its stored values are the same.
 
-    Only variables up to :data:`UNCHANGED_CHECK_BYTES` are compared; larger
-    ones are rewritten in place (not covered by the all-or-nothing guarantee).
+    Compared: in-memory variables, and in an append also dask ones, up to
+    :data:`UNCHANGED_CHECK_BYTES`; others are rewritten in place (not covered
+    by the all-or-nothing guarantee).
     """
-    if variable.nbytes > UNCHANGED_CHECK_BYTES:
+    if variable.nbytes > UNCHANGED_CHECK_BYTES or (variable.chunks is not None and append_dim is None):
         return False
     encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
     if array.dimension_names is None or set(array.dimension_names) != set(encoded.dims):
