@@ -195,3 +195,18 @@ def test_failing_data_task_leaves_the_store_as_before(tmp_path: Path) -> None:
     for got, old in zip(_open_all(path), before):
         assert got.identical(old)
     assert _keys(path) == keys
+
+
+def test_a_different_request_completes_the_pending_one_first(tmp_path: Path) -> None:
+    path = _template(tmp_path)
+    shutil.copytree(path, tmp_path / "probe.zarr")
+    probe = FailingStore(make_store(str(tmp_path / "probe.zarr")))
+    _addition().to_zarr3(probe, append_dim="time")
+    with pytest.raises(InjectedFault):  # fails on the first node document after the commit point
+        _addition().to_zarr3(FailingStore(make_store(str(path)), fail_at=probe.keys.index(PENDING_KEY) + 2),
+                             append_dim="time")
+    later = _addition().assign_coords(time=np.arange(8, 11))
+    later.to_zarr3(path, append_dim="time")
+    np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr3").time, np.arange(11))
+    np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr", consolidated=False).time, np.arange(11))
+    assert not (path / PENDING_KEY).exists()
