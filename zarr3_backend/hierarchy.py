@@ -304,7 +304,7 @@ def stores_below(store: Store, path: str, limit: int = 5, max_listings: int = 20
     return found
 
 
-def open_node_consolidated(store: Store, path: str, *, read_only: bool) -> Array | Group:
+def open_node_consolidated(store: Store, path: str, *, read_only: bool, strict: bool = False) -> Array | Group:
     """The node at ``path`` as the root's consolidated metadata describes it, if the root has an entry for it.
 
     Fetches the root's and the node's ``zarr.json`` in one batch; without a
@@ -313,7 +313,7 @@ def open_node_consolidated(store: Store, path: str, *, read_only: bool) -> Array
     consolidated root first).
     """
     if not path:
-        return open_node(store, path, read_only=read_only)
+        return open_node(store, path, read_only=read_only, strict=strict)
     root_raw, own_raw = store.get_many([(metadata_key(""), None), (metadata_key(path), None)])
     try:
         root = None if root_raw is None else parse_node_metadata(root_raw, metadata_key(""))
@@ -323,7 +323,7 @@ def open_node_consolidated(store: Store, path: str, *, read_only: bool) -> Array
         return Group(store, "", root, read_only=read_only)._consolidated_node(path)
     if own_raw is not None:
         return node_from_metadata(store, path, parse_node_metadata(own_raw, metadata_key(path)), read_only)
-    return open_node(store, path, read_only=read_only)
+    return open_node(store, path, read_only=read_only, strict=strict)
 
 
 def missing_parents(store: Store, path: str) -> list[str]:

@@ -56,7 +56,7 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     try:
-        node = open_node_consolidated(store, path, read_only=True)
+        node = open_node_consolidated(store, path, read_only=True, strict=True)
     except NodeNotFoundError as exc:
         raise _not_found(store, path, where, getattr(exc, "stores_below", [])) from exc
     except UnknownExtensionError as exc:
