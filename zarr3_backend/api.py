@@ -20,6 +20,7 @@ from .chunk_keys import parse_chunk_key_encoding
 from .codecs.base import ChunkSpec, Codec
 from .codecs.registry import codec_from_json
 from .codecs.sharding import ShardingCodec
+from .consolidation import Change, refresh_consolidated
 from .dtypes import DataType, data_type_from_numpy
 from .errors import ArrayNotFoundError, GroupNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError
 from .hierarchy import Group, ensure_parents, normalize_path, open_node, read_node_metadata
@@ -83,12 +84,13 @@ def create_group(
     store: Any, path: str = "", *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
     storage_options: dict[str, Any] | None = None,
 ) -> Group:
-    """Create a group (and any missing ancestor groups)."""
+    """Create a group (and any missing ancestor groups); consolidated ancestors are refreshed."""
     target = _store(store, storage_options, "w")
     path = normalize_path(path)
-    _prepare_path(target, path, overwrite)
+    created = _prepare_path(target, path, overwrite)
     metadata = GroupMetadata(attributes=dict(attributes or {}))
     target.set(metadata_key(path), encode_metadata(metadata))
+    refresh_consolidated(target, [*created, Change(path, metadata.to_json(), replaces_subtree=overwrite)])
     return Group(target, path, metadata)
 
 
@@ -117,7 +119,8 @@ def create_array(
 
     ``chunks`` is the inner chunk shape when ``shards`` is given. ``codecs``,
     when given, is the complete outer codec list and overrides ``filters``,
-    ``serializer``, ``compressors`` and ``shards``.
+    ``serializer``, ``compressors`` and ``shards``. Ancestor groups carrying
+    consolidated metadata are refreshed to include the new array.
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/create", shape=(100, 100), dtype="float32",
@@ -127,6 +130,40 @@ def create_array(
     """
     target = _store(store, storage_options, "w")
     path = normalize_path(path)
+    metadata = build_array_metadata(
+        path, shape=shape, dtype=dtype, chunks=chunks, shards=shards, fill_value=fill_value, compressors=compressors,
+        filters=filters, serializer=serializer, codecs=codecs, index_codecs=index_codecs, index_location=index_location,
+        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names, attributes=attributes,
+    )
+    created = _prepare_path(target, path, overwrite)
+    target.set(metadata_key(path), encode_metadata(metadata))
+    refresh_consolidated(target, [*created, Change(path, metadata.to_json(), replaces_subtree=overwrite)])
+    return Array(target, path, metadata)
+
+
+def build_array_metadata(
+    path: str,
+    *,
+    shape: Sequence[int] | int,
+    dtype: Any,
+    chunks: Sequence[int] | None = None,
+    shards: Sequence[int] | None = None,
+    fill_value: Any = None,
+    compressors: Sequence[CodecLike] | CodecLike | Literal["auto"] | None = "auto",
+    filters: Sequence[CodecLike] = (),
+    serializer: CodecLike | Literal["auto"] = "auto",
+    codecs: Sequence[CodecLike] | None = None,
+    index_codecs: Sequence[CodecLike] | None = None,
+    index_location: Literal["start", "end"] = "end",
+    chunk_key_encoding: dict[str, Any] | str | None = None,
+    dimension_names: Sequence[str | None] | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> ArrayMetadata:
+    """The validated metadata :func:`create_array` would write at ``path``, without writing anything.
+
+    >>> build_array_metadata("x", shape=(4,), dtype="int8").shape
+    (4,)
+    """
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(int(n) for n in shape)
     data_type = data_type_from_numpy(dtype)
     fill = data_type.default_fill_value() if fill_value is None else data_type.cast_fill_value(fill_value)
@@ -143,10 +180,7 @@ def create_array(
         fill_value=fill, codecs=tuple(chain.to_json()), attributes=dict(attributes or {}),
         dimension_names=None if dimension_names is None else tuple(dimension_names),
     )
-    metadata = ArrayMetadata.from_json(metadata.to_json(), metadata_key(path))
-    _prepare_path(target, path, overwrite)
-    target.set(metadata_key(path), encode_metadata(metadata))
-    return Array(target, path, metadata)
+    return ArrayMetadata.from_json(metadata.to_json(), metadata_key(path))
 
 
 def _guess_chunks(shape: tuple[int, ...], data_type: DataType) -> tuple[int, ...]:
@@ -205,8 +239,11 @@ def _build_chain(
     return CodecChain([sharding])
 
 
-def _prepare_path(store: Store, path: str, overwrite: bool) -> None:
-    """Make room for a new node at ``path``: erase (``overwrite``) or refuse an existing one."""
+def _prepare_path(store: Store, path: str, overwrite: bool) -> list[Change]:
+    """Make room for a new node at ``path``: erase (``overwrite``) or refuse an existing one.
+
+    Returns the ancestor groups it had to create.
+    """
     existing = read_node_metadata(store, path)
     if existing is not None and not overwrite:
         raise NodeExistsError(
@@ -217,5 +254,4 @@ def _prepare_path(store: Store, path: str, overwrite: bool) -> None:
             store.delete_prefix(path + "/")
         else:
             store.delete_prefix("")
-    if path:
-        ensure_parents(store, path)
+    return ensure_parents(store, path) if path else []

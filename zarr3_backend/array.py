@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .codecs.base import ChunkSpec
+from .consolidation import Change, refresh_consolidated
 from .dtypes import is_fill
 from .errors import BoundsError, ReadOnlyError, Zarr3Error
 from .executor import map_concurrently, pipelined
@@ -170,10 +171,14 @@ class Array:
         return f"{self.path}/{key}" if self.path else key
 
     def write_metadata(self, metadata: ArrayMetadata) -> None:
-        """Publish ``metadata`` (e.g. a grown shape) as this array's ``zarr.json``."""
+        """Publish ``metadata`` (e.g. a grown shape) as this array's ``zarr.json``.
+
+        Ancestors carrying consolidated metadata are patched to match.
+        """
         self._check_writable()
         self.store.set(metadata_key(self.path), encode_metadata(metadata))
         self.metadata = metadata
+        refresh_consolidated(self.store, [Change(self.path, metadata.to_json())])
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
         """Replace all user attributes with one metadata write."""
@@ -286,10 +291,11 @@ class Array:
             raise BoundsError(f"array {self.name!r}: cannot resize {self.shape} to {new_shape}")
         old_shape = self.shape
         if any(n < o for n, o in zip(new_shape, old_shape)):
-            self._clear_outside(new_shape)
+            self.clear_outside(new_shape)
         self.write_metadata(self.metadata.with_shape(new_shape))
 
-    def _clear_outside(self, new_shape: tuple[int, ...]) -> None:
+    def clear_outside(self, new_shape: tuple[int, ...]) -> None:
+        """Delete stored chunks wholly outside ``new_shape`` and reset the part of edge chunks beyond it."""
         chunk_shape = self.metadata.chunk_shape
         for coords in np.ndindex(*self.metadata.chunk_grid.grid_shape(self.shape)):
             origin = [c * n for c, n in zip(coords, chunk_shape)]

@@ -19,6 +19,14 @@ read, merged and rewritten by their owning task; the part of the shard
 outside the array's shape is reset to the fill value. Blocks covering the
 whole in-bounds part of a shard are encoded without reading.
 
+Two independent writers (processes, clusters) may write disjoint regions of
+one array safely when the regions are aligned to shards. A block covering
+only part of a shard is a read-modify-write of the whole shard: a second
+writer doing the same to that shard at the same time can lose its rows.
+:func:`partial_shards` finds such shards (``to_zarr3`` warns with
+:class:`PartialShardWarning`), and a ``lock`` (see :func:`shard_lock`) makes
+the read-modify-write exclusive per shard across processes.
+
 Everything in the graph pickles (``Array`` is store + path + metadata), so
 the graph runs on any dask scheduler, ``dask.distributed`` included; the
 store must then be reachable from every worker (local paths on one machine,
@@ -33,10 +41,11 @@ object stores anywhere; never ``memory://`` across processes).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +61,51 @@ from .worker_memory import tune_worker_malloc
 
 class ShardAlignmentWarning(UserWarning):
     """Dask chunks were rechunked to the shard grid; the message states what that costs."""
+
+
+class PartialShardWarning(UserWarning):
+    """A region write covers only part of some shards: concurrent writers to those shards can lose data."""
+
+
+def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) -> tuple[int, str | None]:
+    """How many stored chunks (shards) a write of ``shape`` at ``origin`` covers only partly, and one's key.
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/partial", shape=(10,), dtype="int8", chunks=(4,))
+    >>> partial_shards(a, (2,), (4,))
+    (2, 'c/0')
+    """
+    total, full, example = 1, 1, []
+    for start, n, step, size in zip(origin, shape, array.metadata.chunk_shape, array.shape):
+        stop = start + n
+        if n == 0:
+            return 0, None
+        first, last = start // step, (stop - 1) // step
+        ragged = [c for c, edge in ((first, start % step), (last, stop % step and stop != size)) if edge]
+        total *= last - first + 1
+        full *= last - first + 1 - len(set(ragged))
+        example.append(ragged[0] if ragged else first)
+    count = total - full
+    return count, array.chunk_key(tuple(example)) if count else None
+
+
+def shard_lock(lock: Any, key: str) -> contextlib.AbstractContextManager[Any]:
+    """The lock guarding the shard ``key``: ``lock`` itself when it has ``acquire``/``release`` (one lock
+    for every shard), else ``lock(key)`` (a callable returning a lock per shard); nothing when ``None``."""
+    if lock is None:
+        return contextlib.nullcontext()
+    if not (hasattr(lock, "acquire") and hasattr(lock, "release")):
+        lock = lock(key)
+    return _held(lock)
+
+
+@contextlib.contextmanager
+def _held(lock: Any) -> Iterator[None]:
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def shard_aligned_chunks(shape: Sequence[int], origin: Sequence[int], grid: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -106,12 +160,12 @@ def _describe(chunks: Sequence[Sequence[int]]) -> str:
     return "(" + ", ".join(str(c[0]) if len(set(c[:-1])) <= 1 and c[-1] <= c[0] else "irregular" for c in chunks) + ")"
 
 
-def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chunks: bool = False) -> None:
+def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chunks: bool = False, lock: Any = None) -> None:
     """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
 
     The shard is stored with one atomic write; partial blocks are merged into
-    the stored shard (read-modify-write) and all-fill shards are deleted
-    unless ``write_empty_chunks``.
+    the stored shard (read-modify-write, holding :func:`shard_lock` of the
+    shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
     """
     tune_worker_malloc()
     block = np.asarray(block, dtype=array.dtype)
@@ -129,13 +183,14 @@ def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chun
         region = tuple(slice(s, s + n) for s, n in zip(start, block.shape))
         array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
         return
-    chunk = array.read_chunk(coords)
-    chunk[inside] = block
-    reset_outside(chunk, in_bounds, array.fill_value)
-    array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
+    with shard_lock(lock, array.chunk_key(coords)):
+        chunk = array.read_chunk(coords)
+        chunk[inside] = block
+        reset_outside(chunk, in_bounds, array.fill_value)
+        array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
 
 
-def write_numpy(array: Array, origin: Sequence[int], data: Any, write_empty_chunks: bool = False) -> None:
+def write_numpy(array: Array, origin: Sequence[int], data: Any, write_empty_chunks: bool = False, lock: Any = None) -> None:
     """Write an in-memory array at ``origin``, one shard per call of :func:`write_block` on the thread pool."""
     data = np.asarray(data)
     if data.size == 0:
@@ -147,7 +202,7 @@ def write_numpy(array: Array, origin: Sequence[int], data: Any, write_empty_chun
         local = tuple(int(offsets[d][i]) for d, i in enumerate(index))
         selection = tuple(slice(o, o + chunks[d][i]) for d, (o, i) in enumerate(zip(local, index)))
         blocks.append((tuple(s + o for s, o in zip(local, origin)), selection))
-    map_concurrently(lambda item: write_block(array, item[0], data[item[1]], write_empty_chunks), blocks)
+    map_concurrently(lambda item: write_block(array, item[0], data[item[1]], write_empty_chunks, lock), blocks)
 
 
 @dataclass(frozen=True)
@@ -159,6 +214,7 @@ class WriteRequest:
     origin: tuple[int, ...]
     write_empty_chunks: bool = False
     name: str = ""
+    lock: Any = None
 
 
 def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] | None = None) -> Any:
@@ -193,6 +249,7 @@ def _shard_tasks(request: WriteRequest, aligned: Any) -> Any:
         request.array,
         tuple(tuple(int(n) for n in start + np.cumsum([0, *c[:-1]])) for c, start in zip(aligned.chunks, request.origin)),
         request.write_empty_chunks,
+        request.lock,
     )
     name = SHARD_TASK_PREFIX + tokenize(aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks)
     chunks = tuple((1,) * len(c) for c in aligned.chunks)
@@ -206,10 +263,11 @@ class _ShardTask:
     array: Array
     starts: tuple[tuple[int, ...], ...]  # per dimension: where each block starts in the array
     write_empty_chunks: bool
+    lock: Any = None  # see shard_lock
 
     def __call__(self, block: Any, *, block_id: tuple[int, ...]) -> np.ndarray:
         start = tuple(starts[i] for starts, i in zip(self.starts, block_id))
-        write_block(self.array, start, block, self.write_empty_chunks)
+        write_block(self.array, start, block, self.write_empty_chunks, self.lock)
         return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)
 
 
@@ -256,16 +314,46 @@ def compute_writes(delayed: Any, progress: bool | str = False) -> None:
 
     ``True`` prints shards done out of the total and the data rate
     (:mod:`zarr3_backend.write_progress`), on any scheduler; ``"tqdm"``
-    shows tqdm's bar of dask tasks.
+    shows tqdm's bar of dask tasks (on dask.distributed, where tqdm's dask
+    callback sees nothing, the shard line instead). On dask's default threaded scheduler
+    the tasks run on a pool of our own that is drained before this returns
+    or raises: after a failure no write task is still running, so the
+    caller can clean up safely.
     """
-    if progress is True:
+    client = _distributed_client()
+    if progress and client is not None:
         from .write_progress import compute_with_progress
 
-        compute_with_progress(delayed, _distributed_client())
-    elif progress == "tqdm":
-        from tqdm.dask import TqdmCallback
+        compute_with_progress(delayed, client)
+        return
+    with _own_pool() as options:
+        if progress is True:
+            from .write_progress import compute_with_progress
 
-        with TqdmCallback(desc="to_zarr3"):
-            delayed.compute()
-    else:
-        delayed.compute()
+            compute_with_progress(delayed, None, **options)
+        elif progress == "tqdm":
+            from tqdm.dask import TqdmCallback
+
+            with TqdmCallback(desc="to_zarr3"):
+                delayed.compute(**options)
+        else:
+            delayed.compute(**options)
+
+
+@contextlib.contextmanager
+def _own_pool() -> Iterator[dict[str, Any]]:
+    """``{"pool": executor}`` when dask would use its threaded scheduler (shut down, waiting, on exit)."""
+    import dask.base
+    import dask.threaded
+    from concurrent.futures import ThreadPoolExecutor
+
+    if dask.base.get_scheduler() not in (None, dask.threaded.get):
+        yield {}
+        return
+    from dask.system import CPU_COUNT
+
+    pool = ThreadPoolExecutor(max_workers=CPU_COUNT)
+    try:
+        yield {"pool": pool}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

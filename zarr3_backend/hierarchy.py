@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from .array import Array, Attributes, metadata_key
-from .errors import GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
+from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
+from .errors import (
+    CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError, Zarr3Error,
+)
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from .store import make_store
 from .store.base import Store, segment_problem
-
-
 
 
 def validate_node_name(name: str) -> str:
@@ -55,10 +56,37 @@ def join_path(parent: str, name: str) -> str:
     return f"{parent}/{name}" if parent else name
 
 
-def node_from_metadata(store: Store, path: str, metadata: NodeMetadata, read_only: bool) -> Array | Group:
+def node_from_metadata(store: Store, path: str, metadata: NodeMetadata, read_only: bool,
+                       consolidated: bool = False) -> Array | Group:
     if isinstance(metadata, ArrayMetadata):
-        return Array(store, path, metadata, read_only=read_only)
+        return (ConsolidatedArray if consolidated else Array)(store, path, metadata, read_only=read_only)
     return Group(store, path, metadata, read_only=read_only)
+
+
+class ConsolidatedArray(Array):
+    """An array described by a group's consolidated metadata: decode errors say when that copy is stale."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ConsolidatedArray, (self.store, self.path, self.metadata), {"read_only": self.read_only})
+
+    def get(self, selection: Any = Ellipsis, *, orthogonal: bool = False) -> Any:
+        try:
+            return super().get(selection, orthogonal=orthogonal)
+        except CodecError as exc:
+            explained = explain_stale(exc, [self])
+            if explained is exc:
+                raise
+            raise explained from exc
+
+
+def explain_stale(exc: CodecError, arrays: list[Array]) -> CodecError:
+    """``exc`` with a note that the consolidated entry of one of ``arrays`` is stale, if one is."""
+    for array in arrays:
+        if isinstance(array, ConsolidatedArray):
+            hint = stale_hint(array.store, array.path, array.metadata.to_json())
+            if hint is not None:
+                return type(exc)(f"{exc}; {hint}")
+    return exc
 
 
 def read_node_metadata(store: Store, path: str) -> NodeMetadata | None:
@@ -98,10 +126,13 @@ class Group:
         return Attributes(self)
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
-        """Replace all user attributes with one metadata write."""
+        """Replace all user attributes with one metadata write (keeping the stored consolidated metadata)."""
         self._check_writable()
-        self.metadata = self.metadata.with_attributes(attributes)
+        stored = read_node_metadata(self.store, self.path)  # its consolidated copy may be newer than ours
+        current = stored if isinstance(stored, GroupMetadata) else self.metadata
+        self.metadata = current.with_attributes(attributes)
         self.store.set(metadata_key(self.path), encode_metadata(self.metadata))
+        refresh_consolidated(self.store, [Change(self.path, self.metadata.to_json())])
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -144,7 +175,7 @@ class Group:
         if isinstance(metadata, GroupMetadata):
             prefix = relative + "/"
             metadata = metadata.with_consolidated({k[len(prefix) :]: v for k, v in consolidated.items() if k.startswith(prefix)})
-        return node_from_metadata(self.store, path, metadata, self.read_only)
+        return node_from_metadata(self.store, path, metadata, self.read_only, consolidated=True)
 
     def arrays(self) -> dict[str, Array]:
         return {n: m for n, m in self.members().items() if isinstance(m, Array)}
@@ -178,12 +209,17 @@ class Group:
         return iter(self.members())
 
     def __delitem__(self, name: str) -> None:
-        """Erase the child ``name`` and everything below it."""
+        """Erase the child ``name`` and everything below it (consolidated ancestors forget it)."""
         self._check_writable()
         path = self._child_path(name)
         if name not in self:
             raise NodeNotFoundError(f"no node {name!r} in group {self.name!r}")
         self.store.delete_prefix(path + "/")
+        refresh_consolidated(self.store, [Change(path, None)])
+        if self.metadata.consolidated is not None:
+            relative = path[len(self.path) + 1 :] if self.path else path
+            kept = {k: v for k, v in self.metadata.consolidated.items() if k != relative and not k.startswith(relative + "/")}
+            self.metadata = self.metadata.with_consolidated(kept)
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
         """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
@@ -268,16 +304,52 @@ def stores_below(store: Store, path: str, limit: int = 5, max_listings: int = 20
     return found
 
 
-def ensure_parents(store: Store, path: str) -> None:
-    """Write group metadata for every ancestor of ``path`` that has none; refuse to nest under an array."""
+def open_node_consolidated(store: Store, path: str, *, read_only: bool, strict: bool = False) -> Array | Group:
+    """The node at ``path`` as the root's consolidated metadata describes it, if the root has an entry for it.
+
+    Fetches the root's and the node's ``zarr.json`` in one batch; without a
+    consolidated entry this is :func:`open_node`. Readers that open a group
+    this way see a ``to_zarr3`` write switch at once (its commit writes the
+    consolidated root first).
+    """
+    if not path:
+        return open_node(store, path, read_only=read_only, strict=strict)
+    root_raw, own_raw = store.get_many([(metadata_key(""), None), (metadata_key(path), None)])
+    try:
+        root = None if root_raw is None else parse_node_metadata(root_raw, metadata_key(""))
+    except Zarr3Error:
+        root = None  # an unreadable root does not stop us opening the node itself
+    if isinstance(root, GroupMetadata) and root.consolidated is not None and path in root.consolidated:
+        return Group(store, "", root, read_only=read_only)._consolidated_node(path)
+    if own_raw is not None:
+        return node_from_metadata(store, path, parse_node_metadata(own_raw, metadata_key(path)), read_only)
+    return open_node(store, path, read_only=read_only, strict=strict)
+
+
+def missing_parents(store: Store, path: str) -> list[str]:
+    """The ancestors of ``path`` that have no ``zarr.json`` (root first); refuse to nest under an array."""
     parts = path.split("/")[:-1] if path else []
     ancestors = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
     raws = store.get_many([(metadata_key(p), None) for p in ancestors])
+    missing = []
     for ancestor, raw in zip(ancestors, raws):
         if raw is None:
-            store.set(metadata_key(ancestor), encode_metadata(GroupMetadata()))
+            missing.append(ancestor)
         elif isinstance(parse_node_metadata(raw, metadata_key(ancestor)), ArrayMetadata):
             raise NodeExistsError(f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is an array")
+    return missing
+
+
+def ensure_parents(store: Store, path: str) -> list[Change]:
+    """Write group metadata for every ancestor of ``path`` that has none; refuse to nest under an array.
+
+    Returns the groups it created, as changes for :func:`refresh_consolidated`.
+    """
+    created = []
+    for ancestor in missing_parents(store, path):
+        store.set(metadata_key(ancestor), encode_metadata(GroupMetadata()))
+        created.append(Change(ancestor, GroupMetadata().to_json()))
+    return created
 
 
 def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[str, Any] | None = None) -> Group:
@@ -291,10 +363,11 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[st
     if not isinstance(group, Group):
         raise GroupNotFoundError(f"cannot consolidate {path or '/'!r}: it is an array, not a group")
     group.metadata = group.metadata.with_consolidated(None)
-    documents = {name: node.metadata.to_json() for name, node in group.walk()}
-    for document in documents.values():
-        if document["node_type"] == "group":
-            document.pop("consolidated_metadata", None)
-    group.metadata = group.metadata.with_consolidated(documents)
+    group.metadata = group.metadata.with_consolidated(tree_documents(group))
     store.set(metadata_key(group.path), encode_metadata(group.metadata))
     return group
+
+
+def tree_documents(group: Group) -> dict[str, dict[str, Any]]:
+    """The metadata document of every node below ``group`` (read from each node), as consolidated stores them."""
+    return {name: consolidated_entry(node.metadata.to_json()) for name, node in group.walk()}

@@ -67,12 +67,13 @@ def shard_keys(delayed: Any) -> list[Hashable]:
     return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
 
 
-def compute_with_progress(delayed: Any, client: Any | None) -> None:
+def compute_with_progress(delayed: Any, client: Any | None, **options: Any) -> None:
     """Compute a write graph, printing :class:`ShardProgress` as shards complete.
 
     With a distributed ``client``, the shard tasks and the final task are
     submitted together (one graph) and the client counts shard futures as
-    they complete; otherwise a dask callback counts them in this process.
+    they complete; otherwise a dask callback counts them in this process
+    (``options`` go to ``delayed.compute``).
     """
     keys = shard_keys(delayed)
     progress = ShardProgress(len(keys))
@@ -87,7 +88,7 @@ def compute_with_progress(delayed: Any, client: Any | None) -> None:
             final.result()
         else:
             with _ShardCallback(progress):
-                delayed.compute()
+                delayed.compute(**options)
     finally:
         progress.close()
 

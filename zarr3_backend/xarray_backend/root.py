@@ -11,10 +11,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import open as open_node
 from ..array import Array
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
-from ..hierarchy import Group, normalize_path
+from ..hierarchy import Group, normalize_path, open_node_consolidated
 from ..store import make_store
 from ..store.base import Store
 
@@ -45,6 +44,8 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
 
     ``consolidated=False`` ignores consolidated metadata (members are read
     from their own ``zarr.json``).
+    A sub-group is described by the root's consolidated metadata when the
+    root has it (as for the root itself), so it reads the same snapshot.
 
     >>> import zarr3_backend
     >>> _ = zarr3_backend.create_group("memory://doc/root_group")
@@ -55,7 +56,7 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     try:
-        node = open_node(store, path)
+        node = open_node_consolidated(store, path, read_only=True, strict=True)
     except NodeNotFoundError as exc:
         raise _not_found(store, path, where, getattr(exc, "stores_below", [])) from exc
     except UnknownExtensionError as exc:

@@ -21,8 +21,8 @@ from xarray.core.utils import FrozenDict
 from xarray.core.variable import Variable
 
 from ..array import Array, read_many
-from ..errors import UnknownExtensionError
-from ..hierarchy import Group
+from ..errors import CodecError, UnknownExtensionError
+from ..hierarchy import Group, explain_stale
 from .backend_array import Zarr3BackendArray, variable_dtype
 from .dims import DIMENSION_KEY, group_dims
 from .encoding import decode_fill_value, variable_encoding
@@ -93,7 +93,13 @@ class Zarr3DataStore(AbstractDataStore):
 def load_index_coordinates(stores: Sequence[Zarr3DataStore]) -> None:
     """Read the index coordinates of all ``stores`` in one batched read."""
     wanted = [(store, name, array) for store in stores for name, array in store.index_arrays().items()]
-    values = read_many([(array, Ellipsis, False) for _, _, array in wanted]) if wanted else []
+    try:
+        values = read_many([(array, Ellipsis, False) for _, _, array in wanted]) if wanted else []
+    except CodecError as exc:
+        explained = explain_stale(exc, [array for _, _, array in wanted])
+        if explained is exc:
+            raise
+        raise explained from exc
     for store in stores:
         store.loaded = {}
     for (store, name, array), value in zip(wanted, values):

@@ -12,10 +12,13 @@ attribute JSON-encoded by xarray's ``FillValueCoder``, the array
 so the output opens identically with ``engine="zarr3"`` and ``engine="zarr"``.
 Dimension names go to the arrays' ``dimension_names``.
 
-Writes follow :mod:`zarr3_backend.dask_io`: metadata is written once on the
-client, then one dask task per stored chunk (shard) writes it whole. For
-``append_dim`` the grown shapes are published only after every data task
-succeeded, so a failed append leaves the store as it was.
+Writes follow :mod:`zarr3_backend.dask_io`: one dask task per stored chunk
+(shard) writes it whole. Metadata is published by
+:mod:`~zarr3_backend.xarray_backend.commit`: before the data for
+``mode="w"``/``"w-"`` (so ``compute=False`` leaves an openable template),
+after every data task succeeded for ``mode="a"``/``"a-"`` (so a failed
+append or new variable leaves the store as it was). Either way the store
+root's consolidated metadata is rebuilt once per call.
 In-memory (numpy) variables are written on the client, as xarray does.
 
 >>> import xarray as xr, zarr3_backend
@@ -27,6 +30,7 @@ In-memory (numpy) variables are written on the client, as xarray does.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -39,12 +43,16 @@ from xarray.backends.zarr import FillValueCoder, encode_zarr_variable
 
 from .. import api
 from ..array import Array
-from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
-from ..errors import WriteError, WriteTypeError
-from ..hierarchy import Group, consolidate_metadata, join_path, normalize_path
+from ..dask_io import (
+    PartialShardWarning, WriteRequest, check_reachable, compute_writes, partial_shards, store_graph, write_numpy,
+)
+from ..errors import NodeExistsError, WriteError, WriteTypeError
+from ..hierarchy import Group, join_path, missing_parents, normalize_path, read_node_metadata
+from ..metadata import GroupMetadata
 from ..store import make_store
 from ..store.base import Store
 from .backend_array import variable_dtype
+from .commit import Commit, Documents, group_document, publish, roll_back, roll_forward
 from .encoding import decode_fill_value
 from .region import check_region_fits, resolve_region
 from .write_checks import check_append, check_fits, check_names, check_progress, encode_attributes
@@ -54,27 +62,19 @@ Mode = Literal["w-", "w", "a", "a-", "r+"]
 DATAARRAY_VARIABLE = "xarray_dataarray_variable"
 
 
+UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
+
+
 @dataclass
 class _Writes:
-    """Everything one ``to_zarr3`` call writes after the metadata: data, then grown shapes."""
+    """Everything one ``to_zarr3`` call writes: data, and the metadata documents to publish."""
 
     requests: list[WriteRequest] = field(default_factory=list)
     eager: list[tuple[Array, tuple[int, ...], Any, bool]] = field(default_factory=list)
-    grown: list[Array] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Publish:
-    """Runs after all data tasks: write the grown shapes, then consolidate (picklable, runs on a worker)."""
-
-    grown: tuple[Array, ...]
-    consolidate: tuple[Store, str] | None
-
-    def __call__(self) -> None:
-        for array in self.grown:
-            array.write_metadata(array.metadata)
-        if self.consolidate is not None:
-            consolidate_metadata(*self.consolidate)
+    documents: Documents = field(default_factory=dict)
+    lock: Any = None
+    grown: list[tuple[Array, tuple[int, ...]]] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
 
 
 def to_zarr3(
@@ -95,6 +95,7 @@ def to_zarr3(
     write_empty_chunks: bool | None = None,
     progress: bool | Literal["tqdm"] = False,
     write_inherited_coords: bool = False,
+    lock: Any = None,
 ) -> Any:
     """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one dask task per shard.
 
@@ -133,7 +134,8 @@ def to_zarr3(
         For DataTrees ``encoding`` is keyed by group path (``"/"``, ``"/child"``).
     compute : bool, default True
         With ``False`` return a ``dask.delayed`` whose computation writes the
-        data (metadata is written already).
+        data (metadata is written already for ``mode="w"``/``"w-"``; for
+        ``"a"``/``"a-"`` that computation publishes it, all or nothing).
     consolidated : bool, optional
         Consolidate the group's metadata after writing; ``None`` consolidates
         unless ``mode="r+"``.
@@ -157,6 +159,12 @@ def to_zarr3(
         ``True``: shards done out of the total and MB/s, on any scheduler; ``"tqdm"``: tqdm's bar.
     write_inherited_coords : bool, default False
         DataTree only: also write coordinates inherited from parent groups.
+    lock : lock or callable, optional
+        Guards each read-modify-write of a shard that the write covers only
+        partly: an object with ``acquire``/``release`` (one lock for all
+        shards) or a callable returning a lock for a shard's store key (e.g.
+        ``lambda key: distributed.Lock(key)``). Without it, a region covering
+        part of a shard warns with :class:`~zarr3_backend.dask_io.PartialShardWarning`.
 
     Returns
     -------
@@ -177,20 +185,38 @@ def to_zarr3(
     mode = _choose_mode(mode, append_dim, region)
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
-    writes = _Writes()
+    token = _request_token(obj, path, mode, append_dim, region, encoding) if mode in ("a", "a-") else ""
+    if roll_forward(target, token or None):
+        return _done(compute)  # this exact request was committed by an earlier, interrupted call
+    writes = _Writes(lock=lock)
     if isinstance(obj, xr.DataTree):
         _plan_tree(obj, target, path, mode, _tree_encoding(encoding), region, write_empty_chunks, write_inherited_coords, writes)
     else:
         _plan_dataset(obj, target, path, mode, encoding, append_dim, region, write_empty_chunks, writes)
+    consolidate = bool(consolidated or (consolidated is None and mode != "r+"))
+    finalize = None
+    if mode in ("w", "w-"):
+        publish(target, writes.documents, consolidate)
+    elif writes.documents:
+        finalize = Commit(target, writes.documents, consolidate, token)
     if writes.requests:
         check_reachable(target)
-    for array, origin, data, write_empty in writes.eager:
-        write_numpy(array, origin, data, write_empty)
-    consolidate = (target, path) if consolidated or (consolidated is None and mode != "r+") else None
-    delayed = store_graph(writes.requests, _Publish(tuple(writes.grown), consolidate))
-    if not compute:
-        return delayed
-    compute_writes(delayed, progress)
+    return _write_data(target, writes, finalize, compute, progress)
+
+
+def _write_data(store: Store, writes: _Writes, finalize: Commit | None, compute: bool, progress: Any) -> Any:
+    """Eager data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write."""
+    try:
+        for array, origin, data, write_empty in writes.eager:
+            write_numpy(array, origin, data, write_empty, writes.lock)
+        delayed = store_graph(writes.requests, finalize)
+        if not compute:
+            return delayed
+        compute_writes(delayed, progress)
+    except BaseException:
+        if finalize is not None:
+            roll_back(store, writes.grown, writes.created)
+        raise
     return None
 
 
@@ -200,6 +226,21 @@ def _check_format(zarr_format: int | None) -> None:
             f"to_zarr3: zarr_format={zarr_format!r} is not supported; zarr3_backend writes Zarr v3 only "
             "(pass zarr_format=3 or leave it out; for Zarr v2 use ds.to_zarr(..., zarr_format=2))"
         )
+
+
+def _request_token(obj: Any, path: str, mode: str, append_dim: Any, region: Any, encoding: Any) -> str:
+    """A deterministic token of the write request (data included), to recognise a retry."""
+    from dask.base import tokenize
+
+    return tokenize(obj, path, mode, append_dim, region, encoding)
+
+
+def _done(compute: bool) -> Any:
+    if compute:
+        return None
+    import dask
+
+    return dask.delayed(None)
 
 
 def _choose_mode(mode: Mode | None, append_dim: Any, region: Any) -> Mode:
@@ -273,20 +314,27 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
     attributes = encode_attributes(attrs, f"the attributes of {where}")
     planned: list[tuple[str, xr.Variable, tuple[Array, tuple[int, ...]] | dict[str, Any]]] = []
     for name, variable in variables.items():
-        if mode == "a-" and append_dim is not None and name in existing and append_dim not in variable.dims:
-            continue
+        if mode in ("a", "a-") and name in existing and not region and append_dim not in variable.dims:
+            if (mode == "a-" and append_dim is not None) or _unchanged(variable, name, existing[name], append_dim):
+                continue
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
         if name in existing:
             check_fits(name, variable, existing[name])
-            target = _existing_target(name, encoded, existing[name], region, append_dim, writes)
-            planned.append((name, encoded.transpose(*existing[name].dimension_names), target))
+            array, origin = _existing_target(name, encoded, existing[name], region, append_dim, writes)
+            encoded = encoded.transpose(*existing[name].dimension_names)
+            if region and writes.lock is None:
+                _warn_partial(name, array, origin, encoded.shape)
+            planned.append((name, encoded, (array, origin)))
         else:
             planned.append((name, encoded, _array_spec(name, encoded, name in explicit, where)))
     if mode != "r+":
-        _write_group(store, path, mode, attributes)
+        _plan_group(store, path, mode, attributes, writes)  # after every check: mode="w" erases the group here
     for name, encoded, plan in planned:
         if isinstance(plan, dict):
-            plan = api.create_array(store, join_path(path, name), **plan), (0,) * encoded.ndim
+            array = Array(store, join_path(path, name), api.build_array_metadata(join_path(path, name), **plan))
+            writes.documents[array.path] = array.metadata.to_json()
+            writes.created.append(array.path)
+            plan = array, (0,) * encoded.ndim
         _schedule(writes, plan[0], plan[1], encoded, name, write_empty)
 
 
@@ -303,12 +351,43 @@ def _existing_arrays(store: Store, path: str, mode: Mode) -> dict[str, Array]:
     return fresh.arrays()
 
 
-def _write_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any]) -> None:
-    if mode in ("w", "w-"):
-        api.create_group(store, path, attributes=attributes, overwrite=mode == "w")
-    else:
-        group = api.open_group(store, path, mode="a")
-        group.replace_attributes(attributes)
+def _plan_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any], writes: _Writes) -> None:
+    """The group's document (and missing ancestors') for publishing; ``mode="w"`` erases the group now."""
+    existing = read_node_metadata(store, path)
+    if mode == "w-" and existing is not None:
+        raise NodeExistsError(
+            f"a {existing.node_type} already exists at {path or '/'!r} in {store!r}; pass mode='w' to replace it"
+        )
+    if mode == "w":
+        store.delete_prefix(f"{path}/" if path else "")
+        existing = None
+    if mode in ("a", "a-") and existing is not None and not isinstance(existing, GroupMetadata):
+        raise NodeExistsError(f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups")
+    for parent in missing_parents(store, path) if path else []:
+        writes.documents.setdefault(parent, GroupMetadata().to_json())
+    writes.documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
+
+
+def _unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Any) -> bool:
+    """Whether ``mode="a"`` can skip an existing ``variable`` (outside any append): its stored values are the same.
+
+    Compared: in-memory variables, and in an append also dask ones, up to
+    :data:`UNCHANGED_CHECK_BYTES`; others are rewritten in place (not covered
+    by the all-or-nothing guarantee).
+    """
+    if variable.nbytes > UNCHANGED_CHECK_BYTES or (variable.chunks is not None and append_dim is None):
+        return False
+    encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+    if array.dimension_names is None or set(array.dimension_names) != set(encoded.dims):
+        return False
+    new = np.asarray(encoded.transpose(*array.dimension_names).values)
+    stored = np.asarray(array[...])
+    if new.shape != stored.shape:
+        return False
+    try:
+        return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
+    except (TypeError, ValueError):
+        return bool(np.array_equal(stored.astype(object), new.astype(object)))
 
 
 def _existing_encoding(name: str, array: Array) -> dict[str, Any]:
@@ -345,8 +424,10 @@ def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Has
             )
         origin.append(start)
     if tuple(shape) != array.shape:
+        old_shape = array.shape
         array = Array(array.store, array.path, array.metadata.with_shape(tuple(shape)))
-        writes.grown.append(array)
+        writes.documents[array.path] = array.metadata.to_json()
+        writes.grown.append((array, old_shape))
     return array, tuple(origin)
 
 
@@ -372,12 +453,26 @@ def _array_spec(name: str, var: xr.Variable, explicit: bool, where: str) -> dict
     )
 
 
+def _warn_partial(name: str, array: Array, origin: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    count, example = partial_shards(array, origin, shape)
+    if count:
+        unit = "shard" if array.shards else "chunk"
+        warnings.warn(
+            f"to_zarr3: the region write of {name!r} covers {count} stored {unit}(s) only partly, e.g. {example!r}; "
+            f"each is read, merged and rewritten, so another process writing the same {unit} at the same time can "
+            f"lose its rows. Align regions to the {unit} grid {array.metadata.chunk_shape}, or pass lock= "
+            "(e.g. lock=lambda key: distributed.Lock(key))",
+            PartialShardWarning,
+            stacklevel=4,
+        )
+
+
 def _schedule(writes: _Writes, array: Array, origin: tuple[int, ...], var: xr.Variable, name: str, write_empty: bool | None) -> None:
     if write_empty is None:
         write_empty = bool(var.encoding.get("write_empty_chunks", False))
     data = var.data
     if var.chunks is not None:
-        writes.requests.append(WriteRequest(data, array, origin, write_empty, name))
+        writes.requests.append(WriteRequest(data, array, origin, write_empty, name, writes.lock))
     else:
         writes.eager.append((array, origin, np.asarray(data), write_empty))
 

@@ -1,0 +1,121 @@
+"""Region writes from independent writers: partial-shard regions warn, and ``lock=`` makes them safe."""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import zarr3_backend  # noqa: F401  (registers to_zarr3)
+from zarr3_backend.dask_io import PartialShardWarning, partial_shards
+
+ROWS = 24
+LOCKED: list[str] = []
+
+
+def _recorded(lock: Any, key: str) -> Any:
+    LOCKED.append(key)
+    return lock
+WIDTH = 16384
+
+
+class FileLocks:
+    """One ``flock`` file per shard key: a lock factory that works across processes on one machine."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def __call__(self, key: str) -> "FileLock":
+        return FileLock(str(Path(self.directory) / (key.replace("/", "_") + ".lock")))
+
+
+class FileLock:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.handle = None
+
+    def acquire(self) -> None:
+        self.handle = open(self.path, "a")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def _template(path: Path) -> None:
+    xr.Dataset({"v": (("row", "x"), np.zeros((ROWS, WIDTH)))}).to_zarr3(
+        path, encoding={"v": {"chunks": (1, WIDTH), "shards": (ROWS, WIDTH), "fill_value": 0.0}}
+    )
+
+
+def _writer(path: str, parity: int, lock_dir: str | None, start: Any) -> None:
+    lock = FileLocks(lock_dir) if lock_dir else None
+    start.wait()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PartialShardWarning)
+        for row in range(parity, ROWS, 2):
+            ds = xr.Dataset({"v": (("row", "x"), np.full((1, WIDTH), row + 1.0))})
+            ds.to_zarr3(path, region={"row": slice(row, row + 1)}, lock=lock)
+
+
+def _race(path: Path, lock_dir: str | None) -> int:
+    """Two processes write alternate rows of one shard, one region per row; how many rows were lost."""
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(2)
+    workers = [context.Process(target=_writer, args=(str(path), p, lock_dir, start)) for p in (0, 1)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+        assert w.exitcode == 0
+    values = xr.open_dataset(path, engine="zarr3")["v"].values[:, 0]
+    return int((values != np.arange(1, ROWS + 1)).sum())
+
+
+def test_two_processes_sharing_a_shard_lose_no_rows_with_a_lock(tmp_path: Path) -> None:
+    lock_dir = tmp_path / "locks"
+    lock_dir.mkdir()
+    for trial in range(2):
+        path = tmp_path / f"locked{trial}.zarr"
+        _template(path)
+        assert _race(path, str(lock_dir)) == 0
+
+
+def test_partial_shard_region_warns_and_names_the_shard(tmp_path: Path) -> None:
+    path = tmp_path / "w.zarr"
+    _template(path)
+    ds = xr.Dataset({"v": (("row", "x"), np.ones((2, WIDTH)))})
+    with pytest.warns(PartialShardWarning, match=r"'v'.*1 stored shard.*'v/c/0/0'.*lose"):
+        ds.to_zarr3(path, region={"row": slice(2, 4)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PartialShardWarning)
+        xr.Dataset({"v": (("row", "x"), np.ones((ROWS, WIDTH)))}).to_zarr3(path, region={"row": slice(0, ROWS)})
+        ds.to_zarr3(path, region={"row": slice(2, 4)}, lock=FileLocks(str(tmp_path)))
+
+
+def test_partial_shards_counts_edges() -> None:
+    a = zarr3_backend.create_array("memory://test/partial", shape=(10, 10), dtype="int8", chunks=(4, 4))
+    assert partial_shards(a, (0, 0), (8, 8)) == (0, None)
+    assert partial_shards(a, (0, 0), (10, 10)) == (0, None)  # the array's edge counts as aligned
+    assert partial_shards(a, (2, 0), (4, 8)) == (4, "c/0/0")
+
+
+def test_distributed_lock_per_shard(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    path = tmp_path / "d.zarr"
+    _template(path)
+    ds = xr.Dataset({"v": (("row", "x"), np.full((6, WIDTH), 5.0))}).chunk({"row": 3})
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PartialShardWarning)
+            ds.to_zarr3(path, region={"row": slice(3, 9)}, lock=lambda key: _recorded(distributed.Lock(f"test:{key}"), key))
+    assert set(LOCKED) == {"v/c/0/0"}  # both tasks took the lock of the one shard they share
+    values = xr.open_dataset(path, engine="zarr3")["v"].values[:, 0]
+    np.testing.assert_array_equal(values, [0] * 3 + [5] * 6 + [0] * (ROWS - 9))
