@@ -195,6 +195,7 @@ def main() -> int:
     parser.add_argument("--out", default=None, help="output directory (default: a temporary one)")
     parser.add_argument("--only", action="append", choices=["main", "scaling", "s3"],
                         help="sections to run (repeatable; default: main and scaling; s3 only when asked)")
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every S3 request (--only s3)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*Consolidated metadata.*")
     warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
@@ -213,7 +214,7 @@ def main() -> int:
         if "scaling" in sections:
             run_scaling(ds, data, out, args.repeats)
         if "s3" in sections:
-            run_s3(ds, data, failures, args.repeats)
+            run_s3(ds, data, failures, args.repeats, args.latency)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     for failure in failures:
@@ -313,29 +314,40 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
               f"to_zarr3(compute=False) + graph: {built:.3f} s ({built / shards * 1000:.2f} s per 1000 shards)")
 
 
-def run_s3(ds, data, failures: list[str], repeats: int) -> None:
+def run_s3(ds, data, failures: list[str], repeats: int, latency: float) -> None:
+    from urllib.parse import urlsplit
+
+    from latency_proxy import latency_proxy
+    from zarr3_backend.testing.servers import S3Endpoint, moto_s3_server
+
+    print(f"\nS3: moto on 127.0.0.1 behind a proxy adding {latency * 1000:.0f} ms per request and capping each "
+          "connection at 100 MB/s; threaded scheduler; fresh s3fs instances")
+    with moto_s3_server() as moto:
+        target = urlsplit(moto.endpoint_url)
+        with latency_proxy(target.hostname, target.port, latency) as port:
+            s3 = S3Endpoint(f"http://127.0.0.1:{port}")
+            run_s3_cases(ds, data, failures, repeats, s3, latency)
+
+
+def run_s3_cases(ds, data, failures: list[str], repeats: int, s3, latency: float) -> None:
     import dask
 
-    from zarr3_backend.testing.servers import moto_s3_server
+    bucket = s3.make_bucket()
+    options = {**s3.storage_options, "skip_instance_cache": True}
+    cases = {}
+    for name, write in writers(ds, options).items():
+        url = f"{bucket}/{name.replace('+', '-')}.zarr"
 
-    print("\nS3 (moto on 127.0.0.1, no added latency), threaded scheduler")
-    with moto_s3_server() as s3:
-        bucket = s3.make_bucket()
-        options = s3.storage_options
-        cases = {}
-        for name, write in writers(ds, options).items():
-            url = f"{bucket}/{name.replace('+', '-')}.zarr"
+        def run(write=write, url=url) -> None:
+            with dask.config.set(scheduler="threads"):
+                write(url)
 
-            def run(write=write, url=url) -> None:
-                with dask.config.set(scheduler="threads"):
-                    write(url)
-
-            cases[name] = Case(run=run, check=lambda _, url=url, name=name: verify(
-                url, data, failures, f"s3/{name}", storage_options=options))
-        timings = time_interleaved(cases, repeats=repeats)
+        cases[name] = Case(run=run, check=lambda _, url=url, name=name: verify(
+            url, data, failures, f"s3/{name}", storage_options=options))
+    timings = time_interleaved(cases, repeats=repeats)
     table = ResultTable(ours=OURS, baselines=[ZARR], floor="none")
     for name, timing in timings.items():
-        table.add("write to S3 (moto), threaded", name, timing, data.nbytes)
+        table.add(f"write to S3 ({latency * 1000:.0f} ms), threaded", name, timing, data.nbytes)
     table.print()
 
 
