@@ -138,7 +138,8 @@ class Measured:
     def timing(self, name: str, timing: Timing) -> Timing:
         """``timing`` with CPU seconds (and the peak, on a cluster) of the workers instead of this process."""
         usage = self.usage[name][-len(timing.seconds):]
-        peak = max(self.peaks[name]) if name in self.peaks else timing.peak_rss_bytes
+        peaks = self.peaks.get(name, [])[-len(timing.seconds):]  # the warm-up (first task in a worker: imports) excluded
+        peak = max(peaks) if peaks else timing.peak_rss_bytes
         return Timing(timing.seconds, peak, tuple(u + s for u, s, _ in usage))
 
     def print(self) -> None:
