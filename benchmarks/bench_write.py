@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -316,18 +318,40 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
 
 
 def run_s3(ds, data, failures: list[str], repeats: int, latency: float) -> None:
-    from urllib.parse import urlsplit
-
     from latency_proxy import latency_proxy
-    from zarr3_backend.testing.servers import S3Endpoint, moto_s3_server
+    from zarr3_backend.testing.servers import S3Endpoint
 
-    print(f"\nS3: moto on 127.0.0.1 behind a proxy adding {latency * 1000:.0f} ms per request and capping each "
-          "connection at 100 MB/s; threaded scheduler; fresh s3fs instances")
-    with moto_s3_server() as moto:
-        target = urlsplit(moto.endpoint_url)
-        with latency_proxy(target.hostname, target.port, latency) as port:
-            s3 = S3Endpoint(f"http://127.0.0.1:{port}")
-            run_s3_cases(ds, data, failures, repeats, s3, latency)
+    print(f"\nS3: moto (its own process) behind a proxy adding {latency * 1000:.0f} ms per request and capping "
+          "each connection at 100 MB/s; threaded scheduler; fresh s3fs instances")
+    with moto_process() as moto_port, latency_proxy("127.0.0.1", moto_port, latency) as port:
+        run_s3_cases(ds, data, failures, repeats, S3Endpoint(f"http://127.0.0.1:{port}"), latency)
+
+
+@contextmanager
+def moto_process() -> Iterator[int]:
+    """moto's S3 server in a child process on 127.0.0.1 (so its memory and CPU are not counted here)."""
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("moto's S3 server did not start") from None
+                time.sleep(0.2)
+        yield port
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def run_s3_cases(ds, data, failures: list[str], repeats: int, s3, latency: float) -> None:
