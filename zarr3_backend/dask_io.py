@@ -245,13 +245,12 @@ def _shard_tasks(request: WriteRequest, aligned: Any) -> Any:
 
     from .write_progress import SHARD_TASK_PREFIX
 
-    task = _ShardTask(
-        request.array,
-        tuple(tuple(int(n) for n in start + np.cumsum([0, *c[:-1]])) for c, start in zip(aligned.chunks, request.origin)),
-        request.write_empty_chunks,
-        request.lock,
+    starts = tuple(
+        tuple(int(n) for n in start + np.cumsum([0, *c[:-1]])) for c, start in zip(aligned.chunks, request.origin)
     )
-    name = SHARD_TASK_PREFIX + tokenize(aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks)
+    task = _ShardTask(request.array, starts, request.write_empty_chunks, request.lock)
+    token = tokenize(aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks)
+    name = SHARD_TASK_PREFIX + token
     chunks = tuple((1,) * len(c) for c in aligned.chunks)
     return da.map_blocks(task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64))
 

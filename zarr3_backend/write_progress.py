@@ -1,4 +1,4 @@
-"""``progress=True`` for writes (imported only when dask is installed): shards done out of the total, with the data rate.
+"""``progress=True`` for writes: shards done out of the total, with the data rate (needs dask).
 
 Every shard task of a write graph (see :mod:`zarr3_backend.dask_io`) is
 keyed ``("zarr3-write-shard-<token>", i, j, ...)`` and returns the number of
