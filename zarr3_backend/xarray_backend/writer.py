@@ -317,9 +317,10 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
         if mode in ("a", "a-") and name in existing and not region and append_dim not in variable.dims:
             if (mode == "a-" and append_dim is not None) or _unchanged(variable, name, existing[name], append_dim):
                 continue
+        if name in existing:
+            variable = check_fits(name, variable, existing[name])
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
         if name in existing:
-            check_fits(name, variable, existing[name])
             array, origin = _existing_target(name, encoded, existing[name], region, append_dim, writes)
             encoded = encoded.transpose(*existing[name].dimension_names)
             if region and writes.lock is None:
