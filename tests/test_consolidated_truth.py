@@ -113,3 +113,17 @@ def test_write_into_a_group_with_its_own_consolidated_metadata(store: Path) -> N
     child = zarr3_backend.open_group(store, "child")
     assert child.metadata.consolidated is not None and child.metadata.consolidated["grand/b"]["shape"] == [5]
     assert _root_consolidated(store)["child/grand/b"]["shape"] == [5]
+
+
+def test_a_long_lived_writable_group_sees_its_own_writes(store: Path) -> None:
+    # The root handle's consolidated copy predates these writes: members must come from their own zarr.json,
+    # else the second attribute write would start from the stale copy and drop the first.
+    xr.Dataset({"b": ("y", np.arange(3.0))}).to_zarr3(store, group="c", mode="a")
+    group = zarr3_backend.open_group(store, mode="r+")
+    group["c"]["b"].attrs["units"] = "m"
+    group["c"]["b"].attrs["long_name"] = "B"
+    group["c/b"].resize(5)
+    assert group["c"]["b"].shape == (5,) and group["c/b"].attrs["units"] == "m"
+    for engine in ENGINES:
+        tree = xr.open_datatree(store, engine=engine)
+        assert tree["c"]["b"].attrs == {"units": "m", "long_name": "B"} and tree["c"].sizes["y"] == 5

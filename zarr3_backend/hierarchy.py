@@ -192,9 +192,10 @@ class Group:
                     yield f"{name}/{sub}", child
 
     def __getitem__(self, name: str) -> Array | Group:
+        """The child ``name``; a writable group reads its own ``zarr.json`` (its consolidated copy may predate our writes)."""
         path = self._child_path(name)
         relative = path[len(self.path) + 1 :] if self.path else path
-        if self.metadata.consolidated is not None and relative in self.metadata.consolidated:
+        if self.read_only and self.metadata.consolidated is not None and relative in self.metadata.consolidated:
             return self._consolidated_node(relative)
         return open_node(self.store, path, read_only=self.read_only)
 
