@@ -32,6 +32,7 @@ from .errors import (
     UnknownExtensionError,
     UnsafeCodecError,
     WriteError,
+    WriteNotImplementedError,
     WriteTypeError,
     Zarr3Error,
 )
@@ -47,7 +48,7 @@ __all__ = [
     "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
     "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnknownExtensionError",
-    "UnsafeCodecError", "WriteError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
+    "UnsafeCodecError", "WriteError", "WriteNotImplementedError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
     "create_array", "create_group", "open", "open_array", "open_group",
 ]
 if importlib.util.find_spec("xarray") is not None:

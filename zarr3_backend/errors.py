@@ -98,6 +98,10 @@ class WriteTypeError(Zarr3Error, TypeError):
     """A ``to_zarr3`` argument has the wrong type (e.g. a non-string variable name, a non-mapping encoding)."""
 
 
+class WriteNotImplementedError(Zarr3Error, NotImplementedError):
+    """A ``to_zarr3`` combination xarray's engine does not implement either (e.g. ``append_dim`` for a DataTree)."""
+
+
 class RegionKeyError(Zarr3Error, KeyError):
     """``region="auto"``: coordinate values to write are missing from the stored coordinate."""
 
