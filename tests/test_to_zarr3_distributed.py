@@ -66,7 +66,7 @@ def test_s3(client, s3_url, s3_storage_options):
 
 
 def test_memory_store_is_refused(client):
-    with pytest.raises(ValueError, match="lives in this process's memory"):
+    with pytest.raises(zarr3_backend.WriteError, match="lives in this process's memory"):
         dataset().to_zarr3("memory://to_zarr3_distributed/refused", encoding=ENCODING)
 
 
