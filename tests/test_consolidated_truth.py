@@ -90,6 +90,7 @@ def test_unaligned_hierarchy_raises_on_open_datatree(tmp_path: Path) -> None:
             xr.open_datatree(path, engine=engine)
 
 
+@pytest.mark.invalid_store  # stale on purpose
 def test_decode_error_on_stale_consolidated_entry_says_so(store: Path) -> None:
     # Another tool rewrites "a" with other codecs and does not refresh the consolidated root.
     zarr.create_array(store, name="a", shape=(4,), dtype="float64", compressors=zarr.codecs.GzipCodec(),
@@ -99,6 +100,7 @@ def test_decode_error_on_stale_consolidated_entry_says_so(store: Path) -> None:
         ds["a"].values
 
 
+@pytest.mark.invalid_store  # stale on purpose
 def test_decode_error_in_a_stale_index_coordinate_says_so(store: Path) -> None:
     zarr.create_array(store, name="x", shape=(4,), dtype="int64", compressors=zarr.codecs.GzipCodec(),
                       overwrite=True, dimension_names=["x"])[...] = 1
