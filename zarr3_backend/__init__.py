@@ -14,6 +14,7 @@ from .codecs import allow_unsafe_codecs
 from .api import create_array, create_group, open, open_array, open_group
 from .array import Array
 from .errors import (
+    ArgumentError,
     ArgumentTypeError,
     ArrayNotFoundError,
     BoundsError,
@@ -46,7 +47,7 @@ if importlib.util.find_spec("xarray") is not None:
     from .xarray_backend.writer import to_zarr3
 
 __all__ = [
-    "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
+    "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
     "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnknownExtensionError",
     "UnsafeCodecError", "WriteError", "WriteNotImplementedError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",

@@ -98,6 +98,10 @@ class WriteTypeError(Zarr3Error, TypeError):
     """A ``to_zarr3`` argument has the wrong type (e.g. a non-string variable name, a non-mapping encoding)."""
 
 
+class ArgumentError(Zarr3Error, ValueError):
+    """An argument has a value zarr3_backend cannot use (an unknown mode, data that does not fit a selection)."""
+
+
 class ArgumentTypeError(Zarr3Error, TypeError):
     """An argument has a type zarr3_backend cannot use (a store object, a non-JSON attribute value)."""
 
