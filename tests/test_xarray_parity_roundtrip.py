@@ -53,6 +53,18 @@ def test_dask_object_strings_longer_than_stored_raise_and_roll_back(tmp_path: Pa
     assert list(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").s.values) == [*first, *longer[:2].astype(first.dtype)]
 
 
+def test_strings_appended_to_a_numeric_variable_raise_naming_it(tmp_path: Path) -> None:
+    first = xr.Dataset({"v": ("t", np.zeros(2))})
+    strings = xr.Dataset({"v": ("t", np.array(["a", "b"]))})
+    first.to_zarr(tmp_path / "oracle.zarr", zarr_format=3)
+    with pytest.raises(ValueError):
+        strings.to_zarr(tmp_path / "oracle.zarr", append_dim="t")
+    first.to_zarr3(tmp_path / "a.zarr")
+    with pytest.raises(WriteError, match=r"variable 'v' holds strings \(<U1\), but the stored array has data type float64"):
+        strings.to_zarr3(tmp_path / "a.zarr", append_dim="t")
+    assert xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").sizes["t"] == 2
+
+
 def test_region_write_of_longer_strings_raises(tmp_path: Path) -> None:
     xr.Dataset({"s": ("t", np.array(["ab", "cd", "ef"]))}).to_zarr3(tmp_path / "a.zarr")
     with pytest.raises(WriteError, match=r"'s' holds strings of up to 3 characters.*fixed length 2"):

@@ -72,7 +72,7 @@ def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hash
 
 
 def check_fits(name: str, var: xr.Variable, array: Array) -> xr.Variable:
-    """``var`` (before CF encoding), refused if its strings do not fit the fixed-length ``array``.
+    """``var`` (before CF encoding), refused if its strings do not fit the fixed-length ``array`` (or a numeric one).
 
     In-memory strings are measured now. Dask-backed object strings are returned
     wrapped so that each block is measured in its write task, before it is cast
@@ -80,6 +80,11 @@ def check_fits(name: str, var: xr.Variable, array: Array) -> xr.Variable:
     then rolled back).
     """
     stored = array.dtype
+    if var.dtype.kind in "US" and stored.kind not in "USOT":
+        raise WriteError(
+            f"to_zarr3: variable {name!r} holds strings ({var.dtype.str}), but the stored array has data type "
+            f"{stored}; convert them (ds[name].astype({str(stored)!r})) or rewrite the variable with mode='w'"
+        )
     if stored.kind not in "US" or var.dtype.kind not in "USO":
         return var
     have = _length(stored)
