@@ -126,6 +126,10 @@ def test_a_long_lived_writable_group_sees_its_own_writes(store: Path) -> None:
     group["c"]["b"].attrs["long_name"] = "B"
     group["c/b"].resize(5)
     assert group["c"]["b"].shape == (5,) and group["c/b"].attrs["units"] == "m"
+    group.create_array("new", shape=(2,), dtype="f8", dimension_names=["n"])
+    group["c"].create_group("d")
+    assert group.members()["c"].members()["b"].shape == (5,)
+    assert {name for name, _ in group.walk()} >= {"new", "c/b", "c/d"}
     for engine in ENGINES:
         tree = xr.open_datatree(store, engine=engine)
         assert tree["c"]["b"].attrs == {"units": "m", "long_name": "B"} and tree["c"].sizes["y"] == 5

@@ -146,8 +146,12 @@ class Group:
         return join_path(self.path, relative)
 
     def members(self) -> dict[str, Array | Group]:
-        """Direct children by name, discovered with one listing and one batched fetch."""
-        if self.metadata.consolidated is not None:
+        """Direct children by name, discovered with one listing and one batched fetch.
+
+        A read-only group with consolidated metadata answers from it; a writable
+        one lists the store, so it sees what was written through it since it was opened.
+        """
+        if self.read_only and self.metadata.consolidated is not None:
             return self._consolidated_members()
         prefix = f"{self.path}/" if self.path else ""
         _, prefixes = self.store.list_dir(prefix)
