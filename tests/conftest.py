@@ -71,3 +71,37 @@ def http_dir(http_server: HttpDir) -> HttpDir:
     path = http_server.path / name
     path.mkdir()
     return HttpDir(path, f"{http_server.url}/{name}")
+
+
+# -- every store a writing test leaves behind validates (``zarr3 validate --deep``) ------------------------------------
+
+VALIDATED_MODULES = {
+    "test_to_zarr3", "test_to_zarr3_properties", "test_to_zarr3_validation", "test_xarray_parity_roundtrip",
+    "test_xarray_parity_kwargs", "test_consolidated_truth", "test_append_atomic", "test_store_inputs", "test_synthetic",
+    "test_region_lock", "test_to_zarr3_distributed", "test_hierarchy", "test_array", "test_xarray_backend", "test_xarray_parity",
+    "test_interop_zarr_python", "test_interop_tensorstore",
+}
+
+
+def _store_roots(directory: Path) -> list[Path]:
+    """Directories holding a ``zarr.json`` whose parent holds none (stores, not their nodes)."""
+    return sorted(p.parent for p in directory.rglob("zarr.json") if not (p.parent.parent / "zarr.json").exists())
+
+
+@pytest.fixture(autouse=True)
+def _written_stores_validate(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test of a writing module, each store under its ``tmp_path`` passes the deep validator.
+
+    Tests that damage a store on purpose opt out with ``@pytest.mark.invalid_store``.
+    """
+    yield
+    if request.module.__name__.rsplit(".", 1)[-1] not in VALIDATED_MODULES or request.node.get_closest_marker("invalid_store"):
+        return
+    tmp_path = getattr(request.node, "funcargs", {}).get("tmp_path")
+    if tmp_path is None:
+        return
+    from zarr3_backend.validate import validate_store
+
+    for root in _store_roots(tmp_path):
+        errors = [p for p in validate_store(root, deep=True) if p.severity == "error"]
+        assert not errors, f"{root.relative_to(tmp_path)} written by this test does not validate: {errors}"

@@ -210,3 +210,13 @@ def test_a_different_request_completes_the_pending_one_first(tmp_path: Path) -> 
     np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr3").time, np.arange(11))
     np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr", consolidated=False).time, np.arange(11))
     assert not (path / PENDING_KEY).exists()
+
+
+def test_datatree_new_variables_and_groups_are_all_or_nothing_at_every_write(tmp_path: Path) -> None:
+    extra = xr.Dataset({"rain": (("time", "x"), np.ones((5, 4)))}, coords={"time": np.arange(5)}).chunk({"time": 2})
+    tree = xr.DataTree.from_dict({
+        "/": extra,
+        "/child": xr.Dataset({"snow": (("step", "x"), np.zeros((5, 4)))}).chunk({"step": 2}),
+        "/fresh": xr.Dataset({"z": ("y", np.arange(3.0))}),
+    })
+    _run_with_faults(tmp_path, lambda store: tree.to_zarr3(store, mode="a"))

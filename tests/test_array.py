@@ -161,3 +161,21 @@ def test_read_and_write_match_numpy(tmp_path_factory, case, sharded):
     data[selection] = -data[selection] - 1
     a[selection] = data[selection]
     np.testing.assert_array_equal(zarr3_backend.open_array(store)[...], data)
+
+
+def test_values_that_do_not_fit_the_selection_are_refused_by_array_name(tmp_path):
+    array = zarr3_backend.create_array(tmp_path, "a", shape=(4, 4), dtype="f8", chunks=(2, 2))
+    with pytest.raises(zarr3_backend.ArgumentError, match=r"array '/a': cannot write a value of shape \(3,\) into a selection of shape \(2, 4\)"):
+        array[0:2] = np.ones(3)
+    with pytest.raises(ValueError, match=r"array '/a'.*data type float64"):
+        array[0, 0] = "x"
+    with pytest.raises(zarr3_backend.ArgumentTypeError, match=r"array '/a'"):
+        array[0, 0] = object()
+    assert not array[...].any()  # nothing was written
+
+
+@pytest.mark.parametrize("opener", [zarr3_backend.open, zarr3_backend.open_group, zarr3_backend.open_array])
+def test_unknown_modes_are_refused(tmp_path, opener):
+    zarr3_backend.create_array(tmp_path, "a", shape=(2,), dtype="f8")
+    with pytest.raises(zarr3_backend.ArgumentError, match=r"mode must be one of 'r', 'r\+', 'a', 'w', 'w-', got 'rw'"):
+        opener(tmp_path, "a" if opener is zarr3_backend.open_array else "", mode="rw")

@@ -106,6 +106,16 @@ def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     assert usage.returncode == 2 and "required: STORE" in usage.stderr
 
 
+def test_a_reader_that_stops_early_gives_no_error(store: Path) -> None:
+    process = subprocess.Popen([*zarr3_command(), "info", "--json", str(store)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # like `zarr3 info --json STORE | head -c 0`, before anything is printed
+    stderr = process.stderr.read()
+    process.wait(timeout=120)
+    assert "error" not in stderr.lower() and "Traceback" not in stderr, stderr
+
+
 # -- info and tree -------------------------------------------------------------------------
 
 

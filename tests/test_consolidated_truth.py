@@ -90,6 +90,7 @@ def test_unaligned_hierarchy_raises_on_open_datatree(tmp_path: Path) -> None:
             xr.open_datatree(path, engine=engine)
 
 
+@pytest.mark.invalid_store  # stale on purpose
 def test_decode_error_on_stale_consolidated_entry_says_so(store: Path) -> None:
     # Another tool rewrites "a" with other codecs and does not refresh the consolidated root.
     zarr.create_array(store, name="a", shape=(4,), dtype="float64", compressors=zarr.codecs.GzipCodec(),
@@ -99,6 +100,7 @@ def test_decode_error_on_stale_consolidated_entry_says_so(store: Path) -> None:
         ds["a"].values
 
 
+@pytest.mark.invalid_store  # stale on purpose
 def test_decode_error_in_a_stale_index_coordinate_says_so(store: Path) -> None:
     zarr.create_array(store, name="x", shape=(4,), dtype="int64", compressors=zarr.codecs.GzipCodec(),
                       overwrite=True, dimension_names=["x"])[...] = 1
@@ -113,3 +115,21 @@ def test_write_into_a_group_with_its_own_consolidated_metadata(store: Path) -> N
     child = zarr3_backend.open_group(store, "child")
     assert child.metadata.consolidated is not None and child.metadata.consolidated["grand/b"]["shape"] == [5]
     assert _root_consolidated(store)["child/grand/b"]["shape"] == [5]
+
+
+def test_a_long_lived_writable_group_sees_its_own_writes(store: Path) -> None:
+    # The root handle's consolidated copy predates these writes: members must come from their own zarr.json,
+    # else the second attribute write would start from the stale copy and drop the first.
+    xr.Dataset({"b": ("y", np.arange(3.0))}).to_zarr3(store, group="c", mode="a")
+    group = zarr3_backend.open_group(store, mode="r+")
+    group["c"]["b"].attrs["units"] = "m"
+    group["c"]["b"].attrs["long_name"] = "B"
+    group["c/b"].resize(5)
+    assert group["c"]["b"].shape == (5,) and group["c/b"].attrs["units"] == "m"
+    group.create_array("new", shape=(2,), dtype="f8", dimension_names=["n"])
+    group["c"].create_group("d")
+    assert group.members()["c"].members()["b"].shape == (5,)
+    assert {name for name, _ in group.walk()} >= {"new", "c/b", "c/d"}
+    for engine in ENGINES:
+        tree = xr.open_datatree(store, engine=engine)
+        assert tree["c"]["b"].attrs == {"units": "m", "long_name": "B"} and tree["c"].sizes["y"] == 5

@@ -280,6 +280,18 @@ def test_mode_w_removes_orphaned_temp_files(tmp_path: Path) -> None:
     assert not orphan.exists()
 
 
+@pytest.mark.parametrize("group", [None, "child"])
+def test_to_zarr3_mode_w_removes_orphaned_temp_files(tmp_path: Path, group: str | None) -> None:
+    xr = pytest.importorskip("xarray")
+    ds = xr.Dataset({"v": ("t", np.arange(4.0))})
+    ds.to_zarr3(tmp_path / "s.zarr", group=group)
+    node = tmp_path / "s.zarr" / (group or "")
+    orphans = [_orphan(node), _orphan(node / "v"), _orphan(node / "v" / "c")]
+    ds.to_zarr3(tmp_path / "s.zarr", group=group, mode="w")
+    assert not any(orphan.exists() for orphan in orphans)
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "s.zarr", group=group, engine="zarr3").load(), ds)
+
+
 # -- listing errors --------------------------------------------------------------------------------------
 
 

@@ -186,6 +186,7 @@ def _hide_nested_metadata(root: Path) -> None:
         path.rename(path.with_suffix(".hidden"))
 
 
+@pytest.mark.invalid_store  # damaged on purpose
 def test_consolidated_metadata_from_zarr_python(tmp_path: Path) -> None:
     _write_tree_zarr_python(tmp_path)
     zarr.consolidate_metadata(str(tmp_path))
@@ -195,6 +196,7 @@ def test_consolidated_metadata_from_zarr_python(tmp_path: Path) -> None:
     _check_tree_ours(root)
 
 
+@pytest.mark.invalid_store  # damaged on purpose
 def test_we_consolidate_zarr_python_reads(tmp_path: Path) -> None:
     _write_tree_ours(tmp_path)
     zarr3_backend.consolidate_metadata(make_store(str(tmp_path)))

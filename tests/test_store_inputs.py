@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import zarr3_backend
-from zarr3_backend.errors import MetadataError, NodeNotFoundError, ReadOnlyError
+from zarr3_backend.errors import ArgumentTypeError, MetadataError, NodeNotFoundError, ReadOnlyError
 from zarr3_backend.store import FsspecStore, LocalStore, MappingStore, Store, make_store
 from zarr3_backend.testing.stores import StoreContract
 
@@ -99,13 +99,15 @@ def test_xarray_reads_and_writes_through_foreign_stores(tmp_path: Path) -> None:
 
 
 def test_other_objects_are_refused_with_what_is_accepted(tmp_path: Path) -> None:
-    with pytest.raises(TypeError, match=r"store must be a path or URL string.*fsspec mapper.*got builtins.object"):
+    with pytest.raises(ArgumentTypeError, match=r"store must be a path or URL string.*fsspec mapper.*got builtins.object"):
         make_store(object())
     zip_store = zarr.storage.ZipStore(tmp_path / "a.zip", mode="w")
-    with pytest.raises(TypeError, match=r"ZipStore\) cannot be used by zarr3_backend; pass a path or URL"):
+    with pytest.raises(ArgumentTypeError, match=r"ZipStore\) cannot be used by zarr3_backend; pass a path or URL"):
         make_store(zip_store)
-    with pytest.raises(TypeError, match="storage_options only apply to URLs"):
+    with pytest.raises(ArgumentTypeError, match="storage_options only apply to URLs"):
         make_store(fsspec.get_mapper("memory://x"), storage_options={"anon": True})
+    with pytest.raises(ArgumentTypeError, match="store must be"):  # the public entry points too, a TypeError as before
+        zarr3_backend.open_group(12)
 
 
 class TestZarrMemoryStoreContract(StoreContract):

@@ -346,6 +346,17 @@ def test_datatree(tmp_path):
         tree.to_zarr3(tmp_path / "u.zarr", encoding={"/nope": {}})
 
 
+def test_datatree_append_dim_is_refused_like_to_zarr(tmp_path):
+    ds = sample_dataset({"time": 6})
+    tree = xr.DataTree.from_dict({"/": ds[["count"]], "/surface": ds[["t2m"]]})
+    tree.to_zarr3(tmp_path / "t.zarr")
+    with pytest.raises(NotImplementedError):  # the oracle: DataTree.to_zarr raises it too
+        tree.to_zarr(tmp_path / "o.zarr", append_dim="time")
+    with pytest.raises(zarr3_backend.WriteNotImplementedError, match=r"append_dim='time' is not supported for a DataTree.*group=path"):
+        tree.to_zarr3(tmp_path / "t.zarr", append_dim="time")  # used to be a silent no-op
+    assert xr.open_datatree(tmp_path / "t.zarr", engine="zarr3")["surface"].sizes["time"] == ds.sizes["time"]
+
+
 def test_group_memory_store_and_progress(capsys):
     ds = sample_dataset({"time": 6})
     url = "memory://to_zarr3/progress"

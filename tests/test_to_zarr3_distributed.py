@@ -66,7 +66,7 @@ def test_s3(client, s3_url, s3_storage_options):
 
 
 def test_memory_store_is_refused(client):
-    with pytest.raises(ValueError, match="lives in this process's memory"):
+    with pytest.raises(zarr3_backend.WriteError, match="lives in this process's memory"):
         dataset().to_zarr3("memory://to_zarr3_distributed/refused", encoding=ENCODING)
 
 
@@ -116,3 +116,11 @@ def test_failed_append_on_cluster_is_invisible(client, tmp_path):
     check(tmp_path / "a.zarr", ds.isel(t=slice(0, 8)).compute())
     ds.isel(t=slice(8, 20)).to_zarr3(tmp_path / "a.zarr", append_dim="t")
     check(tmp_path / "a.zarr", ds.compute())
+
+
+def test_longer_dask_strings_fail_in_the_worker_and_roll_back(client, tmp_path):
+    xr.Dataset({"s": ("t", np.array(["ab", "cd"]))}).to_zarr3(tmp_path / "s.zarr")
+    longer = xr.Dataset({"s": ("t", np.array(["a", "b", "abc", "ghijk"], dtype=object))}).chunk({"t": 2})
+    with pytest.raises(zarr3_backend.WriteError, match=r"variable 's' holds strings of up to 5 characters.*fixed length 2"):
+        longer.to_zarr3(tmp_path / "s.zarr", append_dim="t")
+    np.testing.assert_array_equal(xr.open_dataset(tmp_path / "s.zarr", engine="zarr3").s.values, ["ab", "cd"])

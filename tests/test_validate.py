@@ -80,7 +80,13 @@ def write_tensorstore(root: Path) -> None:
     array[:7].write(np.arange(42, dtype="uint16").reshape(7, 6)).result()
 
 
-@pytest.mark.parametrize("writer", [write_core, write_to_zarr3, write_zarr_python, write_tensorstore])
+def write_xarray_dataarray(root: Path) -> None:  # xarray's engine names an unnamed DataArray __xarray_dataarray_variable__
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("zarr")
+    xr.DataArray(np.arange(3.0)).to_zarr(root, zarr_format=3, consolidated=True)
+
+
+@pytest.mark.parametrize("writer", [write_core, write_to_zarr3, write_zarr_python, write_tensorstore, write_xarray_dataarray])
 def test_stores_from_every_writer_have_no_problems(writer: Any, tmp_path: Path) -> None:
     writer(tmp_path / "s.zarr")
     assert validate_store(tmp_path / "s.zarr", deep=True) == []

@@ -272,6 +272,7 @@ def test_error_array_at_root(tmp_path: Path) -> None:
         xr.open_dataset(tmp_path / "a.zarr", engine="zarr3")
 
 
+@pytest.mark.invalid_store  # damaged on purpose
 def test_error_unsupported_extension(tmp_path: Path) -> None:
     g = zarr3_backend.create_group(str(tmp_path / "e.zarr"))
     g.create_array("a", shape=(2,), dtype="int8")

@@ -69,6 +69,7 @@ def test_zarr_format_2_is_refused_clearly(store: Path) -> None:
     assert not (store.parent / "v2.zarr").exists()
 
 
+@pytest.mark.invalid_store  # stale on purpose
 def test_consolidated_false_ignores_stale_consolidated_metadata(store: Path) -> None:
     zarr3_backend.consolidate_metadata(str(store))
     member = store / "w" / "zarr.json"

@@ -36,6 +36,35 @@ def test_append_of_longer_strings_raises_like_the_zarr_engine(tmp_path: Path, fi
     np.testing.assert_array_equal(back.s.values, first)  # nothing was written
 
 
+@pytest.mark.parametrize(("first", "longer"), [
+    (np.array(["ab", "cd"]), np.array(["a", "b", "abc", "ghijk"], dtype=object)),
+    (np.array([b"ab", b"cd"]), np.array([b"a", b"b", b"abc", b"ghijk"], dtype=object)),
+], ids=["str", "bytes"])
+def test_dask_object_strings_longer_than_stored_raise_and_roll_back(tmp_path: Path, first, longer) -> None:  # type: ignore[no-untyped-def]
+    xr.Dataset({"s": ("t", first)}).to_zarr3(tmp_path / "a.zarr")
+    lazy = xr.Dataset({"s": ("t", longer)}).chunk({"t": 2})  # only the second block is too long
+    with pytest.raises(WriteError, match=r"variable 's' holds strings of up to 5 characters, but the stored array has fixed length 2"):
+        lazy.to_zarr3(tmp_path / "a.zarr", append_dim="t")
+    np.testing.assert_array_equal(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").s.values, first)  # rolled back
+    with pytest.raises(WriteError, match=r"'s' holds strings of up to 5 characters.*fixed length 2"):
+        lazy.isel(t=slice(2, 4)).to_zarr3(tmp_path / "a.zarr", region={"t": slice(0, 2)})
+    np.testing.assert_array_equal(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").s.values, first)
+    lazy.isel(t=slice(0, 2)).to_zarr3(tmp_path / "a.zarr", append_dim="t")  # strings that fit still append lazily
+    assert list(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").s.values) == [*first, *longer[:2].astype(first.dtype)]
+
+
+def test_strings_appended_to_a_numeric_variable_raise_naming_it(tmp_path: Path) -> None:
+    first = xr.Dataset({"v": ("t", np.zeros(2))})
+    strings = xr.Dataset({"v": ("t", np.array(["a", "b"]))})
+    first.to_zarr(tmp_path / "oracle.zarr", zarr_format=3)
+    with pytest.raises(ValueError):
+        strings.to_zarr(tmp_path / "oracle.zarr", append_dim="t")
+    first.to_zarr3(tmp_path / "a.zarr")
+    with pytest.raises(WriteError, match=r"variable 'v' holds strings \(<U1\), but the stored array has data type float64"):
+        strings.to_zarr3(tmp_path / "a.zarr", append_dim="t")
+    assert xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").sizes["t"] == 2
+
+
 def test_region_write_of_longer_strings_raises(tmp_path: Path) -> None:
     xr.Dataset({"s": ("t", np.array(["ab", "cd", "ef"]))}).to_zarr3(tmp_path / "a.zarr")
     with pytest.raises(WriteError, match=r"'s' holds strings of up to 3 characters.*fixed length 2"):

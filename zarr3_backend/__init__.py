@@ -14,6 +14,8 @@ from .codecs import allow_unsafe_codecs
 from .api import create_array, create_group, open, open_array, open_group
 from .array import Array
 from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
     ArrayNotFoundError,
     BoundsError,
     ChecksumError,
@@ -32,6 +34,7 @@ from .errors import (
     UnknownExtensionError,
     UnsafeCodecError,
     WriteError,
+    WriteNotImplementedError,
     WriteTypeError,
     Zarr3Error,
 )
@@ -44,10 +47,10 @@ if importlib.util.find_spec("xarray") is not None:
     from .xarray_backend.writer import to_zarr3
 
 __all__ = [
-    "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
+    "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
     "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnknownExtensionError",
-    "UnsafeCodecError", "WriteError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
+    "UnsafeCodecError", "WriteError", "WriteNotImplementedError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
     "create_array", "create_group", "open", "open_array", "open_group",
 ]
 if importlib.util.find_spec("xarray") is not None:

@@ -22,7 +22,7 @@ from .codecs.registry import codec_from_json
 from .codecs.sharding import ShardingCodec
 from .consolidation import Change, refresh_consolidated
 from .dtypes import DataType, data_type_from_numpy
-from .errors import ArrayNotFoundError, GroupNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError
+from .errors import ArgumentError, ArrayNotFoundError, GroupNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError
 from .hierarchy import Group, ensure_parents, normalize_path, open_node, read_node_metadata
 from .metadata import ArrayMetadata, GroupMetadata, encode_metadata
 from .pipeline import CodecChain
@@ -35,8 +35,17 @@ DEFAULT_INDEX_CODECS: list[CodecLike] = [{"name": "bytes", "configuration": {"en
 TARGET_CHUNK_BYTES = 4 << 20
 
 
+MODES = ("r", "r+", "a", "w", "w-")
+
+
 def _store(store: Any, storage_options: dict[str, Any] | None, mode: str) -> Store:
-    return make_store(store, storage_options=storage_options, read_only=mode == "r")
+    return make_store(store, storage_options=storage_options, read_only=_parse_mode(mode) == "r")
+
+
+def _parse_mode(mode: Any) -> Mode:
+    if mode not in MODES:
+        raise ArgumentError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+    return mode  # type: ignore[no-any-return]
 
 
 def open(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array | Group:
@@ -65,7 +74,7 @@ def open_array(store: Any, path: str = "", *, mode: Mode = "r", storage_options:
 
 def open_group(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Group:
     """Open a group (``mode="a"``/``"w"``/``"w-"`` create it when missing)."""
-    if mode in ("w", "w-"):
+    if _parse_mode(mode) in ("w", "w-"):
         return create_group(store, path, overwrite=mode == "w", storage_options=storage_options)
     target = _store(store, storage_options, mode)
     path = normalize_path(path)

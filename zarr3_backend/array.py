@@ -22,7 +22,7 @@ import numpy as np
 from .codecs.base import ChunkSpec
 from .consolidation import Change, refresh_consolidated
 from .dtypes import is_fill
-from .errors import BoundsError, ReadOnlyError, Zarr3Error
+from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error
 from .executor import map_concurrently, pipelined
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
@@ -231,7 +231,7 @@ class Array:
         """
         self._check_writable()
         plan = plan_selection(selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name)
-        value = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
+        value = self._as_selection_value(value, plan.out_shape)
         pieces = list(plan.chunks())
         partial = [p for p in pieces if not p.is_complete]
         existing = dict(zip(
@@ -241,6 +241,17 @@ class Array:
         map_concurrently(
             lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks), pieces
         )
+
+    def _as_selection_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+        """``value`` as this array's dtype, broadcast to the selection's ``shape``; refused by name if it cannot be."""
+        try:
+            return np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
+        except (TypeError, ValueError) as exc:
+            error = ArgumentTypeError if isinstance(exc, TypeError) else ArgumentError
+            raise error(
+                f"array {self.name!r}: cannot write a value of shape {np.shape(value)} into a selection of shape "
+                f"{shape} with data type {self.dtype}: {exc}"
+            ) from exc
 
     def _write_chunk(self, piece: Any, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
         key = self.chunk_key(piece.coords)

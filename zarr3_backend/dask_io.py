@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from .array import Array, reset_outside
-from .errors import BoundsError
+from .errors import BoundsError, WriteError
 from .executor import map_concurrently
 from .store import FsspecStore
 from .store.base import Store
@@ -297,7 +297,7 @@ def check_reachable(store: Store) -> None:
     client = _distributed_client()
     other = client is not None and any(pid != os.getpid() for pid in client.run(os.getpid).values())
     if other or dask.base.get_scheduler() is dask.multiprocessing.get:
-        raise ValueError(
+        raise WriteError(
             f"the store {store!r} lives in this process's memory, but the dask scheduler runs tasks in "
             "other processes, whose writes would be lost; write to a path or an object store (s3://, gs://) instead"
         )

@@ -98,6 +98,18 @@ class WriteTypeError(Zarr3Error, TypeError):
     """A ``to_zarr3`` argument has the wrong type (e.g. a non-string variable name, a non-mapping encoding)."""
 
 
+class ArgumentError(Zarr3Error, ValueError):
+    """An argument has a value zarr3_backend cannot use (an unknown mode, data that does not fit a selection)."""
+
+
+class ArgumentTypeError(Zarr3Error, TypeError):
+    """An argument has a type zarr3_backend cannot use (a store object, a non-JSON attribute value)."""
+
+
+class WriteNotImplementedError(Zarr3Error, NotImplementedError):
+    """A ``to_zarr3`` combination xarray's engine does not implement either (e.g. ``append_dim`` for a DataTree)."""
+
+
 class RegionKeyError(Zarr3Error, KeyError):
     """``region="auto"``: coordinate values to write are missing from the stored coordinate."""
 

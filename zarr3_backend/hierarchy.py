@@ -146,8 +146,12 @@ class Group:
         return join_path(self.path, relative)
 
     def members(self) -> dict[str, Array | Group]:
-        """Direct children by name, discovered with one listing and one batched fetch."""
-        if self.metadata.consolidated is not None:
+        """Direct children by name, discovered with one listing and one batched fetch.
+
+        A read-only group with consolidated metadata answers from it; a writable
+        one lists the store, so it sees what was written through it since it was opened.
+        """
+        if self.read_only and self.metadata.consolidated is not None:
             return self._consolidated_members()
         prefix = f"{self.path}/" if self.path else ""
         _, prefixes = self.store.list_dir(prefix)
@@ -192,9 +196,10 @@ class Group:
                     yield f"{name}/{sub}", child
 
     def __getitem__(self, name: str) -> Array | Group:
+        """The child ``name``; a writable group reads its own ``zarr.json`` (its consolidated copy may predate our writes)."""
         path = self._child_path(name)
         relative = path[len(self.path) + 1 :] if self.path else path
-        if self.metadata.consolidated is not None and relative in self.metadata.consolidated:
+        if self.read_only and self.metadata.consolidated is not None and relative in self.metadata.consolidated:
             return self._consolidated_node(relative)
         return open_node(self.store, path, read_only=self.read_only)
 

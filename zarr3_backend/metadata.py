@@ -24,7 +24,7 @@ import numpy as np
 from .chunk_grid import RegularChunkGrid
 from .chunk_keys import parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
-from .errors import MetadataError, UnknownExtensionError, Zarr3Error
+from .errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error
 from .storage_transformers import is_registered
 from .store.base import segment_problem
 
@@ -338,8 +338,24 @@ def node_metadata_from_json(document: JSON, where: str) -> NodeMetadata:
 
 
 def encode_metadata(metadata: NodeMetadata) -> bytes:
-    """Serialise metadata to the bytes stored under ``zarr.json``."""
-    return json.dumps(metadata.to_json(), indent=2, default=_json_default).encode()
+    """Serialise metadata to the bytes stored under ``zarr.json``; a non-JSON attribute is refused by name."""
+    document = metadata.to_json()
+    try:
+        return json.dumps(document, indent=2, default=_json_default).encode()
+    except TypeError as exc:
+        attributes = document.get("attributes") or {}
+        bad = [key for key, value in attributes.items() if not _serialisable(value)]
+        raise ArgumentTypeError(
+            f"attribute {bad[0] if bad else '?'!r}: {exc}; convert it to a str, number, list or dict, or drop it"
+        ) from exc
+
+
+def _serialisable(value: Any) -> bool:
+    try:
+        json.dumps(value, default=_json_default)
+    except TypeError:
+        return False
+    return True
 
 
 def _json_default(value: Any) -> Any:

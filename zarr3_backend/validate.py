@@ -81,7 +81,7 @@ def validate_store(
     and ``close()``.
     """
     store = make_store(store, storage_options=storage_options, read_only=True)
-    keys = sorted(k for k in store.list() if not any(part.startswith("__") for part in k.split("/")))
+    keys = sorted(k for k in store.list() if not _reserved(k))
     documents = dict(zip(
         (node_path(k) for k in keys if is_metadata_key(k)),
         store.get_many([(k, None) for k in keys if is_metadata_key(k)]),
@@ -197,6 +197,8 @@ def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | Node
         key, prefix = metadata_key(path), f"{path}/" if path else ""
         below = {p[len(prefix):] for p in documents if p.startswith(prefix) and p != path}
         for relative, document in sorted(node.consolidated.items()):
+            if _reserved(relative):
+                continue  # skipped like their keys (e.g. xarray's __xarray_dataarray_variable__)
             if relative not in below:
                 message = f"consolidated_metadata describes {relative!r}, which has no zarr.json ({STALE})"
                 problems.append(Problem(key, "consolidated", message))
@@ -206,6 +208,10 @@ def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | Node
             message = f"consolidated_metadata lacks {relative!r}, which exists ({STALE})"
             problems.append(Problem(key, "consolidated", message))
     return problems
+
+
+def _reserved(path: str) -> bool:
+    return any(part.startswith("__") for part in path.split("/"))
 
 
 def _compare_entry(key: str, relative: str, document: Any, actual: Array | NodeMetadata) -> list[Problem]:

@@ -9,6 +9,7 @@ they parse, e.g. ``anon=true``) or ``--storage-options-file FILE.json``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +29,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 problems or errors, 2 usage)."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.run(args))
+        status = int(args.run(args))
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:  # the reader went away (``zarr3 info ... | head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print("zarr3: interrupted", file=sys.stderr)
         return 130

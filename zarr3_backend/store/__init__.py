@@ -7,6 +7,7 @@ from typing import Any
 
 import fsspec.core
 
+from ..errors import ArgumentTypeError
 from .base import (
     Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix,
 )
@@ -56,20 +57,20 @@ def make_store(
     """
     if isinstance(obj, Store):
         if storage_options:
-            raise TypeError(f"storage_options only apply to URLs, not to the store {obj!r}")
+            raise ArgumentTypeError(f"storage_options only apply to URLs, not to the store {obj!r}")
         return obj
     if not isinstance(obj, (str, os.PathLike)):
         foreign = from_foreign(obj, read_only=read_only)
         if foreign is None:
-            raise TypeError(f"store must be {ACCEPTED}; got {type(obj).__module__}.{type(obj).__name__}")
+            raise ArgumentTypeError(f"store must be {ACCEPTED}; got {type(obj).__module__}.{type(obj).__name__}")
         if storage_options:
-            raise TypeError(f"storage_options only apply to URLs, not to the store object {obj!r}")
+            raise ArgumentTypeError(f"storage_options only apply to URLs, not to the store object {obj!r}")
         return foreign
     url = os.fspath(obj)
     is_url = "://" in url or "::" in url
     if isinstance(obj, os.PathLike) or not is_url or url.startswith("file://"):
         if storage_options:
-            raise TypeError(f"storage_options do not apply to the local path {url!r}")
+            raise ArgumentTypeError(f"storage_options do not apply to the local path {url!r}")
         return LocalStore(url, read_only=read_only)
     fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)

@@ -32,6 +32,7 @@ from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.mapping import FSMap
 
+from ..errors import ArgumentTypeError
 from .base import ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
 from .fsspec_store import FsspecStore
 from .local import LocalStore
@@ -62,7 +63,7 @@ def from_foreign(obj: Any, read_only: bool = False) -> Store | None:
         mapping = getattr(obj, "_store_dict", None)
         if isinstance(mapping, MutableMapping):
             return MappingStore(mapping, read_only=read_only)
-    raise TypeError(
+    raise ArgumentTypeError(
         f"zarr-python store {obj!r} ({type(obj).__name__}) cannot be used by zarr3_backend; "
         f"pass {ACCEPTED}"
     )

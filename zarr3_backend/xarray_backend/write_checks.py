@@ -71,29 +71,47 @@ def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hash
         )
 
 
-def check_fits(name: str, var: xr.Variable, array: Array) -> None:
-    """The strings of ``var`` (before CF encoding) fit the fixed-length ``array`` (no silent truncation).
+def check_fits(name: str, var: xr.Variable, array: Array) -> xr.Variable:
+    """``var`` (before CF encoding), refused if its strings do not fit the fixed-length ``array`` (or a numeric one).
 
-    In-memory object strings are measured; dask-backed ones are not read here.
+    In-memory strings are measured now. Dask-backed object strings are returned
+    wrapped so that each block is measured in its write task, before it is cast
+    to the stored type; a block that does not fit fails the write (an append is
+    then rolled back).
     """
     stored = array.dtype
+    if var.dtype.kind in "US" and stored.kind not in "USOT":
+        raise WriteError(
+            f"to_zarr3: variable {name!r} holds strings ({var.dtype.str}), but the stored array has data type "
+            f"{stored}; convert them (ds[name].astype({str(stored)!r})) or rewrite the variable with mode='w'"
+        )
     if stored.kind not in "US" or var.dtype.kind not in "USO":
-        return
-    have, need = _length(stored), _needed(var)
+        return var
+    have = _length(stored)
+    if var.dtype.kind == "O" and var.chunks is not None:
+        return var.copy(data=var.data.map_blocks(_fitting, name, have, stored.str, dtype=var.dtype), deep=False)
+    _refuse_longer(name, _needed(np.asarray(var.data) if var.dtype.kind == "O" else var.dtype), have, stored.str)
+    return var
+
+
+def _fitting(block: np.ndarray, name: str, have: int, stored: str) -> np.ndarray:
+    _refuse_longer(name, _needed(block), have, stored)
+    return block
+
+
+def _refuse_longer(name: str, need: int, have: int, stored: str) -> None:
     if need > have:
         raise WriteError(
             f"to_zarr3: variable {name!r} holds strings of up to {need} characters, but the stored array has "
-            f"fixed length {have} ({stored.str}); they would be truncated. Shorten them, or rewrite the variable "
+            f"fixed length {have} ({stored}); they would be truncated. Shorten them, or rewrite the variable "
             "as variable-length strings (ds[name].astype(object)) with mode='w'"
         )
 
 
-def _needed(var: xr.Variable) -> int:
-    if var.dtype.kind != "O":
-        return _length(var.dtype)
-    if var.chunks is not None or not var.size:
-        return 0
-    return max((len(v) for v in np.asarray(var.data).ravel() if isinstance(v, str | bytes)), default=0)
+def _needed(values: np.ndarray | np.dtype) -> int:
+    if isinstance(values, np.dtype):
+        return _length(values)
+    return max((len(v) for v in values.ravel() if isinstance(v, str | bytes)), default=0)
 
 
 def _length(dtype: np.dtype) -> int:

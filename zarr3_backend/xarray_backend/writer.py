@@ -46,7 +46,7 @@ from ..array import Array
 from ..dask_io import (
     PartialShardWarning, WriteRequest, check_reachable, compute_writes, partial_shards, store_graph, write_numpy,
 )
-from ..errors import NodeExistsError, WriteError, WriteTypeError
+from ..errors import NodeExistsError, WriteError, WriteNotImplementedError, WriteTypeError
 from ..hierarchy import Group, join_path, missing_parents, normalize_path, read_node_metadata
 from ..metadata import GroupMetadata
 from ..store import make_store
@@ -180,6 +180,11 @@ def to_zarr3(
     """
     _check_format(zarr_format)
     check_progress(progress)
+    if isinstance(obj, xr.DataTree) and append_dim is not None:
+        raise WriteNotImplementedError(
+            f"to_zarr3: append_dim={append_dim!r} is not supported for a DataTree (nor by DataTree.to_zarr); "
+            "append each group's Dataset: tree[path].to_dataset().to_zarr3(store, group=path, append_dim=...)"
+        )
     if isinstance(obj, xr.DataArray):
         obj = _dataarray_as_dataset(obj)
     mode = _choose_mode(mode, append_dim, region)
@@ -317,9 +322,10 @@ def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding:
         if mode in ("a", "a-") and name in existing and not region and append_dim not in variable.dims:
             if (mode == "a-" and append_dim is not None) or _unchanged(variable, name, existing[name], append_dim):
                 continue
+        if name in existing:
+            variable = check_fits(name, variable, existing[name])
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
         if name in existing:
-            check_fits(name, variable, existing[name])
             array, origin = _existing_target(name, encoded, existing[name], region, append_dim, writes)
             encoded = encoded.transpose(*existing[name].dimension_names)
             if region and writes.lock is None:
