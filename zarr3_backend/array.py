@@ -15,14 +15,14 @@ import mmap
 from collections import defaultdict
 from functools import partial
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .codecs.base import ChunkSpec
 from .dtypes import is_fill
 from .errors import BoundsError, ReadOnlyError, Zarr3Error
-from .executor import map_concurrently, pipelined
+from .executor import fetch_and_work, map_concurrently, thread_count
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .pipeline import CodecChain
@@ -30,9 +30,9 @@ from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk, 
 from .storage_transformers import apply_storage_transformers
 from .store.base import Store
 
+T = TypeVar("T")
 
-PIPELINE_MIN_BYTES = 8 << 20  # chunks decoding to this much are fetched in groups, overlapping decoding
-PIPELINE_GROUP = 2
+PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
 MMAP_MIN_BYTES = 16 << 20
 
 
@@ -349,7 +349,9 @@ def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
     """Read ``(array, selection, orthogonal)`` triples together: one batched store call per round for all.
 
     Used to load many small arrays (coordinates, a group's metadata-sized
-    variables) in one round trip instead of one per array.
+    variables) in one round trip instead of one per array. Stored chunks are
+    fetched in groups on the I/O pool (see :func:`fetch_groups`) and decoded
+    on the CPU pool as each group arrives.
     """
     outputs, plans_by_store = [], defaultdict(list)
     for array, selection, orthogonal in requests:
@@ -360,10 +362,38 @@ def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
         store = entries[0][0]
         flat = [(key, plan, out) for _, out, plans in entries for key, plan in plans]
         per_chunk = sum(out.nbytes for _, out, _ in entries) / max(1, len(flat))
-        size = PIPELINE_GROUP if per_chunk >= PIPELINE_MIN_BYTES else len(flat)
-        groups = [flat[i : i + size] for i in range(0, len(flat), max(1, size))]
-        pipelined(partial(drive_read_plans, store=store), groups, _run_job)
+        groups = fetch_groups(flat, per_chunk)
+        fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, fetch_lanes(store))
     return [out[()] if out.ndim == 0 and plan.scalar else out for plan, out in outputs]
+
+
+def fetch_lanes(store: Store) -> int:
+    """Fetches a read keeps in flight on ``store``: its ``io_concurrency`` if it has one, else the CPU threads.
+
+    Remote stores (:class:`~zarr3_backend.store.FsspecStore` on an asynchronous
+    file system) declare ``ZARR3_BACKEND_IO_CONCURRENCY``; local reads are
+    memory copies, for which more lanes than decoding threads only buffer more.
+    """
+    lanes = getattr(store, "io_concurrency", None)
+    return int(lanes) if lanes else thread_count()
+
+
+def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:
+    """Split read plans into fetch groups of about :data:`PIPELINE_MIN_BYTES` of output each (large chunks: one each).
+
+    A group is one batched store call per round; groups are fetched
+    concurrently and decoded as each arrives.
+
+    >>> [len(g) for g in fetch_groups(list(range(10)), 3 << 20)]
+    [2, 2, 2, 2, 2]
+    """
+    size = max(1, int(PIPELINE_MIN_BYTES // max(per_chunk, 1)))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _fetch_group(plans: list[tuple[str, ReadPlan, Any]], store: Store) -> tuple[list[tuple[DecodeJob, Any]], int]:
+    jobs = drive_read_plans(plans, store)
+    return jobs, sum(len(job.data) for job, _ in jobs if job.data is not None)
 
 
 def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:

@@ -10,7 +10,7 @@ import fsspec.core
 from .base import (
     Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix,
 )
-from .fsspec_store import FsspecStore
+from .fsspec_store import FsspecStore, with_connection_pool
 from .local import TMP_PREFIX, LocalStore
 
 __all__ = [
@@ -62,6 +62,7 @@ def make_store(
         if storage_options:
             raise TypeError(f"storage_options do not apply to the local path {url!r}")
         return LocalStore(url, read_only=read_only)
-    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    protocol = fsspec.core.split_protocol(url)[0] or ""
+    fs, root = fsspec.core.url_to_fs(url, **with_connection_pool(protocol, storage_options or {}))
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     return FsspecStore(fs, root, read_only=read_only or bool(protocols & _READ_ONLY_PROTOCOLS))
