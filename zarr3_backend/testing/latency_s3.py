@@ -28,8 +28,12 @@ multipart uploads.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
+import json
+import subprocess
+import sys
 import re
 import threading
 import time
@@ -46,7 +50,7 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
-__all__ = ["LatencyS3Server", "RequestStats", "latency_s3_server"]
+__all__ = ["LatencyS3Server", "RemoteServer", "RequestStats", "latency_s3_server", "latency_s3_process"]
 
 _RANGE = re.compile(r"bytes=(?:(\d+)-(\d*)|-(\d+))$")
 _XML = "application/xml"
@@ -55,6 +59,8 @@ MAX_BODY_BYTES = 1 << 30
 #: Most requests handled at once; more wait in the accept queue.
 MAX_CONCURRENT = 256
 _PIECE = 64 << 10
+#: Path prefix of the control requests (not S3, never counted): stats, reset, config.
+CONTROL = "/__control__/"
 
 
 @dataclass
@@ -207,6 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        if url.path.startswith(CONTROL):
+            self._control(url.path[len(CONTROL) :], query)
+            return
         bucket, _, key = urllib.parse.unquote(url.path.lstrip("/")).partition("/")
         kind = "LIST" if method == "GET" and not key and "list-type" in query else method
         depth = self.server._begin(kind)
@@ -271,6 +280,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(HTTPStatus.NO_CONTENT, b"")
         else:
             self._error(HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", f"{method} on a bucket", method)
+
+    def _control(self, command: str, query: dict[str, str]) -> None:
+        """Not S3 and not counted: ``stats``, ``reset`` and ``config?latency=&bandwidth=`` (see :class:`RemoteServer`)."""
+        self._first_byte_at = 0.0
+        self._sent = 0
+        server = self.server
+        if command == "reset":
+            server.reset_stats()
+        elif command == "config":
+            server.latency = float(query.get("latency", server.latency))
+            if "bandwidth" in query:
+                server.bandwidth = float(query["bandwidth"]) or None
+        elif command != "stats":
+            self._reply(HTTPStatus.NOT_FOUND, b"")
+            return
+        self._reply(HTTPStatus.OK, json.dumps(server.stats.snapshot()).encode(), {"Content-Type": "application/json"})
 
     # -- objects -------------------------------------------------------------
     def _get(self, objects: dict[str, _Object], key: str, head: bool) -> None:
@@ -477,3 +502,72 @@ def latency_s3_server(latency: float = 0.0, bandwidth: float | None = None) -> I
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+class RemoteServer:
+    """A :class:`LatencyS3Server` running in another process, driven over its control requests.
+
+    Benchmarks use it so that the server's threads do not compete with the
+    client for this process's GIL. ``stats()`` returns
+    :meth:`RequestStats.snapshot`.
+    """
+
+    def __init__(self, endpoint_url: str) -> None:
+        self.endpoint_url = endpoint_url
+
+    storage_options = LatencyS3Server.storage_options
+    tensorstore_kvstore = LatencyS3Server.tensorstore_kvstore
+
+    def _call(self, command: str, **query: float) -> dict[str, Any]:
+        import http.client
+
+        host, port = urllib.parse.urlsplit(self.endpoint_url).netloc.split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        try:
+            connection.request("GET", CONTROL + command + ("?" + urllib.parse.urlencode(query) if query else ""))
+            result: dict[str, Any] = json.loads(connection.getresponse().read())
+            return result
+        finally:
+            connection.close()
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("stats")
+
+    def reset_stats(self) -> None:
+        self._call("reset")
+
+    def configure(self, latency: float, bandwidth: float | None = None) -> None:
+        """Set the first-byte latency (s) and per-connection bandwidth (bytes/s, ``None`` = unlimited)."""
+        self._call("config", latency=latency, bandwidth=bandwidth or 0)
+
+
+@contextmanager
+def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None) -> Iterator[RemoteServer]:
+    """Run the server in a child process (``python -m zarr3_backend.testing.latency_s3``) until the block ends.
+
+    Buckets are created with S3 requests (``PUT /bucket``), e.g. by s3fs's ``mkdir``.
+    """
+    command = [sys.executable, "-m", "zarr3_backend.testing.latency_s3", "--latency", str(latency)]
+    if bandwidth:
+        command += ["--bandwidth", str(bandwidth)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        yield RemoteServer(child.stdout.readline().strip())
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+
+
+def _main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="S3-compatible loopback server with latency (prints its URL)")
+    parser.add_argument("--latency", type=float, default=0.0, help="first-byte latency per request, seconds")
+    parser.add_argument("--bandwidth", type=float, default=None, help="per-connection cap, bytes per second")
+    args = parser.parse_args(argv)
+    server = LatencyS3Server(args.latency, args.bandwidth)
+    print(server.endpoint_url, flush=True)
+    server.serve_forever(0.05)
+
+
+if __name__ == "__main__":
+    _main()

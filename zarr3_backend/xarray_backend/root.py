@@ -10,10 +10,9 @@ import json
 import os
 from typing import Any
 
-from ..api import open as open_node
 from ..array import Array
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
-from ..hierarchy import Group, normalize_path
+from ..hierarchy import Group, normalize_path, open_node_listed
 from ..store import make_store
 from ..store.base import Store
 
@@ -32,7 +31,7 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     try:
-        node = open_node(store, path)
+        node = open_node_listed(store, path, read_only=True)
     except NodeNotFoundError as exc:
         raise _not_found(store, path, where) from exc
     except UnknownExtensionError as exc:
