@@ -12,6 +12,7 @@ value are deleted instead of stored.
 from __future__ import annotations
 
 import mmap
+import sys
 from collections import defaultdict
 from functools import partial
 from collections.abc import Iterator, MutableMapping
@@ -22,7 +23,7 @@ import numpy as np
 from .codecs.base import ChunkSpec
 from .dtypes import is_fill
 from .errors import BoundsError, ReadOnlyError, Zarr3Error
-from .executor import fetch_and_work, map_concurrently, thread_count
+from .executor import fetch_and_work, map_concurrently, submit_io, thread_count
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .pipeline import CodecChain
@@ -34,6 +35,7 @@ T = TypeVar("T")
 
 PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
 MMAP_MIN_BYTES = 16 << 20
+MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; Python names it from 3.13 on
 
 
 class Attributes(MutableMapping[str, Any]):
@@ -333,16 +335,24 @@ def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Any) -> N
 def empty_output(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """An uninitialised array for read results.
 
-    Large ones are anonymous memory maps rather than ``np.empty``: numpy
-    advises the kernel to back big allocations with transparent huge pages,
-    and where the kernel compacts memory to find them (THP ``defrag=madvise``,
-    common on Linux distributions) that stalls reads for seconds. Plain
-    pages fault in lazily, in the threads that decode into them.
+    Large ones are anonymous memory maps on plain 4 KiB pages, which an I/O
+    thread populates (``MADV_POPULATE_WRITE``) while the first chunks are
+    fetched and decoded. Why not ``np.empty``: numpy asks for transparent
+    huge pages (``MADV_HUGEPAGE``), and where the kernel compacts memory to
+    find them (THP ``defrag`` = ``madvise``, common on Linux distributions) a
+    large read stalls for up to seconds. Why populate: faulting pages in one
+    at a time as decoding first writes them costs about twice the system
+    time (one trap per page). ``MADV_NOHUGEPAGE`` keeps this the same
+    whatever the THP settings are; pages not populated yet simply fault in.
     """
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < MMAP_MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype=dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+    memory = mmap.mmap(-1, nbytes)
+    if sys.platform.startswith("linux"):
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+        submit_io(memory.madvise, MADV_POPULATE_WRITE)  # kernels before 5.14 refuse it: pages then fault in lazily
+    return np.frombuffer(memory, dtype=dtype).reshape(shape)
 
 
 def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
