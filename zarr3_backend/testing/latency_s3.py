@@ -32,6 +32,7 @@ import argparse
 import base64
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import re
@@ -550,10 +551,15 @@ def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None) -> 
     command = [sys.executable, "-m", "zarr3_backend.testing.latency_s3", "--latency", str(latency)]
     if bandwidth:
         command += ["--bandwidth", str(bandwidth)]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    package_parent = str(Path(__file__).resolve().parents[2])  # the child imports this very package
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None
-        yield RemoteServer(child.stdout.readline().strip())
+        url = child.stdout.readline().strip()
+        if not url:
+            raise RuntimeError(f"the latency S3 server did not start: {' '.join(command)}")
+        yield RemoteServer(url)
     finally:
         child.terminate()
         child.wait(timeout=30)
