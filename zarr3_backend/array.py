@@ -11,6 +11,7 @@ value are deleted instead of stored.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import mmap
 import sys
@@ -24,7 +25,7 @@ import numpy as np
 from .codecs.base import ChunkSpec
 from .dtypes import is_fill
 from .errors import BoundsError, ReadOnlyError, Zarr3Error
-from .executor import fetch_and_work, map_concurrently, thread_count
+from .executor import fetch_and_work, map_concurrently, submit_io, thread_count
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .pipeline import CodecChain
@@ -203,7 +204,7 @@ class Array:
     def _read_plans(self, selection: Any, orthogonal: bool) -> tuple[Any, Any, list[tuple[str, ReadPlan]]]:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
-        out = empty_output(plan.out_shape, self.dtype)
+        out = empty_output(plan.out_shape, self.dtype, background=fetch_lanes(self._chunk_store) > thread_count())
         ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
         pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
         for piece in plan.chunks():
@@ -333,15 +334,15 @@ def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Any) -> N
             chunk[(slice(None),) * dim + (slice(n, None),)] = fill
 
 
-def empty_output(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def empty_output(shape: tuple[int, ...], dtype: np.dtype, *, background: bool = False) -> np.ndarray:
     """An uninitialised array for read results; large ones come from :func:`populated_memory`."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < MMAP_MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype=dtype)
-    return np.frombuffer(populated_memory(nbytes), dtype=dtype).reshape(shape)
+    return np.frombuffer(populated_memory(nbytes, background=background), dtype=dtype).reshape(shape)
 
 
-def populated_memory(nbytes: int) -> mmap.mmap:
+def populated_memory(nbytes: int, *, background: bool = False) -> mmap.mmap:
     """Anonymous memory on plain 4 KiB pages, faulted in with one system call.
 
     Why not ``np.empty``: numpy asks for transparent huge pages
@@ -352,19 +353,37 @@ def populated_memory(nbytes: int) -> mmap.mmap:
     decoding first writes them costs about twice the system time (one trap
     per page). Where THP is ``always``, huge pages are refused explicitly
     (``MADV_NOHUGEPAGE``) before populating, so the cost is the same whatever
-    the THP settings are. Elsewhere than Linux: a plain anonymous map.
+    the THP settings are. With ``background`` (reads from remote stores) an
+    I/O thread populates while the first requests are in flight; pages that
+    decoding reaches first simply fault in. Elsewhere than Linux: a plain
+    anonymous map.
     """
     if not sys.platform.startswith("linux"):
         return mmap.mmap(-1, nbytes)
-    if not _huge_pages_always():
+    if not background and not _huge_pages_always():
         return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE)
     memory = mmap.mmap(-1, nbytes)
-    memory.madvise(mmap.MADV_NOHUGEPAGE)
-    try:
-        memory.madvise(MADV_POPULATE_WRITE)
-    except OSError:  # kernels before 5.14: pages fault in as they are written
-        pass
+    if _huge_pages_always():
+        memory.madvise(mmap.MADV_NOHUGEPAGE)
+    if background:
+        submit_io(_populate, memory)
+    else:
+        _populate(memory)
     return memory
+
+
+def _populate(memory: mmap.mmap) -> None:
+    """``MADV_POPULATE_WRITE`` through ctypes, which (unlike ``mmap.madvise``) releases the GIL meanwhile.
+
+    Kernels before 5.14 refuse the advice; pages then fault in as they are written.
+    """
+    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    _libc().madvise(ctypes.c_void_p(address), ctypes.c_size_t(len(memory)), MADV_POPULATE_WRITE)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None)
 
 
 @functools.cache
