@@ -25,7 +25,7 @@ import numpy as np
 from .codecs.base import ChunkSpec
 from .dtypes import is_fill
 from .errors import BoundsError, ReadOnlyError, Zarr3Error
-from .executor import fetch_and_work, map_concurrently, submit_io, thread_count
+from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, submit_io, thread_count
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .pipeline import CodecChain
@@ -37,6 +37,8 @@ T = TypeVar("T")
 
 PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
 MMAP_MIN_BYTES = 16 << 20
+#: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
+LOCAL_HELD_BYTES = 32 << 20
 MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; Python names it from 3.13 on
 
 
@@ -412,8 +414,9 @@ def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
         store = entries[0][0]
         flat = [(key, plan, out) for _, out, plans in entries for key, plan in plans]
         per_chunk = sum(out.nbytes for _, out, _ in entries) / max(1, len(flat))
-        groups = fetch_groups(flat, per_chunk)
-        fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, fetch_lanes(store))
+        lanes = fetch_lanes(store)
+        held = None if lanes > thread_count() else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
+        fetch_and_work(partial(_fetch_group, store=store), fetch_groups(flat, per_chunk), _run_job, lanes, held)
     return [out[()] if out.ndim == 0 and plan.scalar else out for plan, out in outputs]
 
 
@@ -422,7 +425,8 @@ def fetch_lanes(store: Store) -> int:
 
     Remote stores (:class:`~zarr3_backend.store.FsspecStore` on an asynchronous
     file system) declare ``ZARR3_BACKEND_IO_CONCURRENCY``; local reads are
-    memory copies, for which more lanes than decoding threads only buffer more.
+    memory copies, for which more lanes than decoding threads only buffer more
+    (they also hold at most :data:`LOCAL_HELD_BYTES` of undecoded data).
     """
     lanes = getattr(store, "io_concurrency", None)
     return int(lanes) if lanes else thread_count()
