@@ -163,8 +163,8 @@ class LatencyS3Server(ThreadingHTTPServer):
             in_flight = self.stats.in_flight
             self.stats = RequestStats(in_flight=in_flight, max_in_flight=in_flight, waves=int(in_flight > 0))
 
-    def _begin(self, kind: str) -> int:
-        """Count a request that arrived; its depth (1 + the deepest request already answered)."""
+    def _begin(self, kind: str) -> tuple[RequestStats, int]:
+        """Count a request that arrived; the counters it belongs to and its depth (1 + the deepest answered)."""
         with self._lock:
             stats = self.stats
             if stats.in_flight == 0:
@@ -175,13 +175,15 @@ class LatencyS3Server(ThreadingHTTPServer):
             stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
             depth = stats.answered_depth + 1
             stats.rounds = max(stats.rounds, depth)
-            return depth
+            return stats, depth
 
-    def _end(self, sent: int, depth: int) -> None:
+    def _end(self, counted: RequestStats, sent: int, depth: int) -> None:
+        """A request ended; one that began before :meth:`reset_stats` only leaves the in-flight count."""
         with self._lock:
             self.stats.in_flight -= 1
-            self.stats.bytes_sent += sent
-            self.stats.answered_depth = max(self.stats.answered_depth, depth)
+            if counted is self.stats:
+                counted.bytes_sent += sent
+                counted.answered_depth = max(counted.answered_depth, depth)
 
 
 def _new_object(data: bytes) -> _Object:
@@ -219,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         bucket, _, key = urllib.parse.unquote(url.path.lstrip("/")).partition("/")
         kind = "LIST" if method == "GET" and not key and "list-type" in query else method
-        depth = self.server._begin(kind)
+        counted, depth = self.server._begin(kind)
         self._sent = 0
         started = time.monotonic()
         try:
@@ -228,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._first_byte_at = started + self.server.latency
                 self._dispatch(method, bucket, key, query, body)
         finally:
-            self.server._end(self._sent, depth)
+            self.server._end(counted, self._sent, depth)
 
     def _dispatch(self, method: str, bucket: str, key: str, query: dict[str, str], body: bytes | None) -> None:
         if body is None:
