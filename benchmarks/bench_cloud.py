@@ -42,6 +42,7 @@ from zarr3_backend.testing.latency_s3 import RemoteServer, latency_s3_process  #
 
 OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
 BUCKET = "bench"
+_CLIENTS: list[Any] = []
 warnings.filterwarnings("ignore")
 
 
@@ -52,6 +53,7 @@ def fresh_fs(server: RemoteServer) -> Any:
     fs = s3fs.S3FileSystem(**server.storage_options, skip_instance_cache=True,
                            config_kwargs={"max_pool_connections": 32})  # fmt: skip
     fs.connect()
+    _CLIENTS.append(fs)  # closed at exit: s3fs closing a client from another loop on garbage collection only adds noise
     return fs
 
 
