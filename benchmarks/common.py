@@ -15,6 +15,7 @@ import collections
 import importlib.metadata
 import os
 import platform
+import resource
 import statistics
 import sys
 import threading
@@ -77,6 +78,8 @@ class Timing:
     seconds: tuple[float, ...]
     peak_rss_bytes: int = 0
     cpu_seconds: tuple[float, ...] = ()
+    system_seconds: tuple[float, ...] = ()
+    minor_faults: tuple[int, ...] = ()
 
     @property
     def median(self) -> float:
@@ -85,6 +88,16 @@ class Timing:
     @property
     def cpu_median(self) -> float | None:
         return statistics.median(self.cpu_seconds) if self.cpu_seconds else None
+
+    @property
+    def system_median(self) -> float | None:
+        """Median system (kernel) CPU seconds: page faults and copies show up here."""
+        return statistics.median(self.system_seconds) if self.system_seconds else None
+
+    @property
+    def faults_median(self) -> float | None:
+        """Median minor page faults per call (``ru_minflt``)."""
+        return statistics.median(self.minor_faults) if self.minor_faults else None
 
 
 def rss_bytes(kind: str = "VmRSS") -> int:
@@ -120,18 +133,21 @@ class Case:
     check: Callable[[object], None] | None = None
 
 
-def _measure(case: Case, check: bool) -> tuple[float, int, float]:
+def _measure(case: Case, check: bool) -> tuple[float, int, float, float, int]:
+    """Wall seconds, peak RSS growth, CPU seconds, system seconds and minor page faults of one call."""
     if case.setup is not None:
         case.setup()
     before = rss_bytes()
     reset_peak_rss()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu, start = time.process_time(), time.perf_counter()
     result = case.run()
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_SELF)
     peak = rss_bytes("VmHWM") - before
     if check and case.check is not None:
         case.check(result)
-    return elapsed, peak, cpu
+    return elapsed, peak, cpu, after.ru_stime - usage.ru_stime, after.ru_minflt - usage.ru_minflt
 
 
 def time_interleaved(cases: dict[str, Case], repeats: int = 3, warmup: int = 1) -> dict[str, Timing]:
@@ -139,17 +155,21 @@ def time_interleaved(cases: dict[str, Case], repeats: int = 3, warmup: int = 1) 
 
     Results are dropped after each call, so they never pile up in memory.
     """
-    seconds: dict[str, list[float]] = {name: [] for name in cases}
-    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    samples: dict[str, list[tuple[float, int, float, float, int]]] = {name: [] for name in cases}
     peaks = dict.fromkeys(cases, 0)
     for i in range(warmup + repeats):
         for name, case in cases.items():
-            elapsed, peak, used = _measure(case, check=(i == 0))
-            peaks[name] = max(peaks[name], peak)
+            measured = _measure(case, check=(i == 0))
+            peaks[name] = max(peaks[name], measured[1])
             if i >= warmup:
-                seconds[name].append(elapsed)
-                cpu[name].append(used)
-    return {name: Timing(tuple(seconds[name]), peaks[name], tuple(cpu[name])) for name in cases}
+                samples[name].append(measured)
+    return {
+        name: Timing(
+            tuple(m[0] for m in got), peaks[name], tuple(m[2] for m in got), tuple(m[3] for m in got),
+            tuple(m[4] for m in got),
+        )
+        for name, got in samples.items()
+    }
 
 
 def time_median(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> Timing:
@@ -263,15 +283,17 @@ class ResultTable:
             print(f"\n{workload}  ({self.nbytes[workload] / MB:.1f} MB logical)")
             print(
                 f"  {'implementation':<24}{'median s':>10}{'min s':>9}{'x floor':>9}{'MB/s':>9}"
-                f"{'cpu s':>9}{'peak dRSS MB':>14}"
+                f"{'cpu s':>9}{'sys s':>8}{'faults':>9}{'peak dRSS MB':>14}"
             )
             floor = timings.get(self.floor)
             for impl, t in timings.items():
                 rate = f"{self.nbytes[workload] / MB / t.median:.0f}" if self.nbytes[workload] >= MB else "-"
                 rel = f"{t.median / floor.median:.2f}" if floor else "-"
                 cpu = f"{t.cpu_median:.4f}" if t.cpu_median is not None else "-"
+                system = f"{t.system_median:.3f}" if t.system_median is not None else "-"
+                faults = f"{t.faults_median:.0f}" if t.faults_median is not None else "-"
                 print(
-                    f"  {impl:<24}{t.median:>10.4f}{min(t.seconds):>9.4f}{rel:>9}{rate:>9}{cpu:>9}"
+                    f"  {impl:<24}{t.median:>10.4f}{min(t.seconds):>9.4f}{rel:>9}{rate:>9}{cpu:>9}{system:>8}{faults:>9}"
                     f"{t.peak_rss_bytes / MB:>14.0f}"
                 )
         self._print_ratios()

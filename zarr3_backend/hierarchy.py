@@ -2,9 +2,11 @@
 
 Child discovery lists the group's prefix once and fetches every child's
 ``zarr.json`` in one batched store call; a group carrying consolidated
-metadata answers from that instead. A prefix that holds nodes further down
-but no ``zarr.json`` of its own is an implicit group (opened directly, only if
-it holds an array itself: see :func:`open_node`).
+metadata answers from that instead. :func:`open_node_listed` lists the
+prefix while it fetches the node's own ``zarr.json``, so opening a group and
+discovering its children takes two rounds of requests, not three. A prefix that
+holds nodes further down but no ``zarr.json`` of its own is an implicit group
+(opened directly, only if it holds an array itself: see :func:`open_node`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .errors import (
     CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError, Zarr3Error,
 )
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
+from .executor import submit_io
 from .store import make_store
 from .store.base import Store, segment_problem
 
@@ -110,6 +113,7 @@ class Group:
         self.path = path
         self.metadata = metadata
         self.read_only = read_only or store.read_only
+        self._listing: tuple[list[str], list[str]] | None = None  # taken by the first members() call
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_group, (self.store, self.path, self.metadata, self.read_only))
@@ -154,7 +158,8 @@ class Group:
         if self.read_only and self.metadata.consolidated is not None:
             return self._consolidated_members()
         prefix = f"{self.path}/" if self.path else ""
-        _, prefixes = self.store.list_dir(prefix)
+        listing, self._listing = self._listing, None
+        _, prefixes = listing or self.store.list_dir(prefix)
         names = sorted(p[len(prefix) : -1] for p in prefixes)
         names = [n for n in names if not n.startswith("__")]
         paths = [join_path(self.path, n) for n in names]
@@ -329,6 +334,23 @@ def open_node_consolidated(store: Store, path: str, *, read_only: bool, strict: 
     if own_raw is not None:
         return node_from_metadata(store, path, parse_node_metadata(own_raw, metadata_key(path)), read_only)
     return open_node(store, path, read_only=read_only, strict=strict)
+
+
+def open_node_listed(store: Store, path: str, *, read_only: bool, strict: bool = False) -> Array | Group:
+    """:func:`open_node_consolidated`, listing the node's prefix meanwhile; a group keeps the listing for :meth:`Group.members`.
+
+    The listing is dropped (one request spent, no time) when the node is an
+    array or a group with consolidated metadata.
+    """
+    listing = submit_io(store.list_dir, f"{path}/" if path else "")
+    try:
+        node = open_node_consolidated(store, path, read_only=read_only, strict=strict)
+    except BaseException:
+        listing.cancel() or listing.exception()  # let it end; its outcome no longer matters
+        raise
+    if isinstance(node, Group) and node.metadata.consolidated is None:
+        node._listing = listing.result()
+    return node
 
 
 def missing_parents(store: Store, path: str) -> list[str]:

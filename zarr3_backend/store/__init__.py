@@ -12,7 +12,7 @@ from .base import (
     Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix,
 )
 from .foreign import ACCEPTED, MappingStore, from_foreign
-from .fsspec_store import FsspecStore
+from .fsspec_store import FsspecStore, with_connection_pool
 from .local import TMP_PREFIX, LocalStore
 
 __all__ = [
@@ -72,6 +72,7 @@ def make_store(
         if storage_options:
             raise ArgumentTypeError(f"storage_options do not apply to the local path {url!r}")
         return LocalStore(url, read_only=read_only)
-    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    protocol = fsspec.core.split_protocol(url)[0] or ""
+    fs, root = fsspec.core.url_to_fs(url, **with_connection_pool(protocol, storage_options or {}))
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     return FsspecStore(fs, root, read_only=read_only or bool(protocols & _READ_ONLY_PROTOCOLS))

@@ -33,6 +33,7 @@ from fsspec import AbstractFileSystem
 from fsspec.asyn import sync
 
 from ..errors import StoreError
+from ..executor import io_concurrency
 from .base import (
     ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix,
 )
@@ -40,7 +41,6 @@ from .base import (
 T = TypeVar("T")
 
 _MISSING_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
-_DEFAULT_BATCH = 128
 #: ``info`` fields that change when a value is rewritten, whatever the file system calls them.
 _VERSION_FIELDS = (
     "ETag", "etag", "generation", "VersionId", "version_id", "mtime", "modified", "created",
@@ -88,17 +88,31 @@ class FsspecStore(Store):
         Root path in ``fs``'s terms (protocol optional), e.g. ``"bucket/data.zarr"``.
     read_only : bool
         Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
+    io_concurrency : int, optional
+        Requests kept in flight at once on an asynchronous file system
+        (default: ``ZARR3_BACKEND_IO_CONCURRENCY``, 32). Synchronous ones
+        (memory, zip) are read one request at a time.
 
     >>> import fsspec
     >>> FsspecStore(fsspec.filesystem("memory"), "/x").url
     'memory:///x'
     """
 
-    def __init__(self, fs: AbstractFileSystem, root: str, read_only: bool = False) -> None:
+    def __init__(
+        self, fs: AbstractFileSystem, root: str, read_only: bool = False, io_concurrency: int | None = None
+    ) -> None:
         self.fs = fs
         self.root = fs._strip_protocol(root).rstrip("/")
         self.read_only = read_only
+        self._io_concurrency = io_concurrency
         self._full_kwargs = _single_get_kwargs(fs)
+
+    @property
+    def io_concurrency(self) -> int:
+        """Requests in flight at once: the setting on asynchronous file systems, 1 on synchronous ones."""
+        if not self.fs.async_impl:
+            return 1
+        return self._io_concurrency or io_concurrency()
 
     @property
     def url(self) -> str:
@@ -140,8 +154,7 @@ class FsspecStore(Store):
         return StoreError(f"could not list prefix {prefix!r} of {self.url}: {type(exc).__name__}: {exc}")
 
     def _run(self, coros: Iterable[Awaitable[T]]) -> list[T | BaseException]:
-        limit = getattr(self.fs, "batch_size", None) or _DEFAULT_BATCH
-        results: list[T | BaseException] = sync(self.fs.loop, _gather, list(coros), limit)
+        results: list[T | BaseException] = sync(self.fs.loop, _gather, list(coros), self.io_concurrency)
         return results
 
     # -- reads ------------------------------------------------------------------
@@ -326,6 +339,25 @@ class FsspecStore(Store):
             else:
                 keys.append(key)
         return sorted(keys), sorted(prefixes)
+
+
+def with_connection_pool(protocol: str, storage_options: dict[str, Any]) -> dict[str, Any]:
+    """``storage_options`` for an s3 file system whose connection pool admits ``io_concurrency()`` requests.
+
+    s3fs (through botocore) opens at most 10 connections by default, which
+    would cap the requests in flight below the I/O concurrency. A
+    ``max_pool_connections`` the user set in ``config_kwargs`` is kept.
+
+    >>> with_connection_pool("s3", {"anon": True})["config_kwargs"]
+    {'max_pool_connections': 32}
+    >>> with_connection_pool("s3", {"config_kwargs": {"max_pool_connections": 4}})["config_kwargs"]
+    {'max_pool_connections': 4}
+    """
+    if protocol not in ("s3", "s3a"):
+        return storage_options
+    config = dict(storage_options.get("config_kwargs") or {})
+    config.setdefault("max_pool_connections", io_concurrency())
+    return {**storage_options, "config_kwargs": config}
 
 
 def _is_s3(fs: AbstractFileSystem) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..array import Array
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
-from ..hierarchy import Group, normalize_path, open_node_consolidated
+from ..hierarchy import Group, normalize_path, open_node_listed
 from ..store import make_store
 from ..store.base import Store
 
@@ -56,7 +56,7 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     try:
-        node = open_node_consolidated(store, path, read_only=True, strict=True)
+        node = open_node_listed(store, path, read_only=True, strict=True)
     except NodeNotFoundError as exc:
         raise _not_found(store, path, where, getattr(exc, "stores_below", [])) from exc
     except UnknownExtensionError as exc:

@@ -1,0 +1,217 @@
+"""Object storage benchmark: zarr3_backend vs zarr-python (+xarray) vs tensorstore behind injected latency.
+
+The data sits in a loopback S3-compatible server (``zarr3_backend.testing.latency_s3``, run in a
+child process so that its threads do not compete with the clients for the GIL) that delays the
+first byte of every response by the latency (0, 20 and 50 ms by default) and caps each
+connection at 100 MB/s, close to real S3. Each case builds fresh clients (a new s3fs file system
+with a constructed but unconnected client; a new tensorstore context), so connections and caches
+start cold. Every row reports the median time, requests per operation, the most requests in
+flight and the *rounds* (longest chain of requests each sent after the previous was answered).
+
+Workloads (the ``t2m`` store of ``bench_xarray_open.py``: float32, shards (73, 364, 720), inner
+chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not consolidated):
+- full read, no dask: ``open_array(...)[...]`` / ``zarr.open_array(...)[...]`` / tensorstore read;
+- full read, ``chunks={}``: ``xr.open_dataset(..., chunks={}).t2m.values`` (not tensorstore);
+- open + point series: open the array and read ``[:, 180, 360]`` (one inner chunk per shard);
+- open a 200-variable group: ``xr.open_dataset`` (tensorstore: list the group, open every array).
+
+``python benchmarks/bench_cloud.py --quick`` uses the (146, 361, 720) array (2 shards).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+from bench_xarray_open import CACHE, N_VARS, climate_store, many_variables  # noqa: E402
+from common import print_machine_info  # noqa: E402
+from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
+
+from zarr3_backend.store import FsspecStore  # noqa: E402
+from zarr3_backend.testing.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
+
+OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
+BUCKET = "bench"
+_CLIENTS: list[Any] = []
+warnings.filterwarnings("ignore")
+
+
+def fresh_fs(server: RemoteServer) -> Any:
+    """A new s3fs file system whose client is built (not timed: constant CPU) but has no connection yet."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**server.storage_options, skip_instance_cache=True,
+                           config_kwargs={"max_pool_connections": 32})  # fmt: skip
+    fs.connect()
+    _CLIENTS.append(fs)  # closed at exit: s3fs closing a client from another loop on garbage collection only adds noise
+    return fs
+
+
+def ts_spec(server: RemoteServer, path: str) -> dict[str, Any]:
+    return {"driver": "zarr3", "kvstore": server.tensorstore_kvstore(BUCKET, path.rstrip("/") + "/")}
+
+
+# ---------------------------------------------------------------- the workloads
+# each maker returns {implementation: (setup, run)}: setup builds fresh clients (not timed), run(clients) is timed
+
+
+def full_read(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+    import tensorstore as ts
+    import zarr
+    import zarr3_backend
+
+    return {
+        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/t2m.zarr", read_only=True),
+               lambda store: zarr3_backend.open_array(store, "t2m")[...]),
+        ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/t2m.zarr", read_only=True),
+               lambda store: zarr.open_array(store, path="t2m", mode="r")[...]),
+        TS: (ts.Context, lambda ctx: ts.open(ts_spec(server, "t2m.zarr/t2m"), context=ctx).result().read().result()),
+    }  # fmt: skip
+
+
+def full_read_dask(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+    import zarr
+
+    def xarray_values(engine: str, **kwargs: Any) -> Callable[[Any], Any]:
+        return lambda store: xr.open_dataset(store, engine=engine, chunks={}, **kwargs).t2m.values
+
+    return {
+        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/t2m.zarr", read_only=True), xarray_values("zarr3")),
+        ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/t2m.zarr", read_only=True),
+               xarray_values("zarr", consolidated=False, zarr_format=3)),
+    }  # fmt: skip
+
+
+def point_series(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+    import tensorstore as ts
+    import zarr
+    import zarr3_backend
+
+    return {
+        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/t2m.zarr", read_only=True),
+               lambda store: zarr3_backend.open_array(store, "t2m")[POINT]),
+        ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/t2m.zarr", read_only=True),
+               lambda store: zarr.open_array(store, path="t2m", mode="r")[POINT]),
+        TS: (ts.Context,
+             lambda ctx: ts.open(ts_spec(server, "t2m.zarr/t2m"), context=ctx).result()[POINT].read().result()),
+    }  # fmt: skip
+
+
+def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+    import tensorstore as ts
+    import zarr
+
+    def ts_open_all(ctx: Any) -> int:
+        kvstore = ts.KvStore.open(server.tensorstore_kvstore(BUCKET, "many.zarr/"), context=ctx).result()
+        names = sorted({k.decode().split("/")[0] for k in kvstore.list().result() if k.endswith(b"/zarr.json")})
+        opened = [ts.open(ts_spec(server, f"many.zarr/{n}"), context=ctx) for n in names]
+        return len([future.result() for future in opened])
+
+    return {
+        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/many.zarr", read_only=True),
+               lambda store: xr.open_dataset(store, engine="zarr3")),
+        ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/many.zarr", read_only=True),
+               lambda store: xr.open_dataset(store, engine="zarr", consolidated=False, zarr_format=3)),
+        TS: (ts.Context, ts_open_all),
+    }  # fmt: skip
+
+
+WORKLOADS = {
+    "full read, no dask": full_read,
+    "full read, chunks={}": full_read_dask,
+    "open + point series": point_series,
+    f"open {N_VARS}-variable group": open_many,
+}
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def measure(server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any], Any]) -> tuple[float, dict[str, Any]]:
+    clients = setup()
+    server.reset_stats()
+    start = time.perf_counter()
+    run(clients)
+    elapsed = time.perf_counter() - start
+    return elapsed, server.stats()
+
+
+def many_variables_store() -> Path:
+    """The 200-variable group (not consolidated) written by xarray + zarr-python, cached under /tmp."""
+    path = CACHE / f"many_{N_VARS}_False.zarr"
+    if not (path / "zarr.json").exists():
+        many_variables().to_zarr(path, zarr_format=3, consolidated=False)
+    return path
+
+
+def upload(server: RemoteServer, shape: tuple[int, ...]) -> None:
+    fs = fresh_fs(server)
+    fs.mkdir(BUCKET)
+    fs.put(str(climate_store(shape)) + "/", f"{BUCKET}/t2m.zarr", recursive=True)
+    fs.put(str(many_variables_store()) + "/", f"{BUCKET}/many.zarr", recursive=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"smaller array {QUICK_SHAPE}")
+    parser.add_argument("--latency", type=float, action="append", help="seconds (repeatable; default 0, 0.02, 0.05)")
+    parser.add_argument("--bandwidth", type=float, default=100e6, help="bytes/s per connection (default 100e6)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats after one warm-up")
+    parser.add_argument("--only", choices=list(WORKLOADS), action="append")
+    args = parser.parse_args(argv)
+    print_machine_info(["zarr3_backend", "zarr", "tensorstore", "s3fs", "xarray", "dask"])
+    shape = QUICK_SHAPE if args.quick else FULL_SHAPE
+    rows = []
+    with latency_s3_process(0.0, args.bandwidth) as server:
+        upload(server, shape)
+        for latency in args.latency or [0.0, 0.02, 0.05]:
+            server.configure(latency, args.bandwidth)
+            for workload in args.only or list(WORKLOADS):
+                cases = WORKLOADS[workload](server)
+                times: dict[str, list[float]] = {impl: [] for impl in cases}
+                stats: dict[str, dict[str, Any]] = {}
+                for repeat in range(1 + args.repeats):  # round-robin, first round is a warm-up
+                    for impl, (setup, run) in cases.items():
+                        elapsed, stats[impl] = measure(server, setup, run)
+                        if repeat:
+                            times[impl].append(elapsed)
+                for impl in cases:
+                    rows.append((latency, workload, impl, statistics.median(times[impl]), stats[impl]))
+                _print_block(latency, workload, rows[-len(cases) :])
+    _print_ratios(rows)
+    return 0
+
+
+def _print_block(latency: float, workload: str, rows: list[tuple[Any, ...]]) -> None:
+    print(f"\n{workload} @ {latency * 1000:.0f} ms")
+    print(f"  {'implementation':<16}{'median s':>10}{'requests':>10}{'in flight':>11}{'rounds':>8}")
+    for _, _, impl, median, stats in rows:
+        print(f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}")
+
+
+def _print_ratios(rows: list[tuple[Any, ...]]) -> None:
+    print(f"\nratios ({OURS} / other, < 1 favours {OURS}): time | requests")
+    table: dict[tuple[float, str], dict[str, tuple[float, int]]] = {}
+    for latency, workload, impl, median, stats in rows:
+        table.setdefault((latency, workload), {})[impl] = (median, stats["requests"])
+    for (latency, workload), cells in table.items():
+        ours = cells.get(OURS)
+        parts = []
+        for other in (ZARR, TS):
+            if ours and other in cells:
+                parts.append(f"{other}: {ours[0] / cells[other][0]:.2f} | {ours[1] / max(1, cells[other][1]):.2f}")
+        print(f"  {latency * 1000:>3.0f} ms  {workload:<28}" + "   ".join(parts))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,140 @@
+"""Fetching decoupled from decoding: lanes, the bytes budget, overlap, errors, and requests in flight on S3."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import zarr3_backend
+from zarr3_backend.executor import fetch_and_work, io_concurrency
+from zarr3_backend.store import make_store
+from zarr3_backend.store.fsspec_store import with_connection_pool
+
+
+class Recorder:
+    """Fetches that sleep, and a log of what was running when."""
+
+    def __init__(self, nbytes: int = 10, delay: float = 0.02) -> None:
+        self.lock = threading.Lock()
+        self.fetching = self.max_fetching = self.held = 0
+        self.nbytes, self.delay = nbytes, delay
+        self.held_at_start: list[int] = []
+        self.events: list[str] = []
+
+    def fetch(self, group: int) -> tuple[list[int], int]:
+        with self.lock:
+            self.fetching += 1
+            self.max_fetching = max(self.max_fetching, self.fetching)
+            self.held_at_start.append(self.held)
+            self.events.append("fetch-start")
+        time.sleep(self.delay)
+        with self.lock:
+            self.fetching -= 1
+            self.held += self.nbytes
+            self.events.append("fetch-end")
+        return [group], self.nbytes
+
+    def work(self, item: int) -> None:
+        with self.lock:
+            self.events.append("work")
+        time.sleep(self.delay)
+        with self.lock:
+            self.held -= self.nbytes
+
+
+def test_lanes_bound_fetches_in_flight_whatever_the_cpu_threads():
+    recorder = Recorder()
+    fetch_and_work(recorder.fetch, list(range(24)), recorder.work, lanes=6)
+    assert recorder.max_fetching == 6
+    assert recorder.events.count("work") == 24
+
+
+def test_no_fetch_starts_while_the_budget_is_held():
+    recorder = Recorder(nbytes=100)
+    fetch_and_work(recorder.fetch, list(range(16)), recorder.work, lanes=8, max_bytes=250)
+    assert max(recorder.held_at_start) < 250
+    assert recorder.events.count("work") == 16
+
+
+def test_decoding_starts_before_fetching_ends():
+    recorder = Recorder()
+    fetch_and_work(recorder.fetch, list(range(12)), recorder.work, lanes=2)
+    last_fetch_end = len(recorder.events) - 1 - recorder.events[::-1].index("fetch-end")
+    assert recorder.events.index("work") < last_fetch_end
+
+
+@pytest.mark.parametrize("where", ["fetch", "work"])
+def test_first_error_propagates_and_stops_fetching(where):
+    started = []
+
+    def fetch(group: int) -> tuple[list[int], int]:
+        started.append(group)
+        if where == "fetch" and group == 1:
+            raise ValueError("fetch failed")
+        time.sleep(0.01)
+        return [group], 1
+
+    def work(item: int) -> None:
+        if where == "work" and item == 1:
+            raise ValueError("work failed")
+
+    with pytest.raises(ValueError, match=f"{where} failed"):
+        fetch_and_work(fetch, list(range(200)), work, lanes=2)
+    assert len(started) < 200
+
+
+def test_io_settings_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "7")
+    assert io_concurrency() == 7
+    assert with_connection_pool("s3", {})["config_kwargs"] == {"max_pool_connections": 7}
+    assert with_connection_pool("memory", {}) == {}
+
+
+@pytest.fixture
+def s3():
+    pytest.importorskip("s3fs")
+    from zarr3_backend.testing.latency_s3 import latency_s3_server
+
+    with latency_s3_server() as server:
+        yield server
+
+
+def _write(s3, name: str, shards: int, shard_shape: tuple[int, int]) -> tuple[str, np.ndarray]:
+    url = s3.create_bucket(name) + "/a"
+    data = np.arange(shards * shard_shape[0] * shard_shape[1], dtype="float32").reshape(shards * shard_shape[0], -1)
+    a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(shard_shape[0], shard_shape[1] // 2),
+                                   shards=shard_shape, storage_options=s3.storage_options)  # fmt: skip
+    a[...] = data
+    return url, data
+
+
+def _full_read(s3, url: str) -> np.ndarray:
+    options = {**s3.storage_options, "skip_instance_cache": True}
+    array = zarr3_backend.open_array(url, storage_options=options)
+    s3.latency = 0.25  # well above the client's own stagger between requests sent together
+    s3.reset_stats()
+    out = array[...]
+    s3.latency = 0.0
+    return out
+
+
+def test_large_shards_are_all_fetched_at_once(s3):
+    url, data = _write(s3, "large", 12, (8, 1 << 18))  # 8 MiB per shard: one shard per fetch group
+    np.testing.assert_array_equal(_full_read(s3, url), data)
+    assert s3.stats.requests == 12 and s3.stats.max_in_flight == 12 and s3.stats.rounds == 1
+
+
+def test_io_concurrency_setting_caps_requests_in_flight(s3, monkeypatch):
+    url, data = _write(s3, "capped", 12, (8, 1 << 18))
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "3")
+    np.testing.assert_array_equal(_full_read(s3, url), data)
+    assert s3.stats.requests == 12 and s3.stats.max_in_flight == 3
+
+
+def test_more_requests_in_flight_than_the_s3fs_default_pool(s3):
+    url, data = _write(s3, "small", 40, (2, 64))  # small shards: one batched round
+    np.testing.assert_array_equal(_full_read(s3, url), data)
+    assert s3.stats.requests == 40 and s3.stats.max_in_flight > 10

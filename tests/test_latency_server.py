@@ -1,0 +1,145 @@
+"""The loopback S3 server with injected latency: S3 semantics for real clients, counters, latency, open rounds."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import zarr3_backend
+from zarr3_backend.testing.latency_s3 import latency_s3_server
+
+s3fs = pytest.importorskip("s3fs")
+
+
+@pytest.fixture
+def s3():
+    with latency_s3_server() as server:
+        yield server
+
+
+def filesystem(server):
+    return s3fs.S3FileSystem(**server.storage_options, skip_instance_cache=True)
+
+
+def test_s3fs_round_trip(s3):
+    fs = filesystem(s3)
+    fs.mkdir("bkt")
+    fs.pipe_file("bkt/a/x", b"0123456789")
+    fs.pipe_file("bkt/a/y/z", b"deep")
+    fs.pipe_file("bkt/b", b"")
+    assert fs.cat_file("bkt/a/x") == b"0123456789"
+    assert fs.cat_file("bkt/a/x", start=2, end=5) == b"234"
+    assert fs.cat_file("bkt/a/x", start=-3) == b"789"
+    info = fs.info("bkt/a/x")
+    assert info["size"] == 10 and info["ETag"].startswith('"')
+    assert sorted(fs.ls("bkt", detail=False)) == ["bkt/a", "bkt/b"]
+    assert sorted(fs.find("bkt")) == ["bkt/a/x", "bkt/a/y/z", "bkt/b"]
+    with pytest.raises(FileNotFoundError):
+        fs.cat_file("bkt/missing")
+    fs.rm("bkt/a", recursive=True)
+    assert fs.find("bkt", refresh=True) == ["bkt/b"]
+
+
+def test_listing_pages_with_continuation_tokens(s3):
+    for i in range(25):
+        s3.put("bkt", f"p/{i:02d}", b"x")
+        s3.put("bkt", f"p/d{i:02d}/k", b"x")
+    client = filesystem(s3)
+    keys, prefixes, token = [], [], None
+    while True:
+        page = client.call_s3("list_objects_v2", Bucket="bkt", Prefix="p/", Delimiter="/", MaxKeys=7,
+                              **({"ContinuationToken": token} if token else {}))  # fmt: skip
+        keys += [c["Key"] for c in page.get("Contents", [])]
+        prefixes += [c["Prefix"] for c in page.get("CommonPrefixes", [])]
+        if not page["IsTruncated"]:
+            break
+        token = page["NextContinuationToken"]
+    assert keys == [f"p/{i:02d}" for i in range(25)]
+    assert prefixes == [f"p/d{i:02d}/" for i in range(25)]
+
+
+def test_etag_changes_with_content_and_conditions_hold(s3):
+    fs = filesystem(s3)
+    s3.create_bucket("bkt")
+    fs.pipe_file("bkt/k", b"one")
+    first = fs.info("bkt/k")["ETag"]
+    fs.pipe_file("bkt/k", b"two")
+    assert fs.info("bkt/k", refresh=True)["ETag"] != first
+    with pytest.raises(OSError):  # 412: the object is not at the generation asked for
+        fs.call_s3("get_object", Bucket="bkt", Key="k", IfMatch=first)
+
+
+def test_counters_count_requests_and_concurrency(s3):
+    s3.create_bucket("bkt")
+    for i in range(8):
+        s3.put("bkt", f"k{i}", b"v")
+    s3.latency = 0.05
+    store = zarr3_backend.store.make_store("s3://bkt", storage_options={**s3.storage_options, "skip_instance_cache": True})
+    store.get_many([(f"k{i}", None) for i in range(8)])  # one concurrent batch
+    stats = s3.stats
+    assert stats.requests == 8 and stats.requests_by_kind["GET"] == 8
+    assert stats.max_in_flight == 8 and stats.rounds == 1 and stats.waves == 1
+    s3.reset_stats()
+    store.get("k0")
+    store.get_many([("k1", None), ("k2", None)])
+    assert s3.stats.requests == 3 and s3.stats.rounds == 2 and s3.stats.max_in_flight == 2
+
+
+def test_latency_and_bandwidth_are_observed(s3):
+    s3.create_bucket("bkt")
+    s3.put("bkt", "big", bytes(2_000_000))
+    fs = filesystem(s3)
+    fs.cat_file("bkt/big", start=0, end=1)  # connect outside the timing
+    s3.latency, s3.bandwidth = 0.1, 10e6
+    start = time.perf_counter()
+    fs.cat_file("bkt/big", start=0, end=10)
+    small = time.perf_counter() - start
+    start = time.perf_counter()
+    assert len(fs.cat_file("bkt/big", start=0, end=2_000_000)) == 2_000_000
+    large = time.perf_counter() - start
+    assert small >= 0.1
+    assert large >= 0.1 + 0.2  # latency + 2 MB at 10 MB/s
+
+
+def test_zarr_python_and_tensorstore_read_and_write(s3):
+    zarr = pytest.importorskip("zarr")
+    ts = pytest.importorskip("tensorstore")
+    s3.create_bucket("bkt")
+    data = np.arange(120, dtype="int32").reshape(10, 12)
+    store = zarr.storage.FsspecStore.from_url("s3://bkt/zp", storage_options=s3.storage_options)
+    a = zarr.create_array(store, shape=data.shape, chunks=(5, 4), shards=(10, 12), dtype="int32")
+    a[...] = data
+    np.testing.assert_array_equal(zarr3_backend.open_array("s3://bkt/zp", storage_options=s3.storage_options)[...], data)
+    spec = {"driver": "zarr3", "kvstore": s3.tensorstore_kvstore("bkt", "ts/")}
+    t = ts.open(spec, create=True, dtype=ts.int32, shape=data.shape,
+                chunk_layout=ts.ChunkLayout(chunk_shape=[5, 6])).result()  # fmt: skip
+    t[...] = data
+    np.testing.assert_array_equal(ts.open(spec).result().read().result(), data)
+    np.testing.assert_array_equal(zarr3_backend.open_array("s3://bkt/ts", storage_options=s3.storage_options)[...], data)
+    np.testing.assert_array_equal(zarr.open_array(store, mode="r")[...], data)
+
+
+def _open_rounds(s3, bucket: str) -> int:
+    xr = pytest.importorskip("xarray")
+    s3.reset_stats()
+    xr.open_dataset(f"s3://{bucket}/g", engine="zarr3",
+                    storage_options={**s3.storage_options, "skip_instance_cache": True}).close()  # fmt: skip
+    return s3.stats.rounds
+
+
+@pytest.mark.parametrize("consolidated", [False, True])
+def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated):
+    xr = pytest.importorskip("xarray")
+    sizes = (5, 28, 50)
+    for n in sizes:
+        coords = {"t": np.arange(4), "x": np.arange(3)}
+        ds = xr.Dataset({f"v{i}": (("t", "x"), np.zeros((4, 3), "f4")) for i in range(n)}, coords=coords)
+        ds.to_zarr3(s3.create_bucket(f"vars{n}") + "/g", storage_options=s3.storage_options, consolidated=consolidated)
+    s3.latency = 0.1  # longer than the client's own stagger; the rounds do not depend on it otherwise
+    few, fitting, many = (_open_rounds(s3, f"vars{n}") for n in sizes)
+    # (root document + listing), child documents, coordinates; consolidated: document, coordinates
+    assert few == (2 if consolidated else 3)
+    assert fitting <= few + 1  # 30 documents: all in flight at once (32 connections)
+    assert many <= few + 2  # 52 documents: 20 wait for a connection

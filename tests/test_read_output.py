@@ -1,0 +1,67 @@
+"""The output of large reads: plain pages (never transparent huge pages), populated up front or meanwhile."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import zarr3_backend
+from zarr3_backend import array as array_module
+from zarr3_backend.array import MMAP_MIN_BYTES, empty_output
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux memory advice")
+
+
+def _mapping(address: int) -> dict[str, str]:
+    """The /proc/self/smaps fields of the mapping holding ``address``."""
+    with open("/proc/self/smaps") as smaps:
+        lines = smaps.read().splitlines()
+    found: dict[str, str] | None = None
+    for line in lines:
+        head = line.split()[0]
+        if "-" in head and ":" not in head:
+            start, end = (int(x, 16) for x in head.split("-"))
+            found = {} if start <= address < end else None
+        elif found is not None:
+            name, _, value = line.partition(":")
+            found[name] = value.strip()
+            if name == "VmFlags":
+                return found
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def test_large_outputs_are_populated_plain_pages():
+    out = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"))
+    fields = _mapping(out.ctypes.data)
+    assert int(fields["Rss"].split()[0]) * 1024 >= out.nbytes  # faulted in before decoding writes a byte
+    assert fields["AnonHugePages"].split()[0] == "0"  # no huge pages, hence no compaction stalls
+    assert out.flags.writeable
+
+
+@pytest.mark.parametrize("always", [False, True])
+@pytest.mark.parametrize("background", [False, True])
+def test_populated_whatever_the_thp_setting(monkeypatch, always, background):
+    monkeypatch.setattr(array_module, "_huge_pages_always", lambda: always)
+    memory = array_module.populated_memory(MMAP_MIN_BYTES, background=background)
+    fields = _mapping(np.frombuffer(memory, "u1").ctypes.data)
+    deadline = time.monotonic() + 30
+    while background and int(fields["Rss"].split()[0]) * 1024 < MMAP_MIN_BYTES and time.monotonic() < deadline:
+        time.sleep(0.02)  # the background populate may still run on another I/O thread
+        fields = _mapping(np.frombuffer(memory, "u1").ctypes.data)
+    assert int(fields["Rss"].split()[0]) * 1024 >= MMAP_MIN_BYTES
+    assert ("nh" in fields["VmFlags"].split()) == always
+
+
+def test_small_outputs_are_plain_numpy():
+    out = empty_output((10,), np.dtype("float32"))
+    assert out.base is None
+
+
+def test_large_read_lands_in_the_output(tmp_path):
+    data = np.arange(MMAP_MIN_BYTES // 4 * 2, dtype="float32").reshape(64, -1)
+    a = zarr3_backend.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(16, data.shape[1] // 4))
+    a[...] = data
+    np.testing.assert_array_equal(zarr3_backend.open_array(str(tmp_path / "a"))[...], data)

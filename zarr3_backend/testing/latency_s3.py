@@ -1,0 +1,581 @@
+"""A small S3-compatible loopback server with injected latency, a bandwidth cap and request counters.
+
+Object storage is slow in two ways: every request waits for its first byte
+(20-100 ms on S3), and each connection moves a bounded number of bytes per
+second. :func:`latency_s3_server` reproduces both on 127.0.0.1, in memory,
+with the standard library only, and counts what clients do (requests by
+kind, the most requests in flight at once, and *rounds*: the longest chain
+of requests each started after the previous one had been answered, so a
+client pays at least ``rounds * latency``), so tests and benchmarks can tell
+rounds from requests. Unlike moto it costs well under a millisecond of CPU per request,
+so the injected latency dominates.
+
+It speaks enough S3 for s3fs, zarr-python's ``FsspecStore`` and tensorstore's
+``s3`` kvstore to read and write: buckets (create, head, delete), objects
+(GET with a single ``Range``, HEAD, PUT, DELETE, multi-object delete,
+``If-Match`` / ``If-None-Match``), ``ListObjectsV2`` (prefix, delimiter,
+``max-keys``, continuation tokens, ``start-after``, ``encoding-type=url``),
+and ``aws-chunked`` upload bodies. No authentication is checked, and no
+multipart uploads.
+
+>>> import fsspec
+>>> with latency_s3_server(latency=0.001) as s3:
+...     fs = fsspec.filesystem("s3", **s3.storage_options)
+...     _ = s3.create_bucket("doc"), fs.pipe_file("doc/a/b", b"hello")
+...     fs.cat_file("doc/a/b", start=1, end=3), s3.stats.requests_by_kind["GET"] >= 1
+(b'el', True)
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import re
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
+
+__all__ = ["LatencyS3Server", "RemoteServer", "RequestStats", "latency_s3_server", "latency_s3_process"]
+
+_RANGE = re.compile(r"bytes=(?:(\d+)-(\d*)|-(\d+))$")
+_XML = "application/xml"
+#: Largest request body accepted (one PUT); larger ones are refused with 413.
+MAX_BODY_BYTES = 1 << 30
+#: Most requests handled at once; more wait in the accept queue.
+MAX_CONCURRENT = 256
+_PIECE = 64 << 10
+#: Path prefix of the control requests (not S3, never counted): stats, reset, config.
+CONTROL = "/__control__/"
+
+
+@dataclass
+class _Object:
+    data: bytes
+    etag: str
+    modified: float
+
+
+@dataclass
+class RequestStats:
+    """What clients asked for: totals by kind, peak concurrency, and rounds.
+
+    ``rounds`` is the length of the longest chain of requests in which each
+    began after the one before it had ended: the latency a client cannot
+    hide. Requests sent together count once; requests that wait for a free
+    connection behind others count again. ``waves`` counts the requests that
+    arrived while no other was in flight.
+    """
+
+    requests: int = 0
+    requests_by_kind: Counter[str] = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    rounds: int = 0
+    waves: int = 0
+    bytes_sent: int = 0
+    answered_depth: int = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        """A plain copy: ``requests``, ``by_kind``, ``max_in_flight``, ``rounds``, ``waves``, ``bytes_sent``."""
+        return {
+            "requests": self.requests, "by_kind": dict(self.requests_by_kind), "max_in_flight": self.max_in_flight,
+            "rounds": self.rounds, "waves": self.waves, "bytes_sent": self.bytes_sent,
+        }  # fmt: skip
+
+
+class LatencyS3Server(ThreadingHTTPServer):
+    """The server: in-memory buckets, the delays to inject, and the counters.
+
+    ``latency`` seconds pass before the first byte of every response;
+    ``bandwidth`` (bytes per second, ``None`` = unlimited) caps how fast one
+    connection sends a response body. Both may be changed between requests.
+    """
+
+    daemon_threads = True
+    request_queue_size = 512
+
+    def __init__(self, latency: float = 0.0, bandwidth: float | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.latency = latency
+        self.bandwidth = bandwidth
+        self.buckets: dict[str, dict[str, _Object]] = {}
+        self.stats = RequestStats()
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """s3fs ``storage_options`` (dummy credentials: nothing is checked)."""
+        return {
+            "key": "foo", "secret": "foo", "anon": False,
+            "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": "us-east-1"},
+        }  # fmt: skip
+
+    def tensorstore_kvstore(self, bucket: str, path: str = "") -> dict[str, Any]:
+        """A tensorstore ``s3`` kvstore spec for ``bucket``/``path`` on this server."""
+        return {
+            "driver": "s3", "bucket": bucket, "path": path, "endpoint": self.endpoint_url,
+            "aws_region": "us-east-1", "aws_credentials": {"type": "anonymous"},
+        }  # fmt: skip
+
+    def create_bucket(self, name: str) -> str:
+        """Create ``name`` (if needed) and return its ``s3://`` URL."""
+        with self._lock:
+            self.buckets.setdefault(name, {})
+        return f"s3://{name}"
+
+    def put(self, bucket: str, key: str, data: bytes) -> None:
+        """Store one object directly (not counted as a request)."""
+        with self._lock:
+            self.buckets.setdefault(bucket, {})[key] = _new_object(data)
+
+    def upload_directory(self, directory: str | Path, bucket: str, prefix: str = "") -> int:
+        """Copy every file below ``directory`` to ``bucket`` under ``prefix``; the number of files."""
+        root = Path(directory)
+        files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+        for path in files:
+            self.put(bucket, prefix + path.relative_to(root).as_posix(), path.read_bytes())
+        return len(files)
+
+    def reset_stats(self) -> None:
+        """Zero every counter (requests still in flight keep counting down correctly)."""
+        with self._lock:
+            in_flight = self.stats.in_flight
+            self.stats = RequestStats(in_flight=in_flight, max_in_flight=in_flight, waves=int(in_flight > 0))
+
+    def _begin(self, kind: str) -> tuple[RequestStats, int]:
+        """Count a request that arrived; the counters it belongs to and its depth (1 + the deepest answered)."""
+        with self._lock:
+            stats = self.stats
+            if stats.in_flight == 0:
+                stats.waves += 1
+            stats.requests += 1
+            stats.requests_by_kind[kind] += 1
+            stats.in_flight += 1
+            stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+            depth = stats.answered_depth + 1
+            stats.rounds = max(stats.rounds, depth)
+            return stats, depth
+
+    def _end(self, counted: RequestStats, sent: int, depth: int) -> None:
+        """A request ended; one that began before :meth:`reset_stats` only leaves the in-flight count."""
+        with self._lock:
+            self.stats.in_flight -= 1
+            if counted is self.stats:
+                counted.bytes_sent += sent
+                counted.answered_depth = max(counted.answered_depth, depth)
+
+
+def _new_object(data: bytes) -> _Object:
+    return _Object(data, f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"', time.time())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: LatencyS3Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_HEAD(self) -> None:
+        self._serve("HEAD")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    # -- dispatch ------------------------------------------------------------
+    def _serve(self, method: str) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        if url.path.startswith(CONTROL):
+            self._control(url.path[len(CONTROL) :], query)
+            return
+        bucket, _, key = urllib.parse.unquote(url.path.lstrip("/")).partition("/")
+        kind = "LIST" if method == "GET" and not key and "list-type" in query else method
+        counted, depth = self.server._begin(kind)
+        self._sent = 0
+        started = time.monotonic()
+        try:
+            with self.server._slots:
+                body = self._read_body()
+                self._first_byte_at = started + self.server.latency
+                self._dispatch(method, bucket, key, query, body)
+        finally:
+            self.server._end(counted, self._sent, depth)
+
+    def _dispatch(self, method: str, bucket: str, key: str, query: dict[str, str], body: bytes | None) -> None:
+        if body is None:
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "EntityTooLarge", "request body too large")
+            return
+        if not bucket:
+            self._list_buckets()
+            return
+        objects = self.server.buckets.get(bucket)
+        if not key:
+            self._bucket_call(method, bucket, objects, query, body)
+        elif objects is None:
+            self._error(HTTPStatus.NOT_FOUND, "NoSuchBucket", f"no bucket {bucket!r}", method)
+        elif method in ("GET", "HEAD"):
+            self._get(objects, key, method == "HEAD")
+        elif method == "PUT":
+            if "uploadId" in query or "partNumber" in query:
+                self._error(HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", "multipart uploads are not supported")
+                return
+            self._put(objects, key, body)
+        elif method == "DELETE":
+            with self.server._lock:
+                objects.pop(key, None)
+            self._reply(HTTPStatus.NO_CONTENT, b"")
+        else:
+            self._error(HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", f"{method} on an object", method)
+
+    def _bucket_call(
+        self, method: str, bucket: str, objects: dict[str, _Object] | None, query: dict[str, str], body: bytes
+    ) -> None:
+        if method == "PUT":
+            self.server.create_bucket(bucket)
+            self._reply(HTTPStatus.OK, b"", {"Location": f"/{bucket}"})
+        elif objects is None:
+            self._error(HTTPStatus.NOT_FOUND, "NoSuchBucket", f"no bucket {bucket!r}", method)
+        elif method == "HEAD":
+            self._reply(HTTPStatus.OK, b"", {"x-amz-bucket-region": "us-east-1"}, head=True)
+        elif method == "GET" and "location" in query:
+            self._reply(HTTPStatus.OK, b'<LocationConstraint xmlns="http://s3.amazonaws.com/doc/2006-03-01/"/>', {"Content-Type": _XML})
+        elif method == "GET":
+            self._list(bucket, objects, query)
+        elif method == "POST" and "delete" in query:
+            self._delete_objects(objects, body)
+        elif method == "DELETE":
+            if objects:
+                self._error(HTTPStatus.CONFLICT, "BucketNotEmpty", f"bucket {bucket!r} is not empty")
+                return
+            with self.server._lock:
+                self.server.buckets.pop(bucket, None)
+            self._reply(HTTPStatus.NO_CONTENT, b"")
+        else:
+            self._error(HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", f"{method} on a bucket", method)
+
+    def _control(self, command: str, query: dict[str, str]) -> None:
+        """Not S3 and not counted: ``stats``, ``reset`` and ``config?latency=&bandwidth=`` (see :class:`RemoteServer`)."""
+        self._first_byte_at = 0.0
+        self._sent = 0
+        server = self.server
+        if command == "reset":
+            server.reset_stats()
+        elif command == "config":
+            server.latency = float(query.get("latency", server.latency))
+            if "bandwidth" in query:
+                server.bandwidth = float(query["bandwidth"]) or None
+        elif command != "stats":
+            self._reply(HTTPStatus.NOT_FOUND, b"")
+            return
+        self._reply(HTTPStatus.OK, json.dumps(server.stats.snapshot()).encode(), {"Content-Type": "application/json"})
+
+    # -- objects -------------------------------------------------------------
+    def _get(self, objects: dict[str, _Object], key: str, head: bool) -> None:
+        found = objects.get(key)
+        if found is None:
+            self._error(HTTPStatus.NOT_FOUND, "NoSuchKey", f"no key {key!r}", "HEAD" if head else "GET")
+            return
+        headers = {
+            "ETag": found.etag, "Last-Modified": formatdate(found.modified, usegmt=True),
+            "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream",
+        }  # fmt: skip
+        if_match, if_none = self.headers.get("If-Match"), self.headers.get("If-None-Match")
+        if if_match is not None and if_match.strip() not in (found.etag, "*"):
+            self._error(HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", "If-Match failed", "HEAD" if head else "GET")
+            return
+        if if_none is not None and if_none.strip() in (found.etag, "*"):
+            self._reply(HTTPStatus.NOT_MODIFIED, b"", headers, head=True)
+            return
+        data, size = found.data, len(found.data)
+        match = _RANGE.match(self.headers.get("Range", "").strip())
+        if match is None:
+            self._reply(HTTPStatus.OK, data, headers, head=head)
+            return
+        first, last, suffix = match.groups()
+        if first is None:
+            start, stop = max(0, size - int(suffix)), size
+        else:
+            start, stop = int(first), min(size, int(last) + 1) if last else size
+        if start >= size or stop <= start:
+            self._error(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE, "InvalidRange", "range not satisfiable",
+                        "HEAD" if head else "GET", {"Content-Range": f"bytes */{size}"})
+            return
+        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{size}"
+        self._reply(HTTPStatus.PARTIAL_CONTENT, memoryview(data)[start:stop], headers, head=head)
+
+    def _put(self, objects: dict[str, _Object], key: str, body: bytes) -> None:
+        with self.server._lock:
+            current = objects.get(key)
+            if_match, if_none = self.headers.get("If-Match"), self.headers.get("If-None-Match")
+            if (if_match is not None and (current is None or if_match.strip() not in (current.etag, "*"))) or (
+                if_none is not None and current is not None and if_none.strip() in (current.etag, "*")
+            ):
+                failed = True
+            else:
+                failed = False
+                objects[key] = stored = _new_object(body)
+        if failed:
+            self._error(HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", f"precondition failed for {key!r}")
+        else:
+            self._reply(HTTPStatus.OK, b"", {"ETag": stored.etag})
+
+    def _delete_objects(self, objects: dict[str, _Object], body: bytes) -> None:
+        keys = [e.text or "" for e in ElementTree.fromstring(body).iter() if e.tag.endswith("Key")]
+        with self.server._lock:
+            for key in keys:
+                objects.pop(key, None)
+        deleted = "".join(f"<Deleted><Key>{escape(k)}</Key></Deleted>" for k in keys)
+        self._xml(f'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{deleted}</DeleteResult>')
+
+    # -- listing -------------------------------------------------------------
+    def _list_buckets(self) -> None:
+        names = "".join(f"<Bucket><Name>{escape(n)}</Name></Bucket>" for n in sorted(self.server.buckets))
+        self._xml(f"<ListAllMyBucketsResult><Buckets>{names}</Buckets></ListAllMyBucketsResult>")
+
+    def _list(self, bucket: str, objects: dict[str, _Object], query: dict[str, str]) -> None:
+        prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
+        limit = max(1, min(1000, int(query.get("max-keys", "1000") or 1000)))
+        after = query.get("continuation-token") or query.get("start-after") or ""
+        encode = (lambda s: urllib.parse.quote(s, safe="/")) if query.get("encoding-type") == "url" else (lambda s: s)
+        with self.server._lock:
+            keys = sorted(k for k in objects if k.startswith(prefix) and k > after)
+            entries: list[tuple[str, _Object | None]] = []
+            seen_prefixes: set[str] = set()
+            for key in keys:
+                cut = key.find(delimiter, len(prefix)) if delimiter else -1
+                if cut >= 0:
+                    common = key[: cut + len(delimiter)]
+                    if common in seen_prefixes or (after and common <= after):
+                        continue
+                    seen_prefixes.add(common)
+                    entries.append((common, None))
+                else:
+                    entries.append((key, objects[key]))
+                if len(entries) > limit:
+                    break
+        truncated = len(entries) > limit
+        entries = entries[:limit]
+        parts = [
+            f"<Name>{escape(bucket)}</Name><Prefix>{escape(encode(prefix))}</Prefix><KeyCount>{len(entries)}</KeyCount>",
+            f"<MaxKeys>{limit}</MaxKeys><IsTruncated>{str(truncated).lower()}</IsTruncated>",
+        ]
+        if delimiter:
+            parts.append(f"<Delimiter>{escape(encode(delimiter))}</Delimiter>")
+        if query.get("encoding-type") == "url":
+            parts.append("<EncodingType>url</EncodingType>")
+        if truncated:
+            last = entries[-1][0]
+            # the last common prefix resumes after all keys below it
+            token = last + "\U0010ffff" if entries[-1][1] is None else last
+            parts.append(f"<NextContinuationToken>{escape(token)}</NextContinuationToken>")
+        for name, obj in entries:
+            if obj is None:
+                parts.append(f"<CommonPrefixes><Prefix>{escape(encode(name))}</Prefix></CommonPrefixes>")
+            else:
+                modified = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(obj.modified))
+                parts.append(
+                    f"<Contents><Key>{escape(encode(name))}</Key><LastModified>{modified}</LastModified>"
+                    f"<ETag>{escape(obj.etag)}</ETag><Size>{len(obj.data)}</Size>"
+                    "<StorageClass>STANDARD</StorageClass></Contents>"
+                )
+        self._xml(f'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{"".join(parts)}</ListBucketResult>')
+
+    # -- bodies and responses --------------------------------------------------
+    def _read_body(self) -> bytes | None:
+        """The request body, de-chunked (HTTP chunked and ``aws-chunked``); ``None`` if too large."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            raw = self._read_http_chunked()
+        else:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                self.close_connection = True
+                return None
+            raw = self.rfile.read(length)
+        if raw is not None and "aws-chunked" in self.headers.get("Content-Encoding", ""):
+            raw = _aws_unchunk(raw)
+        return raw
+
+    def _read_http_chunked(self) -> bytes | None:
+        pieces, total = [], 0
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return b"".join(pieces)
+            total += size
+            if total > MAX_BODY_BYTES:
+                self.close_connection = True
+                return None
+            pieces.append(self.rfile.read(size))
+            self.rfile.readline()
+
+    def _xml(self, text: str) -> None:
+        self._reply(HTTPStatus.OK, ('<?xml version="1.0" encoding="UTF-8"?>' + text).encode(), {"Content-Type": _XML})
+
+    def _error(self, status: HTTPStatus, code: str, message: str, method: str = "", extra: dict[str, str] | None = None) -> None:
+        body = f"<Error><Code>{code}</Code><Message>{escape(message)}</Message></Error>".encode()
+        self._reply(status, body, {"Content-Type": _XML, **(extra or {})}, head=method == "HEAD")
+
+    def _reply(
+        self, status: HTTPStatus, body: bytes | memoryview, headers: dict[str, str] | None = None, head: bool = False
+    ) -> None:
+        """Wait out the latency, send headers, then the body at no more than the bandwidth cap."""
+        delay = self._first_byte_at - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("x-amz-request-id", base64.b16encode(hashlib.md5(self.path.encode(), usedforsecurity=False).digest()[:8]).decode())
+        if status not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED):
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if head or not body:
+            return
+        view, bandwidth, start = memoryview(body), self.server.bandwidth, time.monotonic()
+        for offset in range(0, len(view), _PIECE):
+            piece = view[offset : offset + _PIECE]
+            if bandwidth:  # a piece leaves no earlier than the cap allows for everything up to its end
+                ahead = start + (self._sent + len(piece)) / bandwidth - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+            self.wfile.write(piece)
+            self._sent += len(piece)
+
+
+def _aws_unchunk(raw: bytes) -> bytes:
+    """The payload of an ``aws-chunked`` body: ``<hex size>[;chunk-signature=...]\\r\\n<data>\\r\\n`` ... ``0``."""
+    out, position = [], 0
+    while position < len(raw):
+        line_end = raw.index(b"\r\n", position)
+        size = int(raw[position:line_end].split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(raw[line_end + 2 : line_end + 2 + size])
+        position = line_end + 2 + size + 2
+    return b"".join(out)
+
+
+@contextmanager
+def latency_s3_server(latency: float = 0.0, bandwidth: float | None = None) -> Iterator[LatencyS3Server]:
+    """Run a :class:`LatencyS3Server` on 127.0.0.1 (free port) in a daemon thread until the block ends.
+
+    ``latency`` is the first-byte delay of every request in seconds;
+    ``bandwidth`` the per-connection cap in bytes per second (``100e6`` is
+    close to one S3 connection).
+    """
+    server = LatencyS3Server(latency, bandwidth)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="latency-s3-server", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class RemoteServer:
+    """A :class:`LatencyS3Server` running in another process, driven over its control requests.
+
+    Benchmarks use it so that the server's threads do not compete with the
+    client for this process's GIL. ``stats()`` returns
+    :meth:`RequestStats.snapshot`.
+    """
+
+    def __init__(self, endpoint_url: str) -> None:
+        self.endpoint_url = endpoint_url
+
+    storage_options = LatencyS3Server.storage_options
+    tensorstore_kvstore = LatencyS3Server.tensorstore_kvstore
+
+    def _call(self, command: str, **query: float) -> dict[str, Any]:
+        import http.client
+
+        host, port = urllib.parse.urlsplit(self.endpoint_url).netloc.split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        try:
+            connection.request("GET", CONTROL + command + ("?" + urllib.parse.urlencode(query) if query else ""))
+            result: dict[str, Any] = json.loads(connection.getresponse().read())
+            return result
+        finally:
+            connection.close()
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("stats")
+
+    def reset_stats(self) -> None:
+        self._call("reset")
+
+    def configure(self, latency: float, bandwidth: float | None = None) -> None:
+        """Set the first-byte latency (s) and per-connection bandwidth (bytes/s, ``None`` = unlimited)."""
+        self._call("config", latency=latency, bandwidth=bandwidth or 0)
+
+
+@contextmanager
+def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None) -> Iterator[RemoteServer]:
+    """Run the server in a child process (``python -m zarr3_backend.testing.latency_s3``) until the block ends.
+
+    Buckets are created with S3 requests (``PUT /bucket``), e.g. by s3fs's ``mkdir``.
+    """
+    command = [sys.executable, "-m", "zarr3_backend.testing.latency_s3", "--latency", str(latency)]
+    if bandwidth:
+        command += ["--bandwidth", str(bandwidth)]
+    package_parent = str(Path(__file__).resolve().parents[2])  # the child imports this very package
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        if not url:
+            raise RuntimeError(f"the latency S3 server did not start: {' '.join(command)}")
+        yield RemoteServer(url)
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+
+
+def _main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="S3-compatible loopback server with latency (prints its URL)")
+    parser.add_argument("--latency", type=float, default=0.0, help="first-byte latency per request, seconds")
+    parser.add_argument("--bandwidth", type=float, default=None, help="per-connection cap, bytes per second")
+    args = parser.parse_args(argv)
+    server = LatencyS3Server(args.latency, args.bandwidth)
+    print(server.endpoint_url, flush=True)
+    server.serve_forever(0.05)
+
+
+if __name__ == "__main__":
+    _main()
