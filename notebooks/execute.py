@@ -21,15 +21,14 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
+
+from zarr3_backend.testing.servers import patched_env
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -41,20 +40,6 @@ def code_sha256(nb: nbformat.NotebookNode) -> str:
     """SHA-256 of the notebook's code cells' sources, in order (outputs and markdown excluded)."""
     sources = [cell.source for cell in nb.cells if cell.cell_type == "code"]
     return hashlib.sha256(json.dumps(sources).encode()).hexdigest()
-
-
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _kernel_manager(kernel_dir: Path) -> KernelManager:
@@ -80,7 +65,7 @@ def execute(
     values = {"PYTHONPATH": path, "ZARR3_NOTEBOOK_SIZE": size, **(env or {})}
     if figures is not None:
         values["ZARR3_NOTEBOOK_FIGURES"] = str(figures)
-    with _environment(values):
+    with patched_env(values):
         km = _kernel_manager(Path(workdir) / ".kernels")
         client = NotebookClient(
             nb, km=km, timeout=timeout, coalesce_streams=True, resources={"metadata": {"path": str(workdir)}}

@@ -57,7 +57,8 @@ class S3Endpoint:
 
 
 @contextmanager
-def _patched_env(values: dict[str, str]) -> Iterator[None]:
+def patched_env(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the duration of the block, then restore them."""
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:
@@ -84,7 +85,7 @@ def moto_s3_server() -> Iterator[S3Endpoint]:
     level = werkzeug.level
     werkzeug.setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    with _patched_env({**_CREDENTIALS, "NO_PROXY": no_proxy}):
+    with patched_env({**_CREDENTIALS, "NO_PROXY": no_proxy}):
         server.start()
         try:
             host, port = server.get_host_and_port()
