@@ -51,7 +51,7 @@ def test_open_dataset_accepts_zarr_engine_keywords(store: Path) -> None:
 
 def test_use_zarr_fill_value_as_mask_really_masks(store: Path) -> None:
     # xarray's own entry point accepts this keyword but drops it for v3 stores, so it is no oracle here:
-    # True means every array's fill_value becomes the _FillValue xarray masks with (its v2 behaviour).
+    # True means an array's fill_value becomes the _FillValue xarray masks with (its v2 behaviour).
     ours = xr.open_dataset(store, engine="zarr3", use_zarr_fill_value_as_mask=True, drop_variables=["t", "x"])
     expected = sample().drop_vars(["t", "x"])
     xr.testing.assert_equal(ours.v, expected.v.where(expected.v != -1.0))
@@ -59,6 +59,28 @@ def test_use_zarr_fill_value_as_mask_really_masks(store: Path) -> None:
     assert ours.v.encoding["_FillValue"] == -1.0 and "fill_value" not in ours.v.encoding
     unmasked = xr.open_dataset(store, engine="zarr3", use_zarr_fill_value_as_mask=False)
     assert unmasked.v.values[0, 0] == -1.0 and unmasked.v.encoding["fill_value"] == -1.0
+
+
+@pytest.mark.parametrize("writer", ["zarr", "zarr3"])
+def test_cf_fill_value_attribute_stays_the_mask(tmp_path: Path, writer: str) -> None:
+    # An int variable with CF _FillValue -9 over the zarr fill_value 0: the attribute is what the writer meant.
+    path = tmp_path / "cf.zarr"
+    ds = xr.Dataset({"i": ("x", np.array([0, -9, 3], dtype="int16")), "j": ("x", np.array([0, 1, 2], dtype="int16"))})
+    encoding = {"i": {"_FillValue": -9}}
+    if writer == "zarr":
+        ds.to_zarr(path, zarr_format=3, encoding=encoding)
+    else:
+        ds.to_zarr3(path, encoding=encoding)
+    masked_i = [0.0, np.nan, 3.0]
+    for flag in (None, False):
+        opened = xr.open_dataset(path, engine="zarr3", use_zarr_fill_value_as_mask=flag)
+        np.testing.assert_array_equal(opened.i.values, masked_i)
+        xr.testing.assert_identical(opened.load(), xr.open_dataset(path, engine="zarr", use_zarr_fill_value_as_mask=flag).load())
+    # True: the CF attribute still wins for i; j, without one, is masked with its zarr fill_value 0.
+    opened = xr.open_dataset(path, engine="zarr3", use_zarr_fill_value_as_mask=True)
+    np.testing.assert_array_equal(opened.i.values, masked_i)
+    assert opened.i.encoding["_FillValue"] == -9 and opened.i.encoding["fill_value"] == 0
+    np.testing.assert_array_equal(opened.j.values, [np.nan, 1.0, 2.0])
 
 
 def test_zarr_format_2_is_refused_clearly(store: Path) -> None:

@@ -29,7 +29,8 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     a root's consolidated metadata and reads the members' own ``zarr.json``;
     ``None``/``True`` use it when present), ``zarr_format`` (``None`` or ``3``;
     ``2`` raises), ``use_zarr_fill_value_as_mask`` (``True`` masks values
-    equal to each array's ``fill_value``, as the zarr engine does) and
+    equal to an array's ``fill_value`` when it has no CF ``_FillValue``
+    attribute, as the zarr engine does for v2 stores) and
     ``cache_members`` (accepted; members are always read once, at open).
     """
 

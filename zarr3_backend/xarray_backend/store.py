@@ -31,8 +31,12 @@ from .encoding import decode_fill_value, variable_encoding
 class Zarr3DataStore(AbstractDataStore):
     """One group as xarray sees it (read-only).
 
-    ``fill_value_as_mask``: each array's ``fill_value`` becomes the
-    ``_FillValue`` attribute xarray masks with (``use_zarr_fill_value_as_mask``).
+    ``fill_value_as_mask``: an array's ``fill_value`` becomes the
+    ``_FillValue`` attribute xarray masks with (``use_zarr_fill_value_as_mask``),
+    unless the array already has a CF ``_FillValue`` attribute that masks
+    something (not NaN): that one is what the writer meant, so it stays the
+    mask. A NaN ``_FillValue`` (xarray's default for floats) masks nothing,
+    since NaN reads as NaN anyway, so the ``fill_value`` replaces it.
 
     >>> import zarr3_backend
     >>> g = zarr3_backend.create_group("memory://doc/datastore", attributes={"title": "t"})
@@ -67,11 +71,11 @@ class Zarr3DataStore(AbstractDataStore):
         if dims.from_attribute:
             del attrs[DIMENSION_KEY]
         encoding = variable_encoding(array, dims.names)
-        if self.fill_value_as_mask:
+        if "_FillValue" in attrs:
+            attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
+        if self.fill_value_as_mask and _masks_nothing(attrs.get("_FillValue")):
             del encoding["fill_value"]
             attrs["_FillValue"] = array.fill_value
-        elif "_FillValue" in attrs:
-            attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
         data: Any = (self.loaded or {}).get(name)
         if data is None:
             data = indexing.LazilyIndexedArray(Zarr3BackendArray(array))
@@ -88,6 +92,11 @@ class Zarr3DataStore(AbstractDataStore):
 
     def close(self) -> None:
         """Nothing to release: stores hold no open files between reads."""
+
+
+def _masks_nothing(fill_value: Any) -> bool:
+    """Whether a decoded ``_FillValue`` attribute masks no value: absent or a real NaN."""
+    return fill_value is None or (isinstance(fill_value, float) and np.isnan(fill_value))
 
 
 def load_index_coordinates(stores: Sequence[Zarr3DataStore]) -> None:
