@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .. import api
+from .. import creation
 from ..codecs.base import Codec
 from ..codecs.foreign import codec_from_object
 from ..codecs.registry import codec_from_json
@@ -187,7 +187,7 @@ def regular_dask_chunks(var: xr.Variable) -> tuple[int, ...] | None:
 def inner_chunks(shards: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Inner chunks dividing ``shards``: split the largest dimension until a chunk holds ~4 MiB or less."""
     chunks = list(shards)
-    while np.prod(chunks) * max(itemsize, 1) > api.TARGET_CHUNK_BYTES:
+    while np.prod(chunks) * max(itemsize, 1) > creation.TARGET_CHUNK_BYTES:
         dim = int(np.argmax(chunks))
         divisor = next((d for d in range(2, chunks[dim] + 1) if chunks[dim] % d == 0), None)
         if divisor is None or chunks[dim] == 1:
