@@ -31,7 +31,6 @@ import xarray as xr
 
 from .. import creation
 from ..codecs.base import Codec
-from ..codecs.foreign import codec_from_object
 from ..codecs.registry import codec_from_json
 from ..errors import WriteError, WriteTypeError
 from ..pipeline import CodecChain
@@ -124,7 +123,7 @@ def codec_json(value: Any) -> Any:
         return value
     if isinstance(value, Codec):
         return value.to_json()
-    codec = codec_from_object(value)
+    codec = codec_from_json(value)
     return value.to_dict() if codec is None else codec.to_json()
 
 
