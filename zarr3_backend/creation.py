@@ -21,7 +21,7 @@ from .codecs.sharding import ShardingCodec
 from .dtypes import DataType, data_type_from_numpy
 from .errors import MetadataError
 from .metadata import ArrayMetadata
-from .pipeline import CodecChain
+from .codecs.chain import CodecChain
 
 CodecLike = Codec | dict[str, Any] | str
 DEFAULT_INDEX_CODECS: list[CodecLike] = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]

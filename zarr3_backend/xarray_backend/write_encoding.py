@@ -33,7 +33,7 @@ from .. import creation
 from ..codecs.base import Codec
 from ..codecs.registry import codec_from_json
 from ..errors import WriteError, WriteTypeError
-from ..pipeline import CodecChain
+from ..codecs.chain import CodecChain
 from .encoding import codec_parts
 
 VALID_ENCODING = frozenset({
