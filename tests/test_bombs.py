@@ -179,7 +179,7 @@ def test_chained_compressors_get_a_bound_too(tmp_path: Path) -> None:
 def test_bounds_follow_the_chunk_spec() -> None:
     from zarr3_backend.codecs.base import ChunkSpec
     from zarr3_backend.dtypes import parse_data_type
-    from zarr3_backend.pipeline import CodecChain
+    from zarr3_backend.codecs.chain import CodecChain
 
     spec = ChunkSpec(CHUNK, parse_data_type("float64"), np.float64(0))
     chain = CodecChain.from_json([BYTES, "zstd", "crc32c"])

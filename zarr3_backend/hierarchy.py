@@ -17,6 +17,7 @@ from typing import Any
 
 from .array import Array, Attributes, metadata_key
 from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
+from .creation import build_array_metadata
 from .errors import (
     CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError, Zarr3Error,
 )
@@ -231,19 +232,22 @@ class Group:
             kept = {k: v for k, v in self.metadata.consolidated.items() if k != relative and not k.startswith(relative + "/")}
             self.metadata = self.metadata.with_consolidated(kept)
 
-    def create_array(self, name: str, **kwargs: Any) -> Array:
+    def create_array(
+        self, name: str, *, overwrite: bool = False, storage_options: dict[str, Any] | None = None, **kwargs: Any
+    ) -> Array:
         """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
-        from .api import create_array
-
         self._check_writable()
-        return create_array(self.store, self._child_path(name), **kwargs)
+        store = make_store(self.store, storage_options=storage_options)
+        path = self._child_path(name)
+        return create_array_at(store, path, build_array_metadata(path, **kwargs), overwrite)
 
-    def create_group(self, name: str, **kwargs: Any) -> Group:
+    def create_group(
+        self, name: str, *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
+        storage_options: dict[str, Any] | None = None,
+    ) -> Group:
         """Create a group child; keyword arguments as :func:`zarr3_backend.create_group`."""
-        from .api import create_group
-
         self._check_writable()
-        return create_group(self.store, self._child_path(name), **kwargs)
+        return create_group_at(make_store(self.store, storage_options=storage_options), self._child_path(name), attributes, overwrite)
 
     def require_group(self, name: str) -> Group:
         """The child group ``name``, created if missing."""
@@ -398,3 +402,38 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[st
 def tree_documents(group: Group) -> dict[str, dict[str, Any]]:
     """The metadata document of every node below ``group`` (read from each node), as consolidated stores them."""
     return {name: consolidated_entry(node.metadata.to_json()) for name, node in group.walk()}
+
+
+def create_array_at(store: Store, path: str, metadata: ArrayMetadata, overwrite: bool) -> Array:
+    """Write ``metadata`` as a new array at ``path`` (and any missing ancestor groups); consolidated ancestors are refreshed."""
+    created = _prepare_path(store, path, overwrite)
+    store.set(metadata_key(path), encode_metadata(metadata))
+    refresh_consolidated(store, [*created, Change(path, metadata.to_json(), replaces_subtree=overwrite)])
+    return Array(store, path, metadata)
+
+
+def create_group_at(store: Store, path: str, attributes: dict[str, Any] | None, overwrite: bool) -> Group:
+    """Write a new group at ``path`` (and any missing ancestor groups); consolidated ancestors are refreshed."""
+    created = _prepare_path(store, path, overwrite)
+    metadata = GroupMetadata(attributes=dict(attributes or {}))
+    store.set(metadata_key(path), encode_metadata(metadata))
+    refresh_consolidated(store, [*created, Change(path, metadata.to_json(), replaces_subtree=overwrite)])
+    return Group(store, path, metadata)
+
+
+def _prepare_path(store: Store, path: str, overwrite: bool) -> list[Change]:
+    """Make room for a new node at ``path``: erase (``overwrite``) or refuse an existing one.
+
+    Returns the ancestor groups it had to create.
+    """
+    existing = read_node_metadata(store, path)
+    if existing is not None and not overwrite:
+        raise NodeExistsError(
+            f"a {existing.node_type} already exists at {path or '/'!r} in {store!r}; pass overwrite=True (mode='w') to replace it"
+        )
+    if overwrite:
+        if path:
+            store.delete_prefix(path + "/")
+        else:
+            store.delete_prefix("")
+    return ensure_parents(store, path) if path else []

@@ -3,7 +3,7 @@
 Parsing validates every field and raises :class:`MetadataError` naming the
 document key, the field, what was expected and what was found. Unknown
 top-level keys and storage transformers follow the spec's ``must_understand``
-rule. Codecs stay plain JSON here; :mod:`zarr3_backend.pipeline` builds them.
+rule. Codecs stay plain JSON here; :mod:`zarr3_backend.codecs.chain` builds them.
 
 Hostile documents give a :class:`MetadataError` too: parsing refuses nesting
 deeper than :data:`MAX_DEPTH`, integer literals longer than

@@ -2,7 +2,7 @@
 
 Validation is parsing: every ``zarr.json`` goes through the same code that
 opens nodes (:mod:`zarr3_backend.metadata`, the codec registry and
-:class:`~zarr3_backend.pipeline.CodecChain`), and whatever that refuses is a
+:class:`~zarr3_backend.codecs.chain.CodecChain`), and whatever that refuses is a
 problem. On top come the structural checks no single document shows:
 
 - node names, nodes inside arrays, implicit groups (removed in Zarr v3.0);
@@ -36,7 +36,7 @@ from .codecs.sharding import ShardingCodec
 from .errors import InvalidKeyError, NodeNameError, Zarr3Error
 from .hierarchy import validate_node_name
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, parse_node_metadata
-from .pipeline import CodecChain
+from .codecs.chain import CodecChain
 from .storage_transformers import apply_storage_transformers
 from .store import make_store
 from .store.base import Store

@@ -11,9 +11,10 @@ zarr-python codecs (``zarr.codecs.*``)         their ``to_dict()`` extension obj
 =============================================  ======================================
 
 >>> import numcodecs
->>> codec_from_object(numcodecs.Blosc(cname="lz4", clevel=3, shuffle=numcodecs.Blosc.BITSHUFFLE))
+>>> from zarr3_backend.codecs.registry import codec_from_json
+>>> codec_from_json(numcodecs.Blosc(cname="lz4", clevel=3, shuffle=numcodecs.Blosc.BITSHUFFLE))
 BloscCodec(typesize=None, cname='lz4', clevel=3, shuffle='bitshuffle', blocksize=0)
->>> codec_from_object(numcodecs.Delta(dtype="<i4")).to_json()["name"]
+>>> codec_from_json(numcodecs.Delta(dtype="<i4")).to_json()["name"]
 'numcodecs.delta'
 """
 
@@ -24,8 +25,6 @@ from typing import Any
 from numcodecs.abc import Codec as Numcodec
 
 from ..errors import MetadataError
-from .base import Codec
-from .registry import get_codec_class
 
 ACCEPTED = (
     "a name or an object with a 'name' (e.g. 'zstd' or {'name': 'zstd', 'configuration': {'level': 3}}), "
@@ -35,27 +34,29 @@ ACCEPTED = (
 BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle", -1: None}
 
 
-def codec_from_object(obj: Any) -> Codec | None:
-    """The v3 codec for a numcodecs or zarr-python codec object; :class:`MetadataError` for anything else.
+def codec_document(obj: Any) -> dict[str, Any]:
+    """The v3 codec object for a numcodecs or zarr-python codec object; :class:`MetadataError` for anything else.
 
-    ``None`` for a zarr-python codec object that is optional and unknown here
-    (as :func:`~zarr3_backend.codecs.registry.codec_from_json`).
+    :func:`~zarr3_backend.codecs.registry.codec_from_json` builds the codec from it.
     """
     if isinstance(obj, Numcodec):
         return _from_numcodecs(obj)
     if type(obj).__module__.split(".")[0] in ("zarr", "numcodecs") and callable(getattr(obj, "to_dict", None)):
-        from .registry import codec_from_json
-
-        return codec_from_json(obj.to_dict())
+        return dict(obj.to_dict())
     raise MetadataError(f"codec: expected {ACCEPTED}; got {obj!r} of type {type(obj).__name__}")
 
 
-def _from_numcodecs(obj: Numcodec) -> Codec:
+def is_numcodecs_object(obj: Any) -> bool:
+    """Whether ``obj`` is a numcodecs codec instance (one the caller built, so trusted to run)."""
+    return isinstance(obj, Numcodec)
+
+
+def _from_numcodecs(obj: Numcodec) -> dict[str, Any]:
     configuration = dict(obj.get_config())
     codec_id = configuration.pop("id")
     if codec_id == "blosc":
         shuffle = BLOSC_SHUFFLE.get(configuration.pop("shuffle", 1), "shuffle")
-        return get_codec_class("blosc").from_json({**configuration, "shuffle": shuffle} if shuffle else configuration)
+        return {"name": "blosc", "configuration": {**configuration, "shuffle": shuffle} if shuffle else configuration}
     if codec_id in ("zstd", "gzip"):
-        return get_codec_class(codec_id).from_json(configuration)
-    return get_codec_class(f"numcodecs.{codec_id}").from_json(configuration)
+        return {"name": codec_id, "configuration": configuration}
+    return {"name": f"numcodecs.{codec_id}", "configuration": configuration}

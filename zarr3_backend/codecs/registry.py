@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
 from .base import Codec
+from .foreign import codec_document, is_numcodecs_object
 
 ENTRY_POINT_GROUP = "zarr3_backend.codecs"
 _REGISTERED_NAME = re.compile(r"^[a-z][a-z0-9\-_.]+$")
@@ -172,18 +173,15 @@ def codec_from_json(obj: Any) -> Codec | None:
         cls = get_codec_class(parse_codec_name(obj))
         _check_safe(obj)
         return cls.from_json({})
-    if not isinstance(obj, dict):
-        from .foreign import codec_from_object  # imports the registry: not at module level
-
-        return codec_from_object(obj)
-    name, configuration, must_understand = _parse_codec_object(obj)
+    name, configuration, must_understand = _parse_codec_object(obj if isinstance(obj, dict) else codec_document(obj))
     try:
         cls = get_codec_class(name)
     except UnknownExtensionError:
         if must_understand:
             raise
         return None
-    _check_safe(name)
+    if not is_numcodecs_object(obj):  # a numcodecs object the caller built runs as it would in numcodecs
+        _check_safe(name)
     return cls.from_json(configuration)
 
 

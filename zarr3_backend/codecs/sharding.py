@@ -26,11 +26,11 @@ import numpy as np
 
 from ..dtypes import is_fill, parse_data_type
 from ..errors import CodecError, ConcurrentModificationError, CorruptShardError, MetadataError
-from ..pipeline import CodecChain
 from ..read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
 from ..store.base import ByteRange, Value, Versioned
 from ..indexing import plan_selection
 from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
+from .chain import CodecChain
 from .registry import register_codec
 from .shard_index import EMPTY, ShardIndex
 

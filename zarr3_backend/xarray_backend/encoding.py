@@ -13,7 +13,7 @@ import struct
 from typing import Any
 
 from ..array import Array
-from ..pipeline import CodecChain
+from ..codecs.chain import CodecChain
 from .backend_array import variable_dtype
 
 
@@ -72,7 +72,7 @@ def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
     For a sharded array they describe the inner chunks; a chain with codecs
     around the sharding codec has no such split (empty result).
 
-    >>> from zarr3_backend.pipeline import CodecChain
+    >>> from zarr3_backend.codecs.chain import CodecChain
     >>> chain = CodecChain.from_json([{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 1}}])
     >>> codec_parts(chain, sharded=False)
     {'filters': (), 'serializer': {'name': 'bytes'}, 'compressors': ({'name': 'gzip', 'configuration': {'level': 1}},)}

@@ -29,12 +29,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .. import api
+from .. import creation
 from ..codecs.base import Codec
-from ..codecs.foreign import codec_from_object
 from ..codecs.registry import codec_from_json
 from ..errors import WriteError, WriteTypeError
-from ..pipeline import CodecChain
+from ..codecs.chain import CodecChain
 from .encoding import codec_parts
 
 VALID_ENCODING = frozenset({
@@ -124,7 +123,7 @@ def codec_json(value: Any) -> Any:
         return value
     if isinstance(value, Codec):
         return value.to_json()
-    codec = codec_from_object(value)
+    codec = codec_from_json(value)
     return value.to_dict() if codec is None else codec.to_json()
 
 
@@ -187,7 +186,7 @@ def regular_dask_chunks(var: xr.Variable) -> tuple[int, ...] | None:
 def inner_chunks(shards: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Inner chunks dividing ``shards``: split the largest dimension until a chunk holds ~4 MiB or less."""
     chunks = list(shards)
-    while np.prod(chunks) * max(itemsize, 1) > api.TARGET_CHUNK_BYTES:
+    while np.prod(chunks) * max(itemsize, 1) > creation.TARGET_CHUNK_BYTES:
         dim = int(np.argmax(chunks))
         divisor = next((d for d in range(2, chunks[dim] + 1) if chunks[dim] % d == 0), None)
         if divisor is None or chunks[dim] == 1:

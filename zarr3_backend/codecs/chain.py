@@ -16,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
-from .codecs.registry import codec_from_json
-from .errors import MetadataError
-from .executor import thread_buffer
-from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
-from .store.base import Value
+from ..errors import MetadataError
+from ..executor import thread_buffer
+from ..read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
+from ..store.base import Value
+from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
+from .registry import codec_from_json
 
 class CodecChain:
     """``array -> array``* then one ``array -> bytes`` then ``bytes -> bytes``* codecs.
 
-    >>> from zarr3_backend.pipeline import CodecChain
+    >>> from zarr3_backend.codecs.chain import CodecChain
     >>> chain = CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"])
     >>> [c["name"] for c in chain.to_json()]
     ['bytes', 'crc32c']
