@@ -41,11 +41,15 @@ object stores anywhere; never ``memory://`` across processes).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import contextvars
 import math
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -315,9 +319,10 @@ def compute_writes(delayed: Any, progress: bool | str = False) -> None:
     (:mod:`zarr3_backend.write_progress`), on any scheduler; ``"tqdm"``
     shows tqdm's bar of dask tasks (on dask.distributed, where tqdm's dask
     callback sees nothing, the shard line instead). On dask's default threaded scheduler
-    the tasks run on a pool of our own that is drained before this returns
-    or raises: after a failure no write task is still running, so the
-    caller can clean up safely.
+    the tasks run on a persistent pool of ours (its threads keep their
+    scratch buffers from one write to the next), and this write's tasks are
+    all finished or cancelled before this returns or raises: after a
+    failure no write task is still running, so the caller can clean up safely.
     """
     client = _distributed_client()
     if progress and client is not None:
@@ -341,18 +346,75 @@ def compute_writes(delayed: Any, progress: bool | str = False) -> None:
 
 @contextlib.contextmanager
 def _own_pool() -> Iterator[dict[str, Any]]:
-    """``{"pool": executor}`` when dask would use its threaded scheduler (shut down, waiting, on exit)."""
+    """``{"pool": tracked}`` when dask would use its threaded scheduler; on exit, this write's tasks are done.
+
+    The threads are one persistent pool (:func:`_write_pool`), so their
+    scratch buffers (:func:`~zarr3_backend.executor.thread_buffer`) and
+    malloc arenas stay warm across writes; only the futures of this write
+    are cancelled (if not started) and awaited on exit. A write started
+    from one of those threads (a write inside a write task) gets a fresh
+    pool instead, which cannot deadlock on its own workers.
+    """
     import dask.base
     import dask.threaded
-    from concurrent.futures import ThreadPoolExecutor
 
     if dask.base.get_scheduler() not in (None, dask.threaded.get):
         yield {}
         return
+    if threading.current_thread().name.startswith(_WRITE_THREADS):
+        fresh = ThreadPoolExecutor(max_workers=_write_pool()._max_workers)
+        try:
+            yield {"pool": fresh}
+        finally:
+            fresh.shutdown(wait=True, cancel_futures=True)
+        return
+    tracked = _TrackedPool(_write_pool())
+    try:
+        yield {"pool": tracked}
+    finally:
+        tracked.drain()
+
+
+_WRITE_THREADS = "zarr3-write"
+_write_threads: ThreadPoolExecutor | None = None
+_write_lock = threading.Lock()
+
+
+def _write_pool() -> ThreadPoolExecutor:
+    """The process's pool for threaded-scheduler writes (dask's ``CPU_COUNT`` threads), made on first use."""
+    global _write_threads
     from dask.system import CPU_COUNT
 
-    pool = ThreadPoolExecutor(max_workers=CPU_COUNT)
-    try:
-        yield {"pool": pool}
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    with _write_lock:
+        if _write_threads is None:
+            _write_threads = ThreadPoolExecutor(max_workers=CPU_COUNT, thread_name_prefix=_WRITE_THREADS)
+        return _write_threads
+
+
+def _forget_write_pool_after_fork() -> None:
+    global _write_threads, _write_lock
+    _write_threads, _write_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_write_pool_after_fork)
+
+
+class _TrackedPool:
+    """The shared write pool as dask sees it, remembering the futures of one write so it can await them."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+        self._max_workers = pool._max_workers  # read by dask.threaded.get
+        self._futures: list[Future[Any]] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Submit ``fn`` in a copy of the caller's context (as dask's own pool does), and remember it."""
+        future = self._pool.submit(contextvars.copy_context().run, fn, *args, **kwargs)
+        self._futures.append(future)
+        return future
+
+    def drain(self) -> None:
+        """Cancel this write's tasks that have not started and wait for the ones running."""
+        for future in self._futures:
+            future.cancel()
+        concurrent.futures.wait(self._futures)
