@@ -75,7 +75,7 @@ def test_counters_count_requests_and_concurrency(s3):
     s3.create_bucket("bkt")
     for i in range(8):
         s3.put("bkt", f"k{i}", b"v")
-    s3.latency = 0.05
+    s3.latency = 0.3  # long enough that all 8 are in flight together, also on a busy machine
     store = zarr3_backend.store.make_store("s3://bkt", storage_options={**s3.storage_options, "skip_instance_cache": True})
     store.get_many([(f"k{i}", None) for i in range(8)])  # one concurrent batch
     stats = s3.stats
