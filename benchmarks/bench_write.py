@@ -196,8 +196,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help=f"shape {QUICK_SHAPE} instead of {FULL_SHAPE}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=None, help="output directory (default: a temporary one)")
-    parser.add_argument("--only", action="append", choices=["main", "scaling", "s3"],
-                        help="sections to run (repeatable; default: main and scaling; s3 only when asked)")
+    parser.add_argument("--only", action="append", choices=["main", "scaling", "memory", "s3"],
+                        help="sections to run (repeatable; default: main, scaling, memory; s3 only when asked)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every S3 request (--only s3)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*Consolidated metadata.*")
@@ -211,11 +211,13 @@ def main() -> int:
     ds, data = make_dataset(shape)
     failures: list[str] = []
     try:
-        sections = args.only or ["main", "scaling"]
+        sections = args.only or ["main", "scaling", "memory"]
         if "main" in sections:
             run_main_table(ds, data, out, failures, args.repeats)
         if "scaling" in sections:
             run_scaling(ds, data, out, args.repeats)
+        if "memory" in sections:
+            run_cold_memory(ds, out)
         if "s3" in sections:
             run_s3(ds, data, failures, args.repeats, args.latency)
     finally:
@@ -223,6 +225,41 @@ def main() -> int:
     for failure in failures:
         print("MISMATCH:", failure)
     return 1 if failures else 0
+
+
+def _import_writer() -> None:
+    import numcodecs  # noqa: F401
+    import xarray  # noqa: F401
+
+    import zarr3_backend  # noqa: F401
+
+
+def run_cold_memory(ds, out: Path) -> None:
+    """Peak RSS growth of each worker over its first two to_zarr3 writes (the first is cold: no warm-up).
+
+    The source is persisted on the workers first and the imports a write task
+    needs are done, so the growth is the writer's own working memory.
+    """
+    import dask
+    from distributed import Client, LocalCluster, wait
+
+    limit = np.prod(SHARDS) * 4 * (1 + 1 / 2.6) + (64 << 20)  # a shard decoded + encoded (ratio ~2.6) + 64 MB
+    print("\nworker memory: to_zarr3 on LocalCluster(2 procs x 1 thread), source persisted, imports done")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client, dask.config.set(scheduler="dask.distributed"), \
+            client.as_current():
+        persisted = ds.persist()
+        wait(persisted)
+        client.run(_import_writer)
+        client.run(reset_peak_rss)
+        before = client.run(rss_bytes)
+        write_ours = writers(persisted)[OURS]
+        for write in ("first (cold)", "second"):
+            write_ours(out / f"memory_{write[:5]}.zarr")
+            peaks = client.run(rss_bytes, "VmHWM")
+            growth = max(peaks[w] - before[w] for w in peaks)
+            print(f"  {write:13s} write: peak growth of the largest worker {growth / 1e6:6.1f} MB "
+                  f"(target: at most {limit / 1e6:.0f} MB)")
 
 
 def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> None:
