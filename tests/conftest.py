@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 pytest.register_assert_rewrite("zarr3_backend.testing")
 
 
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A ``distributed.Client`` on a LocalCluster of 2 worker processes x 1 thread, one per test module."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, worker_dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Endpoint]:
     """A moto S3 server for the whole session (``.endpoint_url``, ``.storage_options``, ``.make_bucket()``)."""

@@ -23,14 +23,6 @@ pytestmark = [
 PROGRESS = re.compile(r"to_zarr3: (\d+)/(\d+) shards \((\d+)%\), (\d+) MB, ([\d.]+) MB/s")
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, worker_dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
-        yield client
-
-
 def small_dataset() -> xr.Dataset:
     values = np.random.default_rng(0).random((16, 12, 10)).astype("f4")
     return xr.Dataset({"v": (("t", "y", "x"), values)}).chunk({"t": 4, "y": 6, "x": -1})

@@ -26,14 +26,6 @@ pytestmark = [
 ENCODING = {"v": {"chunks": (4, 5, 6), "shards": (8, 10, 12)}}
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, worker_dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
-        yield client
-
-
 def dataset() -> xr.Dataset:
     values = np.arange(20 * 18 * 24, dtype="f4").reshape(20, 18, 24)
     return xr.Dataset(
