@@ -9,7 +9,7 @@ if missing), ``"w"`` create (overwrite), ``"w-"`` create (fail if present).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .array import Array
 from .creation import CodecLike, build_array_metadata
@@ -19,9 +19,13 @@ from .store import make_store
 from .store.base import Store
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
+"""How :func:`open` and friends open a node (see the module docstring)."""
+WriteMode = Literal["w-", "w", "a", "a-", "r+"]
+"""How ``to_zarr3`` writes a group: ``"w-"`` create, ``"w"`` overwrite, ``"a"`` add or append, ``"a-"`` append
+without rewriting variables that lack the append dimension, ``"r+"`` write into existing arrays only."""
 
-
-MODES = ("r", "r+", "a", "w", "w-")
+MODES: tuple[Mode, ...] = get_args(Mode)
+WRITE_MODES: tuple[WriteMode, ...] = get_args(WriteMode)
 
 
 def _store(store: Any, storage_options: dict[str, Any] | None, mode: str) -> Store:

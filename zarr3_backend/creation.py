@@ -54,7 +54,7 @@ def build_array_metadata(
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(int(n) for n in shape)
     data_type = data_type_from_numpy(dtype)
     fill = data_type.default_fill_value() if fill_value is None else data_type.cast_fill_value(fill_value)
-    chunks = tuple(chunks) if chunks is not None else _guess_chunks(shape, data_type)
+    chunks = tuple(chunks) if chunks is not None else default_chunks(shape, data_type.item_size or 16)
     outer = tuple(shards) if shards is not None and codecs is None else chunks
     _check_chunking(shape, chunks, outer, shards if codecs is None else None)
     chain = _build_chain(codecs, filters, serializer, compressors, data_type, shards is not None, chunks, index_codecs, index_location)
@@ -70,14 +70,27 @@ def build_array_metadata(
     return ArrayMetadata.from_json(metadata.to_json(), metadata_key(path))
 
 
-def _guess_chunks(shape: tuple[int, ...], data_type: DataType) -> tuple[int, ...]:
-    """Halve the largest dimension until a chunk holds at most ~4 MiB."""
-    item_size = data_type.item_size or 16
-    chunks = [max(1, n) for n in shape]
-    while math.prod(chunks) * item_size > TARGET_CHUNK_BYTES and max(chunks) > 1:
-        largest = chunks.index(max(chunks))
-        chunks[largest] = -(-chunks[largest] // 2)
+def default_chunks(shape: Sequence[int], item_size: int, *, dividing: bool = False) -> tuple[int, ...]:
+    """The automatic chunk shape: ``shape`` split along its largest dimension until a chunk holds ~4 MiB or less.
+
+    Each step splits the (first) largest dimension: in two, rounding up, or
+    with ``dividing=True`` by its smallest divisor, so that the chunks tile
+    ``shape`` exactly (inner chunks of a shard). Lengths of 0 count as 1.
+
+    >>> default_chunks((4000, 1000), 8)
+    (500, 1000)
+    >>> default_chunks((1001, 999), 8), default_chunks((1001, 999), 8, dividing=True)
+    ((501, 999), (143, 999))
+    """
+    chunks = [max(1, int(n)) for n in shape]
+    while math.prod(chunks) * item_size > TARGET_CHUNK_BYTES and max(chunks, default=1) > 1:
+        dim = chunks.index(max(chunks))
+        chunks[dim] = chunks[dim] // _smallest_divisor(chunks[dim]) if dividing else -(-chunks[dim] // 2)
     return tuple(chunks)
+
+
+def _smallest_divisor(n: int) -> int:
+    return next((d for d in range(2, math.isqrt(n) + 1) if n % d == 0), n)
 
 
 def _check_chunking(shape: tuple[int, ...], chunks: tuple[int, ...], outer: tuple[int, ...], shards: Any) -> None:

@@ -1,48 +1,45 @@
 """What a variable records about its Zarr array: ``encoding`` and the decoded ``_FillValue``.
 
-``_FillValue`` attributes are decoded exactly as xarray's own zarr backend
-does for Zarr v3 (where the array ``fill_value`` goes to ``encoding`` and a
-CF ``_FillValue`` attribute, if any, is JSON-encoded by xarray: base64 of a
-little-endian float64 for floats, a pair of those for complex numbers).
+``_FillValue`` attributes are decoded by xarray's own ``FillValueCoder``, as
+its zarr backend does for Zarr v3 (where the array ``fill_value`` goes to
+``encoding`` and a CF ``_FillValue`` attribute, if any, is JSON-encoded by
+xarray: base64 of a little-endian float64 for floats, a pair of those for
+complex numbers).
 """
 
 from __future__ import annotations
 
-import base64
-import struct
 from typing import Any
+
+import numpy as np
+from xarray.backends.zarr import FillValueCoder
 
 from ..array import Array
 from ..codecs.chain import CodecChain
 from .backend_array import variable_dtype
 
+CODER_DTYPES = {"string": "string", "variable_length_bytes": "bytes"}  # v3 data types FillValueCoder knows by name
+
 
 def decode_fill_value(value: Any, array: Array) -> Any:
-    """The ``_FillValue`` attribute as xarray wrote it for ``array``, decoded.
+    """The ``_FillValue`` attribute of ``array``, decoded by xarray's ``FillValueCoder`` as ``engine="zarr"`` does.
+
+    A value the coder does not read (a data type it does not handle, or a
+    value of another type, e.g. a plain number written by another tool) is
+    returned as stored.
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/fill", shape=(1,), dtype="float32")
-    >>> decode_fill_value("AAAAAAAA+H8=", a)
-    nan
+    >>> decode_fill_value("AAAAAAAA+H8=", a), decode_fill_value(-9999.0, a)
+    (nan, -9999.0)
     """
-    name, kind = array.metadata.data_type.name, array.dtype.kind
-    if name == "string":
-        return str(value)
-    if name == "variable_length_bytes":
-        return base64.standard_b64decode(value)
-    if kind == "f" and isinstance(value, str | bytes):
-        return _unpack_float(value)
-    if kind == "c" and isinstance(value, list | tuple) and len(value) == 2:
-        return complex(_unpack_float(value[0]), _unpack_float(value[1]))
-    if kind == "b":
-        return bool(value)
-    if kind in "iu" and isinstance(value, int | float):
-        return int(value)
-    return value
-
-
-def _unpack_float(value: str | bytes) -> float:
-    return struct.unpack("<d", base64.standard_b64decode(value))[0]
+    dtype = CODER_DTYPES.get(array.metadata.data_type.name, array.dtype)
+    if isinstance(dtype, np.dtype) and dtype.kind not in "fcbiu":
+        return value
+    try:
+        return FillValueCoder.decode(value, dtype)
+    except TypeError:  # the coder's "expected ..." refusals
+        return value
 
 
 def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from xarray import Dataset, DataTree
-from xarray.backends.common import BackendEntrypoint, _normalize_path, datatree_from_dict_with_io_cleanup
+from xarray.backends.common import BackendEntrypoint, datatree_from_dict_with_io_cleanup
 from xarray.backends.store import StoreBackendEntrypoint
 
-from .root import ReadOptions, holds_v3_metadata, open_root_group
+from .root import ReadOptions, holds_v3_metadata, normalize_location, open_root_group
 from .store import Zarr3DataStore, load_index_coordinates
 
 
@@ -66,7 +66,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     ) -> Dataset:
         """Open one group as a lazy Dataset; the decoding options are those of ``xr.open_dataset``."""
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
-        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options, options.consolidated)
+        root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
         store = Zarr3DataStore(root, _names(drop_variables), options.fill_value_as_mask)
         decode = dict(
             mask_and_scale=mask_and_scale, decode_times=decode_times, decode_timedelta=decode_timedelta,
@@ -81,7 +81,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     ) -> dict[str, Dataset]:
         """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path."""
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
-        root = open_root_group(_normalize_path(filename_or_obj), group, storage_options, options.consolidated)
+        root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
         drop = _names(drop_variables)
         stores = _walk(Zarr3DataStore(root, drop, options.fill_value_as_mask), "/", drop, options.fill_value_as_mask)
         load_index_coordinates(list(stores.values()))

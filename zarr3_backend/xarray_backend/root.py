@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..store import make_store
 from ..store.base import Store
 
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
+URL = re.compile(r"[a-zA-Z][a-zA-Z0-9]*(://|::)")  # "s3://...", "memory://...", fsspec chains "simplecache::s3://..."
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,25 @@ class ReadOptions:
                 "leave it out), or open Zarr v2 stores with engine='zarr'"
             )
         return cls(consolidated, bool(use_zarr_fill_value_as_mask))
+
+
+def normalize_location(location: Any) -> Any:
+    """A store location as xarray's backends normalise it: local paths absolute, everything else as given.
+
+    ``os.PathLike`` becomes ``str``; a string that is not a URL (``protocol://``)
+    or fsspec chain (``protocol::``) is expanded (``~``) and made absolute;
+    URLs and non-path objects (stores, mappings) are returned unchanged.
+
+    >>> normalize_location("s3://bucket/data.zarr")
+    's3://bucket/data.zarr'
+    >>> normalize_location("~/data.zarr") == os.path.expanduser("~/data.zarr")
+    True
+    """
+    if isinstance(location, os.PathLike):
+        location = os.fspath(location)
+    if isinstance(location, str) and not URL.match(location):
+        return os.path.abspath(os.path.expanduser(location))
+    return location
 
 
 def open_root_group(filename_or_obj: Any, group: str | None = None, storage_options: dict[str, Any] | None = None,

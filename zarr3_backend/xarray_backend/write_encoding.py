@@ -162,7 +162,7 @@ def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit:
     dask_chunks = regular_dask_chunks(var)
     if chunks is None and shards is not None:
         fits = dask_chunks is not None and all(s % c == 0 for s, c in zip(shards, dask_chunks))
-        chunks = dask_chunks if fits else inner_chunks(shards, var.dtype.itemsize)
+        chunks = dask_chunks if fits else creation.default_chunks(shards, max(var.dtype.itemsize, 1), dividing=True)
         if explicit:
             warnings.warn(
                 f"to_zarr3: {name!r} has shards={shards} but no chunks; using inner chunks {chunks} "
@@ -181,15 +181,3 @@ def regular_dask_chunks(var: xr.Variable) -> tuple[int, ...] | None:
     if any(len(set(c[:-1])) > 1 or c[-1] > c[0] for c in var.chunks):
         return None
     return tuple(max(1, int(c[0])) for c in var.chunks)
-
-
-def inner_chunks(shards: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Inner chunks dividing ``shards``: split the largest dimension until a chunk holds ~4 MiB or less."""
-    chunks = list(shards)
-    while np.prod(chunks) * max(itemsize, 1) > creation.TARGET_CHUNK_BYTES:
-        dim = int(np.argmax(chunks))
-        divisor = next((d for d in range(2, chunks[dim] + 1) if chunks[dim] % d == 0), None)
-        if divisor is None or chunks[dim] == 1:
-            break
-        chunks[dim] //= divisor
-    return tuple(chunks)
