@@ -1,5 +1,8 @@
-"""``region=`` of ``to_zarr3``: validate slices, find ``"auto"`` ones from the stored coordinates.
+"""Where ``to_zarr3`` puts data in stored arrays: ``region=`` slices, and appends along ``append_dim``.
 
+``region`` slices are validated and ``"auto"`` ones found from the stored
+coordinates (:func:`resolve_region`); :func:`place` then gives each variable
+its origin in its stored array and the array's shape after an append.
 Exception types follow ``engine="zarr"``: a slice with a step is a
 ``ValueError`` (:class:`~zarr3_backend.errors.WriteError`), coordinate values
 missing from the store a ``KeyError`` (:class:`~zarr3_backend.errors.RegionKeyError`).
@@ -12,7 +15,9 @@ missing from the store a ``KeyError`` (:class:`~zarr3_backend.errors.RegionKeyEr
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +26,20 @@ import xarray as xr
 from xarray import conventions
 
 from ..array import Array
+from ..dask_io import PartialShardWarning, partial_shards
 from ..errors import RegionKeyError, WriteError, WriteTypeError
+from .write_checks import user_stacklevel
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a variable lands in its stored array: ``origin``, the array's ``shape`` after the write, its ``dims``."""
+
+    origin: Shape
+    shape: Shape
+    dims: tuple[str, ...]
 
 
 def resolve_region(ds: xr.Dataset, region: Any, existing: dict[str, Array], append_dim: Any) -> tuple[xr.Dataset, dict[Hashable, slice]]:
@@ -83,4 +101,48 @@ def check_region_fits(name: str, dim: Hashable, selection: slice, size: int, len
         raise WriteError(
             f"to_zarr3: region {dim!r}={selection!r} selects {stop - start} elements, but variable {name!r} has "
             f"{size} along {dim!r}; make the slice as long as the data"
+        )
+
+
+def place(name: str, var: xr.Variable, array: Array, *, region: Mapping[Hashable, slice],
+          append_dim: Hashable | None) -> Placement:
+    """Where ``var`` (CF-encoded) goes in the existing ``array``: after its end along ``append_dim``, at ``region``.
+
+    Every other dimension must match the stored length.
+    """
+    dims = array.dimension_names
+    if dims is None or set(dims) != set(var.dims):
+        raise WriteError(f"to_zarr3: variable {name!r} exists with dimensions {dims}, the dataset has {var.dims}")
+    sizes = dict(zip(var.dims, var.shape))
+    origin, shape = [], list(array.shape)
+    for axis, dim in enumerate(dims):
+        start, stop = 0, array.shape[axis]
+        if dim == append_dim:
+            start, stop = array.shape[axis], array.shape[axis] + sizes[dim]
+            shape[axis] = stop
+        elif dim in region:
+            start, stop, _ = region[dim].indices(array.shape[axis])
+            check_region_fits(name, dim, region[dim], sizes[dim], array.shape[axis])
+        if stop - start != sizes[dim]:
+            raise WriteError(
+                f"to_zarr3: variable {name!r} has {sizes[dim]} elements along {dim!r}, but the stored array "
+                f"{array.shape} has {stop - start} there; write a part of it with region={{{dim!r}: slice(start, stop)}}, "
+                "grow it with append_dim, or overwrite it with mode='w'"
+            )
+        origin.append(start)
+    return Placement(tuple(origin), tuple(shape), tuple(str(d) for d in dims))
+
+
+def warn_partial(name: str, array: Array, origin: Shape, shape: Shape) -> None:
+    """Warn (:class:`PartialShardWarning`) when a region write covers stored chunks (shards) only partly."""
+    count, example = partial_shards(array, origin, shape)
+    if count:
+        unit = "shard" if array.shards else "chunk"
+        warnings.warn(
+            f"to_zarr3: the region write of {name!r} covers {count} stored {unit}(s) only partly, e.g. {example!r}; "
+            f"each is read, merged and rewritten, so another process writing the same {unit} at the same time can "
+            f"lose its rows. Align regions to the {unit} grid {array.metadata.chunk_shape}, or pass lock= "
+            "(e.g. lock=lambda key: distributed.Lock(key))",
+            PartialShardWarning,
+            stacklevel=user_stacklevel(),
         )

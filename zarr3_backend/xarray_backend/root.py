@@ -10,7 +10,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..array import Array
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
@@ -18,6 +18,7 @@ from ..hierarchy import Group, normalize_path, open_node_listed
 from ..store import make_store
 from ..store.base import Store
 
+T = TypeVar("T")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 URL = re.compile(r"[a-zA-Z][a-zA-Z0-9]*(://|::)")  # "s3://...", "memory://...", fsspec chains "simplecache::s3://..."
 
@@ -40,7 +41,7 @@ class ReadOptions:
         return cls(consolidated, bool(use_zarr_fill_value_as_mask))
 
 
-def normalize_location(location: Any) -> Any:
+def normalize_location(location: str | os.PathLike[str] | T) -> str | T:
     """A store location as xarray's backends normalise it: local paths absolute, everything else as given.
 
     ``os.PathLike`` becomes ``str``; a string that is not a URL (``protocol://``)

@@ -13,6 +13,8 @@ variable and the fix:
 - attributes must be JSON (the error names the attribute);
 - ``progress`` takes only the documented values.
 
+Warnings point at the user's line: :func:`user_stacklevel`.
+
 >>> import numpy as np, xarray as xr
 >>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
 Traceback (most recent call last):
@@ -23,6 +25,8 @@ zarr3_backend.errors.WriteError: to_zarr3: variable name 'a/b' contains '/', whi
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -34,6 +38,7 @@ from ..array import Array
 from ..errors import WriteError, WriteTypeError
 
 PROGRESS_VALUES = (False, True, "tqdm")
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def check_names(ds: xr.Dataset) -> None:
@@ -144,3 +149,12 @@ def _numpy_json(value: Any) -> Any:
     if isinstance(value, np.generic | np.ndarray):
         return value.tolist()
     raise TypeError(type(value).__name__)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a warning issued by the caller: the first frame outside zarr3_backend."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level

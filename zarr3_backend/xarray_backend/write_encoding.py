@@ -1,4 +1,4 @@
-"""Parse the ``encoding`` a user hands to ``to_zarr3``: keys, chunk and shard shapes.
+"""The ``encoding`` a user hands to ``to_zarr3``, parsed, and the metadata of each new array built from it.
 
 Every check runs before anything is written, and every error names the
 variable, the key, what was given and what is accepted:
@@ -12,7 +12,11 @@ variable, the key, what was given and what is accepted:
   dimensions, ``-1`` and ``None`` mean the full length, as in dask);
 - ``shards`` without ``chunks`` warns and picks inner chunks: the regular dask
   chunks when they divide the shard, else the shard split along its largest
-  dimension until an inner chunk holds ~4 MiB or less.
+  dimension until an inner chunk holds ~4 MiB or less
+  (:func:`~zarr3_backend.creation.default_chunks` with ``dividing=True``);
+- :func:`new_array_metadata` turns a CF-encoded variable into the metadata of
+  its new array (``fill_value`` NaN for floats by default, the ``_FillValue``
+  attribute JSON-encoded by xarray's ``FillValueCoder``).
 
 >>> import numpy as np, xarray as xr
 >>> var = xr.Variable(("t", "x"), np.zeros((10, 6)))
@@ -28,13 +32,16 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from xarray.backends.zarr import FillValueCoder
 
 from .. import creation
 from ..codecs.base import Codec
 from ..codecs.registry import codec_from_json
-from ..errors import WriteError, WriteTypeError
 from ..codecs.chain import CodecChain
+from ..errors import WriteError, WriteTypeError
+from ..metadata import ArrayMetadata
 from .encoding import codec_parts
+from .write_checks import encode_attributes, user_stacklevel
 
 VALID_ENCODING = frozenset({
     "chunks", "shards", "compressors", "filters", "serializer", "codecs", "index_location",
@@ -167,7 +174,7 @@ def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit:
             warnings.warn(
                 f"to_zarr3: {name!r} has shards={shards} but no chunks; using inner chunks {chunks} "
                 f"({'the dask chunks' if fits else 'the shard split to ~4 MiB'}). Pass encoding[{name!r}]['chunks'] to choose",
-                InnerChunksWarning, stacklevel=4,
+                InnerChunksWarning, stacklevel=user_stacklevel(),
             )
     elif chunks is None:
         chunks = dask_chunks
@@ -181,3 +188,29 @@ def regular_dask_chunks(var: xr.Variable) -> tuple[int, ...] | None:
     if any(len(set(c[:-1])) > 1 or c[-1] > c[0] for c in var.chunks):
         return None
     return tuple(max(1, int(c[0])) for c in var.chunks)
+
+
+def new_array_metadata(name: str, var: xr.Variable, *, path: str, explicit: bool, where: str) -> ArrayMetadata:
+    """The metadata of the new array at ``path`` for the CF-encoded ``var``; every encoding check runs here.
+
+    ``explicit``: the user gave ``encoding[name]`` (unused CF keys are refused,
+    ``shards`` without ``chunks`` warns); ``where`` names the group in errors.
+    """
+    encoding = zarr_encoding(name, var, explicit)
+    attrs = dict(var.attrs)
+    fill_value = encoding.pop("fill_value", None)
+    if fill_value is None and var.dtype.kind == "f":
+        fill_value = np.nan
+    if (cf_fill := attrs.pop("_FillValue", None)) is not None:
+        attrs["_FillValue"] = FillValueCoder.encode(cf_fill, var.dtype)
+    chunks, shards = chunking(name, var, encoding, explicit)
+    check_codecs_agree(name, encoding)
+    codecs = encoding.get("codecs")
+    return creation.build_array_metadata(
+        path, shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
+        chunks=(shards or chunks) if codecs is not None else chunks, shards=shards,
+        fill_value=fill_value, compressors=encoding.get("compressors", "auto"), filters=encoding.get("filters", ()),
+        serializer=encoding.get("serializer", "auto"), codecs=codecs,
+        index_location=encoding.get("index_location", "end"), chunk_key_encoding=encoding.get("chunk_key_encoding"),
+        dimension_names=[str(d) for d in var.dims], attributes=encode_attributes(attrs, f"variable {name!r} in {where}"),
+    )

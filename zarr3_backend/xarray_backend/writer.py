@@ -1,8 +1,10 @@
 """:func:`to_zarr3`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree.
 
 The ``ds.to_zarr3(...)`` methods that call it are added in
-:mod:`~zarr3_backend.xarray_backend.methods`; the checks that run before
-anything is written live in :mod:`.write_checks` and :mod:`.write_encoding`.
+:mod:`~zarr3_backend.xarray_backend.methods`. This module is the entry: it
+checks the arguments, plans the write (:mod:`.write_plan`, which runs every
+check before anything is written), publishes the metadata (:mod:`.commit`)
+and writes the data.
 
 CF encoding is xarray's own, exactly as its zarr backend does it for
 ``zarr_format=3`` (times to integers with ``units``/``calendar``,
@@ -30,57 +32,30 @@ In-memory (numpy) variables are written on the client, as xarray does.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import xarray as xr
-from xarray import conventions
 from xarray.backends.api import DATAARRAY_NAME
-from xarray.backends.zarr import FillValueCoder, encode_zarr_variable
 
-from .. import api
-from ..array import Array
-from ..dask_io import (
-    PartialShardWarning, WriteRequest, check_reachable, compute_writes, partial_shards, store_graph, write_numpy,
-)
-from ..errors import NodeExistsError, WriteError, WriteNotImplementedError, WriteTypeError
-from ..hierarchy import Group, join_path, missing_parents, normalize_path, read_node_metadata
-from ..metadata import GroupMetadata
+from ..api import WRITE_MODES, WriteMode
+from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
+from ..errors import WriteError, WriteNotImplementedError
+from ..hierarchy import normalize_path
 from ..store import make_store
 from ..store.base import Store
-from .backend_array import variable_dtype
-from .commit import Commit, Documents, group_document, publish, roll_back, roll_forward
-from .encoding import decode_fill_value
-from .region import check_region_fits, resolve_region
-from .write_checks import check_append, check_fits, check_names, check_progress, encode_attributes
-from .write_encoding import check_codecs_agree, chunking, parse_encodings, zarr_encoding
+from .commit import Commit, publish, roll_back, roll_forward
+from .write_checks import check_progress
+from .write_plan import WriteOptions, WritePlan, plan_dataset, plan_tree
 
-Mode = Literal["w-", "w", "a", "a-", "r+"]
 DATAARRAY_VARIABLE = "xarray_dataarray_variable"
-
-
-UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
-
-
-@dataclass
-class _Writes:
-    """Everything one ``to_zarr3`` call writes: data, and the metadata documents to publish."""
-
-    requests: list[WriteRequest] = field(default_factory=list)
-    eager: list[tuple[Array, tuple[int, ...], Any, bool]] = field(default_factory=list)
-    documents: Documents = field(default_factory=dict)
-    lock: Any = None
-    grown: list[tuple[Array, tuple[int, ...]]] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
 
 
 def to_zarr3(
     obj: xr.Dataset | xr.DataArray | xr.DataTree,
     store: Any,
-    mode: Mode | None = None,
+    mode: WriteMode | None = None,
     group: str | None = None,
     encoding: Mapping[Hashable, Any] | None = None,
     *,
@@ -187,40 +162,46 @@ def to_zarr3(
         )
     if isinstance(obj, xr.DataArray):
         obj = _dataarray_as_dataset(obj)
-    mode = _choose_mode(mode, append_dim, region)
+    options = WriteOptions(
+        mode=_choose_mode(mode, append_dim, region), append_dim=append_dim, region=region,
+        write_empty_chunks=write_empty_chunks, locked=lock is not None, inherited_coords=write_inherited_coords,
+    )
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
-    token = _request_token(obj, path, mode, append_dim, region, encoding) if mode in ("a", "a-") else ""
+    token = _request_token(obj, path, options, encoding) if options.mode in ("a", "a-") else ""
     if roll_forward(target, token or None):
         return _done(compute)  # this exact request was committed by an earlier, interrupted call
-    writes = _Writes(lock=lock)
     if isinstance(obj, xr.DataTree):
-        _plan_tree(obj, target, path, mode, _tree_encoding(encoding), region, write_empty_chunks, write_inherited_coords, writes)
+        plan = plan_tree(obj, target, path, encoding=encoding, options=options)
     else:
-        _plan_dataset(obj, target, path, mode, encoding, append_dim, region, write_empty_chunks, writes)
-    consolidate = bool(consolidated or (consolidated is None and mode != "r+"))
+        plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+    consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
     finalize = None
-    if mode in ("w", "w-"):
-        publish(target, writes.documents, consolidate)
-    elif writes.documents:
-        finalize = Commit(target, writes.documents, consolidate, token)
-    if writes.requests:
+    if options.mode in ("w", "w-"):
+        publish(target, dict(plan.documents), consolidate)
+    elif plan.documents:
+        finalize = Commit(target, dict(plan.documents), consolidate, token)
+    if any(write.variable.chunks is not None for write in plan.data):
         check_reachable(target)
-    return _write_data(target, writes, finalize, compute, progress)
+    return _write_data(target, plan, finalize, lock=lock, compute=compute, progress=progress)
 
 
-def _write_data(store: Store, writes: _Writes, finalize: Commit | None, compute: bool, progress: Any) -> Any:
-    """Eager data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write."""
+def _write_data(store: Store, plan: WritePlan, finalize: Commit | None, *, lock: Any, compute: bool, progress: Any) -> Any:
+    """In-memory data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write."""
     try:
-        for array, origin, data, write_empty in writes.eager:
-            write_numpy(array, origin, data, write_empty, writes.lock)
-        delayed = store_graph(writes.requests, finalize)
+        requests = []
+        for write in plan.data:
+            if write.variable.chunks is None:
+                write_numpy(write.array, write.origin, np.asarray(write.variable.data), write.write_empty, lock)
+            else:
+                requests.append(WriteRequest(write.variable.data, write.array, write.origin, write.write_empty, write.name, lock))
+        delayed = store_graph(requests, finalize)
         if not compute:
             return delayed
         compute_writes(delayed, progress)
     except BaseException:
         if finalize is not None:
-            roll_back(store, writes.grown, writes.created)
+            roll_back(store, list(plan.grown), list(plan.created))
         raise
     return None
 
@@ -233,31 +214,31 @@ def _check_format(zarr_format: int | None) -> None:
         )
 
 
-def _request_token(obj: Any, path: str, mode: str, append_dim: Any, region: Any, encoding: Any) -> str:
+def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: Any) -> str:
     """A deterministic token of the write request (data included), to recognise a retry."""
     from dask.base import tokenize
 
-    return tokenize(obj, path, mode, append_dim, region, encoding)
+    return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))
 
 
 def _done(compute: bool) -> Any:
     if compute:
         return None
-    import dask
+    from dask.delayed import delayed
 
-    return dask.delayed(None)
+    return delayed(None)
 
 
-def _choose_mode(mode: Mode | None, append_dim: Any, region: Any) -> Mode:
+def _choose_mode(mode: Any, append_dim: Hashable | None, region: Any) -> WriteMode:
     if mode is None:
         mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
-    if mode not in ("w-", "w", "a", "a-", "r+"):
-        raise WriteError(f"to_zarr3: mode must be one of 'w-', 'w', 'a', 'a-', 'r+', got {mode!r}")
+    if mode not in WRITE_MODES:
+        raise WriteError(f"to_zarr3: mode must be one of {', '.join(map(repr, WRITE_MODES))}, got {mode!r}")
     if append_dim is not None and mode not in ("a", "a-"):
         raise WriteError(f"to_zarr3: append_dim needs mode='a' or 'a-' (or None), got mode={mode!r}")
     if region is not None and mode not in ("a", "a-", "r+"):
         raise WriteError(f"to_zarr3: region needs mode='r+', 'a' or 'a-' (or None), got mode={mode!r}")
-    return mode
+    return mode  # type: ignore[no-any-return]
 
 
 def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
@@ -276,210 +257,3 @@ def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
     dataset = array.to_dataset(name=name)
     dataset.attrs[DATAARRAY_NAME] = array.name
     return dataset
-
-
-def _tree_encoding(encoding: Any) -> dict[str, Any]:
-    if encoding is None:
-        return {}
-    if not isinstance(encoding, Mapping):
-        raise WriteTypeError(f"to_zarr3: a DataTree's encoding must be a dict keyed by group path, got {type(encoding).__name__}")
-    return dict(encoding)
-
-
-def _plan_tree(tree: xr.DataTree, store: Store, path: str, mode: Mode, encoding: dict[str, Any], region: Any,
-               write_empty: bool | None, inherited: bool, writes: _Writes) -> None:
-    unknown = set(encoding) - set(tree.groups)
-    if unknown:
-        raise WriteError(f"to_zarr3: encoding keys {sorted(unknown)} are not groups of the DataTree {list(tree.groups)}")
-    for relative, node in tree.subtree_with_keys:
-        dataset = node.to_dataset(inherit=inherited or node is tree)
-        node_path = join_path(path, relative) if relative != "." else path
-        node_path = normalize_path(node_path)
-        _plan_dataset(dataset, store, node_path, mode, encoding.get(node.path), None, region, write_empty, writes)
-
-
-def _plan_dataset(ds: xr.Dataset, store: Store, path: str, mode: Mode, encoding: Any,
-                  append_dim: Hashable | None, region: Any, write_empty: bool | None, writes: _Writes) -> None:
-    check_names(ds)
-    explicit = parse_encodings(encoding, ds.variables)
-    where = f"group {path or '/'!r} of {store!r}"
-    existing = _existing_arrays(store, path, mode)
-    if mode != "w" and (clash := sorted(set(explicit) & set(existing))):
-        raise WriteError(f"to_zarr3: variables {clash} already exist in {where}, but encoding was provided")
-    ds, region = resolve_region(ds, region, existing, append_dim)
-    if append_dim is not None:
-        check_append(ds, existing, append_dim, where)
-    variables, attrs = conventions.encode_dataset_coordinates(ds)
-    for name, enc in explicit.items():
-        variables[name].encoding = enc
-    if mode == "r+" and (new := sorted(set(variables) - set(existing))):
-        raise WriteError(f"to_zarr3: mode='r+' only writes existing variables; {new} are new (use mode='a')")
-    for name in set(variables) & set(existing):
-        variables[name].encoding = _existing_encoding(name, existing[name])
-    attributes = encode_attributes(attrs, f"the attributes of {where}")
-    planned: list[tuple[str, xr.Variable, tuple[Array, tuple[int, ...]] | dict[str, Any]]] = []
-    for name, variable in variables.items():
-        if mode in ("a", "a-") and name in existing and not region and append_dim not in variable.dims:
-            if (mode == "a-" and append_dim is not None) or _unchanged(variable, name, existing[name], append_dim):
-                continue
-        if name in existing:
-            variable = check_fits(name, variable, existing[name])
-        encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
-        if name in existing:
-            array, origin = _existing_target(name, encoded, existing[name], region, append_dim, writes)
-            encoded = encoded.transpose(*existing[name].dimension_names)
-            if region and writes.lock is None:
-                _warn_partial(name, array, origin, encoded.shape)
-            planned.append((name, encoded, (array, origin)))
-        else:
-            planned.append((name, encoded, _array_spec(name, encoded, name in explicit, where)))
-    if mode != "r+":
-        _plan_group(store, path, mode, attributes, writes)  # after every check: mode="w" erases the group here
-    for name, encoded, plan in planned:
-        if isinstance(plan, dict):
-            array = Array(store, join_path(path, name), api.build_array_metadata(join_path(path, name), **plan))
-            writes.documents[array.path] = array.metadata.to_json()
-            writes.created.append(array.path)
-            plan = array, (0,) * encoded.ndim
-        _schedule(writes, plan[0], plan[1], encoded, name, write_empty)
-
-
-def _existing_arrays(store: Store, path: str, mode: Mode) -> dict[str, Array]:
-    if mode in ("w", "w-"):
-        return {}
-    try:
-        group = api.open_group(store, path, mode="r+")
-    except FileNotFoundError:
-        if mode == "r+":
-            raise
-        return {}
-    fresh = Group(store, path, group.metadata.with_consolidated(None))  # never trust stale consolidated shapes
-    return fresh.arrays()
-
-
-def _plan_group(store: Store, path: str, mode: Mode, attributes: dict[str, Any], writes: _Writes) -> None:
-    """The group's document (and missing ancestors') for publishing; ``mode="w"`` erases the group now."""
-    existing = read_node_metadata(store, path)
-    if mode == "w-" and existing is not None:
-        raise NodeExistsError(
-            f"a {existing.node_type} already exists at {path or '/'!r} in {store!r}; pass mode='w' to replace it"
-        )
-    if mode == "w":
-        store.delete_prefix(f"{path}/" if path else "")
-        existing = None
-    if mode in ("a", "a-") and existing is not None and not isinstance(existing, GroupMetadata):
-        raise NodeExistsError(f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups")
-    for parent in missing_parents(store, path) if path else []:
-        writes.documents.setdefault(parent, GroupMetadata().to_json())
-    writes.documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
-
-
-def _unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Any) -> bool:
-    """Whether ``mode="a"`` can skip an existing ``variable`` (outside any append): its stored values are the same.
-
-    Compared: in-memory variables, and in an append also dask ones, up to
-    :data:`UNCHANGED_CHECK_BYTES`; others are rewritten in place (not covered
-    by the all-or-nothing guarantee).
-    """
-    if variable.nbytes > UNCHANGED_CHECK_BYTES or (variable.chunks is not None and append_dim is None):
-        return False
-    encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
-    if array.dimension_names is None or set(array.dimension_names) != set(encoded.dims):
-        return False
-    new = np.asarray(encoded.transpose(*array.dimension_names).values)
-    stored = np.asarray(array[...])
-    if new.shape != stored.shape:
-        return False
-    try:
-        return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
-    except (TypeError, ValueError):
-        return bool(np.array_equal(stored.astype(object), new.astype(object)))
-
-
-def _existing_encoding(name: str, array: Array) -> dict[str, Any]:
-    """The CF encoding of an existing array (``units``, ``dtype``, ``_FillValue`` ...), as xarray derives it."""
-    attrs = dict(array.metadata.attributes)
-    if "_FillValue" in attrs:
-        attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
-    dims = array.dimension_names or tuple(f"dim_{i}" for i in range(array.ndim))
-    empty = xr.Variable(dims, np.empty((0,) * array.ndim, dtype=variable_dtype(array)), attrs)
-    return dict(conventions.decode_cf_variable(name, empty).encoding)
-
-
-def _existing_target(name: str, var: xr.Variable, array: Array, region: dict[Hashable, slice], append_dim: Any,
-                     writes: _Writes) -> tuple[Array, tuple[int, ...]]:
-    """Where ``var`` goes in an existing array; a grown copy of the array when appending."""
-    dims = array.dimension_names
-    if dims is None or set(dims) != set(var.dims):
-        raise WriteError(f"to_zarr3: variable {name!r} exists with dimensions {dims}, the dataset has {var.dims}")
-    sizes = dict(zip(var.dims, var.shape))
-    origin, shape = [], list(array.shape)
-    for axis, dim in enumerate(dims):
-        start, stop = 0, array.shape[axis]
-        if dim == append_dim:
-            start, stop = array.shape[axis], array.shape[axis] + sizes[dim]
-            shape[axis] = stop
-        elif dim in region:
-            start, stop, _ = region[dim].indices(array.shape[axis])
-            check_region_fits(name, dim, region[dim], sizes[dim], array.shape[axis])
-        if stop - start != sizes[dim]:
-            raise WriteError(
-                f"to_zarr3: variable {name!r} has {sizes[dim]} elements along {dim!r}, but the stored array "
-                f"{array.shape} has {stop - start} there; write a part of it with region={{{dim!r}: slice(start, stop)}}, "
-                "grow it with append_dim, or overwrite it with mode='w'"
-            )
-        origin.append(start)
-    if tuple(shape) != array.shape:
-        old_shape = array.shape
-        array = Array(array.store, array.path, array.metadata.with_shape(tuple(shape)))
-        writes.documents[array.path] = array.metadata.to_json()
-        writes.grown.append((array, old_shape))
-    return array, tuple(origin)
-
-
-def _array_spec(name: str, var: xr.Variable, explicit: bool, where: str) -> dict[str, Any]:
-    """The ``api.create_array`` arguments for a new variable; every encoding check runs here."""
-    encoding = zarr_encoding(name, var, explicit)
-    attrs = dict(var.attrs)
-    fill_value = encoding.pop("fill_value", None)
-    if fill_value is None and var.dtype.kind == "f":
-        fill_value = np.nan
-    if (cf_fill := attrs.pop("_FillValue", None)) is not None:
-        attrs["_FillValue"] = FillValueCoder.encode(cf_fill, var.dtype)
-    chunks, shards = chunking(name, var, encoding, explicit)
-    check_codecs_agree(name, encoding)
-    codecs = encoding.get("codecs")
-    return dict(
-        shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
-        chunks=(shards or chunks) if codecs is not None else chunks, shards=shards,
-        fill_value=fill_value, compressors=encoding.get("compressors", "auto"), filters=encoding.get("filters", ()),
-        serializer=encoding.get("serializer", "auto"), codecs=codecs,
-        index_location=encoding.get("index_location", "end"), chunk_key_encoding=encoding.get("chunk_key_encoding"),
-        dimension_names=[str(d) for d in var.dims], attributes=encode_attributes(attrs, f"variable {name!r} in {where}"),
-    )
-
-
-def _warn_partial(name: str, array: Array, origin: tuple[int, ...], shape: tuple[int, ...]) -> None:
-    count, example = partial_shards(array, origin, shape)
-    if count:
-        unit = "shard" if array.shards else "chunk"
-        warnings.warn(
-            f"to_zarr3: the region write of {name!r} covers {count} stored {unit}(s) only partly, e.g. {example!r}; "
-            f"each is read, merged and rewritten, so another process writing the same {unit} at the same time can "
-            f"lose its rows. Align regions to the {unit} grid {array.metadata.chunk_shape}, or pass lock= "
-            "(e.g. lock=lambda key: distributed.Lock(key))",
-            PartialShardWarning,
-            stacklevel=4,
-        )
-
-
-def _schedule(writes: _Writes, array: Array, origin: tuple[int, ...], var: xr.Variable, name: str, write_empty: bool | None) -> None:
-    if write_empty is None:
-        write_empty = bool(var.encoding.get("write_empty_chunks", False))
-    data = var.data
-    if var.chunks is not None:
-        writes.requests.append(WriteRequest(data, array, origin, write_empty, name, writes.lock))
-    else:
-        writes.eager.append((array, origin, np.asarray(data), write_empty))
-
-
