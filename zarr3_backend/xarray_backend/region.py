@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,7 @@ from ..errors import RegionKeyError, WriteError, WriteTypeError
 from .write_checks import user_stacklevel
 
 Shape = tuple[int, ...]
+Region = Mapping[Hashable, slice | Literal["auto"]] | Literal["auto"] | None  # to_zarr3's region=, unchecked
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class Placement:
     dims: tuple[str, ...]
 
 
-def resolve_region(ds: xr.Dataset, region: Any, existing: dict[str, Array], append_dim: Any) -> tuple[xr.Dataset, dict[Hashable, slice]]:
+def resolve_region(ds: xr.Dataset, region: Region, existing: Mapping[str, Array],
+                   append_dim: Hashable | None) -> tuple[xr.Dataset, dict[Hashable, slice]]:
     """Validate ``region`` (detecting ``"auto"`` entries from the stored coordinates) and drop indexes."""
     if region is None:
         return ds, {}
@@ -69,7 +71,7 @@ def resolve_region(ds: xr.Dataset, region: Any, existing: dict[str, Array], appe
     return ds.drop_vars(ds.indexes), resolved
 
 
-def detect_region(ds: xr.Dataset, dim: Hashable, existing: dict[str, Array]) -> slice:
+def detect_region(ds: xr.Dataset, dim: Hashable, existing: Mapping[str, Array]) -> slice:
     """The slice of the stored coordinate ``dim`` that ``ds[dim]`` matches, value for value."""
     if dim not in ds.variables:
         return slice(0, ds.sizes[dim])

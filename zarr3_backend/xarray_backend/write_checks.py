@@ -11,7 +11,8 @@ variable and the fix:
 - fixed-length strings (``U``/``S``) must fit the stored length (numpy would
   truncate them silently);
 - attributes must be JSON (the error names the attribute);
-- ``progress`` takes only the documented values.
+- ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
+  ``progress`` take only the documented values.
 
 Warnings point at the user's line: :func:`user_stacklevel`.
 
@@ -34,6 +35,7 @@ import numpy as np
 import xarray as xr
 from xarray.backends.zarr import encode_zarr_attr_value
 
+from ..api import WRITE_MODES, WriteMode
 from ..array import Array
 from ..errors import WriteError, WriteTypeError
 
@@ -121,6 +123,28 @@ def _needed(values: np.ndarray | np.dtype) -> int:
 
 def _length(dtype: np.dtype) -> int:
     return dtype.itemsize // 4 if dtype.kind == "U" else dtype.itemsize
+
+
+def check_format(zarr_format: int | None) -> None:
+    """Only Zarr v3 is written: ``zarr_format`` is ``None`` or ``3``."""
+    if zarr_format not in (None, 3):
+        raise WriteError(
+            f"to_zarr3: zarr_format={zarr_format!r} is not supported; zarr3_backend writes Zarr v3 only "
+            "(pass zarr_format=3 or leave it out; for Zarr v2 use ds.to_zarr(..., zarr_format=2))"
+        )
+
+
+def parse_mode(mode: WriteMode | None, append_dim: Hashable | None, region: object) -> WriteMode:
+    """``mode``, or its default (``"a"`` with ``append_dim``, ``"r+"`` with ``region``, else ``"w-"``), checked."""
+    if mode is None:
+        mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
+    if mode not in WRITE_MODES:
+        raise WriteError(f"to_zarr3: mode must be one of {', '.join(map(repr, WRITE_MODES))}, got {mode!r}")
+    if append_dim is not None and mode not in ("a", "a-"):
+        raise WriteError(f"to_zarr3: append_dim needs mode='a' or 'a-' (or None), got mode={mode!r}")
+    if region is not None and mode not in ("a", "a-", "r+"):
+        raise WriteError(f"to_zarr3: region needs mode='r+', 'a' or 'a-' (or None), got mode={mode!r}")
+    return mode
 
 
 def check_progress(progress: Any) -> None:

@@ -55,7 +55,7 @@ class InnerChunksWarning(UserWarning):
     """``shards`` was given without ``chunks``; the warning names the inner chunks chosen."""
 
 
-def parse_encodings(encoding: Any, variables: Mapping[Hashable, xr.Variable]) -> dict[Hashable, dict[str, Any]]:
+def parse_encodings(encoding: object, variables: Mapping[Hashable, xr.Variable]) -> dict[Hashable, dict[str, Any]]:
     """``encoding`` as ``{variable: {key: value}}``, checked against the dataset's variables and known keys."""
     if encoding is None:
         return {}

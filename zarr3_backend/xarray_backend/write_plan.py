@@ -21,8 +21,8 @@ that group's dataset.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import xarray as xr
@@ -36,7 +36,7 @@ from ..hierarchy import join_path, missing_parents, normalize_path, read_node_me
 from ..metadata import GroupMetadata
 from ..store.base import Store
 from .commit import Documents, group_document
-from .region import Shape, place, resolve_region, warn_partial
+from .region import Region, Shape, place, resolve_region, warn_partial
 from .stored import existing_arrays, stored_encoding, unchanged
 from .write_checks import check_append, check_fits, check_names, encode_attributes
 from .write_encoding import new_array_metadata, parse_encodings
@@ -48,7 +48,7 @@ class WriteOptions:
 
     mode: WriteMode
     append_dim: Hashable | None = None
-    region: Any = None
+    region: Region = None
     write_empty_chunks: bool | None = None
     locked: bool = False  # a lock guards partly covered shards: no PartialShardWarning
     inherited_coords: bool = False
@@ -92,7 +92,7 @@ class WritePlan:
         )
 
 
-def plan_tree(tree: xr.DataTree, store: Store, path: str, *, encoding: Any, options: WriteOptions) -> WritePlan:
+def plan_tree(tree: xr.DataTree, store: Store, path: str, *, encoding: object, options: WriteOptions) -> WritePlan:
     """The plan for every group of ``tree`` below ``path``; ``encoding`` is keyed by group path (``"/child"``)."""
     encodings = _tree_encoding(encoding)
     unknown = set(encodings) - set(tree.groups)
@@ -107,7 +107,7 @@ def plan_tree(tree: xr.DataTree, store: Store, path: str, *, encoding: Any, opti
     return plan
 
 
-def _tree_encoding(encoding: Any) -> dict[str, Any]:
+def _tree_encoding(encoding: object) -> dict[str, Any]:
     if encoding is None:
         return {}
     if not isinstance(encoding, Mapping):
@@ -115,7 +115,7 @@ def _tree_encoding(encoding: Any) -> dict[str, Any]:
     return dict(encoding)
 
 
-def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: Any, options: WriteOptions) -> WritePlan:
+def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: object, options: WriteOptions) -> WritePlan:
     """The plan for writing ``ds`` as the group at ``path``: checks, CF encoding, target arrays, documents."""
     check_names(ds)
     explicit = parse_encodings(encoding, ds.variables)
@@ -151,7 +151,7 @@ def _encoded_coordinates(ds: xr.Dataset, explicit: Mapping[Hashable, dict[str, A
     return variables, attrs
 
 
-def _documents(arrays: Any) -> dict[str, dict[str, Any]]:
+def _documents(arrays: Iterable[Array]) -> dict[str, dict[str, Any]]:
     return {array.path: array.metadata.to_json() for array in arrays}
 
 

@@ -39,14 +39,15 @@ import numpy as np
 import xarray as xr
 from xarray.backends.api import DATAARRAY_NAME
 
-from ..api import WRITE_MODES, WriteMode
+from ..api import WriteMode
 from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
-from ..errors import WriteError, WriteNotImplementedError
+from ..errors import WriteNotImplementedError
 from ..hierarchy import normalize_path
 from ..store import make_store
 from ..store.base import Store
 from .commit import Commit, publish, roll_back, roll_forward
-from .write_checks import check_progress
+from .region import Region
+from .write_checks import check_format, check_progress, parse_mode
 from .write_plan import WriteOptions, WritePlan, plan_dataset, plan_tree
 
 DATAARRAY_VARIABLE = "xarray_dataarray_variable"
@@ -62,7 +63,7 @@ def to_zarr3(
     compute: bool = True,
     consolidated: bool | None = None,
     append_dim: Hashable | None = None,
-    region: Mapping[Hashable, slice | Literal["auto"]] | Literal["auto"] | None = None,
+    region: Region = None,
     safe_chunks: bool = True,
     align_chunks: bool = False,
     storage_options: dict[str, Any] | None = None,
@@ -153,7 +154,7 @@ def to_zarr3(
     >>> zarr3_backend.open_array("memory://doc/to_zarr3", "t").chunks
     (2,)
     """
-    _check_format(zarr_format)
+    check_format(zarr_format)
     check_progress(progress)
     if isinstance(obj, xr.DataTree) and append_dim is not None:
         raise WriteNotImplementedError(
@@ -163,7 +164,7 @@ def to_zarr3(
     if isinstance(obj, xr.DataArray):
         obj = _dataarray_as_dataset(obj)
     options = WriteOptions(
-        mode=_choose_mode(mode, append_dim, region), append_dim=append_dim, region=region,
+        mode=parse_mode(mode, append_dim, region), append_dim=append_dim, region=region,
         write_empty_chunks=write_empty_chunks, locked=lock is not None, inherited_coords=write_inherited_coords,
     )
     target = make_store(store, storage_options=storage_options)
@@ -186,7 +187,8 @@ def to_zarr3(
     return _write_data(target, plan, finalize, lock=lock, compute=compute, progress=progress)
 
 
-def _write_data(store: Store, plan: WritePlan, finalize: Commit | None, *, lock: Any, compute: bool, progress: Any) -> Any:
+def _write_data(store: Store, plan: WritePlan, finalize: Commit | None, *, lock: Any, compute: bool,
+                progress: bool | Literal["tqdm"]) -> Any:
     """In-memory data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write."""
     try:
         requests = []
@@ -206,15 +208,7 @@ def _write_data(store: Store, plan: WritePlan, finalize: Commit | None, *, lock:
     return None
 
 
-def _check_format(zarr_format: int | None) -> None:
-    if zarr_format not in (None, 3):
-        raise WriteError(
-            f"to_zarr3: zarr_format={zarr_format!r} is not supported; zarr3_backend writes Zarr v3 only "
-            "(pass zarr_format=3 or leave it out; for Zarr v2 use ds.to_zarr(..., zarr_format=2))"
-        )
-
-
-def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: Any) -> str:
+def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
     """A deterministic token of the write request (data included), to recognise a retry."""
     from dask.base import tokenize
 
@@ -227,18 +221,6 @@ def _done(compute: bool) -> Any:
     from dask.delayed import delayed
 
     return delayed(None)
-
-
-def _choose_mode(mode: Any, append_dim: Hashable | None, region: Any) -> WriteMode:
-    if mode is None:
-        mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
-    if mode not in WRITE_MODES:
-        raise WriteError(f"to_zarr3: mode must be one of {', '.join(map(repr, WRITE_MODES))}, got {mode!r}")
-    if append_dim is not None and mode not in ("a", "a-"):
-        raise WriteError(f"to_zarr3: append_dim needs mode='a' or 'a-' (or None), got mode={mode!r}")
-    if region is not None and mode not in ("a", "a-", "r+"):
-        raise WriteError(f"to_zarr3: region needs mode='r+', 'a' or 'a-' (or None), got mode={mode!r}")
-    return mode  # type: ignore[no-any-return]
 
 
 def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
