@@ -139,6 +139,21 @@ def test_then_keeps_documents_over_later_ancestor_defaults() -> None:
     assert first.then(WritePlan(documents={"": {"a": 4}})).defaults == frozenset()
 
 
+def test_tree_in_mode_w_replaces_an_array_and_keeps_every_groups_attributes(tmp_path: Path) -> None:
+    path = tmp_path / "t.zarr"
+    zarr3_backend.create_array(path, "x/p", shape=(2,), dtype="int8")  # an array where the tree goes
+    tree = xr.DataTree.from_dict({
+        "/": xr.Dataset(attrs={"level": "root"}),
+        "/c": xr.Dataset({"v": ("t", np.arange(3.0))}, attrs={"level": "child"}),
+        "/c/d": xr.Dataset(attrs={"level": "grandchild"}),
+    })
+    tree.to_zarr3(path, mode="w", group="x/p")
+    back = xr.open_datatree(path, engine="zarr3", group="x/p")
+    assert [back[p].attrs for p in ("/", "/c", "/c/d")] == [{"level": "root"}, {"level": "child"}, {"level": "grandchild"}]
+    xr.testing.assert_identical(back["c"].to_dataset().load(), tree["c"].to_dataset())
+    assert isinstance(zarr3_backend.open_group(path, "x"), zarr3_backend.Group)
+
+
 def test_invalid_array_metadata_in_mode_w_leaves_the_old_store(tmp_path: Path) -> None:
     ds = xr.Dataset({"v": ("x", np.arange(8.0))})
     ds.to_zarr3(tmp_path / "a.zarr")
