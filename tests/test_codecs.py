@@ -408,9 +408,9 @@ def test_registry_skips_unknown_codecs_only_when_allowed():
     (3, "expected a name or an object"), ({"configuration": {}}, "no 'name'"), ({"name": 3}, "expected a string"),
     ({"name": "Gzip"}, "not a valid extension name"), ({"name": "foo/bar"}, "not a valid extension name"),
     ("foo bar", "not a valid extension name"), ("foo:bar", "not a valid extension name"),
-    ({"name": "gzip", "configuration": [1]}, "configuration must be an object"),
-    ({"name": "gzip", "level": 1}, r"unexpected member\(s\) \['level'\]"),
-    ({"name": "gzip", "must_understand": "no"}, "must_understand must be true or false"),
+    ({"name": "gzip", "configuration": [1]}, r"codec.configuration: expected an object, got \[1\] in .*'gzip'"),
+    ({"name": "gzip", "level": 1}, r"codec: unexpected members \['level'\] in .*'gzip'"),
+    ({"name": "gzip", "must_understand": "no"}, "codec.must_understand: expected true or false, got 'no'"),
 ])
 def test_registry_rejects_malformed_codec_objects(obj, match):
     with pytest.raises(MetadataError, match=match):
