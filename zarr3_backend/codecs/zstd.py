@@ -123,12 +123,13 @@ def decompress_bounded(data: Buffer, max_size: int, codec: str = "zstd") -> Buff
     except (RuntimeError, ValueError) as exc:
         if "expected to decompress" not in str(exc):  # e.g. "Destination buffer is too small"
             raise CodecError(f"{_corrupt(data, exc)}; it may decode to more than the {max_size} bytes allowed") from exc
-        del out  # the frames hold fewer bytes than max_size: safe to decompress without a bound
-        try:
-            return numcodecs.zstd.decompress(data)
-        except (RuntimeError, ValueError) as exc:
-            raise CodecError(_corrupt(data, exc)) from exc
-    return out
+    else:
+        return out
+    del out  # the frames hold fewer bytes than max_size: safe to decompress without a bound
+    try:
+        return numcodecs.zstd.decompress(data)
+    except (RuntimeError, ValueError) as exc:
+        raise CodecError(_corrupt(data, exc)) from exc
 
 
 def _corrupt(data: Buffer, exc: Exception) -> str:
