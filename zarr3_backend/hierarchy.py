@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from .array import Array, Attributes, metadata_key
 from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
-from .creation import build_array_metadata
+from .creation import ArrayDefinition, ArrayOptions, build_array_metadata, normalize_shape
 from .errors import (
     CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError, Zarr3Error,
 )
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from .executor import submit_io
-from .integers import is_int
 from .dtypes import data_type_from_numpy
 from .store import make_store
 from .store.base import Store, segment_problem
@@ -237,13 +236,14 @@ class Group:
             self.metadata = self.metadata.with_consolidated(kept)
 
     def create_array(
-        self, name: str, *, overwrite: bool = False, storage_options: dict[str, Any] | None = None, **kwargs: Any
+        self, name: str, *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+        **options: Unpack[ArrayDefinition],
     ) -> Array:
         """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
         self._check_writable()
         store = make_store(self.store, storage_options=storage_options)
         path = self._child_path(name)
-        return create_array_at(store, path, build_array_metadata(path, **kwargs), overwrite)
+        return create_array_at(store, path, build_array_metadata(path, **options), overwrite)
 
     def create_group(
         self, name: str, *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
@@ -272,13 +272,15 @@ class Group:
             raise NodeExistsError(f"{join_path(self.path, name)!r} is an array, not a group; delete it first (del group[name])")
         return node
 
-    def require_array(self, name: str, *, shape: Sequence[int] | int, dtype: Any, exact: bool = False, **kwargs: Any) -> Array:
+    def require_array(
+        self, name: str, *, shape: Sequence[int] | int, dtype: Any, exact: bool = False, **options: Unpack[ArrayOptions]
+    ) -> Array:
         """The child array ``name``: the existing one if it fits, else a new one (zarr-python's ``require_array``).
 
         An existing array must have ``shape`` and a data type that casts safely
         to ``dtype`` (equal to it with ``exact=True``), else
         :class:`NodeExistsError`; a new one is made with ``shape``, ``dtype``
-        and ``kwargs`` as in :meth:`create_array`.
+        and ``options`` as in :meth:`create_array`.
 
         >>> import zarr3_backend
         >>> root = zarr3_backend.create_group("memory://doc/require_array", overwrite=True)
@@ -287,11 +289,11 @@ class Group:
         >>> root.require_array("x", shape=3, dtype="int32").dtype  # int16 casts safely to int32
         dtype('int16')
         """
-        node = self._require(name, lambda: self.create_array(name, shape=shape, dtype=dtype, **kwargs))
+        node = self._require(name, lambda: self.create_array(name, shape=shape, dtype=dtype, **options))
         where = join_path(self.path, name)
         if not isinstance(node, Array):
             raise NodeExistsError(f"{where!r} is a group, not an array; delete it first (del group[name])")
-        wanted_shape = (int(shape),) if is_int(shape) else tuple(int(n) for n in shape)
+        wanted_shape = normalize_shape(shape)
         wanted_dtype = data_type_from_numpy(dtype).numpy
         if node.shape != wanted_shape:
             raise NodeExistsError(f"array {where!r} exists with shape {node.shape}, not {wanted_shape}")

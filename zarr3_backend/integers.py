@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal, TypeGuard, overload
+
 import numpy as np
+
+
+@overload
+def is_int(value: object, *, numpy: Literal[False]) -> TypeGuard[int]: ...
+@overload
+def is_int(value: object, *, numpy: bool = True) -> TypeGuard[int | np.integer[Any]]: ...
 
 
 def is_int(value: object, *, numpy: bool = True) -> bool:
