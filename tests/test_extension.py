@@ -73,13 +73,15 @@ def test_every_extension_point_uses_the_shared_parser(parse, where, obj, suffix,
         parse(obj)
 
 
+ARRAY = {
+    "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int8", "fill_value": 0,
+    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+    "chunk_key_encoding": {"name": "default"}, "codecs": ["bytes"],
+}
+
+
 def test_metadata_lists_use_the_shared_parser_and_name_the_document():
-    document = {
-        "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int8", "fill_value": 0,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
-        "chunk_key_encoding": {"name": "default"},
-        "codecs": ["bytes", {"name": "crc32c", "must_understand": "yes"}],
-    }
+    document = {**ARRAY, "codecs": ["bytes", {"name": "crc32c", "must_understand": "yes"}]}
     with pytest.raises(MetadataError, match=r"^a/zarr.json: codecs\[1\]\.must_understand: expected true or false, got 'yes'$"):
         ArrayMetadata.from_json(document, "a/zarr.json")
     document["codecs"] = ["bytes"]
@@ -92,11 +94,7 @@ def test_metadata_lists_use_the_shared_parser_and_name_the_document():
 
 
 def test_errors_from_parsers_get_the_document_key_once():
-    document = {
-        "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int8", "fill_value": 0,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
-        "chunk_key_encoding": {"name": "nope"}, "codecs": ["bytes"],
-    }
+    document = {**ARRAY, "chunk_key_encoding": {"name": "nope"}}
     with pytest.raises(UnknownExtensionError) as info:
         ArrayMetadata.from_json(document, "a/zarr.json")
     assert str(info.value).startswith("a/zarr.json: chunk_key_encoding: unknown chunk key encoding 'nope'")
