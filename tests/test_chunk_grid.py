@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zarr3_backend.chunk_grid import RegularChunkGrid, parse_chunk_shape, parse_extension_name
+from zarr3_backend.chunk_grid import RegularChunkGrid, parse_chunk_shape
 from zarr3_backend.errors import MetadataError, UnknownExtensionError
 
 
@@ -92,7 +92,6 @@ def test_constructor_validates_and_normalizes():
 
 def test_parse_helpers():
     assert parse_chunk_shape((1, 2)) == (1, 2)
-    assert parse_extension_name("regular", "chunk_grid") == ("regular", {})
 
 
 def test_matches_zarr_python(tmp_path):

@@ -29,7 +29,8 @@ from zarr3_backend.codecs import (
     register_codec,
 )
 from zarr3_backend.codecs import registry
-from zarr3_backend.codecs.zstd import frame_content_size
+from zarr3_backend.codecs.sharding import ShardingCodec
+from zarr3_backend.codecs.zstd import decompress_bounded, frame_content_size
 from zarr3_backend.errors import ChecksumError, CodecError, MetadataError, UnknownExtensionError
 from zarr3_backend.testing.codecs import CodecContract, chunk_spec
 
@@ -408,9 +409,9 @@ def test_registry_skips_unknown_codecs_only_when_allowed():
     (3, "expected a name or an object"), ({"configuration": {}}, "no 'name'"), ({"name": 3}, "expected a string"),
     ({"name": "Gzip"}, "not a valid extension name"), ({"name": "foo/bar"}, "not a valid extension name"),
     ("foo bar", "not a valid extension name"), ("foo:bar", "not a valid extension name"),
-    ({"name": "gzip", "configuration": [1]}, "configuration must be an object"),
-    ({"name": "gzip", "level": 1}, r"unexpected member\(s\) \['level'\]"),
-    ({"name": "gzip", "must_understand": "no"}, "must_understand must be true or false"),
+    ({"name": "gzip", "configuration": [1]}, r"codec.configuration: expected an object, got \[1\] in .*'gzip'"),
+    ({"name": "gzip", "level": 1}, r"codec: unexpected members \['level'\] in .*'gzip'"),
+    ({"name": "gzip", "must_understand": "no"}, "codec.must_understand: expected true or false, got 'no'"),
 ])
 def test_registry_rejects_malformed_codec_objects(obj, match):
     with pytest.raises(MetadataError, match=match):
@@ -533,3 +534,19 @@ def test_numcodecs_json_and_chunks_match_zarr_python(zarr_python, tmp_path, name
     assert codecs[chain_position] == ours.evolve(spec).to_json()
     chunk = _decode_stored_chunk(codecs, (tmp_path / "a" / "c" / "1").read_bytes(), spec)
     np.testing.assert_array_equal(chunk, np.arange(10, 20).astype(spec.dtype))
+
+
+def test_zstd_frame_without_content_size_below_and_at_the_bound():
+    """No recorded size: decoded into a bounded buffer; fewer bytes than the bound are decoded again unbounded."""
+    frame = b"\x28\xb5\x2f\xfd" + b"\x00\x00" + (1 | 5 << 3).to_bytes(3, "little") + b"hello"
+    assert bytes(decompress_bounded(frame, 5)) == b"hello"
+    assert bytes(decompress_bounded(frame, 100)) == b"hello"
+    with pytest.raises(CodecError, match="more than the 4 bytes allowed"):
+        decompress_bounded(frame, 4)
+
+
+@pytest.mark.parametrize("index_codecs, size", [(["bytes", "crc32c"], 6 * 16 + 4), (["bytes"], 6 * 16)])
+def test_sharding_index_size_is_public(index_codecs, size):
+    """validate.py checks shard layouts with it: 16 bytes per inner chunk, plus what the index codecs add."""
+    sharding = ShardingCodec.from_json({"chunk_shape": [2, 2], "codecs": ["bytes"], "index_codecs": index_codecs})
+    assert sharding.index_size(chunk_spec("int8", (4, 6))) == size

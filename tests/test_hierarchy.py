@@ -144,3 +144,58 @@ def test_non_json_attributes_are_refused_by_name_and_nothing_is_written(tmp_path
         zarr3_backend.create_array(tmp_path, "b", shape=(2,), dtype="f8", attributes={"ok": 1, "bad": object()})
     assert dict(zarr3_backend.open_array(tmp_path, "a").attrs) == {"units": "m"} == dict(array.attrs)
     assert "b" not in zarr3_backend.open_group(tmp_path)
+
+
+def test_require_group_returns_the_existing_group_or_creates_one(store):
+    root = zarr3_backend.create_group(store)
+    made = root.require_group("a/b")
+    assert isinstance(made, zarr3_backend.Group) and made.path == "a/b"
+    made.attrs["k"] = 1
+    assert root.require_group("a/b").attrs["k"] == 1  # the existing group, not a new empty one
+    assert sorted(zarr3_backend.open_group(store).members()) == ["a"]
+    assert root.require_group("a/b", overwrite=True).attrs.asdict() == {}
+
+
+def test_require_group_refuses_an_array_and_read_only_creation(store):
+    root = zarr3_backend.create_group(store)
+    root.create_array("x", shape=(2,), dtype="int8")
+    root.create_group("g")
+    with pytest.raises(NodeExistsError, match="'x' is an array, not a group"):
+        root.require_group("x")
+    reader = zarr3_backend.open_group(store, mode="r")
+    assert reader.require_group("g").path == "g"  # an existing group needs no write
+    with pytest.raises(zarr3_backend.ReadOnlyError):
+        reader.require_group("missing")
+
+
+def test_require_array_like_zarr_python(store):
+    root = zarr3_backend.create_group(store)
+    made = root.require_array("x", shape=(4,), dtype="int16", chunks=(2,), attributes={"u": "K"})
+    assert (made.shape, made.chunks, made.attrs["u"]) == ((4,), (2,), "K")
+    again = root.require_array("x", shape=4, dtype="int32")  # int16 casts safely to int32
+    assert again.dtype == np.int16 and again.path == "x"
+    with pytest.raises(NodeExistsError, match=r"exists with shape \(4,\), not \(5,\)"):
+        root.require_array("x", shape=(5,), dtype="int16")
+    with pytest.raises(NodeExistsError, match="dtype int16, which does not cast safely to int8"):
+        root.require_array("x", shape=(4,), dtype="int8")
+    with pytest.raises(NodeExistsError, match="dtype int16, which is not int32"):
+        root.require_array("x", shape=(4,), dtype="int32", exact=True)
+    root.create_group("g")
+    with pytest.raises(NodeExistsError, match="'g' is a group, not an array"):
+        root.require_array("g", shape=(1,), dtype="int8")
+
+
+def test_require_matches_zarr_python_on_the_same_store(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    ours = zarr3_backend.create_group(str(tmp_path / "ours"))
+    theirs = zarr.create_group(str(tmp_path / "theirs"))
+    for group in (ours, theirs):
+        group.require_group("a").attrs["k"] = 1
+        group.require_array("x", shape=(3,), dtype="int16")
+    for group in (ours, theirs):
+        assert dict(group.require_group("a").attrs) == {"k": 1}
+        assert group.require_array("x", shape=(3,), dtype="float64").dtype == np.int16
+    with pytest.raises(TypeError):
+        theirs.require_group("x")
+    with pytest.raises(NodeExistsError):
+        ours.require_group("x")

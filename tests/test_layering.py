@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("errors", ["errors"]),
     ("primitives", [
         "dtypes", "dtypes.base", "dtypes.core", "dtypes.extensions", "dtypes.fill", "dtypes.parse",
-        "chunk_grid", "chunk_keys", "indexing", "executor", "read_plan", "store.base",
+        "extension", "integers", "chunk_grid", "chunk_keys", "indexing", "executor", "read_plan", "store.base",
     ]),
     ("codecs", [
         "codecs", "codecs.base", "codecs.chain", "codecs.registry", "codecs.foreign", "codecs.bounded",

@@ -5,6 +5,7 @@ Also: a path holding no node is never read as an empty group (issue 14, item 3).
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend.errors import ArgumentTypeError, MetadataError, NodeNotFoundError, ReadOnlyError
-from zarr3_backend.store import FsspecStore, LocalStore, MappingStore, Store, make_store
+from zarr3_backend.store import FsspecStore, LocalStore, ZarrMemoryStore, Store, make_store
 from zarr3_backend.testing.stores import StoreContract
 
 zarr = pytest.importorskip("zarr")
@@ -64,12 +65,24 @@ def test_zarr_fsspec_store_on_s3(s3_url: str, s3_storage_options: dict[str, Any]
 
 def test_zarr_memory_store_is_shared_both_ways() -> None:
     theirs = zarr.storage.MemoryStore()
-    assert isinstance(make_store(theirs), MappingStore)
+    assert isinstance(make_store(theirs), ZarrMemoryStore)
     assert _roundtrip(theirs).tolist() == list(range(6))
     assert zarr.open_array(theirs, path="v", mode="r")[:].tolist() == list(range(6))
     written = zarr.create_array(theirs, name="w", shape=(3,), dtype="float64", chunks=(2,))
     written[:] = [1.5, 2.5, 3.5]
     assert zarr3_backend.open_array(theirs, "w")[:].tolist() == [1.5, 2.5, 3.5]
+
+
+def test_zarr_memory_store_works_inside_a_running_event_loop() -> None:
+    """As in Jupyter: listing drives zarr's async ``list_prefix`` without starting a loop of its own."""
+    theirs = zarr.storage.MemoryStore()
+    zarr.create_array(theirs, name="g/a", shape=(2,), dtype="int8")
+
+    async def inside() -> tuple[list[str], list[str]]:
+        return make_store(theirs).list_dir("g/")
+
+    assert asyncio.run(inside()) == (["g/zarr.json"], ["g/a/"])
+    assert repr(make_store(theirs)).startswith("ZarrMemoryStore(MemoryStore('memory://")
 
 
 def test_zarr_memory_store_cannot_travel_to_other_processes() -> None:
@@ -118,8 +131,8 @@ class TestZarrMemoryStoreContract(StoreContract):
         return make_store(zarr.storage.MemoryStore())
 
     def read_only_view(self, store: Store) -> Store:
-        assert isinstance(store, MappingStore)
-        return MappingStore(store.mapping, read_only=True)
+        assert isinstance(store, ZarrMemoryStore)
+        return ZarrMemoryStore(store.zarr_store, read_only=True)
 
     def test_pickle_round_trip(self, store: Store) -> None:
         with pytest.raises(TypeError, match="memory://"):

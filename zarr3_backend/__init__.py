@@ -9,8 +9,7 @@
 
 import importlib.util
 
-from . import codecs  # noqa: F401  (registers the built-in codecs)
-from .codecs import allow_unsafe_codecs
+from .codecs import allow_unsafe_codecs  # (importing codecs registers the built-in codecs)
 from .api import create_array, create_group, open, open_array, open_group
 from .array import Array
 from .errors import (

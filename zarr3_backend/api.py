@@ -8,11 +8,10 @@ if missing), ``"w"`` create (overwrite), ``"w-"`` create (fail if present).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Unpack, get_args
 
 from .array import Array
-from .creation import CodecLike, build_array_metadata
+from .creation import ArrayDefinition, build_array_metadata
 from .errors import ArgumentError, ArrayNotFoundError, GroupNotFoundError, NodeNotFoundError
 from .hierarchy import Group, create_array_at, create_group_at, normalize_path, open_node
 from .store import make_store
@@ -88,28 +87,13 @@ def create_group(
 
 
 def create_array(
-    store: Any,
-    path: str = "",
-    *,
-    shape: Sequence[int] | int,
-    dtype: Any,
-    chunks: Sequence[int] | None = None,
-    shards: Sequence[int] | None = None,
-    fill_value: Any = None,
-    compressors: Sequence[CodecLike] | CodecLike | Literal["auto"] | None = "auto",
-    filters: Sequence[CodecLike] = (),
-    serializer: CodecLike | Literal["auto"] = "auto",
-    codecs: Sequence[CodecLike] | None = None,
-    index_codecs: Sequence[CodecLike] | None = None,
-    index_location: Literal["start", "end"] = "end",
-    chunk_key_encoding: dict[str, Any] | str | None = None,
-    dimension_names: Sequence[str | None] | None = None,
-    attributes: dict[str, Any] | None = None,
-    overwrite: bool = False,
-    storage_options: dict[str, Any] | None = None,
+    store: Any, path: str = "", *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+    **options: Unpack[ArrayDefinition],
 ) -> Array:
     """Create an array; automatic codec parameters are resolved and recorded.
 
+    Takes ``shape`` and ``dtype`` and the keywords of
+    :class:`~zarr3_backend.creation.ArrayOptions` (defaults listed there).
     ``chunks`` is the inner chunk shape when ``shards`` is given. ``codecs``,
     when given, is the complete outer codec list and overrides ``filters``,
     ``serializer``, ``compressors`` and ``shards``. Ancestor groups carrying
@@ -123,9 +107,4 @@ def create_array(
     """
     target = _store(store, storage_options, "w")
     path = normalize_path(path)
-    metadata = build_array_metadata(
-        path, shape=shape, dtype=dtype, chunks=chunks, shards=shards, fill_value=fill_value, compressors=compressors,
-        filters=filters, serializer=serializer, codecs=codecs, index_codecs=index_codecs, index_location=index_location,
-        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names, attributes=attributes,
-    )
-    return create_array_at(target, path, metadata, overwrite)
+    return create_array_at(target, path, build_array_metadata(path, **options), overwrite)

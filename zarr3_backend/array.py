@@ -313,9 +313,10 @@ class Array:
 
     def clear_outside(self, new_shape: tuple[int, ...]) -> None:
         """Delete stored chunks wholly outside ``new_shape`` and reset the part of edge chunks beyond it."""
-        chunk_shape = self.metadata.chunk_shape
-        for coords in np.ndindex(*self.metadata.chunk_grid.grid_shape(self.shape)):
-            origin = [c * n for c, n in zip(coords, chunk_shape)]
+        grid = self.metadata.chunk_grid
+        chunk_shape = grid.chunk_shape
+        for coords in grid.chunk_coords(self.shape):
+            origin = grid.chunk_origin(coords)
             if any(o >= n for o, n in zip(origin, new_shape)):
                 self._chunk_store.delete(self.chunk_key(coords))
             elif any(o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)) and self._chunk_store.exists(

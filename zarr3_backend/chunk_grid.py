@@ -18,15 +18,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from .errors import MetadataError, UnknownExtensionError
+from .extension import parse_extension
+from .integers import is_int
 
 _FIELD = "chunk_grid.configuration.chunk_shape"
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def parse_chunk_shape(value: Any, field: str = _FIELD) -> tuple[int, ...]:
@@ -35,37 +31,9 @@ def parse_chunk_shape(value: Any, field: str = _FIELD) -> tuple[int, ...]:
     >>> parse_chunk_shape([5, 20])
     (5, 20)
     """
-    if not isinstance(value, (list, tuple)) or not all(_is_int(v) and v >= 1 for v in value):
+    if not isinstance(value, (list, tuple)) or not all(is_int(v) and v >= 1 for v in value):
         raise MetadataError(f"{field}: expected a list of positive integers, got {value!r}")
     return tuple(int(v) for v in value)
-
-
-def parse_extension_name(obj: Any, field: str) -> tuple[str, dict[str, Any]]:
-    """Split a grid / key-encoding extension object into ``(name, configuration)``.
-
-    Accepts ``{"name", "configuration"?, "must_understand"?}`` or a bare
-    name string. ``must_understand: false`` is refused: the spec does not
-    allow it for chunk grids and chunk key encodings.
-
-    >>> parse_extension_name({"name": "regular", "configuration": {"chunk_shape": [2]}}, "chunk_grid")
-    ('regular', {'chunk_shape': [2]})
-    """
-    if isinstance(obj, str):
-        return obj, {}
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        raise MetadataError(f"{field}: expected an object with a string 'name', got {obj!r}")
-    extra = set(obj) - {"name", "configuration", "must_understand"}
-    if extra:
-        raise MetadataError(f"{field}: unexpected members {sorted(extra)} in {obj!r}")
-    if obj.get("must_understand", True) is not True:
-        raise MetadataError(
-            f"{field}.must_understand: expected true or absent (the spec does not allow "
-            f"false here), got {obj['must_understand']!r}"
-        )
-    configuration = obj.get("configuration", {})
-    if not isinstance(configuration, dict):
-        raise MetadataError(f"{field}.configuration: expected an object, got {configuration!r}")
-    return obj["name"], configuration
 
 
 @dataclass(frozen=True)
@@ -90,7 +58,8 @@ class RegularChunkGrid:
         >>> RegularChunkGrid.from_json({"name": "regular", "configuration": {"chunk_shape": [4]}})
         RegularChunkGrid(chunk_shape=(4,))
         """
-        name, configuration = parse_extension_name(obj, "chunk_grid")
+        extension = parse_extension(obj, "chunk_grid", may_be_optional=False)
+        name, configuration = extension.name, extension.configuration
         if name != cls.name:
             raise UnknownExtensionError(f"chunk_grid: unknown chunk grid {name!r}; supported: 'regular'")
         extra = set(configuration) - {"chunk_shape"}

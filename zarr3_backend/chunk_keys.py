@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from .chunk_grid import parse_extension_name
 from .errors import InvalidKeyError, MetadataError, UnknownExtensionError
+from .extension import parse_extension
 
 Separator = Literal["/", "."]
 
@@ -143,7 +143,8 @@ def parse_chunk_key_encoding(obj: Any) -> ChunkKeyEncoding:
     """
     if isinstance(obj, ChunkKeyEncoding):
         return obj
-    name, configuration = parse_extension_name(obj, "chunk_key_encoding")
+    extension = parse_extension(obj, "chunk_key_encoding", may_be_optional=False)
+    name, configuration = extension.name, extension.configuration
     if name not in _ENCODINGS:
         raise UnknownExtensionError(
             f"chunk_key_encoding: unknown chunk key encoding {name!r}; supported: {sorted(_ENCODINGS)}"

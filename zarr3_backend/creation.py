@@ -7,8 +7,8 @@ records the automatic choices (chunk shape, serializer, compressor), without tou
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .codecs.base import ChunkSpec, Codec
 from .codecs.registry import codec_from_json
 from .codecs.sharding import ShardingCodec
 from .dtypes import DataType, data_type_from_numpy
-from .errors import MetadataError
+from .errors import ArgumentTypeError, MetadataError
 from .metadata import ArrayMetadata
 from .codecs.chain import CodecChain
 
@@ -28,46 +28,103 @@ DEFAULT_INDEX_CODECS: list[CodecLike] = [{"name": "bytes", "configuration": {"en
 TARGET_CHUNK_BYTES = 4 << 20
 
 
-def build_array_metadata(
-    path: str,
-    *,
-    shape: Sequence[int] | int,
-    dtype: Any,
-    chunks: Sequence[int] | None = None,
-    shards: Sequence[int] | None = None,
-    fill_value: Any = None,
-    compressors: Sequence[CodecLike] | CodecLike | Literal["auto"] | None = "auto",
-    filters: Sequence[CodecLike] = (),
-    serializer: CodecLike | Literal["auto"] = "auto",
-    codecs: Sequence[CodecLike] | None = None,
-    index_codecs: Sequence[CodecLike] | None = None,
-    index_location: Literal["start", "end"] = "end",
-    chunk_key_encoding: dict[str, Any] | str | None = None,
-    dimension_names: Sequence[str | None] | None = None,
-    attributes: dict[str, Any] | None = None,
-) -> ArrayMetadata:
+class ArrayOptions(TypedDict, total=False):
+    """The optional keywords of :func:`zarr3_backend.create_array` (and :meth:`Group.create_array`).
+
+    The one list of them: :func:`build_array_metadata` reads them, the
+    creation functions pass them through (typed with ``Unpack``).
+
+    Attributes
+    ----------
+    chunks : sequence of int, optional
+        Chunk shape (inner chunks when ``shards`` is given); default: ~4 MiB chunks.
+    shards : sequence of int, optional
+        Shard shape; default: no sharding.
+    fill_value : optional
+        Default: the data type's default, recorded in ``zarr.json``.
+    compressors, filters, serializer : codecs, optional
+        Default ``"auto"`` (zstd level 0; no filters; ``bytes`` or ``vlen-utf8``).
+    codecs : sequence of codecs, optional
+        The complete outer chain; overrides filters, serializer, compressors and shards.
+    index_codecs, index_location
+        The shard index's codecs (default bytes + crc32c) and place (default ``"end"``).
+    chunk_key_encoding, dimension_names, attributes : optional
+        Default ``"default"`` (``/`` separator), none, ``{}``.
+    """
+
+    chunks: Sequence[int] | None
+    shards: Sequence[int] | None
+    fill_value: Any
+    compressors: Sequence[CodecLike] | CodecLike | Literal["auto"] | None
+    filters: Sequence[CodecLike]
+    serializer: CodecLike | Literal["auto"]
+    codecs: Sequence[CodecLike] | None
+    index_codecs: Sequence[CodecLike] | None
+    index_location: Literal["start", "end"]
+    chunk_key_encoding: dict[str, Any] | str | None
+    dimension_names: Sequence[str | None] | None
+    attributes: dict[str, Any] | None
+
+
+class ArrayDefinition(ArrayOptions):
+    """:class:`ArrayOptions` with the two required keywords, ``shape`` and ``dtype``."""
+
+    shape: Sequence[int] | int
+    dtype: Any
+
+
+def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> ArrayMetadata:
     """The validated metadata :func:`create_array` would write at ``path``, without writing anything.
+
+    Raises :class:`ArgumentTypeError` for a missing or unknown keyword.
 
     >>> build_array_metadata("x", shape=(4,), dtype="int8").shape
     (4,)
     """
-    shape = (shape,) if isinstance(shape, int | np.integer) else tuple(int(n) for n in shape)
-    data_type = data_type_from_numpy(dtype)
+    _check_keywords(options)
+    shards, codecs = options.get("shards"), options.get("codecs")
+    shape = normalize_shape(options["shape"])
+    data_type = data_type_from_numpy(options["dtype"])
+    fill_value = options.get("fill_value")
     fill = data_type.default_fill_value() if fill_value is None else data_type.cast_fill_value(fill_value)
-    chunks = tuple(chunks) if chunks is not None else default_chunks(shape, data_type.item_size or 16)
+    chunks_arg = options.get("chunks")
+    chunks = tuple(chunks_arg) if chunks_arg is not None else default_chunks(shape, data_type.item_size or 16)
     outer = tuple(shards) if shards is not None and codecs is None else chunks
     _check_chunking(shape, chunks, outer, shards if codecs is None else None)
-    chain = _build_chain(codecs, filters, serializer, compressors, data_type, shards is not None, chunks, index_codecs, index_location)
+    chain = _build_chain(
+        codecs, options.get("filters", ()), options.get("serializer", "auto"), options.get("compressors", "auto"),
+        data_type, shards is not None, chunks, options.get("index_codecs"), options.get("index_location", "end"),
+    )
     spec = ChunkSpec(outer, data_type, fill)
     chain = chain.evolve(spec)
     chain.validate(spec)
     metadata = ArrayMetadata(
         shape=shape, data_type=data_type, chunk_grid=RegularChunkGrid(outer),
-        chunk_key_encoding=parse_chunk_key_encoding(chunk_key_encoding or "default"),
-        fill_value=fill, codecs=tuple(chain.to_json()), attributes=dict(attributes or {}),
-        dimension_names=None if dimension_names is None else tuple(dimension_names),
+        chunk_key_encoding=parse_chunk_key_encoding(options.get("chunk_key_encoding") or "default"),
+        fill_value=fill, codecs=tuple(chain.to_json()), attributes=dict(options.get("attributes") or {}),
+        dimension_names=None if (names := options.get("dimension_names")) is None else tuple(names),
     )
     return ArrayMetadata.from_json(metadata.to_json(), metadata_key(path))
+
+
+def normalize_shape(shape: Sequence[int] | int) -> tuple[int, ...]:
+    """A ``shape`` argument (an int or a sequence of ints, numpy ints too) as a tuple of Python ints.
+
+    >>> normalize_shape(np.int64(3)), normalize_shape([2, np.uint8(4)])
+    ((3,), (2, 4))
+    """
+    return (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(n) for n in shape)
+
+
+def _check_keywords(options: Mapping[str, object]) -> None:
+    """Refuse what a signature with these keywords would refuse, naming the keywords."""
+    missing = sorted(ArrayDefinition.__required_keys__ - options.keys())
+    unknown = sorted(options.keys() - ArrayDefinition.__required_keys__ - ArrayDefinition.__optional_keys__)
+    if missing or unknown:
+        problem = f"missing required keyword(s) {missing}" if missing else f"unexpected keyword(s) {unknown}"
+        raise ArgumentTypeError(
+            f"create_array: {problem}; it takes shape, dtype and {', '.join(sorted(ArrayDefinition.__optional_keys__))}"
+        )
 
 
 def default_chunks(shape: Sequence[int], item_size: int, *, dividing: bool = False) -> tuple[int, ...]:

@@ -175,7 +175,7 @@ def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chun
     block = np.asarray(block, dtype=array.dtype)
     grid = array.metadata.chunk_shape
     coords = tuple(s // n for s, n in zip(start, grid))
-    corner = tuple(c * n for c, n in zip(coords, grid))
+    corner = array.metadata.chunk_grid.chunk_origin(coords)
     inside = tuple(slice(s - o, s - o + b) for s, o, b in zip(start, corner, block.shape))
     if any(sl.stop > n for sl, n in zip(inside, grid)) or len(start) != block.ndim:
         raise BoundsError(

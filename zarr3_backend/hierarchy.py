@@ -12,17 +12,20 @@ holds nodes further down but no ``zarr.json`` of its own is an implicit group
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Unpack
+
+import numpy as np
 
 from .array import Array, Attributes, metadata_key
 from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
-from .creation import build_array_metadata
+from .creation import ArrayDefinition, ArrayOptions, build_array_metadata, normalize_shape
 from .errors import (
     CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError, Zarr3Error,
 )
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from .executor import submit_io
+from .dtypes import data_type_from_numpy
 from .store import make_store
 from .store.base import Store, segment_problem
 
@@ -233,13 +236,14 @@ class Group:
             self.metadata = self.metadata.with_consolidated(kept)
 
     def create_array(
-        self, name: str, *, overwrite: bool = False, storage_options: dict[str, Any] | None = None, **kwargs: Any
+        self, name: str, *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+        **options: Unpack[ArrayDefinition],
     ) -> Array:
         """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
         self._check_writable()
         store = make_store(self.store, storage_options=storage_options)
         path = self._child_path(name)
-        return create_array_at(store, path, build_array_metadata(path, **kwargs), overwrite)
+        return create_array_at(store, path, build_array_metadata(path, **options), overwrite)
 
     def create_group(
         self, name: str, *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
@@ -249,15 +253,61 @@ class Group:
         self._check_writable()
         return create_group_at(make_store(self.store, storage_options=storage_options), self._child_path(name), attributes, overwrite)
 
-    def require_group(self, name: str) -> Group:
-        """The child group ``name``, created if missing."""
-        try:
-            node = self[name]
-        except NodeNotFoundError:
-            return self.create_group(name)
+    def require_group(self, name: str, *, overwrite: bool = False) -> Group:
+        """The child group ``name``: the existing one, else a new one (zarr-python's ``require_group``).
+
+        ``overwrite=True`` always creates a new, empty group, erasing what was
+        there. Raises :class:`NodeExistsError` if an array is at ``name``.
+
+        >>> import zarr3_backend
+        >>> root = zarr3_backend.create_group("memory://doc/require_group", overwrite=True)
+        >>> root.require_group("a").attrs.update({"k": 1})
+        >>> dict(root.require_group("a").attrs)
+        {'k': 1}
+        """
+        if overwrite:
+            return self.create_group(name, overwrite=True)
+        node = self._require(name, lambda: self.create_group(name))
         if not isinstance(node, Group):
-            raise NodeExistsError(f"{join_path(self.path, name)!r} is an array, not a group")
+            raise NodeExistsError(f"{join_path(self.path, name)!r} is an array, not a group; delete it first (del group[name])")
         return node
+
+    def require_array(
+        self, name: str, *, shape: Sequence[int] | int, dtype: Any, exact: bool = False, **options: Unpack[ArrayOptions]
+    ) -> Array:
+        """The child array ``name``: the existing one if it fits, else a new one (zarr-python's ``require_array``).
+
+        An existing array must have ``shape`` and a data type that casts safely
+        to ``dtype`` (equal to it with ``exact=True``), else
+        :class:`NodeExistsError`; a new one is made with ``shape``, ``dtype``
+        and ``options`` as in :meth:`create_array`.
+
+        >>> import zarr3_backend
+        >>> root = zarr3_backend.create_group("memory://doc/require_array", overwrite=True)
+        >>> root.require_array("x", shape=(3,), dtype="int16").dtype
+        dtype('int16')
+        >>> root.require_array("x", shape=3, dtype="int32").dtype  # int16 casts safely to int32
+        dtype('int16')
+        """
+        node = self._require(name, lambda: self.create_array(name, shape=shape, dtype=dtype, **options))
+        where = join_path(self.path, name)
+        if not isinstance(node, Array):
+            raise NodeExistsError(f"{where!r} is a group, not an array; delete it first (del group[name])")
+        wanted_shape = normalize_shape(shape)
+        wanted_dtype = data_type_from_numpy(dtype).numpy
+        if node.shape != wanted_shape:
+            raise NodeExistsError(f"array {where!r} exists with shape {node.shape}, not {wanted_shape}")
+        fits = node.dtype == wanted_dtype if exact else np.can_cast(node.dtype, wanted_dtype)
+        if not fits:
+            relation = "is not" if exact else "does not cast safely to"
+            raise NodeExistsError(f"array {where!r} exists with dtype {node.dtype}, which {relation} {wanted_dtype}")
+        return node
+
+    def _require(self, name: str, create: Callable[[], Array | Group]) -> Array | Group:
+        try:
+            return self[name]
+        except NodeNotFoundError:
+            return create()
 
 
 def _rebuild_group(store: Store, path: str, metadata: GroupMetadata, read_only: bool) -> Group:

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from .errors import BoundsError
+from .integers import is_int
 
 DimIndex = int | slice | np.ndarray
 
@@ -272,10 +273,6 @@ def _where(name: str | None) -> str:
     return f" of array {name!r}" if name else ""
 
 
-def _is_int(obj: object) -> bool:
-    return isinstance(obj, int | np.integer) and not isinstance(obj, bool)
-
-
 def _check_index(index: int, axis: int, dim_len: int, where: str | None) -> None:
     if not -dim_len <= index < dim_len:
         valid = f"; valid indices are {-dim_len}..{dim_len - 1}" if dim_len else ""
@@ -284,7 +281,7 @@ def _check_index(index: int, axis: int, dim_len: int, where: str | None) -> None
 
 def _normalize_slice(sel: slice, axis: int, dim_len: int, where: str | None) -> SliceSelector:
     for part in (sel.start, sel.stop, sel.step):
-        if part is not None and not _is_int(part):
+        if part is not None and not is_int(part):
             raise BoundsError(f"slice indices must be integers or None, got {sel!r} for axis {axis}{_where(where)}")
     if sel.step == 0:
         raise BoundsError(f"slice step cannot be zero, got {sel!r} for axis {axis}{_where(where)}")
@@ -325,7 +322,7 @@ def _normalize_int(index: int, axis: int, dim_len: int, where: str | None) -> In
 def _normalize_dim(obj: Any, axis: int, dim_len: int, where: str | None) -> DimSelector:
     if isinstance(obj, slice):
         return _normalize_slice(obj, axis, dim_len, where)
-    if _is_int(obj):
+    if is_int(obj):
         return _normalize_int(int(obj), axis, dim_len, where)
     if isinstance(obj, (list, tuple, np.ndarray)):
         return _normalize_array(obj, axis, dim_len, where)

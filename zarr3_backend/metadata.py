@@ -25,6 +25,9 @@ from .chunk_grid import RegularChunkGrid
 from .chunk_keys import parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
 from .errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error
+from .extension import parse_extension
+from .integers import is_int
+from .read_plan import with_location
 from .storage_transformers import is_registered
 from .store.base import segment_problem
 
@@ -52,7 +55,7 @@ def _fail(where: str, field_name: str, expected: str, got: Any) -> MetadataError
 
 def parse_shape(value: JSON, where: str, field_name: str = "shape", low: int = 0) -> tuple[int, ...]:
     """A list of integers of at least ``low`` whose product stays below 2**63."""
-    if not isinstance(value, list) or not all(_is_int(v) and low <= v < _MAX_INDEX for v in value):
+    if not isinstance(value, list) or not all(is_int(v, numpy=False) and low <= v < _MAX_INDEX for v in value):
         kind = "non-negative" if low == 0 else "positive"
         raise _fail(where, field_name, f"a list of {kind} integers below 2**63", value)
     if math.prod(value) >= _MAX_INDEX:
@@ -68,10 +71,6 @@ def _check_chunk_bytes(chunk_shape: tuple[int, ...], data_type: DataType, where:
             f"{where}: chunk_grid.configuration.chunk_shape: a chunk of shape {list(chunk_shape)} and data type "
             f"{data_type.name!r} needs {nbytes} bytes, more than a process can address ({ADDRESS_SPACE})"
         )
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def parse_attributes(value: JSON, where: str) -> dict[str, Any]:
@@ -93,20 +92,12 @@ def parse_dimension_names(value: JSON, ndim: int, where: str) -> tuple[str | Non
 
 
 def parse_extension_list(value: JSON, field_name: str, where: str) -> tuple[dict[str, Any], ...]:
-    """A list of extension objects or short-hand names, normalised to objects."""
+    """A list of extension objects or short-hand names, each checked and kept as an object (a name ``n`` as ``{"name": n}``)."""
     if not isinstance(value, list):
         raise _fail(where, field_name, "a list of extension objects", value)
-    return tuple(_extension_object(item, f"{field_name}[{i}]", where) for i, item in enumerate(value))
-
-
-def _extension_object(item: JSON, field_name: str, where: str) -> dict[str, Any]:
-    if isinstance(item, str):
-        return {"name": item}
-    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-        raise _fail(where, field_name, "an object with a string 'name' or a short-hand name", item)
-    if "configuration" in item and not isinstance(item["configuration"], dict):
-        raise _fail(where, f"{field_name}.configuration", "an object", item["configuration"])
-    return item
+    for i, item in enumerate(value):
+        parse_extension(item, f"{where}: {field_name}[{i}]")
+    return tuple({"name": item} if isinstance(item, str) else item for item in value)
 
 
 def _check_storage_transformers(items: tuple[dict[str, Any], ...], where: str) -> tuple[dict[str, Any], ...]:
@@ -190,9 +181,7 @@ class ArrayMetadata:
             codecs = parse_extension_list(_require(document, "codecs", where), "codecs", where)
             transformers = parse_extension_list(document.get("storage_transformers", []), "storage_transformers", where)
         except Zarr3Error as exc:
-            if str(exc).startswith(where):
-                raise
-            raise type(exc)(f"{where}: {exc}") from exc
+            raise with_location(exc, where) from exc
         if not codecs:
             raise _fail(where, "codecs", "a non-empty list with one array -> bytes codec", [])
         return cls(

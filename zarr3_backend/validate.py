@@ -312,7 +312,7 @@ def check_chunk(chain: CodecChain, data: Buffer, spec: ChunkSpec) -> list[str]:
 
 def _check_shard(sharding: ShardingCodec, data: Buffer, spec: ChunkSpec) -> list[str]:
     index = sharding.decode_index(data, spec)  # size, checksum, bounds, paired empty markers
-    index_size = sharding._index_size(spec)
+    index_size = sharding.index_size(spec)
     body = (index_size, len(data)) if sharding.index_location == "start" else (0, len(data) - index_size)
     inner_spec = spec.with_shape(sharding.chunk_shape)
     messages: list[str] = []

@@ -37,13 +37,14 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
 from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
+from ..extension import parse_extension
+from ..integers import is_int
 from .base import Codec
 from .foreign import codec_document, is_numcodecs_object
 
 ENTRY_POINT_GROUP = "zarr3_backend.codecs"
 _REGISTERED_NAME = re.compile(r"^[a-z][a-z0-9\-_.]+$")
 _URI_NAME = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|urn:)\S+$")
-_OBJECT_MEMBERS = frozenset({"name", "configuration", "must_understand"})
 
 #: Set to ``1`` (or ``true``/``yes``) to allow codecs that can execute code on decode.
 UNSAFE_ENV = "ZARR3_ALLOW_UNSAFE_CODECS"
@@ -169,20 +170,17 @@ def codec_from_json(obj: Any) -> Codec | None:
     """
     if isinstance(obj, Codec):
         return obj
-    if isinstance(obj, str):
-        cls = get_codec_class(parse_codec_name(obj))
-        _check_safe(obj)
-        return cls.from_json({})
-    name, configuration, must_understand = _parse_codec_object(obj if isinstance(obj, dict) else codec_document(obj))
+    extension = parse_extension(obj if isinstance(obj, str | dict) else codec_document(obj), "codec")
+    name = parse_codec_name(extension.name)
     try:
         cls = get_codec_class(name)
     except UnknownExtensionError:
-        if must_understand:
+        if extension.must_understand:
             raise
         return None
     if not is_numcodecs_object(obj):  # a numcodecs object the caller built runs as it would in numcodecs
         _check_safe(name)
-    return cls.from_json(configuration)
+    return cls.from_json(extension.configuration)
 
 
 def parse_codec_name(name: Any) -> str:
@@ -195,27 +193,6 @@ def parse_codec_name(name: Any) -> str:
             f"matching {_REGISTERED_NAME.pattern} or a URI such as 'https://example.org/codecs/name'"
         )
     return name
-
-
-def _parse_codec_object(obj: Any) -> tuple[str, dict[str, Any], bool]:
-    if not isinstance(obj, dict):
-        raise MetadataError(f"codec: expected a name or an object with a 'name', got {obj!r}")
-    if "name" not in obj:
-        raise MetadataError(f"codec: object {obj!r} has no 'name' member")
-    name = parse_codec_name(obj["name"])
-    extra = sorted(set(obj) - _OBJECT_MEMBERS)
-    if extra:
-        raise MetadataError(
-            f"codec {name!r}: unexpected member(s) {extra}; a codec object may hold only "
-            "'name', 'configuration' and 'must_understand'"
-        )
-    configuration = obj.get("configuration", {})
-    if not isinstance(configuration, dict):
-        raise MetadataError(f"codec {name!r}: configuration must be an object, got {configuration!r}")
-    must_understand = obj.get("must_understand", True)
-    if not isinstance(must_understand, bool):
-        raise MetadataError(f"codec {name!r}: must_understand must be true or false, got {must_understand!r}")
-    return name, configuration, must_understand
 
 
 @cache
@@ -252,7 +229,7 @@ def parse_config_int(codec: str, field: str, value: Any, low: int | None = None,
     >>> parse_config_int("gzip", "level", 5, 0, 9)
     5
     """
-    ok = isinstance(value, int) and not isinstance(value, bool)
+    ok = is_int(value, numpy=False)
     if ok and (low is None or value >= low) and (high is None or value <= high):
         return int(value)
     bounds = f" in {low}..{high}" if low is not None and high is not None else (

@@ -91,7 +91,8 @@ class ShardingCodec(ArrayBytesCodec):
     def _index_spec(self, spec: ChunkSpec) -> ChunkSpec:
         return ChunkSpec((*self.chunks_per_shard(spec), 2), UINT64, EMPTY)
 
-    def _index_size(self, spec: ChunkSpec) -> int:
+    def index_size(self, spec: ChunkSpec) -> int:
+        """Bytes the encoded shard index takes in a shard of ``spec`` (at its start or end, per ``index_location``)."""
         index_spec = self._index_spec(spec)
         return self.index_codecs.compute_encoded_size(16 * index_spec.size // 2, index_spec)
 
@@ -121,7 +122,7 @@ class ShardingCodec(ArrayBytesCodec):
         self.codecs.validate(self._inner_spec(spec))
         self.index_codecs.validate(self._index_spec(spec))
         try:
-            self._index_size(spec)
+            self.index_size(spec)
         except CodecError as exc:
             raise CodecError(f"sharding_indexed: index_codecs must produce a fixed-size index ({exc})") from exc
 
@@ -130,7 +131,7 @@ class ShardingCodec(ArrayBytesCodec):
         inner_spec = self._inner_spec(spec)
         inner = self.codecs.max_encoded_size(inner_spec.size * inner_spec.dtype.itemsize, inner_spec)
         n_inner = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
-        return None if inner is None else self._index_size(spec) + n_inner * inner
+        return None if inner is None else self.index_size(spec) + n_inner * inner
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         inner_spec = self._inner_spec(spec)
@@ -143,7 +144,7 @@ class ShardingCodec(ArrayBytesCodec):
     def _assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> tuple[Buffer, ...]:
         """The pieces of one shard value: the encoded inner chunks (``None`` = empty) in C order plus the index."""
         index = ShardIndex.empty(self.chunks_per_shard(spec))
-        offset = self._index_size(spec) if self.index_location == "start" else 0
+        offset = self.index_size(spec) if self.index_location == "start" else 0
         body = []
         for coords, data in parts.items():
             if data is not None:
@@ -169,14 +170,14 @@ class ShardingCodec(ArrayBytesCodec):
 
     def decode_index(self, data: Buffer, spec: ChunkSpec, where: str = "shard") -> ShardIndex:
         """Parse and validate the index of a whole shard value."""
-        size = self._index_size(spec)
+        size = self.index_size(spec)
         if len(data) < size:
             raise CorruptShardError(f"{where}: shard is truncated: {len(data)} bytes, its index alone needs {size}")
         raw = memoryview(data)[:size] if self.index_location == "start" else memoryview(data)[len(data) - size :]
         return self._parse_index(raw, spec, where).validate(where, len(data))
 
     def _parse_index(self, raw: Buffer, spec: ChunkSpec, where: str) -> ShardIndex:
-        size = self._index_size(spec)
+        size = self.index_size(spec)
         if len(raw) != size:
             raise CorruptShardError(f"{where}: shard is truncated: index needs {size} bytes, found {len(raw)}")
         try:
@@ -228,7 +229,7 @@ class ShardingCodec(ArrayBytesCodec):
                 index = _remember(ctx, self.decode_index(data, spec, ctx.key), got.generation)
                 return self._jobs(spec, reads, index, lambda rng: memoryview(data)[rng[0] : rng[1]], ctx)
             if index is None:
-                size = self._index_size(spec)
+                size = self.index_size(spec)
                 (got,) = yield [ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)]
                 if got.value is None:
                     return self._fill_jobs(spec, reads, ctx)

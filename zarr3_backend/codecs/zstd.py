@@ -110,25 +110,21 @@ def decompress_bounded(data: Buffer, max_size: int, codec: str = "zstd") -> Buff
     b'abcabc'
     """
     recorded = frame_content_size(data)
-    if recorded is not None:
-        if recorded > max_size:
-            raise decoded_too_large(codec, recorded, max_size)
+    if recorded is None:
+        out = bytearray(max_size)
         try:
-            return numcodecs.zstd.decompress(data)  # allocates the recorded size; later frames may not overrun it
+            numcodecs.zstd.decompress(data, out)
+            return out
         except (RuntimeError, ValueError) as exc:
-            raise CodecError(_corrupt(data, exc)) from exc
-    out = bytearray(max_size)
-    try:
-        numcodecs.zstd.decompress(data, out)
-    except (RuntimeError, ValueError) as exc:
-        if "expected to decompress" not in str(exc):  # e.g. "Destination buffer is too small"
-            raise CodecError(f"{_corrupt(data, exc)}; it may decode to more than the {max_size} bytes allowed") from exc
+            if "expected to decompress" not in str(exc):  # e.g. "Destination buffer is too small"
+                raise CodecError(f"{_corrupt(data, exc)}; it may decode to more than the {max_size} bytes allowed") from exc
         del out  # the frames hold fewer bytes than max_size: safe to decompress without a bound
-        try:
-            return numcodecs.zstd.decompress(data)
-        except (RuntimeError, ValueError) as exc:
-            raise CodecError(_corrupt(data, exc)) from exc
-    return out
+    elif recorded > max_size:
+        raise decoded_too_large(codec, recorded, max_size)
+    try:
+        return numcodecs.zstd.decompress(data)  # allocates a recorded size; later frames may not overrun it
+    except (RuntimeError, ValueError) as exc:
+        raise CodecError(_corrupt(data, exc)) from exc
 
 
 def _corrupt(data: Buffer, exc: Exception) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError
+from ..integers import is_int
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def _is_number(value: Any) -> bool:
 
 def _config_int(name: str, configuration: dict[str, Any], key: str, low: int, high: int) -> int:
     value = configuration.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+    if not is_int(value, numpy=False) or not low <= value <= high:
         raise MetadataError(
             f"data_type {name!r}: configuration.{key}: expected an integer in [{low}, {high}], got {value!r}"
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..integers import is_int
 from .base import DataType, _is_number
 
 #: Bits of the spec's ``"NaN"``: sign 0, mantissa MSB 1, other mantissa bits 0.
@@ -114,7 +115,7 @@ class _RawBitsType(DataType):
         if (
             not isinstance(value, (list, tuple))
             or len(value) != size
-            or not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in value)
+            or not all(is_int(b, numpy=False) and 0 <= b <= 255 for b in value)
         ):
             raise self._fill_error(f"a list of {size} integers in [0, 255]", value)
         return np.void(bytes(value))

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError
+from ..integers import is_int
 from .base import DataType, _check_keys, _config_int
 
 _INT64 = np.iinfo(np.int64)
@@ -112,7 +113,7 @@ class _TimeType(DataType):
     """``numpy.datetime64`` / ``numpy.timedelta64``: fill value is the int64 count (NaT = -2**63)."""
 
     def parse_fill_value(self, value: Any) -> np.generic:
-        if not isinstance(value, int) or isinstance(value, bool) or not _INT64.min <= value <= _INT64.max:
+        if not is_int(value, numpy=False) or not _INT64.min <= value <= _INT64.max:
             raise self._fill_error("a 64-bit signed integer", value)
         return np.array(value, dtype=np.int64).view(self.numpy)[()]
 

@@ -8,27 +8,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError, UnknownExtensionError
+from ..extension import parse_extension
 from .base import DataType, _check_keys
 from .core import _CORE, _CORE_CLASSES, _core_type, _raw_type
 from .extensions import _EXTENSIONS, _time_type
 
 _RAW_NAME = re.compile(r"r(0|[1-9][0-9]*)")
 _MAX_RAW_BITS = 8 * (2**31 - 1)  # numpy's largest void item
-
-
-def _split_extension(obj: Any) -> tuple[str, dict[str, Any], bool]:
-    """``(name, configuration, must_understand)`` of a short-hand name or extension object."""
-    if isinstance(obj, str):
-        return obj, {}, True
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        raise MetadataError(f"data_type: expected a name or an object with a string 'name', got {obj!r}")
-    extra = sorted(set(obj) - {"name", "configuration", "must_understand"})
-    configuration = obj.get("configuration", {})
-    must_understand = obj.get("must_understand", True)
-    if extra or not isinstance(configuration, dict) or not isinstance(must_understand, bool):
-        expected = "{'name': str, 'configuration': object, 'must_understand': bool}"
-        raise MetadataError(f"data_type: expected {expected}, got {obj!r}")
-    return obj["name"], configuration, must_understand
 
 
 def parse_data_type(obj: Any) -> DataType:
@@ -45,7 +31,8 @@ def parse_data_type(obj: Any) -> DataType:
     >>> parse_data_type({"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}).numpy
     dtype('<M8[ns]')
     """
-    name, configuration, must_understand = _split_extension(obj)
+    extension = parse_extension(obj, "data_type")
+    name, configuration = extension.name, extension.configuration
     if name in _CORE:
         _check_keys(name, configuration, set())
         return _core_type(name)
@@ -59,7 +46,7 @@ def parse_data_type(obj: Any) -> DataType:
         return _raw_type(bits // 8)
     if name in _EXTENSIONS:
         return _EXTENSIONS[name](name, configuration)
-    note = "" if must_understand else " ('must_understand': false is not permitted for data types)"
+    note = "" if extension.must_understand else " ('must_understand': false is not permitted for data types)"
     raise UnknownExtensionError(
         f"data_type: unknown data type {name!r}{note}; supported: {sorted(_CORE)}, r<bits>, {sorted(_EXTENSIONS)}"
     )

@@ -11,7 +11,7 @@ from ..errors import ArgumentTypeError
 from .base import (
     Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix,
 )
-from .foreign import ACCEPTED, MappingStore, from_foreign
+from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_store import FsspecStore, with_connection_pool
 from .local import TMP_PREFIX, LocalStore
 
@@ -22,11 +22,11 @@ __all__ = [
     "FsspecStore",
     "Generation",
     "LocalStore",
-    "MappingStore",
     "Request",
     "Store",
     "Value",
     "Versioned",
+    "ZarrMemoryStore",
     "join_value",
     "make_store",
     "validate_key",

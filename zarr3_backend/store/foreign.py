@@ -5,7 +5,7 @@ given                              becomes
 =================================  =============================================
 ``zarr.storage.LocalStore``        :class:`LocalStore` at its root
 ``zarr.storage.FsspecStore``       :class:`FsspecStore` on its file system and path
-``zarr.storage.MemoryStore``       :class:`MappingStore` reading and writing its dict
+``zarr.storage.MemoryStore``       :class:`ZarrMemoryStore` reading and writing it in place
 ``fsspec.FSMap`` (``get_mapper``)  :class:`FsspecStore` on its file system and root
 =================================  =============================================
 
@@ -24,18 +24,21 @@ FsspecStore('memory:///doc/foreign')
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.mapping import FSMap
 
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, StoreError
 from .base import ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
 from .fsspec_store import FsspecStore
 from .local import LocalStore
+
+if TYPE_CHECKING:
+    from zarr.storage import MemoryStore
 
 ACCEPTED = (
     "a path or URL string, an os.PathLike, a zarr3_backend Store, a zarr-python LocalStore, "
@@ -60,9 +63,7 @@ def from_foreign(obj: Any, read_only: bool = False) -> Store | None:
     if isinstance(obj, zarr.storage.FsspecStore):
         return _on_file_system(obj.fs, obj.path, read_only)
     if isinstance(obj, zarr.storage.MemoryStore) and type(obj) is zarr.storage.MemoryStore:
-        mapping = getattr(obj, "_store_dict", None)
-        if isinstance(mapping, MutableMapping):
-            return MappingStore(mapping, read_only=read_only)
+        return ZarrMemoryStore(obj, read_only=read_only)
     raise ArgumentTypeError(
         f"zarr-python store {obj!r} ({type(obj).__name__}) cannot be used by zarr3_backend; "
         f"pass {ACCEPTED}"
@@ -87,21 +88,26 @@ def synchronous(fs: AbstractFileSystem) -> AbstractFileSystem:
     return fsspec.filesystem(protocol, **options)
 
 
-class MappingStore(Store):
-    """Keys in a zarr-python ``MemoryStore``'s dict, whose values are zarr ``Buffer`` objects.
+class ZarrMemoryStore(Store):
+    """A zarr-python ``MemoryStore``, shared in place through its public API.
+
+    Values are read and written with its synchronous ``get_sync``/``set_sync``/
+    ``delete_sync`` (zarr's ``SupportsSyncStore``); keys are listed with its
+    ``list_prefix``, an async generator that never waits, run to completion
+    here without an event loop (so this works inside Jupyter's running loop too).
 
     Lives in this process only: it refuses to pickle (a copy in a dask
     worker would write into a dict nobody reads). Use a ``memory://`` URL
     for an in-memory store that works across processes of one machine.
     """
 
-    def __init__(self, mapping: MutableMapping[str, Any], read_only: bool = False) -> None:
-        self.mapping = mapping
+    def __init__(self, zarr_store: MemoryStore, read_only: bool = False) -> None:
+        self.zarr_store = zarr_store
         self.read_only = read_only
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
-        return f"MappingStore(<zarr MemoryStore dict, {len(self.mapping)} keys>{mode})"
+        return f"ZarrMemoryStore({self.zarr_store!r}{mode})"
 
     def __reduce__(self) -> Any:
         raise TypeError(
@@ -110,36 +116,53 @@ class MappingStore(Store):
         )
 
     def __dask_tokenize__(self) -> tuple[str, int]:
-        return ("zarr3_backend.MappingStore", id(self.mapping))
+        return ("zarr3_backend.ZarrMemoryStore", id(self.zarr_store))
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
         return [self._get(key, byte_range) for key, byte_range in requests]
 
     def _get(self, key: str, byte_range: ByteRange | None) -> bytes | None:
-        value = self.mapping.get(validate_key(key))
+        value = self.zarr_store.get_sync(validate_key(key))
         if value is None:
             return None
-        data = value.to_bytes() if hasattr(value, "to_bytes") else bytes(value)
+        data = value.to_bytes()
         return data if byte_range is None else data[byte_range.slice()]
 
     def set(self, key: str, value: Value) -> None:
         self._check_writable()
-        from zarr.core.buffer import default_buffer_prototype
+        from zarr.buffer import default_buffer_prototype
 
-        self.mapping[validate_key(key)] = default_buffer_prototype().buffer.from_bytes(join_value(value))
+        self.zarr_store.set_sync(validate_key(key), default_buffer_prototype().buffer.from_bytes(join_value(value)))
 
     def delete(self, key: str) -> None:
         self._check_writable()
-        self.mapping.pop(validate_key(key), None)
+        self.zarr_store.delete_sync(validate_key(key))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         validate_prefix(prefix)
-        return iter(sorted(key for key in list(self.mapping) if key.startswith(prefix)))
+        return iter(sorted(_without_waiting(self.zarr_store.list_prefix(prefix))))
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         validate_prefix(prefix)
-        keys, prefixes = set(), set()
+        keys: set[str] = set()
+        prefixes: set[str] = set()
         for key in self.list_prefix(prefix):
             head, sep, _ = key[len(prefix) :].partition("/")
             (prefixes if sep else keys).add(prefix + head + sep)
         return sorted(keys), sorted(prefixes)
+
+
+def _without_waiting(items: AsyncIterator[str]) -> list[str]:
+    """Everything ``items`` yields, for an async iterator that never suspends (no event loop needed)."""
+
+    async def collect() -> list[str]:
+        return [item async for item in items]
+
+    coroutine = collect()
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: list[str] = done.value
+        return result
+    coroutine.close()
+    raise StoreError("listing a zarr-python MemoryStore had to wait for I/O; this zarr version is not supported")

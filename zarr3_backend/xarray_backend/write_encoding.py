@@ -39,6 +39,7 @@ from ..codecs.base import Codec
 from ..codecs.registry import codec_from_json
 from ..codecs.chain import CodecChain
 from ..errors import WriteError, WriteTypeError
+from ..integers import is_int
 from ..metadata import ArrayMetadata
 from .encoding import codec_parts
 from .write_checks import encode_attributes, user_stacklevel
@@ -143,8 +144,8 @@ def parse_shape(value: Any, var: xr.Variable, key: str, name: str) -> tuple[int,
         if unknown := sorted(map(str, set(value) - set(var.dims))):
             raise WriteError(f"{where} names dimensions {unknown} that {name!r} does not have; its dimensions are {var.dims}")
         value = tuple(value.get(dim, -1) for dim in var.dims)
-        value = tuple(size if v is None or (_is_int(v) and v == -1) else v for v, size in zip(value, var.shape))
-    elif _is_int(value):
+        value = tuple(size if v is None or (is_int(v) and v == -1) else v for v, size in zip(value, var.shape))
+    elif is_int(value):
         value = (value,) * var.ndim
     elif not isinstance(value, Sequence) or isinstance(value, str):
         raise WriteTypeError(f"{where} must be an int, a tuple of ints or a dict by dimension name, got {value!r}")
@@ -153,14 +154,10 @@ def parse_shape(value: Any, var: xr.Variable, key: str, name: str) -> tuple[int,
             f"{where}={tuple(value)} has {len(value)} entries, but {name!r} has {var.ndim} dimensions {var.dims}; "
             "give one size per dimension (or a dict by dimension name)"
         )
-    bad = [v for v in value if not _is_int(v) or v <= 0]
+    bad = [v for v in value if not is_int(v) or v <= 0]
     if bad:
         raise WriteError(f"{where}={tuple(value)}: every size must be a positive integer, got {bad[0]!r}")
     return tuple(int(v) for v in value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
