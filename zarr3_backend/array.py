@@ -30,7 +30,7 @@ from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, submit_
 from .indexing import plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .codecs.chain import CodecChain
-from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk, with_location
+from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk, with_location
 from .storage_transformers import apply_storage_transformers
 from .store.base import Store
 

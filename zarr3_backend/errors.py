@@ -115,3 +115,10 @@ class RegionKeyError(Zarr3Error, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class ScratchBufferError(Zarr3Error, RuntimeError):
+    """A thread asked for its scratch buffer while that buffer was still lent (a bug in zarr3_backend).
+
+    See :func:`zarr3_backend.scratch.borrow`: a second borrow would alias the first one's data.
+    """

@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError
-from ..executor import thread_buffer
-from ..read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
-from ..store.base import Value
+from ..indexing import ChunkSelection
+from ..scratch import borrow, in_use
+from ..values import Value
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
+from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .registry import codec_from_json
+
 
 class CodecChain:
     """``array -> array``* then one ``array -> bytes`` then ``bytes -> bytes``* codecs.
@@ -146,11 +148,16 @@ class CodecChain:
         inputs, bytes_spec = self._specs(spec)
         for array_codec, codec_spec in zip(self.array_array, inputs):
             chunk = array_codec.encode(chunk, codec_spec)
-        if self.bytes_bytes and not chunk.flags.c_contiguous and self.array_bytes.is_native_layout(bytes_spec):
-            # the next codec copies out of it at once, so a reused per-thread buffer is safe
-            scratch = thread_buffer(chunk.shape, chunk.dtype)
-            np.copyto(scratch, chunk)
-            chunk = scratch
+        if (
+            self.bytes_bytes and not chunk.flags.c_contiguous and self.array_bytes.is_native_layout(bytes_spec)
+            and not in_use()  # inside another borrow (a partial write's chunk): the bytes codec copies instead
+        ):
+            with borrow(chunk.shape, chunk.dtype) as contiguous:
+                np.copyto(contiguous, chunk)
+                return _owned(self._encode_bytes(contiguous, bytes_spec), contiguous)
+        return self._encode_bytes(chunk, bytes_spec)
+
+    def _encode_bytes(self, chunk: np.ndarray, bytes_spec: ChunkSpec) -> Buffer:
         data = self.array_bytes.encode(chunk, bytes_spec)
         for bytes_codec in self.bytes_bytes:
             data = bytes_codec.encode(data, bytes_spec)
@@ -199,11 +206,16 @@ class CodecChain:
             return (yield from self.array_bytes.plan_read(spec, reads, ctx))
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: Any) -> Value | None:
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
         """Write ``value`` into part of a stored chunk (see :meth:`ArrayBytesCodec.update`)."""
         if not (self.array_array or self.bytes_bytes):
             return self.array_bytes.update(existing, spec, piece, value)
         return update_whole(self, existing, spec, piece, value)
+
+
+def _owned(data: Buffer, scratch: np.ndarray) -> Buffer:
+    """``data``, copied if it may be a view of ``scratch`` (compressors return new buffers: no copy)."""
+    return bytes(data) if np.may_share_memory(np.frombuffer(data, np.uint8), scratch) else data
 
 
 def _split_by_kind(

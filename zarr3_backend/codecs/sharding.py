@@ -26,11 +26,11 @@ import numpy as np
 
 from ..dtypes import is_fill, parse_data_type
 from ..errors import CodecError, ConcurrentModificationError, CorruptShardError, MetadataError
-from ..read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
-from ..store.base import ByteRange, Value, Versioned
-from ..indexing import plan_selection
+from ..indexing import ChunkSelection, plan_selection
+from ..values import ByteRange, Value, Versioned
 from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .chain import CodecChain
+from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
 from .registry import register_codec
 from .shard_index import EMPTY, ShardIndex
 
@@ -186,7 +186,7 @@ class ShardingCodec(ArrayBytesCodec):
         return ShardIndex(np.array(entries, dtype=np.uint64)).validate(where)  # a copy: never pin the shard bytes
 
     # -- partial writes ------------------------------------------------------
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Value | None:
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
         """Re-encode only the inner chunks the write touches; keep the others' bytes unchanged.
 
         Returns the shard as its pieces, which the store writes without joining them.
