@@ -12,7 +12,7 @@ thread pool. Codecs with a smarter partial read (sharding) override
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -64,7 +64,7 @@ class CodecChain:
         return {"codecs": self.codecs}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["codecs"])  # type: ignore[misc]
+        vars(self).update(vars(CodecChain(state["codecs"])))
 
     # -- specs -----------------------------------------------------------
     def _specs(self, spec: ChunkSpec) -> tuple[list[ChunkSpec], ChunkSpec]:
@@ -100,17 +100,18 @@ class CodecChain:
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
         """Upper bound on a chunk's encoded size (``None`` if some codec has none)."""
         inputs, bytes_spec = self._specs(spec)
-        size: int | None = input_size
+        size = input_size
         for array_codec, codec_spec in zip(self.array_array, inputs):
-            size = array_codec.max_encoded_size(size, codec_spec)
-            if size is None:
+            bound = array_codec.max_encoded_size(size, codec_spec)
+            if bound is None:
                 return None
-        size = self.array_bytes.max_encoded_size(size, bytes_spec)
+            size = bound
+        encoded = self.array_bytes.max_encoded_size(size, bytes_spec)
         for bytes_codec in self.bytes_bytes:
-            if size is None:
+            if encoded is None:
                 return None
-            size = bytes_codec.max_encoded_size(size, bytes_spec)
-        return size
+            encoded = bytes_codec.max_encoded_size(encoded, bytes_spec)
+        return encoded
 
     def evolve(self, spec: ChunkSpec) -> CodecChain:
         """Fill automatic parameters for ``spec`` (recorded in metadata)."""
@@ -186,7 +187,7 @@ class CodecChain:
         limits = self._limits(spec)
         for bytes_codec, limit in zip(reversed(self.bytes_bytes[1:]), reversed(limits[1:])):
             data = bytes_codec.decode_bounded(data, bytes_spec, limit)
-        out_bytes = memoryview(out.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+        out_bytes = out.reshape(-1).view(np.uint8).data
         if self.bytes_bytes and self.bytes_bytes[0].decode_into(data, bytes_spec, out_bytes):
             return
         if self.bytes_bytes:
@@ -230,4 +231,8 @@ def _split_by_kind(
             f"{where}: expected array->array codecs, then exactly one array->bytes codec, "
             f"then bytes->bytes codecs; got [{described}]"
         )
-    return codecs[:n_aa], codecs[n_aa], codecs[n_aa + 1 :]  # type: ignore[return-value]
+    return (  # the kinds checked above are the classes'
+        cast(tuple[ArrayArrayCodec, ...], codecs[:n_aa]),
+        cast(ArrayBytesCodec, codecs[n_aa]),
+        cast(tuple[BytesBytesCodec, ...], codecs[n_aa + 1 :]),
+    )
