@@ -1,4 +1,4 @@
-"""The one place chunk work runs concurrently: a CPU pool for codecs, an I/O pool for fetches.
+"""Every thread pool of the package: a CPU pool for codecs, an I/O pool for fetches, named shared pools.
 
 Codecs (blosc, zstd, gzip, crc32c, numpy copies) release the GIL, so threads
 scale on chunk decoding and encoding. The CPU pool's size comes from the

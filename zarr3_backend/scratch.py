@@ -13,10 +13,12 @@ so each thread keeps its temporaries and lends them out::
 A thread has one loan at a time: borrowing again before the ``with`` block
 ends raises :class:`~zarr3_backend.errors.ScratchBufferError` instead of
 handing out memory that is still in use. Nothing may keep a view of the
-array after the block. Arrays of object data types are never reused (they
-hold references). A forked child keeps the forking thread's arrays and loan
-state (the fork copies that thread's stack, ``with`` block included);
-other threads' arrays do not exist in the child.
+array after the block. A copy that only saves an allocation (a chain making
+a strided chunk contiguous) checks :func:`in_use` and does without the
+scratch array while it is lent. Arrays of object data types are never
+reused (they hold references). A forked child keeps the forking thread's
+arrays and loan state (the fork copies that thread's stack, ``with`` block
+included); other threads' arrays do not exist in the child.
 
 >>> with borrow((2, 3), np.dtype("int16")) as chunk:
 ...     chunk.shape, chunk.dtype.name
