@@ -24,12 +24,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import CodecError, Zarr3Error
+from ..indexing import DimIndex
 from ..scratch import borrow
 from ..values import Buffer, ByteRange, Versioned
 from .spec import ChunkSpec
 
 #: A numpy index tuple (ints, slices, index arrays) into a chunk or into an output array.
-NdIndex = tuple[Any, ...]
+NdIndex = tuple[DimIndex, ...]
 
 
 @runtime_checkable
@@ -102,12 +103,15 @@ class DecodeJob:
 
 def _direct_target(out: np.ndarray, out_selection: NdIndex, selection: NdIndex, spec: ChunkSpec) -> np.ndarray | None:
     """The view of ``out`` to decode into directly, when the whole chunk lands contiguously there."""
-    if not all(isinstance(s, slice) for s in (*out_selection, *selection)):
+    if not all(isinstance(s, slice) for s in out_selection):
+        return None
+    slices = [s for s in selection if isinstance(s, slice)]
+    if len(slices) != len(selection):
         return None
     target = out[(*out_selection, Ellipsis)]
     if target.shape != spec.shape or not target.flags.c_contiguous:
         return None
-    if any(s.indices(n) != (0, n, 1) for s, n in zip(selection, spec.shape)):
+    if any(s.indices(n) != (0, n, 1) for s, n in zip(slices, spec.shape)):
         return None
     return target
 

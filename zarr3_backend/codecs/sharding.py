@@ -18,7 +18,7 @@ from their index's mean the shard was rewritten: the index is read again.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Hashable
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
@@ -268,7 +268,10 @@ class ShardingCodec(ArrayBytesCodec):
                 located[(start, end)] = memoryview(value)[start - block.start : end - block.start]
         return self._jobs(spec, reads, index, located.__getitem__, ctx)
 
-    def _jobs(self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, get: Any, ctx: ReadContext) -> list[DecodeJob]:
+    def _jobs(
+        self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, get: Callable[[tuple[int, int]], Buffer],
+        ctx: ReadContext,
+    ) -> list[DecodeJob]:
         inner_spec = self._inner_spec(spec)
         jobs = []
         for r in reads:
