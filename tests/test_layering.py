@@ -135,6 +135,17 @@ def test_core_never_imports_xarray_or_dask():
     assert found == []
 
 
+def test_codecs_touch_no_store_and_no_thread_pool():
+    """Codecs are pure: the read plans and value types they use live below them, not in the store or executor."""
+    codecs = [m for m in MODULES if LAYER[m] == LAYER_NAME.index("codecs")]
+    found = [
+        f"{module}:{line} imports {target}"
+        for module in codecs for target, line, _ in imports(module)
+        if target.startswith((f"{PACKAGE}.store", f"{PACKAGE}.executor"))
+    ]
+    assert codecs and found == []
+
+
 def test_no_import_cycles():
     """Including the implicit import of a package's ``__init__`` when a module outside it imports a submodule."""
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
