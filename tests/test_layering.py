@@ -17,21 +17,26 @@ import pytest
 PACKAGE = "zarr3_backend"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
-# Low to high. Leaf helpers that codecs need (the abstract store interface and its value types,
-# the sans-I/O read-plan types, the thread pools) sit with the primitives; concrete stores are
-# in the store layer.
+# Low to high. The primitives are leaves that import only errors (or each other): data types, the
+# chunk grid and key encodings, selections, the value types codecs and stores exchange, and scratch
+# memory. Codecs (their chain and sans-I/O read plans included) import nothing from the executor or
+# the stores. The abstract store interface sits under metadata (which checks node names with its key
+# rules); the executor, owner of every thread pool, sits just under the concrete stores that use it.
 LAYERS: list[tuple[str, list[str]]] = [
     ("errors", ["errors"]),
     ("primitives", [
         "dtypes", "dtypes.base", "dtypes.core", "dtypes.extensions", "dtypes.fill", "dtypes.parse",
-        "extension", "integers", "chunk_grid", "chunk_keys", "indexing", "executor", "read_plan", "store.base",
+        "extension", "integers", "chunk_grid", "chunk_keys", "indexing", "scratch", "values",
     ]),
     ("codecs", [
         "codecs", "codecs.base", "codecs.chain", "codecs.registry", "codecs.foreign", "codecs.bounded",
         "codecs.bytes", "codecs.blosc", "codecs.crc32c", "codecs.gzip", "codecs.zstd", "codecs.transpose",
         "codecs.vlen_utf8", "codecs.numcodecs_adapter", "codecs.shard_index", "codecs.sharding",
+        "codecs.read_plan", "codecs.spec",
     ]),
+    ("store interface", ["store.base"]),
     ("metadata", ["metadata", "storage_transformers"]),
+    ("concurrency", ["executor"]),
     ("store", ["store", "store.local", "store.fsspec_store", "store.foreign"]),
     ("nodes", ["array", "hierarchy", "creation", "consolidation"]),
     ("api", ["api", "validate"]),
@@ -128,6 +133,17 @@ def test_core_never_imports_xarray_or_dask():
         for target, line, _ in imports(module) if target.split(".")[0] in OPTIONAL
     ]
     assert found == []
+
+
+def test_codecs_touch_no_store_and_no_thread_pool():
+    """Codecs are pure: the read plans and value types they use live below them, not in the store or executor."""
+    codecs = [m for m in MODULES if LAYER[m] == LAYER_NAME.index("codecs")]
+    found = [
+        f"{module}:{line} imports {target}"
+        for module in codecs for target, line, _ in imports(module)
+        if target.startswith((f"{PACKAGE}.store", f"{PACKAGE}.executor"))
+    ]
+    assert codecs and found == []
 
 
 def test_no_import_cycles():

@@ -25,12 +25,12 @@ import numpy as np
 from .codecs.base import ChunkSpec
 from .consolidation import Change, refresh_consolidated
 from .dtypes import is_fill
-from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error
+from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
 from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, submit_io, thread_count
-from .indexing import plan_selection
+from .indexing import ChunkSelection, plan_selection
 from .metadata import ArrayMetadata, encode_metadata
 from .codecs.chain import CodecChain
-from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk, with_location
+from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
 from .storage_transformers import apply_storage_transformers
 from .store.base import Store
 
@@ -259,7 +259,7 @@ class Array:
                 f"{shape} with data type {self.dtype}: {exc}"
             ) from exc
 
-    def _write_chunk(self, piece: Any, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
+    def _write_chunk(self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
         spec = self.chunk_spec

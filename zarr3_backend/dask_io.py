@@ -46,7 +46,6 @@ import contextlib
 import contextvars
 import math
 import os
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -57,7 +56,7 @@ import numpy as np
 
 from .array import Array, reset_outside
 from .errors import BoundsError, WriteError
-from .executor import map_concurrently
+from .executor import current_pool, map_concurrently, private_pool, shared_pool
 from .store import FsspecStore
 from .store.base import Store
 from .worker_memory import tune_worker_malloc
@@ -349,7 +348,7 @@ def _own_pool() -> Iterator[dict[str, Any]]:
     """``{"pool": tracked}`` when dask would use its threaded scheduler; on exit, this write's tasks are done.
 
     The threads are one persistent pool (:func:`_write_pool`), so their
-    scratch buffers (:func:`~zarr3_backend.executor.thread_buffer`) and
+    scratch buffers (:mod:`zarr3_backend.scratch`) and
     malloc arenas stay warm across writes; only the futures of this write
     are cancelled (if not started) and awaited on exit. A write started
     from one of those threads (a write inside a write task) gets a fresh
@@ -361,12 +360,9 @@ def _own_pool() -> Iterator[dict[str, Any]]:
     if dask.base.get_scheduler() not in (None, dask.threaded.get):
         yield {}
         return
-    if threading.current_thread().name.startswith(_WRITE_THREADS):
-        fresh = ThreadPoolExecutor(max_workers=_write_pool()._max_workers)
-        try:
+    if current_pool() == _WRITE_POOL:
+        with private_pool(_write_pool()._max_workers) as fresh:
             yield {"pool": fresh}
-        finally:
-            fresh.shutdown(wait=True, cancel_futures=True)
         return
     tracked = _TrackedPool(_write_pool())
     try:
@@ -375,28 +371,14 @@ def _own_pool() -> Iterator[dict[str, Any]]:
         tracked.drain()
 
 
-_WRITE_THREADS = "zarr3-write"
-_write_threads: ThreadPoolExecutor | None = None
-_write_lock = threading.Lock()
+_WRITE_POOL = "write"  # threads ``zarr3-write_<n>``
 
 
 def _write_pool() -> ThreadPoolExecutor:
     """The process's pool for threaded-scheduler writes (dask's ``CPU_COUNT`` threads), made on first use."""
-    global _write_threads
     from dask.system import CPU_COUNT
 
-    with _write_lock:
-        if _write_threads is None:
-            _write_threads = ThreadPoolExecutor(max_workers=CPU_COUNT, thread_name_prefix=_WRITE_THREADS)
-        return _write_threads
-
-
-def _forget_write_pool_after_fork() -> None:
-    global _write_threads, _write_lock
-    _write_threads, _write_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_write_pool_after_fork)
+    return shared_pool(_WRITE_POOL, CPU_COUNT)
 
 
 class _TrackedPool:

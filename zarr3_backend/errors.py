@@ -115,3 +115,18 @@ class RegionKeyError(Zarr3Error, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class ScratchBufferError(Zarr3Error, RuntimeError):
+    """A thread asked for its scratch buffer while that buffer was still lent (a bug in zarr3_backend).
+
+    See :func:`zarr3_backend.scratch.borrow`: a second borrow would alias the first one's data.
+    """
+
+
+def with_location(exc: Zarr3Error, where: str) -> Zarr3Error:
+    """``exc`` with ``where`` (a key or array path) at the start of its message."""
+    message = str(exc)
+    if message.startswith(where):
+        return exc
+    return type(exc)(f"{where}: {message}")

@@ -1,4 +1,4 @@
-"""The one place chunk work runs concurrently: a CPU pool for codecs, an I/O pool for fetches.
+"""Every thread pool of the package: a CPU pool for codecs, an I/O pool for fetches, named shared pools.
 
 Codecs (blosc, zstd, gzip, crc32c, numpy copies) release the GIL, so threads
 scale on chunk decoding and encoding. The CPU pool's size comes from the
@@ -11,25 +11,37 @@ default 32) and hands every fetched item to the CPU pool as soon as its group
 arrives, so decoding overlaps fetching. Fetched bytes that wait for decoding
 are bounded by ``ZARR3_BACKEND_IO_BYTES`` (default 256 MiB): no new fetch
 starts while that much is held.
+
+This module creates every thread pool of the package (:func:`shared_pool`,
+:func:`private_pool`) and is the only one that handles ``fork``: a forked
+child forgets the parent's pools (their threads do not exist in the child)
+and runs the callbacks registered with :func:`after_fork`. Work submitted
+from a thread of a pool that runs chunk work (the CPU, I/O and write pools)
+runs inline on that thread, so a pool never waits on itself; threads of
+leaf pools (a store's file readers) are not such threads.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
-
-import numpy as np
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-_buffers = threading.local()
-_pool: ThreadPoolExecutor | None = None
-_io: ThreadPoolExecutor | None = None
+_pools: dict[str, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
+_fork_callbacks: list[Callable[[], None]] = []
+_marker = threading.local()  # ``pool``: name of this thread's shared pool; ``inline``: it runs chunk work
+
+#: Name of the CPU pool that encodes and decodes chunks (threads ``zarr3-cpu_<n>``).
+CPU_POOL = "cpu"
+#: Name of the I/O pool that fetches chunks and documents (threads ``zarr3-io_<n>``).
+IO_POOL = "io"
 
 #: Default of ``ZARR3_BACKEND_IO_CONCURRENCY``: requests in flight to a remote store (tensorstore uses 32 too).
 DEFAULT_IO_CONCURRENCY = 32
@@ -52,31 +64,76 @@ def io_buffer_bytes() -> int:
     return max(1, int(os.environ.get("ZARR3_BACKEND_IO_BYTES", DEFAULT_IO_BYTES)))
 
 
-def _thread_pool() -> ThreadPoolExecutor:
-    global _pool
+def shared_pool(name: str, workers: int, *, inline: bool = True, grow: bool = False) -> ThreadPoolExecutor:
+    """The process's pool ``name`` (threads ``zarr3-<name>_<n>``), made with ``workers`` threads on first use.
+
+    ``inline``: the pool runs chunk work, so :func:`map_concurrently` and
+    :func:`fetch_and_work` called on its threads run inline (see
+    :func:`in_work_pool`); leaf pools that only read or write files pass
+    ``False``. ``grow``: a call asking for more ``workers`` than the pool
+    has replaces it by a larger one (work already submitted to the old
+    one finishes there). A forked child gets new pools.
+    """
     with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=thread_count(), thread_name_prefix="zarr3")
-        return _pool
+        pool = _pools.get(name)
+        if pool is None or (grow and pool._max_workers < workers):
+            pool = _pools[name] = ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix=f"zarr3-{name}", initializer=_mark, initargs=(name, inline)
+            )
+        return pool
+
+
+@contextmanager
+def private_pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """A pool of ``workers`` threads for one ``with`` block (e.g. a write started inside a write task).
+
+    Its threads are not work-pool threads (:func:`in_work_pool` is false on
+    them). On exit, tasks not started are cancelled and running ones awaited.
+    """
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zarr3-private")
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _mark(name: str, inline: bool) -> None:
+    _marker.pool, _marker.inline = name, inline
+
+
+def in_work_pool() -> bool:
+    """Whether the calling thread belongs to a pool that runs chunk work (see :func:`shared_pool`)."""
+    return bool(getattr(_marker, "inline", False))
+
+
+def current_pool() -> str | None:
+    """The name of the shared pool the calling thread belongs to; ``None`` for any other thread."""
+    return getattr(_marker, "pool", None)
+
+
+def after_fork(callback: Callable[[], None]) -> None:
+    """Run ``callback`` in every child this process forks from now on (to reset per-process state)."""
+    _fork_callbacks.append(callback)
+
+
+def _forget_pools_after_fork() -> None:
+    global _lock
+    _pools.clear()
+    _lock = threading.Lock()
+    for callback in _fork_callbacks:
+        callback()
+
+
+os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    return shared_pool(CPU_POOL, thread_count())
 
 
 def _io_pool(lanes: int) -> ThreadPoolExecutor:
     """The shared I/O pool, grown (replaced) when a caller needs more lanes than it has."""
-    global _io
-    with _lock:
-        if _io is None or _io._max_workers < lanes:
-            if _io is not None:
-                _io.shutdown(wait=False)
-            _io = ThreadPoolExecutor(max_workers=max(lanes, io_concurrency()), thread_name_prefix="zarr3-io")
-        return _io
-
-
-def _forget_pool_after_fork() -> None:
-    global _pool, _io, _lock
-    _pool, _io, _lock = None, None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+    return shared_pool(IO_POOL, max(lanes, io_concurrency()), grow=True)
 
 
 def submit_io(function: Callable[..., R], *args: Any) -> Future[R]:
@@ -91,7 +148,7 @@ def map_concurrently(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     called from a pool thread (no nested waiting). The first exception raised
     by any call propagates.
     """
-    if len(items) <= 1 or thread_count() == 1 or threading.current_thread().name.startswith("zarr3"):
+    if len(items) <= 1 or thread_count() == 1 or in_work_pool():
         return [function(item) for item in items]
     return list(_thread_pool().map(function, items))
 
@@ -114,7 +171,7 @@ def fetch_and_work(
     Runs inline (fetch, then work on the pool) for a single group or when
     called from a pool thread.
     """
-    if len(groups) <= 1 or threading.current_thread().name.startswith("zarr3"):
+    if len(groups) <= 1 or in_work_pool():
         for group in groups:
             map_concurrently(work, fetch(group)[0])
         return
@@ -187,21 +244,3 @@ class _Flow:
             worked(finished)
         for item in items:
             self.pool.submit(self.work, item).add_done_callback(worked)
-
-
-def thread_buffer(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """A per-thread scratch array of ``shape`` and ``dtype``, reused across chunks.
-
-    Decoding and encoding go through it instead of allocating a fresh
-    chunk-sized temporary each time (allocation churn costs page faults,
-    badly so on dask workers, which return freed memory eagerly). The
-    contents are valid until the same thread asks again.
-    """
-    cache = _buffers.__dict__.setdefault("arrays", {})
-    key = (shape, dtype.str)
-    buffer = cache.get(key)
-    if buffer is None or dtype.hasobject:
-        if len(cache) >= 8:
-            cache.clear()
-        buffer = cache[key] = np.empty(shape, dtype=dtype)
-    return buffer

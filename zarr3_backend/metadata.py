@@ -27,7 +27,7 @@ from .dtypes import DataType, parse_data_type
 from .errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error
 from .extension import parse_extension
 from .integers import is_int
-from .read_plan import with_location
+from .errors import with_location
 from .storage_transformers import is_registered
 from .store.base import segment_problem
 

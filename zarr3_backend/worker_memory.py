@@ -26,6 +26,8 @@ import sys
 import threading
 from typing import Any
 
+from .executor import after_fork
+
 #: Environment variable: ``0`` (or ``off``/``false``/``no``) leaves the workers' malloc settings alone.
 OPT_OUT_VARIABLE = "ZARR3_BACKEND_WORKER_MALLOC"
 #: Allocations below this come from the heap (glibc's largest allowed value on 64-bit Linux).
@@ -92,8 +94,4 @@ def _set_thresholds() -> bool:
     return bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)) and bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 
-def _forget_after_fork() -> None:
-    _state.clear()
-
-
-os.register_at_fork(after_in_child=_forget_after_fork)
+after_fork(_state.clear)  # a forked child is another process: it decides (and tunes) again

@@ -8,7 +8,7 @@ with :func:`register_codec` or the entry-point group ``zarr3_backend.codecs``.
 {'name': 'crc32c'}
 """
 
-from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkCodec, ChunkSpec, Codec
 from .blosc import BloscCodec
 from .bytes import BytesCodec
 from .crc32c import Crc32cCodec
@@ -33,7 +33,7 @@ from .vlen_utf8 import VLenBytesCodec, VLenUTF8Codec
 from .zstd import ZstdCodec
 
 __all__ = [
-    "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "BytesBytesCodec", "BytesCodec", "ChunkSpec", "Codec",
+    "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "BytesBytesCodec", "BytesCodec", "ChunkCodec", "ChunkSpec", "Codec",
     "Crc32cCodec", "GzipCodec", "NumcodecsArrayArrayCodec", "NumcodecsArrayBytesCodec", "NumcodecsBytesBytesCodec",
     "ShardingCodec", "TransposeCodec", "VLenBytesCodec", "VLenUTF8Codec", "ZstdCodec", "codec_from_json",
     "allow_unsafe_codecs", "get_codec_class", "mark_unsafe", "numcodecs_codec_class", "register_codec",

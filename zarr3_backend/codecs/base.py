@@ -10,53 +10,29 @@ Codec kinds (spec: core, "Codecs"):
 * :class:`ArrayArrayCodec` - ndarray -> ndarray (e.g. ``transpose``)
 * :class:`ArrayBytesCodec` - ndarray -> bytes (e.g. ``bytes``, ``sharding_indexed``)
 * :class:`BytesBytesCodec` - bytes -> bytes (e.g. ``gzip``, ``blosc``, ``crc32c``)
+
+An array -> bytes codec and a whole :class:`~zarr3_backend.codecs.chain.CodecChain`
+present the same surface to arrays and to the sharding codec's inner
+chunks: the :class:`ChunkCodec` protocol.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..dtypes import is_fill
 from ..errors import CodecError, MetadataError
-from ..executor import thread_buffer
-from ..read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
-from ..store.base import Value
-
-if TYPE_CHECKING:
-    from ..dtypes import DataType
+from ..indexing import ChunkSelection
+from ..scratch import borrow
+from ..values import Buffer as Buffer
+from ..values import Value
+from .read_plan import ChunkDecoder, ReadContext, ReadPlan, SubRead, whole_chunk_plan
+from .spec import ChunkSpec as ChunkSpec
 
 CodecKind = Literal["array_to_array", "array_to_bytes", "bytes_to_bytes"]
-Buffer = bytes | bytearray | memoryview
-
-
-@dataclass(frozen=True)
-class ChunkSpec:
-    """What a codec sees: the shape, data type and fill value of one chunk.
-
-    ``fill_value`` is a numpy scalar of ``data_type.numpy``.
-    """
-
-    shape: tuple[int, ...]
-    data_type: DataType
-    fill_value: Any
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The in-memory (native byte order) numpy dtype of the chunk."""
-        return self.data_type.numpy
-
-    @property
-    def size(self) -> int:
-        """Number of elements in the chunk."""
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    def with_shape(self, shape: tuple[int, ...]) -> ChunkSpec:
-        """A copy of this spec with another chunk shape."""
-        return replace(self, shape=tuple(shape))
 
 
 class Codec(ABC):
@@ -163,10 +139,10 @@ class ArrayBytesCodec(Codec):
         return None
 
     def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
-        """Sans-I/O partial read (see :mod:`zarr3_backend.read_plan`); default: whole value."""
+        """Sans-I/O partial read (see :mod:`zarr3_backend.codecs.read_plan`); default: whole value."""
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Value | None:
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
         """Write ``value`` into part of a stored chunk; return the new value (``None``: all fill).
 
         ``existing`` is the stored value (``None`` if absent); ``piece`` is an
@@ -221,21 +197,70 @@ def decoded_too_large(codec: str, size: int | str, max_size: int) -> CodecError:
     )
 
 
-def update_whole(codec: Any, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Buffer | None:
+@runtime_checkable
+class ChunkCodec(ChunkDecoder, Protocol):
+    """Encodes, decodes, partially reads and partially writes one stored chunk.
+
+    Every :class:`ArrayBytesCodec` and every
+    :class:`~zarr3_backend.codecs.chain.CodecChain` is one: an array holds
+    its chain as a ``ChunkCodec``, and the sharding codec encodes its inner
+    chunks through one. Laws: ``decode(encode(a, spec), spec) == a``;
+    :meth:`update` of a whole chunk equals :meth:`encode`; the jobs of
+    :meth:`plan_read` reproduce ``decode(...)[selection]``.
+    """
+
+    def validate(self, spec: ChunkSpec) -> None:
+        """Raise :class:`CodecError` if the chunks of ``spec`` cannot be handled."""
+        ...
+
+    def compute_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
+        """Encoded byte size for a decoded byte size; :class:`CodecError` if it varies."""
+        ...
+
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
+        """An upper bound on the encoded size of ``input_size`` decoded bytes; ``None`` if there is none."""
+        ...
+
+    def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
+        """Serialise ``chunk`` (shape ``spec.shape``, dtype ``spec.dtype``)."""
+        ...
+
+    def read_unit(self, spec: ChunkSpec) -> tuple[int, ...] | None:
+        """Shape of independently readable pieces of a chunk; ``None``: only the whole chunk."""
+        ...
+
+    def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
+        """Sans-I/O read of ``reads`` from the chunk stored under ``ctx.key``."""
+        ...
+
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
+        """Write ``value`` into ``piece`` of a stored chunk; the new value, ``None`` if it is all fill."""
+        ...
+
+
+def update_whole(
+    codec: ChunkCodec, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
+) -> Buffer | None:
     """Decode ``existing`` (or start from the fill value), assign ``value`` and re-encode.
 
-    A write covering the whole chunk encodes ``value`` as it is.
+    A write covering the whole chunk encodes ``value`` as it is. The result
+    never shares memory with ``value`` or with a scratch buffer.
     """
     if piece.is_complete and value.shape == spec.shape:
-        chunk = value
-    elif existing is None:  # e.g. an edge chunk: fill a reused per-thread buffer, no fresh allocation
-        chunk = thread_buffer(spec.shape, spec.dtype)
-        chunk[...] = spec.fill_value
-        chunk[piece.chunk_selection] = value
-    else:
-        chunk = np.array(codec.decode(existing, spec))
-        chunk[piece.chunk_selection] = value
+        return _encoded_copy(codec, value, spec)
+    if existing is None:  # e.g. an edge chunk: fill the thread's scratch array, no fresh allocation
+        with borrow(spec.shape, spec.dtype) as chunk:
+            chunk[...] = spec.fill_value
+            chunk[piece.chunk_selection] = value
+            return _encoded_copy(codec, chunk, spec)
+    chunk = np.array(codec.decode(existing, spec))
+    chunk[piece.chunk_selection] = value
+    return _encoded_copy(codec, chunk, spec)
+
+
+def _encoded_copy(codec: ChunkCodec, chunk: np.ndarray, spec: ChunkSpec) -> Buffer | None:
+    """``chunk`` encoded (``None`` if it is all fill), as bytes that are no view of ``chunk``."""
     if is_fill(chunk, spec.fill_value):
         return None
     encoded = codec.encode(chunk, spec)
-    return bytes(encoded) if isinstance(encoded, memoryview) else encoded  # never a view of the buffer
+    return bytes(encoded) if isinstance(encoded, memoryview) else encoded

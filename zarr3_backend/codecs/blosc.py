@@ -24,7 +24,7 @@ every call down the private single-thread path.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numcodecs.blosc
 
@@ -82,9 +82,10 @@ class BloscCodec(BytesBytesCodec):
         codec = self.evolve(spec)
         shuffle = SHUFFLES[codec.shuffle]  # type: ignore[index]
         try:
-            return numcodecs.blosc.compress(
+            compressed = numcodecs.blosc.compress(
                 data, codec.cname.encode("ascii"), codec.clevel, shuffle, codec.blocksize, typesize=codec.typesize
             )
+            return cast(Buffer, compressed)
         except (RuntimeError, ValueError) as exc:
             raise CodecError(f"codec 'blosc': cannot compress {memoryview(data).nbytes} bytes: {exc}") from exc
 
@@ -98,7 +99,7 @@ class BloscCodec(BytesBytesCodec):
         return decompress_bounded(data, max_size, self.name)
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
-        return input_size + numcodecs.blosc.MAX_OVERHEAD
+        return input_size + int(numcodecs.blosc.MAX_OVERHEAD)
 
     def decode_into(self, data: Buffer, spec: ChunkSpec, out: memoryview) -> bool:
         """Decompress straight into ``out``; always supported."""

@@ -43,8 +43,9 @@ def decompress_stream_bounded(
                 raise decoded_too_large(codec, f"more than {max_size}", max_size)
             if not decompressor.eof:
                 raise CodecError(f"codec {codec!r}: truncated data ({memoryview(data).nbytes} bytes)")
-            pending = decompressor.unused_data
-            if not pending.strip(b"\0"):
+            unused: bytes = decompressor.unused_data
+            pending = unused
+            if not unused.strip(b"\0"):
                 return pieces[0] if len(pieces) == 1 else b"".join(pieces)
     except errors as exc:
         raise CodecError(f"codec {codec!r}: corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc

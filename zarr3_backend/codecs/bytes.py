@@ -27,7 +27,7 @@ from .base import ArrayBytesCodec, Buffer, ChunkSpec
 from .registry import parse_config_choice, register_codec
 
 Endian = Literal["little", "big"]
-_ORDER_CHAR = {"little": "<", "big": ">"}
+_ORDER_CHAR: dict[str, Literal["<", ">"]] = {"little": "<", "big": ">"}
 
 
 def needs_endian(dtype: np.dtype) -> bool:

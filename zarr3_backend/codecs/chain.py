@@ -12,16 +12,18 @@ thread pool. Codecs with a smarter partial read (sharding) override
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..errors import MetadataError
-from ..executor import thread_buffer
-from ..read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
-from ..store.base import Value
+from ..indexing import ChunkSelection
+from ..scratch import borrow, in_use
+from ..values import Value
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
+from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .registry import codec_from_json
+
 
 class CodecChain:
     """``array -> array``* then one ``array -> bytes`` then ``bytes -> bytes``* codecs.
@@ -62,7 +64,7 @@ class CodecChain:
         return {"codecs": self.codecs}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["codecs"])  # type: ignore[misc]
+        vars(self).update(vars(CodecChain(state["codecs"])))
 
     # -- specs -----------------------------------------------------------
     def _specs(self, spec: ChunkSpec) -> tuple[list[ChunkSpec], ChunkSpec]:
@@ -98,17 +100,18 @@ class CodecChain:
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
         """Upper bound on a chunk's encoded size (``None`` if some codec has none)."""
         inputs, bytes_spec = self._specs(spec)
-        size: int | None = input_size
+        size = input_size
         for array_codec, codec_spec in zip(self.array_array, inputs):
-            size = array_codec.max_encoded_size(size, codec_spec)
-            if size is None:
+            bound = array_codec.max_encoded_size(size, codec_spec)
+            if bound is None:
                 return None
-        size = self.array_bytes.max_encoded_size(size, bytes_spec)
+            size = bound
+        encoded = self.array_bytes.max_encoded_size(size, bytes_spec)
         for bytes_codec in self.bytes_bytes:
-            if size is None:
+            if encoded is None:
                 return None
-            size = bytes_codec.max_encoded_size(size, bytes_spec)
-        return size
+            encoded = bytes_codec.max_encoded_size(encoded, bytes_spec)
+        return encoded
 
     def evolve(self, spec: ChunkSpec) -> CodecChain:
         """Fill automatic parameters for ``spec`` (recorded in metadata)."""
@@ -146,11 +149,16 @@ class CodecChain:
         inputs, bytes_spec = self._specs(spec)
         for array_codec, codec_spec in zip(self.array_array, inputs):
             chunk = array_codec.encode(chunk, codec_spec)
-        if self.bytes_bytes and not chunk.flags.c_contiguous and self.array_bytes.is_native_layout(bytes_spec):
-            # the next codec copies out of it at once, so a reused per-thread buffer is safe
-            scratch = thread_buffer(chunk.shape, chunk.dtype)
-            np.copyto(scratch, chunk)
-            chunk = scratch
+        if (
+            self.bytes_bytes and not chunk.flags.c_contiguous and self.array_bytes.is_native_layout(bytes_spec)
+            and not in_use()  # inside another borrow (a partial write's chunk): the bytes codec copies instead
+        ):
+            with borrow(chunk.shape, chunk.dtype) as contiguous:
+                np.copyto(contiguous, chunk)
+                return _owned(self._encode_bytes(contiguous, bytes_spec), contiguous)
+        return self._encode_bytes(chunk, bytes_spec)
+
+    def _encode_bytes(self, chunk: np.ndarray, bytes_spec: ChunkSpec) -> Buffer:
         data = self.array_bytes.encode(chunk, bytes_spec)
         for bytes_codec in self.bytes_bytes:
             data = bytes_codec.encode(data, bytes_spec)
@@ -179,7 +187,7 @@ class CodecChain:
         limits = self._limits(spec)
         for bytes_codec, limit in zip(reversed(self.bytes_bytes[1:]), reversed(limits[1:])):
             data = bytes_codec.decode_bounded(data, bytes_spec, limit)
-        out_bytes = memoryview(out.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+        out_bytes = out.reshape(-1).view(np.uint8).data
         if self.bytes_bytes and self.bytes_bytes[0].decode_into(data, bytes_spec, out_bytes):
             return
         if self.bytes_bytes:
@@ -199,11 +207,16 @@ class CodecChain:
             return (yield from self.array_bytes.plan_read(spec, reads, ctx))
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: Any) -> Value | None:
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
         """Write ``value`` into part of a stored chunk (see :meth:`ArrayBytesCodec.update`)."""
         if not (self.array_array or self.bytes_bytes):
             return self.array_bytes.update(existing, spec, piece, value)
         return update_whole(self, existing, spec, piece, value)
+
+
+def _owned(data: Buffer, scratch: np.ndarray) -> Buffer:
+    """``data``, copied if it may be a view of ``scratch`` (compressors return new buffers: no copy)."""
+    return bytes(data) if np.may_share_memory(np.frombuffer(data, np.uint8), scratch) else data
 
 
 def _split_by_kind(
@@ -218,4 +231,8 @@ def _split_by_kind(
             f"{where}: expected array->array codecs, then exactly one array->bytes codec, "
             f"then bytes->bytes codecs; got [{described}]"
         )
-    return codecs[:n_aa], codecs[n_aa], codecs[n_aa + 1 :]  # type: ignore[return-value]
+    return (  # the kinds checked above are the classes'
+        cast(tuple[ArrayArrayCodec, ...], codecs[:n_aa]),
+        cast(ArrayBytesCodec, codecs[n_aa]),
+        cast(tuple[BytesBytesCodec, ...], codecs[n_aa + 1 :]),
+    )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numcodecs
 
@@ -35,11 +35,11 @@ class GzipCodec(BytesBytesCodec):
         parse_config_int(self.name, "level", self.level, 0, 9)
 
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
-        return numcodecs.GZip(self.level).encode(data)
+        return cast(Buffer, numcodecs.GZip(self.level).encode(data))
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         try:
-            return numcodecs.GZip(self.level).decode(data)
+            return cast(Buffer, numcodecs.GZip(self.level).decode(data))
         except (OSError, EOFError, zlib.error) as exc:
             size = memoryview(data).nbytes
             raise CodecError(f"codec 'gzip': corrupt or truncated gzip data ({size} bytes): {exc}") from exc

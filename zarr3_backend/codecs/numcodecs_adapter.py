@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numcodecs
 import numcodecs.blosc
@@ -150,7 +150,7 @@ def _lz4_bounded(data: Buffer, max_size: int, codec: str) -> Buffer:
     if recorded > max_size:
         raise decoded_too_large(codec, recorded, max_size)
     try:
-        return numcodecs.lz4.decompress(data)
+        return cast(Buffer, numcodecs.lz4.decompress(data))
     except Exception as exc:
         raise CodecError(f"codec {codec!r}: decode failed: {exc}") from exc
 
@@ -250,7 +250,7 @@ def _kind_base(codec_id: str) -> type[_NumcodecsCodec]:
 
 
 @cache
-def numcodecs_codec_class(name: str) -> type[Codec] | None:
+def numcodecs_codec_class(name: str) -> type[_NumcodecsCodec] | None:
     """The codec class for ``numcodecs.<codec_id>``, or ``None`` if numcodecs lacks the id.
 
     >>> numcodecs_codec_class("numcodecs.delta").kind

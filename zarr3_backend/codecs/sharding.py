@@ -18,19 +18,19 @@ from their index's mean the shard was rewritten: the index is read again.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Hashable
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from ..dtypes import is_fill, parse_data_type
-from ..errors import CodecError, ConcurrentModificationError, CorruptShardError, MetadataError
-from ..read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges, with_location
-from ..store.base import ByteRange, Value, Versioned
-from ..indexing import plan_selection
+from ..errors import CodecError, ConcurrentModificationError, CorruptShardError, MetadataError, with_location
+from ..indexing import ChunkSelection, plan_selection
+from ..values import ByteRange, Value, Versioned
 from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .chain import CodecChain
+from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges
 from .registry import register_codec
 from .shard_index import EMPTY, ShardIndex
 
@@ -187,7 +187,7 @@ class ShardingCodec(ArrayBytesCodec):
         return ShardIndex(np.array(entries, dtype=np.uint64)).validate(where)  # a copy: never pin the shard bytes
 
     # -- partial writes ------------------------------------------------------
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: Any, value: np.ndarray) -> Value | None:
+    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
         """Re-encode only the inner chunks the write touches; keep the others' bytes unchanged.
 
         Returns the shard as its pieces, which the store writes without joining them.
@@ -269,7 +269,10 @@ class ShardingCodec(ArrayBytesCodec):
                 located[(start, end)] = memoryview(value)[start - block.start : end - block.start]
         return self._jobs(spec, reads, index, located.__getitem__, ctx)
 
-    def _jobs(self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, get: Any, ctx: ReadContext) -> list[DecodeJob]:
+    def _jobs(
+        self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, get: Callable[[tuple[int, int]], Buffer],
+        ctx: ReadContext,
+    ) -> list[DecodeJob]:
         inner_spec = self._inner_spec(spec)
         jobs = []
         for r in reads:

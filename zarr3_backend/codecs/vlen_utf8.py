@@ -17,7 +17,7 @@ items are written as empty values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numcodecs
 import numpy as np
@@ -46,7 +46,7 @@ class _VLenCodec(ArrayBytesCodec):
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         try:
-            return self._numcodec.encode(np.ascontiguousarray(chunk, dtype=object))
+            return cast(Buffer, self._numcodec.encode(np.ascontiguousarray(chunk, dtype=object)))
         except (TypeError, ValueError, UnicodeError) as exc:
             raise CodecError(f"codec {self.name!r}: cannot encode chunk of shape {spec.shape}: {exc}") from exc
 
@@ -59,7 +59,7 @@ class _VLenCodec(ArrayBytesCodec):
                 f"codec {self.name!r}: data holds {count} items, expected {spec.size} for chunk shape {spec.shape}"
             )
         try:
-            items = self._numcodec.decode(data)
+            items: np.ndarray = self._numcodec.decode(data)
         except (TypeError, ValueError, UnicodeError) as exc:
             raise CodecError(f"codec {self.name!r}: corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
         return items.reshape(spec.shape)

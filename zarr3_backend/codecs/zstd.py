@@ -18,7 +18,7 @@ decompressed into a buffer of at most that size.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numcodecs.zstd
 
@@ -66,11 +66,11 @@ class ZstdCodec(BytesBytesCodec):
             raise MetadataError(f"codec 'zstd': configuration.checksum: expected true or false, got {self.checksum!r}")
 
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
-        return numcodecs.zstd.compress(data, self.level, self.checksum)
+        return cast(Buffer, numcodecs.zstd.compress(data, self.level, self.checksum))
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         try:
-            return numcodecs.zstd.decompress(data)
+            return cast(Buffer, numcodecs.zstd.decompress(data))
         except (RuntimeError, ValueError) as exc:
             raise CodecError(_corrupt(data, exc)) from exc
 
@@ -122,7 +122,7 @@ def decompress_bounded(data: Buffer, max_size: int, codec: str = "zstd") -> Buff
     elif recorded > max_size:
         raise decoded_too_large(codec, recorded, max_size)
     try:
-        return numcodecs.zstd.decompress(data)  # allocates a recorded size; later frames may not overrun it
+        return cast(Buffer, numcodecs.zstd.decompress(data))  # allocates a recorded size; later frames may not overrun it
     except (RuntimeError, ValueError) as exc:
         raise CodecError(_corrupt(data, exc)) from exc
 

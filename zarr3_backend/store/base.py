@@ -3,81 +3,25 @@
 Keys are ``/``-separated strings relative to the store root (spec: core,
 "Abstract store interface"). A missing key reads as ``None``; the
 ``FileNotFoundError`` of the backend becomes "missing" here and nowhere else.
+The value types (:class:`ByteRange`, :class:`Versioned`, ``Value``) live in
+:mod:`zarr3_backend.values`, shared with the codecs' read plans.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from urllib.parse import unquote
 
 from ..errors import InvalidKeyError, ReadOnlyError
-
-Buffer = bytes | bytearray | memoryview
-#: A value to store: one buffer, or consecutive pieces (a tuple or list of buffers)
-#: that backends write without joining where they can.
-Value = Buffer | Sequence[Buffer]
-
-
-def join_value(value: Value) -> bytes:
-    """The bytes of a value given as one buffer or as consecutive pieces.
-
-    >>> join_value((b"ab", memoryview(b"cd")))
-    b'abcd'
-    """
-    return b"".join(value) if isinstance(value, list | tuple) else bytes(value)
-
-
-@dataclass(frozen=True)
-class ByteRange:
-    """A byte range of a value, with Python slice semantics.
-
-    ``ByteRange(start, end)`` is ``value[start:end]``; ``end=None`` reads to
-    the end; a negative ``start`` with ``end=None`` is a suffix (the last
-    ``-start`` bytes).
-
-    >>> ByteRange(0, 4), ByteRange.suffix(16)
-    (ByteRange(start=0, end=4), ByteRange(start=-16, end=None))
-    """
-
-    start: int
-    end: int | None = None
-
-    @classmethod
-    def suffix(cls, length: int) -> ByteRange:
-        """The last ``length`` bytes."""
-        return cls(-length, None)
-
-    @property
-    def is_suffix(self) -> bool:
-        return self.start < 0
-
-    def slice(self) -> slice:
-        return slice(self.start, self.end)
-
+from ..values import Buffer as Buffer
+from ..values import ByteRange as ByteRange
+from ..values import Generation as Generation
+from ..values import Value as Value
+from ..values import Versioned as Versioned
+from ..values import join_value as join_value
 
 Request = tuple[str, ByteRange | None]
-#: Identifies one version of a stored value (tensorstore calls it a storage generation):
-#: equal generations mean the same bytes. Opaque; compare only with ``==``.
-Generation = Hashable
-
-
-@dataclass(frozen=True)
-class Versioned:
-    """A value (or a range of it) together with the generation of the object it was read from.
-
-    ``generation`` is ``None`` when the value is missing or the store cannot
-    tell which version it read. A store that reports generations reads the
-    bytes and the generation from the same version, atomically.
-
-    >>> Versioned(b"ab", ("inode", 7)).generation
-    ('inode', 7)
-    """
-
-    value: bytes | None
-    generation: Generation | None = None
-
 
 #: Name prefix of in-flight temporary files of atomic writes; listings skip such names.
 TMP_PREFIX = ".__z3tmp."

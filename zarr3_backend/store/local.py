@@ -33,24 +33,20 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
 from ..errors import InvalidKeyError, StoreError
+from ..executor import shared_pool
 from .base import TMP_PREFIX, ByteRange, Request, Store, Value, Versioned, is_temporary, validate_key, validate_prefix
 
 _POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
 _POOL_WORKERS = 4
 _WRITE_ATTEMPTS = 10
-_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): a forked child makes its own
-_pool_lock = threading.Lock()
 _dir_lock = threading.Lock()  # orders creating directories + temp files against pruning empty ones
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CHECKED_DIRS_LIMIT = 4096  # directories known to resolve inside the root, remembered per store
 
 
 def _reader_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool[0] != os.getpid():
-            _pool = (os.getpid(), ThreadPoolExecutor(_POOL_WORKERS, thread_name_prefix="zarr3-local"))
-        return _pool[1]
+    """Threads that only read files (a leaf pool: no chunk work runs on them)."""
+    return shared_pool("local", _POOL_WORKERS, inline=False)
 
 
 def _pread_all(fd: int, length: int, offset: int) -> bytes:

@@ -2,13 +2,16 @@
 
 A read plan is a generator. Each ``yield`` hands the caller a list of
 :class:`ByteRange` requests (``None`` = the whole value) for one stored key
-and receives the fetched values as :class:`~zarr3_backend.store.base.Versioned`
+and receives the fetched values as :class:`~zarr3_backend.values.Versioned`
 (value ``None`` where the key is missing; the generation says which version
 of the object each came from, so a plan can check that ranges read in
 different rounds belong together). When the
 plan returns, its value is a list of :class:`DecodeJob`. The caller batches
 the requests of many plans into one store call per round and runs the jobs
 on its thread pool, so codecs never touch a store or a thread.
+
+Jobs decode with any :class:`ChunkDecoder`; every array -> bytes codec and
+every codec chain is one (see :class:`~zarr3_backend.codecs.base.ChunkCodec`).
 """
 
 from __future__ import annotations
@@ -16,15 +19,31 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import CodecError, Zarr3Error
-from .executor import thread_buffer
-from .store.base import Buffer, ByteRange, Versioned
+from ..errors import CodecError, Zarr3Error, with_location
+from ..indexing import DimIndex
+from ..scratch import borrow
+from ..values import Buffer, ByteRange, Versioned
+from .spec import ChunkSpec
 
-Selection = tuple[Any, ...]
+#: A numpy index tuple (ints, slices, index arrays) into a chunk or into an output array.
+NdIndex = tuple[DimIndex, ...]
+
+
+@runtime_checkable
+class ChunkDecoder(Protocol):
+    """What a :class:`DecodeJob` needs of a codec: decode a stored chunk whole, or into an array."""
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        """Deserialise to an array of ``spec.shape`` and ``spec.dtype`` (possibly a read-only view of ``data``)."""
+        ...
+
+    def decode_into(self, data: Buffer, spec: ChunkSpec, out: np.ndarray) -> None:
+        """Decode into ``out`` (C-contiguous, ``spec.shape`` and ``spec.dtype``)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -37,8 +56,8 @@ class SubRead:
     """
 
     coords: tuple[int, ...]
-    selection: Selection
-    out_selection: Selection
+    selection: NdIndex
+    out_selection: NdIndex
 
 
 #: How many times a plan re-reads a value that changed between its rounds before giving up.
@@ -61,13 +80,14 @@ class DecodeJob:
     """Decode ``data`` with ``codec`` (``None`` = missing: fill value) and copy ``selection`` to ``out``."""
 
     data: Buffer | None
-    codec: Any
-    spec: Any
-    selection: Selection
-    out_selection: Selection
+    codec: ChunkDecoder
+    spec: ChunkSpec
+    selection: NdIndex
+    out_selection: NdIndex
     where: str
 
     def run(self, out: np.ndarray) -> None:
+        """Write this job's piece of ``out``: decoded straight into it when the whole chunk lands there."""
         if self.data is None:
             out[self.out_selection] = self.spec.fill_value
             return
@@ -75,20 +95,23 @@ class DecodeJob:
         if target is not None:
             decode_chunk_into(self.codec, self.data, self.spec, self.where, target)
             return
-        with _decoding(self.where):  # a chunk too large to allocate is a CodecError, not a MemoryError
-            chunk = thread_buffer(self.spec.shape, self.spec.dtype)
-        decode_chunk_into(self.codec, self.data, self.spec, self.where, chunk)
-        out[self.out_selection] = chunk[self.selection]
+        # a chunk too large to allocate is a CodecError, not a MemoryError
+        with _decoding(self.where), borrow(self.spec.shape, self.spec.dtype) as chunk:
+            self.codec.decode_into(self.data, self.spec, chunk)
+            out[self.out_selection] = chunk[self.selection]
 
 
-def _direct_target(out: np.ndarray, out_selection: Selection, selection: Selection, spec: Any) -> np.ndarray | None:
+def _direct_target(out: np.ndarray, out_selection: NdIndex, selection: NdIndex, spec: ChunkSpec) -> np.ndarray | None:
     """The view of ``out`` to decode into directly, when the whole chunk lands contiguously there."""
-    if not all(isinstance(s, slice) for s in (*out_selection, *selection)):
+    if not all(isinstance(s, slice) for s in out_selection):
+        return None
+    slices = [s for s in selection if isinstance(s, slice)]
+    if len(slices) != len(selection):
         return None
     target = out[(*out_selection, Ellipsis)]
     if target.shape != spec.shape or not target.flags.c_contiguous:
         return None
-    if any(s.indices(n) != (0, n, 1) for s, n in zip(selection, spec.shape)):
+    if any(s.indices(n) != (0, n, 1) for s, n in zip(slices, spec.shape)):
         return None
     return target
 
@@ -96,19 +119,19 @@ def _direct_target(out: np.ndarray, out_selection: Selection, selection: Selecti
 ReadPlan = Generator[list[ByteRange | None], list[Versioned], list[DecodeJob]]
 
 
-def whole_chunk_plan(codec: Any, spec: Any, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
+def whole_chunk_plan(codec: ChunkDecoder, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
     """The default plan: fetch the whole value, decode it once, copy every piece."""
     (got,) = yield [None]
     return [DecodeJob(got.value, codec, spec, r.selection, r.out_selection, ctx.key) for r in reads]
 
 
-def decode_chunk(codec: Any, data: Buffer, spec: Any, where: str) -> np.ndarray:
+def decode_chunk(codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str) -> np.ndarray:
     """Decode one chunk, turning any failure into a :class:`CodecError` naming ``where``."""
     with _decoding(where):
         return codec.decode(data, spec)
 
 
-def decode_chunk_into(codec: Any, data: Buffer, spec: Any, where: str, out: np.ndarray) -> None:
+def decode_chunk_into(codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str, out: np.ndarray) -> None:
     """Decode one chunk into ``out``; failures as in :func:`decode_chunk`."""
     with _decoding(where):
         codec.decode_into(data, spec, out)
@@ -122,14 +145,6 @@ def _decoding(where: str) -> Iterator[None]:
         raise with_location(exc, where) from exc
     except Exception as exc:  # numcodecs/numpy raise RuntimeError, ValueError, ...
         raise CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})") from exc
-
-
-def with_location(exc: Zarr3Error, where: str) -> Zarr3Error:
-    """``exc`` with ``where`` (a key or array path) at the start of its message."""
-    message = str(exc)
-    if message.startswith(where):
-        return exc
-    return type(exc)(f"{where}: {message}")
 
 
 @dataclass(frozen=True)
