@@ -25,7 +25,7 @@ FsspecStore('memory:///doc/foreign')
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import fsspec
 from fsspec import AbstractFileSystem
@@ -103,7 +103,7 @@ class MappingStore(Store):
         mode = ", read_only=True" if self.read_only else ""
         return f"MappingStore(<zarr MemoryStore dict, {len(self.mapping)} keys>{mode})"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> NoReturn:
         raise TypeError(
             "a zarr-python MemoryStore cannot be sent to another process; "
             "use a 'memory://...' URL or a directory with distributed or multiprocess schedulers"
@@ -138,7 +138,8 @@ class MappingStore(Store):
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         validate_prefix(prefix)
-        keys, prefixes = set(), set()
+        keys: set[str] = set()
+        prefixes: set[str] = set()
         for key in self.list_prefix(prefix):
             head, sep, _ = key[len(prefix) :].partition("/")
             (prefixes if sep else keys).add(prefix + head + sep)
