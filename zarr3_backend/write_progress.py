@@ -93,11 +93,11 @@ def compute_with_progress(delayed: Any, client: Any | None, **options: Any) -> N
         progress.close()
 
 
-class _ShardCallback(Callback):  # type: ignore[misc]
+class _ShardCallback(Callback):
     """A dask callback counting finished shard tasks of local schedulers."""
 
     def __init__(self, progress: ShardProgress) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # dask leaves Callback.__init__ unannotated
         self.progress = progress
 
     def _posttask(self, key: Hashable, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..array import Array
 from ..codecs.chain import CodecChain
+from ..codecs.sharding import ShardingCodec
 from .backend_array import variable_dtype
 
 
@@ -42,7 +43,7 @@ def decode_fill_value(value: Any, array: Array) -> Any:
 
 
 def _unpack_float(value: str | bytes) -> float:
-    return struct.unpack("<d", base64.standard_b64decode(value))[0]
+    return float(struct.unpack("<d", base64.standard_b64decode(value))[0])
 
 
 def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:
@@ -79,11 +80,11 @@ def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
     """
     parts: dict[str, Any] = {}
     if sharded:
-        if len(chain.codecs) != 1:
-            return {}
         sharding = chain.array_bytes
-        parts["index_location"] = sharding.index_location  # type: ignore[attr-defined]
-        chain = sharding.codecs  # type: ignore[attr-defined]
+        if len(chain.codecs) != 1 or not isinstance(sharding, ShardingCodec):
+            return {}
+        parts["index_location"] = sharding.index_location
+        chain = sharding.codecs
     return {
         "filters": tuple(c.to_json() for c in chain.array_array),
         "serializer": chain.array_bytes.to_json(),
