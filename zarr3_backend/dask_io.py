@@ -232,14 +232,14 @@ def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] |
     every write succeeded, e.g. to publish the new shape of appended
     arrays; if any write fails it never runs.
     """
-    import dask
+    from dask.delayed import delayed
 
     written = []
     for request in requests:
         if request.data.size:  # aligned here: the alignment warning points at store_graph's caller
             aligned = align_to_shards(request.data, request.array, request.origin, request.name)
             written.append(_shard_tasks(request, aligned))
-    return dask.delayed(_after, pure=False)(written, finalize)
+    return delayed(_after, pure=False)(written, finalize)
 
 
 def _shard_tasks(request: WriteRequest, aligned: Any) -> Any:

@@ -7,7 +7,7 @@ import importlib.util
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from ..validate import CHECKS, Problem, Progress, validate_store
 from .options import open_store
@@ -65,7 +65,8 @@ def progress_bar(total: int) -> Progress:
     if importlib.util.find_spec("tqdm") is not None:
         from tqdm import tqdm
 
-        return tqdm(total=total, unit="chunk", desc="checking chunks", file=sys.stderr, leave=False)
+        bar = tqdm(total=total, unit="chunk", desc="checking chunks", file=sys.stderr, leave=False)
+        return cast(Progress, bar)  # tqdm ships no type information
     return Counter(total)
 
 

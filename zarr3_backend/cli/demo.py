@@ -65,4 +65,4 @@ def climate_field() -> np.ndarray:
     """A smooth (time, lat, lon) temperature field in kelvin."""
     time_axis, lat, lon = np.arange(96), np.linspace(-90, 90, 181), np.linspace(0, 359, 360)
     field = 280 + 15 * np.cos(np.deg2rad(lat))[None, :, None] + 5 * np.sin(time_axis / 16)[:, None, None]
-    return (field + np.zeros((1, 1, lon.size))).astype("float32")
+    return np.asarray(field + np.zeros((1, 1, lon.size)), dtype=np.float32)

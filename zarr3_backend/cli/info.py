@@ -86,7 +86,7 @@ def value_sizes(store: Store, keys: list[str]) -> int:
 
 def describe(store: Store, found: Survey) -> list[dict[str, Any]]:
     """One JSON-ready entry per node (``--json`` output)."""
-    entries = []
+    entries: list[dict[str, Any]] = []
     for path, node in found.nodes.items():
         if isinstance(node, Zarr3Error):
             entries.append({"path": "/" + path, "error": str(node)})
