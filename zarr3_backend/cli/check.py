@@ -13,7 +13,7 @@ from ..validate import CHECKS, Problem, Progress, validate_store
 from .options import open_store
 
 
-def add_command(commands: Any, store_options: argparse.ArgumentParser) -> None:
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
     parser = commands.add_parser(
         "validate", parents=[store_options], help="check a store against the Zarr v3 spec",
         description="Check every zarr.json (required fields, types, extensions, must_understand, codec chains), "

@@ -6,7 +6,6 @@ import argparse
 import os
 import tempfile
 import time
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ BLOSC_ZSTD = {"name": "blosc",
               "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}
 
 
-def add_command(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     parser = commands.add_parser("demo", parents=[common], help="write and read back an example store",
                                  description="Write a sharded example array (96 x 181 x 360 float32) into DIR, "
                                              "a new directory (default: a new temporary one), read it back and "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from ..validate import assign_keys, is_metadata_key, node_path
 from .options import open_store
 
 
-def add_commands(commands: Any, store_options: argparse.ArgumentParser) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
     info = commands.add_parser(
         "info", parents=[store_options], help="describe every array and group, like ncdump -h",
         description="Describe every array and group below PATH: shape, data type, dimension names, chunks and "
@@ -165,11 +166,11 @@ def codec_lines(codecs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def chain_text(codecs: list[Any]) -> str:
+def chain_text(codecs: Sequence[str | dict[str, Any]]) -> str:
     return " -> ".join(codec_text(c) for c in codecs)
 
 
-def codec_text(codec: Any, nested: bool = True) -> str:
+def codec_text(codec: str | dict[str, Any], nested: bool = True) -> str:
     """``name(key=value, ...)``; a nested sharding codec shows its chains inline."""
     if isinstance(codec, str):
         return codec
