@@ -7,7 +7,7 @@ import importlib.util
 import json
 import sys
 from dataclasses import asdict
-from typing import Any, cast
+from typing import cast
 
 from ..validate import CHECKS, Problem, Progress, validate_store
 from .options import open_store
