@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict, final
 
 from ..array import Array
 from ..errors import Zarr3Error
@@ -85,9 +85,50 @@ def value_sizes(store: Store, keys: list[str]) -> int:
     return sum(len(value or b"") for value in store.get_many([(key, None) for key in keys]))
 
 
-def describe(store: Store, found: Survey) -> list[dict[str, Any]]:
+@final
+class ErrorEntry(TypedDict):
+    """A node whose metadata could not be read."""
+
+    path: str
+    error: str
+
+
+@final
+class GroupEntry(TypedDict):
+    """A group (explicit, or implicit: only arrays below it)."""
+
+    path: str
+    node_type: Literal["group"]
+    implicit: bool
+    attributes: dict[str, Any]
+    consolidated: bool
+
+
+@final
+class ArrayEntry(TypedDict):
+    """An array: its metadata plus what the store holds for it."""
+
+    path: str
+    node_type: Literal["array"]
+    shape: list[int]
+    data_type: str | dict[str, Any]
+    dimension_names: list[str | None] | None
+    chunks: list[int]
+    shards: list[int] | None
+    codecs: list[dict[str, Any]]
+    fill_value: Any  # the JSON form of the array's data type
+    attributes: dict[str, Any]
+    stored_chunks: int
+    stored_bytes: int
+    nbytes: int
+
+
+Entry = ErrorEntry | GroupEntry | ArrayEntry
+
+
+def describe(store: Store, found: Survey) -> list[Entry]:
     """One JSON-ready entry per node (``--json`` output)."""
-    entries: list[dict[str, Any]] = []
+    entries: list[Entry] = []
     for path, node in found.nodes.items():
         if isinstance(node, Zarr3Error):
             entries.append({"path": "/" + path, "error": str(node)})
@@ -126,7 +167,7 @@ def print_info(store: Store, path: str, as_json: bool = False, title: str = "") 
         print("\n".join(_entry_lines(entry)))
 
 
-def _entry_lines(entry: dict[str, Any]) -> list[str]:
+def _entry_lines(entry: Entry) -> list[str]:
     if "error" in entry:
         return [f"{entry['path']}  unreadable: {entry['error']}"]
     if entry["node_type"] == "group":
