@@ -38,7 +38,7 @@ class _IntType(DataType):
 
 def _from_bits(bits: int, dtype: np.dtype[np.floating]) -> np.floating:
     scalar = np.array(bits, dtype=f"u{dtype.itemsize}").view(dtype)[()]
-    return cast(np.floating, scalar)  # numpy types a 0-d array's [()] as Any
+    return cast(np.floating, scalar)  # numpy types a 0-d array's [()] as an array, not a scalar
 
 
 def _to_bits(value: Any, dtype: np.dtype) -> int:

@@ -115,7 +115,7 @@ class _TimeType(DataType):
         if not isinstance(value, int) or isinstance(value, bool) or not _INT64.min <= value <= _INT64.max:
             raise self._fill_error("a 64-bit signed integer", value)
         scalar = np.array(value, dtype=np.int64).view(self.numpy)[()]
-        return cast(np.generic, scalar)  # numpy types a 0-d array's [()] as an array
+        return cast(np.generic, scalar)  # numpy types a 0-d array's [()] as an array, not a scalar
 
     def cast_fill_value(self, value: Any) -> np.generic:
         kind = np.asarray(value).dtype.kind
