@@ -31,10 +31,11 @@ def _store(store: Any, storage_options: dict[str, Any] | None, mode: str) -> Sto
     return make_store(store, storage_options=storage_options, read_only=_parse_mode(mode) == "r")
 
 
-def _parse_mode(mode: Any) -> Mode:
-    if mode not in MODES:
-        raise ArgumentError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
-    return mode  # type: ignore[no-any-return]
+def _parse_mode(mode: object) -> Mode:
+    for known in MODES:
+        if mode == known:
+            return known
+    raise ArgumentError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
 
 
 def open(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array | Group:

@@ -18,7 +18,7 @@ import sys
 from collections import defaultdict
 from functools import partial
 from collections.abc import Iterator, MutableMapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .dtypes import is_fill
 from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
 from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, submit_io, thread_count
 from .indexing import ChunkSelection, plan_selection
-from .metadata import ArrayMetadata, encode_metadata
+from .metadata import ArrayMetadata, GroupMetadata, encode_metadata
 from .codecs.chain import CodecChain
 from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
 from .storage_transformers import apply_storage_transformers
@@ -43,10 +43,19 @@ LOCAL_HELD_BYTES = 32 << 20
 MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; Python names it from 3.13 on
 
 
+class _AttributeOwner(Protocol):
+    """A node whose attributes :class:`Attributes` reads and replaces (an array or a group)."""
+
+    @property
+    def metadata(self) -> ArrayMetadata | GroupMetadata: ...
+
+    def replace_attributes(self, attributes: dict[str, Any]) -> None: ...
+
+
 class Attributes(MutableMapping[str, Any]):
     """User attributes of a node; every change is written back to its ``zarr.json``."""
 
-    def __init__(self, node: Any) -> None:
+    def __init__(self, node: _AttributeOwner) -> None:
         self._node = node
 
     def _data(self) -> dict[str, Any]:
@@ -69,7 +78,7 @@ class Attributes(MutableMapping[str, Any]):
         del attributes[key]
         self._node.replace_attributes(attributes)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, *args: Any, **kwargs: Any) -> None:
         """Change several attributes with one metadata write."""
         self._node.replace_attributes({**self._data(), **dict(*args, **kwargs)})
 

@@ -128,7 +128,7 @@ class V2ChunkKeyEncoding(ChunkKeyEncoding):
         return key.split(self.separator)
 
 
-_ENCODINGS: dict[str, type[ChunkKeyEncoding]] = {
+_ENCODINGS: dict[str, type[DefaultChunkKeyEncoding] | type[V2ChunkKeyEncoding]] = {
     cls.name: cls for cls in (DefaultChunkKeyEncoding, V2ChunkKeyEncoding)
 }
 

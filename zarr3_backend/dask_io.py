@@ -50,7 +50,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -60,6 +60,11 @@ from .executor import current_pool, map_concurrently, private_pool, shared_pool
 from .store import FsspecStore
 from .store.base import Store
 from .worker_memory import tune_worker_malloc
+
+if TYPE_CHECKING:  # dask and distributed are optional: this module imports them where it uses them
+    from dask.array import Array as DaskArray
+    from dask.delayed import Delayed
+    from distributed import Client
 
 
 class ShardAlignmentWarning(UserWarning):
@@ -124,7 +129,7 @@ def shard_aligned_chunks(shape: Sequence[int], origin: Sequence[int], grid: Sequ
     return tuple(chunks)
 
 
-def align_to_shards(data: Any, array: Array, origin: Sequence[int], name: str = "") -> Any:
+def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: str = "") -> DaskArray:
     """``data`` (a dask array) rechunked so every block lies in exactly one stored chunk of ``array``.
 
     Blocks are only split when they already nest in the grid; when a stored
@@ -147,7 +152,7 @@ def align_to_shards(data: Any, array: Array, origin: Sequence[int], name: str = 
             ShardAlignmentWarning,
             stacklevel=3,
         )
-    return data.rechunk(target)
+    return cast("DaskArray", data.rechunk(target))  # dask leaves Array.rechunk unannotated
 
 
 def _inputs_per_block(have: Sequence[int], want: Sequence[int]) -> int:
@@ -212,7 +217,7 @@ def write_numpy(array: Array, origin: Sequence[int], data: Any, write_empty_chun
 class WriteRequest:
     """Write ``data`` (a dask array) into ``array`` starting at ``origin``."""
 
-    data: Any
+    data: DaskArray
     array: Array
     origin: tuple[int, ...]
     write_empty_chunks: bool = False
@@ -220,7 +225,7 @@ class WriteRequest:
     lock: Any = None
 
 
-def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] | None = None) -> Any:
+def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] | None = None) -> Delayed:
     """A ``dask.delayed`` running every write request, one task per shard, then ``finalize``.
 
     Each shard task (keyed ``("zarr3-write-shard-<token>", i, ...)``, see
@@ -231,17 +236,17 @@ def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] |
     every write succeeded, e.g. to publish the new shape of appended
     arrays; if any write fails it never runs.
     """
-    import dask
+    from dask.delayed import delayed
 
     written = []
     for request in requests:
         if request.data.size:  # aligned here: the alignment warning points at store_graph's caller
             aligned = align_to_shards(request.data, request.array, request.origin, request.name)
             written.append(_shard_tasks(request, aligned))
-    return dask.delayed(_after, pure=False)(written, finalize)
+    return cast("Delayed", delayed(_after, pure=False)(written, finalize))  # dask's delayed is unannotated
 
 
-def _shard_tasks(request: WriteRequest, aligned: Any) -> Any:
+def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
     """One task per block of ``aligned`` writing it to its shard; a dask array of the bytes each wrote."""
     import dask.array as da
     from dask.base import tokenize
@@ -255,7 +260,8 @@ def _shard_tasks(request: WriteRequest, aligned: Any) -> Any:
     token = tokenize(aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks)
     name = SHARD_TASK_PREFIX + token
     chunks = tuple((1,) * len(c) for c in aligned.chunks)
-    return da.map_blocks(task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64))
+    blocks = da.map_blocks(task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64))
+    return cast("DaskArray", blocks)  # dask's map_blocks is unannotated
 
 
 @dataclass(frozen=True)
@@ -278,7 +284,7 @@ def _after(_: Any, finalize: Callable[[], None] | None) -> None:
         finalize()
 
 
-def _distributed_client() -> Any:
+def _distributed_client() -> Client | None:
     """The distributed Client that ``compute`` would use, if any."""
     try:
         import dask.base
@@ -311,7 +317,7 @@ def _protocols(store: FsspecStore) -> set[str]:
     return {protocol} if isinstance(protocol, str) else set(protocol)
 
 
-def compute_writes(delayed: Any, progress: bool | str = False) -> None:
+def compute_writes(delayed: Delayed, progress: bool | str = False) -> None:
     """Compute a :func:`store_graph` on the current scheduler, with ``progress``.
 
     ``True`` prints shards done out of the total and the data rate

@@ -53,6 +53,9 @@ class CorruptShardError(CodecError):
 class NodeNotFoundError(Zarr3Error, FileNotFoundError):
     """No array or group exists at the requested path."""
 
+    #: Zarr stores found further below the missing path, where the raiser looked for them.
+    stores_below: list[str]
+
 
 class ArrayNotFoundError(NodeNotFoundError):
     """No array exists at the requested path."""

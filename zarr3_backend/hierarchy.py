@@ -332,7 +332,7 @@ def open_node(store: Store, path: str, *, read_only: bool, strict: bool = False)
     if found:
         message += f"; found Zarr stores further down at: {', '.join(found)}. Open one of those instead"
     error = NodeNotFoundError(message)
-    error.stores_below = found  # type: ignore[attr-defined]
+    error.stores_below = found
     raise error
 
 

@@ -35,14 +35,15 @@ from .errors import BoundsError
 from .integers import is_int
 
 DimIndex = int | slice | np.ndarray
+OutIndex = slice | np.ndarray | None
 
 
 class DimChunk(NamedTuple):
     """The part of one dimension's selection that falls in one chunk."""
 
-    index: int  #: chunk index along the dimension
+    chunk_index: int  #: chunk index along the dimension
     chunk_sel: DimIndex  #: positions inside the full-size chunk (slices have a positive step)
-    out_sel: slice | np.ndarray | None  #: positions in the output; ``None`` if the dimension is dropped
+    out_sel: OutIndex  #: positions in the output; ``None`` if the dimension is dropped
     complete: bool  #: covers every in-array element of the chunk along this dimension
 
 
@@ -219,7 +220,7 @@ class Selection:
         for combo in itertools.product(*(zip(*parts) for parts in zip(per_dim, chunk_keys, out_keys))):
             items, chunk_sel, out_sel = zip(*combo) if combo else ((), (), ())
             yield ChunkSelection(
-                coords=tuple(item.index for item in items),
+                coords=tuple(item.chunk_index for item in items),
                 chunk_selection=chunk_sel,
                 out_selection=tuple(o for o in out_sel if o is not None),
                 orthogonal_selection=tuple(item.chunk_sel for item in items),
@@ -238,16 +239,16 @@ def _as_array(sel: slice | np.ndarray) -> np.ndarray:
     return np.arange(sel.start, stop, sel.step or 1)
 
 
-def _ix_shaped(sels: list[Any], j: int, k: int) -> list[np.ndarray]:
+def _ix_shaped(sels: Sequence[Any], j: int, k: int) -> Sequence[np.ndarray]:
     """1-d selections of axis ``j`` of ``k`` reshaped so ``k`` of them broadcast like ``np.ix_``."""
     shape = [1] * k
     shape[j] = -1
     return [_as_array(s).reshape(shape) for s in sels]
 
 
-def _chunk_keys(dims: Sequence[DimSelector], per_dim: list[list[DimChunk]]) -> list[list[Any]]:
+def _chunk_keys(dims: Sequence[DimSelector], per_dim: list[list[DimChunk]]) -> list[Sequence[DimIndex]]:
     """Per-dimension chunk indexes, ``np.ix_``-shaped when numpy would not index orthogonally."""
-    keys = [[item.chunk_sel for item in items] for items in per_dim]
+    keys: list[Sequence[DimIndex]] = [[item.chunk_sel for item in items] for items in per_dim]
     arrays = [i for i, d in enumerate(dims) if isinstance(d, ArraySelector)]
     advanced = [i for i, d in enumerate(dims) if not isinstance(d, SliceSelector)]
     if len(arrays) < 2 and (not arrays or _is_contiguous(advanced)):
@@ -258,9 +259,9 @@ def _chunk_keys(dims: Sequence[DimSelector], per_dim: list[list[DimChunk]]) -> l
     return keys
 
 
-def _out_keys(dims: Sequence[DimSelector], per_dim: list[list[DimChunk]]) -> list[list[Any]]:
+def _out_keys(dims: Sequence[DimSelector], per_dim: list[list[DimChunk]]) -> list[Sequence[OutIndex]]:
     """Per-dimension output indexes, ``np.ix_``-shaped when two or more are arrays."""
-    keys = [[item.out_sel for item in items] for items in per_dim]
+    keys: list[Sequence[OutIndex]] = [[item.out_sel for item in items] for items in per_dim]
     kept = [i for i, d in enumerate(dims) if not isinstance(d, IntSelector)]
     unsorted = [d for d in dims if isinstance(d, ArraySelector) and not d.is_sorted]
     if len(unsorted) >= 2:

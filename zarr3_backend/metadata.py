@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .chunk_grid import RegularChunkGrid
-from .chunk_keys import parse_chunk_key_encoding
+from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .dtypes import DataType, parse_data_type
 from .errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error
 from .extension import parse_extension
@@ -146,7 +146,7 @@ class ArrayMetadata:
     shape: tuple[int, ...]
     data_type: DataType
     chunk_grid: RegularChunkGrid
-    chunk_key_encoding: Any
+    chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any
     codecs: tuple[dict[str, Any], ...]
     attributes: dict[str, Any] = field(default_factory=dict)
@@ -264,7 +264,7 @@ def parse_consolidated(value: JSON, where: str) -> dict[str, dict[str, Any]] | N
         return None
     if not isinstance(value, dict) or value.get("kind") != "inline" or not isinstance(value.get("metadata"), dict):
         raise _fail(where, "consolidated_metadata", "{'kind': 'inline', 'metadata': {...}}", value)
-    members = value["metadata"]
+    members: dict[str, dict[str, Any]] = value["metadata"]  # each value is checked below
     for name, document in members.items():
         for segment in name.split("/"):
             problem = segment_problem(segment)

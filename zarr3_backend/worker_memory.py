@@ -24,7 +24,7 @@ import ctypes.util
 import os
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
 
 from .executor import after_fork
 
@@ -76,7 +76,7 @@ def should_tune() -> bool:
     return not opted_out() and in_distributed_worker() and mallopt_function() is not None
 
 
-def mallopt_function() -> Any | None:
+def mallopt_function() -> Callable[[int, int], int] | None:
     """glibc's ``mallopt`` via ctypes, or ``None`` where there is none (not Linux, musl, ...)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -90,6 +90,8 @@ def mallopt_function() -> Any | None:
 
 def _set_thresholds() -> bool:
     mallopt = mallopt_function()
+    if mallopt is None:
+        return False
     # mallopt returns 1 on success; the trim threshold first, so no free in between trims below the new mmap threshold
     return bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)) and bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 

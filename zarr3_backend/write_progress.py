@@ -15,10 +15,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Hashable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 from dask.callbacks import Callback
+from dask.delayed import Delayed
+
+if TYPE_CHECKING:  # distributed is optional: imported where a client is used
+    from distributed import Client
 
 #: Name prefix of the shard tasks' keys.
 SHARD_TASK_PREFIX = "zarr3-write-shard-"
@@ -62,12 +66,12 @@ class ShardProgress:
         self.stream.flush()
 
 
-def shard_keys(delayed: Any) -> list[Hashable]:
+def shard_keys(delayed: Delayed) -> list[Hashable]:
     """The keys of the shard tasks in a write graph."""
     return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
 
 
-def compute_with_progress(delayed: Any, client: Any | None, **options: Any) -> None:
+def compute_with_progress(delayed: Delayed, client: Client | None, **options: Any) -> None:
     """Compute a write graph, printing :class:`ShardProgress` as shards complete.
 
     With a distributed ``client``, the shard tasks and the final task are
@@ -93,11 +97,11 @@ def compute_with_progress(delayed: Any, client: Any | None, **options: Any) -> N
         progress.close()
 
 
-class _ShardCallback(Callback):  # type: ignore[misc]
+class _ShardCallback(Callback):
     """A dask callback counting finished shard tasks of local schedulers."""
 
     def __init__(self, progress: ShardProgress) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # dask leaves Callback.__init__ unannotated
         self.progress = progress
 
     def _posttask(self, key: Hashable, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:

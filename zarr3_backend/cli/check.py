@@ -7,13 +7,13 @@ import importlib.util
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
+from typing import cast
 
 from ..validate import CHECKS, Problem, Progress, validate_store
 from .options import open_store
 
 
-def add_command(commands: Any, store_options: argparse.ArgumentParser) -> None:
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
     parser = commands.add_parser(
         "validate", parents=[store_options], help="check a store against the Zarr v3 spec",
         description="Check every zarr.json (required fields, types, extensions, must_understand, codec chains), "
@@ -65,7 +65,8 @@ def progress_bar(total: int) -> Progress:
     if importlib.util.find_spec("tqdm") is not None:
         from tqdm import tqdm
 
-        return tqdm(total=total, unit="chunk", desc="checking chunks", file=sys.stderr, leave=False)
+        bar = tqdm(total=total, unit="chunk", desc="checking chunks", file=sys.stderr, leave=False)
+        return cast(Progress, bar)  # tqdm ships no type information
     return Counter(total)
 
 

@@ -6,7 +6,6 @@ import argparse
 import os
 import tempfile
 import time
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,7 @@ BLOSC_ZSTD = {"name": "blosc",
               "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}
 
 
-def add_command(commands: Any, common: argparse.ArgumentParser) -> None:
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     parser = commands.add_parser("demo", parents=[common], help="write and read back an example store",
                                  description="Write a sharded example array (96 x 181 x 360 float32) into DIR, "
                                              "a new directory (default: a new temporary one), read it back and "
@@ -65,4 +64,4 @@ def climate_field() -> np.ndarray:
     """A smooth (time, lat, lon) temperature field in kelvin."""
     time_axis, lat, lon = np.arange(96), np.linspace(-90, 90, 181), np.linspace(0, 359, 360)
     field = 280 + 15 * np.cos(np.deg2rad(lat))[None, :, None] + 5 * np.sin(time_axis / 16)[:, None, None]
-    return (field + np.zeros((1, 1, lon.size))).astype("float32")
+    return np.asarray(field + np.zeros((1, 1, lon.size)), dtype=np.float32)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict, final
 
 from ..array import Array
 from ..errors import Zarr3Error
@@ -19,7 +20,7 @@ from ..validate import assign_keys, is_metadata_key, node_path
 from .options import open_store
 
 
-def add_commands(commands: Any, store_options: argparse.ArgumentParser) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
     info = commands.add_parser(
         "info", parents=[store_options], help="describe every array and group, like ncdump -h",
         description="Describe every array and group below PATH: shape, data type, dimension names, chunks and "
@@ -84,9 +85,50 @@ def value_sizes(store: Store, keys: list[str]) -> int:
     return sum(len(value or b"") for value in store.get_many([(key, None) for key in keys]))
 
 
-def describe(store: Store, found: Survey) -> list[dict[str, Any]]:
+@final
+class ErrorEntry(TypedDict):
+    """A node whose metadata could not be read."""
+
+    path: str
+    error: str
+
+
+@final
+class GroupEntry(TypedDict):
+    """A group (explicit, or implicit: only arrays below it)."""
+
+    path: str
+    node_type: Literal["group"]
+    implicit: bool
+    attributes: dict[str, Any]
+    consolidated: bool
+
+
+@final
+class ArrayEntry(TypedDict):
+    """An array: its metadata plus what the store holds for it."""
+
+    path: str
+    node_type: Literal["array"]
+    shape: list[int]
+    data_type: str | dict[str, Any]
+    dimension_names: list[str | None] | None
+    chunks: list[int]
+    shards: list[int] | None
+    codecs: list[dict[str, Any]]
+    fill_value: Any  # the JSON form of the array's data type
+    attributes: dict[str, Any]
+    stored_chunks: int
+    stored_bytes: int
+    nbytes: int
+
+
+Entry = ErrorEntry | GroupEntry | ArrayEntry
+
+
+def describe(store: Store, found: Survey) -> list[Entry]:
     """One JSON-ready entry per node (``--json`` output)."""
-    entries = []
+    entries: list[Entry] = []
     for path, node in found.nodes.items():
         if isinstance(node, Zarr3Error):
             entries.append({"path": "/" + path, "error": str(node)})
@@ -125,7 +167,7 @@ def print_info(store: Store, path: str, as_json: bool = False, title: str = "") 
         print("\n".join(_entry_lines(entry)))
 
 
-def _entry_lines(entry: dict[str, Any]) -> list[str]:
+def _entry_lines(entry: Entry) -> list[str]:
     if "error" in entry:
         return [f"{entry['path']}  unreadable: {entry['error']}"]
     if entry["node_type"] == "group":
@@ -165,11 +207,11 @@ def codec_lines(codecs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def chain_text(codecs: list[Any]) -> str:
+def chain_text(codecs: Sequence[str | dict[str, Any]]) -> str:
     return " -> ".join(codec_text(c) for c in codecs)
 
 
-def codec_text(codec: Any, nested: bool = True) -> str:
+def codec_text(codec: str | dict[str, Any], nested: bool = True) -> str:
     """``name(key=value, ...)``; a nested sharding codec shows its chains inline."""
     if isinstance(codec, str):
         return codec

@@ -62,11 +62,16 @@ class BloscCodec(BytesBytesCodec):
     def _configuration(self) -> dict[str, Any]:
         return {key: value for key, value in vars(self).items() if value is not None}
 
-    def evolve(self, spec: ChunkSpec) -> BloscCodec:
-        """Fill ``typesize`` (element size, 1 for variable-length types) and ``shuffle``."""
+    def _filled(self, spec: ChunkSpec) -> tuple[int, Shuffle]:
+        """``typesize`` and ``shuffle`` as recorded, else from ``spec`` (element size, 1 for variable-length types)."""
         item_size = spec.data_type.item_size or 1
         typesize = item_size if self.typesize is None else self.typesize
-        shuffle = self.shuffle or ("bitshuffle" if item_size == 1 else "shuffle")
+        shuffle: Shuffle = self.shuffle or ("bitshuffle" if item_size == 1 else "shuffle")
+        return typesize, shuffle
+
+    def evolve(self, spec: ChunkSpec) -> BloscCodec:
+        """Fill ``typesize`` and ``shuffle``."""
+        typesize, shuffle = self._filled(spec)
         if (typesize, shuffle) == (self.typesize, self.shuffle):
             return self
         return replace(self, typesize=typesize, shuffle=shuffle)
@@ -79,11 +84,10 @@ class BloscCodec(BytesBytesCodec):
             )
 
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
-        codec = self.evolve(spec)
-        shuffle = SHUFFLES[codec.shuffle]  # type: ignore[index]
+        typesize, shuffle = self._filled(spec)
         try:
             compressed = numcodecs.blosc.compress(
-                data, codec.cname.encode("ascii"), codec.clevel, shuffle, codec.blocksize, typesize=codec.typesize
+                data, self.cname.encode("ascii"), self.clevel, SHUFFLES[shuffle], self.blocksize, typesize=typesize
             )
             return cast(Buffer, compressed)
         except (RuntimeError, ValueError) as exc:

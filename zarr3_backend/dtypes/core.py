@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,18 +34,19 @@ class _IntType(DataType):
         whole = not isinstance(value, (float, np.floating)) or float(value).is_integer()
         if not (_is_number(value) and whole and info.min <= int(value) <= info.max):
             raise self._fill_error(f"an integer in [{info.min}, {info.max}]", value)
-        return self.numpy.type(int(value))
+        return cast(np.integer, self.numpy.type(int(value)))  # numpy types dtype[Any].type as type[Any]
 
 
-def _from_bits(bits: int, dtype: np.dtype) -> Any:
-    return np.array(bits, dtype=f"u{dtype.itemsize}").view(dtype)[()]
+def _from_bits(bits: int, dtype: np.dtype[np.floating]) -> np.floating:
+    scalar = np.array(bits, dtype=f"u{dtype.itemsize}").view(dtype)[()]
+    return cast(np.floating, scalar)  # numpy types a 0-d array's [()] as an array, not a scalar
 
 
 def _to_bits(value: Any, dtype: np.dtype) -> int:
     return int(np.asarray(value, dtype=dtype).view(f"u{dtype.itemsize}"))
 
 
-def _parse_float(value: Any, dtype: np.dtype, owner: DataType) -> np.floating:
+def _parse_float(value: Any, dtype: np.dtype[np.floating], owner: DataType) -> np.floating:
     """A float (component) fill value: number, "NaN", "±Infinity" or "0x" raw bits."""
     if isinstance(value, str):
         digits = value[2:]
@@ -85,14 +86,15 @@ class _FloatType(DataType):
 
 class _ComplexType(DataType):
     @property
-    def _part(self) -> np.dtype:
+    def _part(self) -> np.dtype[np.floating]:
         return np.dtype(f"f{self.numpy.itemsize // 2}")
 
     def parse_fill_value(self, value: Any) -> np.complexfloating:
         if not isinstance(value, (list, tuple)) or len(value) != 2:
             raise self._fill_error("a 2-element list [real, imag]", value)
         parts = [_parse_float(v, self._part, self) for v in value]
-        return np.array(parts, dtype=self._part).view(self.numpy)[0]
+        scalar = np.array(parts, dtype=self._part).view(self.numpy)[0]
+        return cast(np.complexfloating, scalar)  # numpy types an element of an ndarray[Any] as Any
 
     def cast_fill_value(self, value: Any) -> np.complexfloating:
         if isinstance(value, (list, tuple)):
@@ -100,7 +102,7 @@ class _ComplexType(DataType):
         if not (_is_number(value) or isinstance(value, (complex, np.complexfloating))):
             raise self._fill_error("a complex number or [real, imag]", value)
         with np.errstate(over="ignore"):
-            return self.numpy.type(value)
+            return cast(np.complexfloating, self.numpy.type(value))  # dtype[Any].type is type[Any]
 
     def fill_value_to_json(self, value: Any) -> list[float | str]:
         parts = np.asarray(self.cast_fill_value(value)).reshape(1).view(self._part)

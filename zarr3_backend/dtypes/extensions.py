@@ -11,7 +11,7 @@ import binascii
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -103,7 +103,7 @@ class _StringType(DataType):
         return value
 
     def fill_value_to_json(self, value: Any) -> str:
-        return self.cast_fill_value(value)
+        return self.parse_fill_value(value)
 
     def default_fill_value(self) -> str:
         return ""
@@ -115,7 +115,8 @@ class _TimeType(DataType):
     def parse_fill_value(self, value: Any) -> np.generic:
         if not is_int(value, numpy=False) or not _INT64.min <= value <= _INT64.max:
             raise self._fill_error("a 64-bit signed integer", value)
-        return np.array(value, dtype=np.int64).view(self.numpy)[()]
+        scalar = np.array(value, dtype=np.int64).view(self.numpy)[()]
+        return cast(np.generic, scalar)  # numpy types a 0-d array's [()] as an array, not a scalar
 
     def cast_fill_value(self, value: Any) -> np.generic:
         kind = np.asarray(value).dtype.kind
@@ -124,7 +125,7 @@ class _TimeType(DataType):
         if kind not in (self.numpy.kind, "U"):
             raise self._fill_error(f"an integer, a string or a numpy {self.numpy.type.__name__}", value)
         try:
-            return np.asarray(value, dtype=self.numpy)[()]
+            return cast(np.generic, np.asarray(value, dtype=self.numpy)[()])  # as above
         except ValueError as exc:
             raise self._fill_error(f"a valid {self.numpy.type.__name__}", value) from exc
 

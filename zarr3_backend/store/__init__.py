@@ -9,11 +9,12 @@ import fsspec.core
 
 from ..errors import ArgumentTypeError
 from .base import (
-    Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix,
+    TMP_PREFIX, Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key,
+    validate_prefix,
 )
 from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_store import FsspecStore, with_connection_pool
-from .local import TMP_PREFIX, LocalStore
+from .local import LocalStore
 
 __all__ = [
     "TMP_PREFIX",

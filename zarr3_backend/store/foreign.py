@@ -25,7 +25,7 @@ FsspecStore('memory:///doc/foreign')
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import fsspec
 from fsspec import AbstractFileSystem
@@ -109,7 +109,7 @@ class ZarrMemoryStore(Store):
         mode = ", read_only=True" if self.read_only else ""
         return f"ZarrMemoryStore({self.zarr_store!r}{mode})"
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> NoReturn:
         raise TypeError(
             "a zarr-python MemoryStore cannot be sent to another process; "
             "use a 'memory://...' URL or a directory with distributed or multiprocess schedulers"

@@ -212,10 +212,10 @@ class LocalStore(Store):
                     os.makedirs(directory, exist_ok=True)
                     file = open(tmp, "xb")  # noqa: SIM115 - closed just below, outside the lock
                 with file:
-                    if isinstance(value, list | tuple):
-                        file.writelines(value)  # pieces go to the file as they are, never joined
-                    else:
+                    if isinstance(value, bytes | bytearray | memoryview):
                         file.write(value)
+                    else:
+                        file.writelines(value)  # pieces go to the file as they are, never joined
                     file.flush()  # then stamp a full-resolution mtime: part of the generation readers check
                     now = time.time_ns()
                     os.utime(file.fileno(), ns=(now, now))

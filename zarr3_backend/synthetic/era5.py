@@ -78,7 +78,8 @@ def _noise(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, field:
     position = days / _NOISE_DAYS - knots[0]
     below = np.floor(position).astype(int)
     weight = (position - below).astype(np.float32)[:, None, None]
-    return (1 - weight) * maps[below] + weight * maps[below + 1]
+    noise: np.ndarray = (1 - weight) * maps[below] + weight * maps[below + 1]  # numpy types fancy indexing as Any
+    return noise
 
 
 def _season(days: np.ndarray) -> np.ndarray:

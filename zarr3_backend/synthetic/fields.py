@@ -18,22 +18,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["fractal_noise", "hash_uniform", "value_noise"]
+
+Floats = npt.NDArray[np.float64]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
 
-def _mix(h: np.ndarray) -> np.ndarray:
+def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """The splitmix64 finaliser (wrapping uint64 arithmetic)."""
     h = (h ^ (h >> np.uint64(30))) * _M1
     h = (h ^ (h >> np.uint64(27))) * _M2
     return h ^ (h >> np.uint64(31))
 
 
-def hash_uniform(seed: Sequence[int], *coords: np.ndarray) -> np.ndarray:
+def hash_uniform(seed: Sequence[int], *coords: npt.ArrayLike) -> Floats:
     """Uniform values in [0, 1), a pure function of ``seed`` and the integer ``coords`` (broadcast).
 
     >>> import numpy as np
@@ -48,13 +51,13 @@ def hash_uniform(seed: Sequence[int], *coords: np.ndarray) -> np.ndarray:
         return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
-def _smoothstep(t: np.ndarray) -> np.ndarray:
+def _smoothstep(t: Floats) -> Floats:
     return t * t * (3.0 - 2.0 * t)
 
 
 def value_noise(
-    seed: Sequence[int], y: np.ndarray, x: np.ndarray, cell: float, x_period: float | None = None
-) -> np.ndarray:
+    seed: Sequence[int], y: npt.ArrayLike, x: npt.ArrayLike, cell: float, x_period: float | None = None
+) -> Floats:
     """Smooth noise in [-1, 1] at points ``(y, x)`` (broadcast) from a lattice of spacing ``cell``.
 
     ``x_period`` (a multiple of ``cell``) makes the field periodic in x, e.g. 360 for longitude.
@@ -68,14 +71,14 @@ def value_noise(
         cols = np.mod(cols, round(x_period / cell))
     table = hash_uniform(seed, rows[:, None], cols[None, :])  # the lattice values around the points
     r, c = iy - rows[0], ix - ix.min()
-    top = (1 - tx) * table[r, c] + tx * table[r, c + 1]
-    bottom = (1 - tx) * table[r + 1, c] + tx * table[r + 1, c + 1]
+    top: Floats = (1 - tx) * table[r, c] + tx * table[r, c + 1]  # numpy types fancy indexing as Any
+    bottom: Floats = (1 - tx) * table[r + 1, c] + tx * table[r + 1, c + 1]
     return 2.0 * ((1 - ty) * top + ty * bottom) - 1.0
 
 
 def fractal_noise(
-    seed: Sequence[int], y: np.ndarray, x: np.ndarray, cell: float, octaves: int = 3, x_period: float | None = None
-) -> np.ndarray:
+    seed: Sequence[int], y: npt.ArrayLike, x: npt.ArrayLike, cell: float, octaves: int = 3, x_period: float | None = None
+) -> Floats:
     """Sum of ``octaves`` value-noise layers (each half the cell and half the weight), scaled to std ~1."""
     total = np.zeros(np.broadcast_shapes(np.shape(y), np.shape(x)))
     for octave in range(octaves):

@@ -427,7 +427,8 @@ class _Handler(BaseHTTPRequestHandler):
         return raw
 
     def _read_http_chunked(self) -> bytes | None:
-        pieces, total = [], 0
+        pieces: list[bytes] = []
+        total = 0
         while True:
             size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
             if size == 0:

@@ -16,7 +16,7 @@ its own wrapper types.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xarray.backends.common import BackendArray
@@ -49,11 +49,15 @@ class Zarr3BackendArray(BackendArray):
         self.dtype = variable_dtype(array)
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
+        result = indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
+        return cast(np.ndarray, result)  # xarray types the adapter's result as Any
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:
         """:meth:`__getitem__` in a worker thread, so that many reads run at once."""
-        return await indexing.async_explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read_async)
+        result = await indexing.async_explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read_async
+        )
+        return cast(np.ndarray, result)  # as above
 
     async def _read_async(self, key: tuple[Any, ...]) -> np.ndarray:
         return await asyncio.to_thread(self._read, key)

@@ -35,7 +35,7 @@ def array_dims(array: Array) -> ArrayDims:
     """
     names = array.dimension_names
     if names is not None and None not in names:
-        return ArrayDims(tuple(names))  # type: ignore[arg-type]
+        return ArrayDims(tuple(n for n in names if n is not None))  # all set; the filter narrows the type
     legacy = array.metadata.attributes.get(DIMENSION_KEY)
     if isinstance(legacy, list) and len(legacy) == array.ndim and all(isinstance(n, str) for n in legacy):
         return ArrayDims(tuple(legacy), from_attribute=True)

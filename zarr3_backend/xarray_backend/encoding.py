@@ -16,6 +16,7 @@ from xarray.backends.zarr import FillValueCoder
 
 from ..array import Array
 from ..codecs.chain import CodecChain
+from ..codecs.sharding import ShardingCodec
 from .backend_array import variable_dtype
 
 CODER_DTYPES = {"string": "string", "variable_length_bytes": "bytes"}  # v3 data types FillValueCoder knows by name
@@ -76,11 +77,11 @@ def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
     """
     parts: dict[str, Any] = {}
     if sharded:
-        if len(chain.codecs) != 1:
-            return {}
         sharding = chain.array_bytes
-        parts["index_location"] = sharding.index_location  # type: ignore[attr-defined]
-        chain = sharding.codecs  # type: ignore[attr-defined]
+        if len(chain.codecs) != 1 or not isinstance(sharding, ShardingCodec):
+            return {}
+        parts["index_location"] = sharding.index_location
+        chain = sharding.codecs
     return {
         "filters": tuple(c.to_json() for c in chain.array_array),
         "serializer": chain.array_bytes.to_json(),

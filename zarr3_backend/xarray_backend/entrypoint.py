@@ -46,7 +46,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         return holds_v3_metadata(filename_or_obj)
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(
         self,
         filename_or_obj: Any,
         *,
@@ -74,7 +74,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         )
         return StoreBackendEntrypoint().open_dataset(store, drop_variables=drop_variables, **decode)
 
-    def open_groups_as_dict(  # type: ignore[override]
+    def open_groups_as_dict(
         self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
         storage_options: dict[str, Any] | None = None, consolidated: bool | None = None, zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None, cache_members: bool = True, **decode: Any,
@@ -88,7 +88,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         entry = StoreBackendEntrypoint()
         return {path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()}
 
-    def open_datatree(  # type: ignore[override]
+    def open_datatree(
         self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
         storage_options: dict[str, Any] | None = None, **kwargs: Any,
     ) -> DataTree:

@@ -20,7 +20,8 @@ for DataTrees.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import xarray as xr
 
@@ -41,12 +42,13 @@ class ToZarr3:
     """``ds.to_zarr3(...)`` / ``da.to_zarr3(...)``: :func:`~zarr3_backend.to_zarr3` of the object it is bound to."""
 
     order: tuple[str, ...] = ("store", "mode", "group", "encoding")
+    __signature__: ClassVar[inspect.Signature]  # set by _document below
 
     def __init__(self, obj: Any) -> None:
         self._obj = obj
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        signature: inspect.Signature = type(self).__call__.__signature__  # type: ignore[attr-defined]
+        signature = inspect.signature(type(self).__call__)  # the __signature__ _document gave it
         arguments = signature.bind(self, *args, **kwargs).arguments
         del arguments["self"]
         return to_zarr3(self._obj, **arguments)
@@ -66,8 +68,8 @@ def _document(cls: type[ToZarr3]) -> None:
     call = _signature(cls.order)
     self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     cls.__doc__ = cls.__call__.__doc__ = to_zarr3.__doc__
-    cls.__signature__ = call  # type: ignore[attr-defined]
-    cls.__call__.__signature__ = call.replace(parameters=[self, *call.parameters.values()])  # type: ignore[attr-defined]
+    cls.__signature__ = call
+    setattr(cls.__call__, "__signature__", call.replace(parameters=[self, *call.parameters.values()]))
 
 
 for _accessor in (ToZarr3, DataTreeToZarr3):
@@ -86,11 +88,13 @@ def open_zarr3(store: Any, **kwargs: Any) -> xr.Dataset:
 
 def register() -> None:
     """Give Dataset, DataArray and DataTree a ``to_zarr3`` method (idempotent)."""
-    for cls, register_accessor, accessor in (
+    # xarray leaves the register_*_accessor functions unannotated; this names their shape.
+    registrations: tuple[tuple[type, Callable[[str], Callable[[type[ToZarr3]], object]], type[ToZarr3]], ...] = (
         (xr.Dataset, xr.register_dataset_accessor, ToZarr3),
         (xr.DataArray, xr.register_dataarray_accessor, ToZarr3),
         (xr.DataTree, xr.register_datatree_accessor, DataTreeToZarr3),
-    ):
+    )
+    for cls, register_accessor, accessor in registrations:
         if "to_zarr3" not in vars(cls):
             register_accessor("to_zarr3")(accessor)
 

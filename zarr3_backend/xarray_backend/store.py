@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from xarray.backends.common import AbstractDataStore
 from xarray.core import indexing
-from xarray.core.utils import FrozenDict
+from xarray.core.utils import Frozen, FrozenDict
 from xarray.core.variable import Variable
 
 from ..array import Array, read_many
@@ -60,7 +60,7 @@ class Zarr3DataStore(AbstractDataStore):
         """The arrays xarray turns into indexes: 1-D, named like their dimension."""
         return {n: a for n, a in self.arrays.items() if self.dims[n].names == (n,)}
 
-    def get_variables(self) -> FrozenDict[str, Variable]:
+    def get_variables(self) -> Frozen[str, Variable]:
         if self.loaded is None:
             load_index_coordinates([self])
         return FrozenDict((name, self._variable(name, array)) for name, array in self.arrays.items())
@@ -84,7 +84,7 @@ class Zarr3DataStore(AbstractDataStore):
     def get_attrs(self) -> dict[str, Any]:
         return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith("_nc")}
 
-    def get_dimensions(self) -> FrozenDict[str, int]:
+    def get_dimensions(self) -> Frozen[str, int]:
         return FrozenDict((d, n) for name, a in self.arrays.items() for d, n in zip(self.dims[name].names, a.shape))
 
     def get_encoding(self) -> dict[str, Any]:
@@ -109,10 +109,11 @@ def load_index_coordinates(stores: Sequence[Zarr3DataStore]) -> None:
         if explained is exc:
             raise
         raise explained from exc
-    for store in stores:
-        store.loaded = {}
+    loaded: dict[Zarr3DataStore, dict[str, np.ndarray]] = {store: {} for store in stores}
     for (store, name, array), value in zip(wanted, values):
-        store.loaded[name] = np.asarray(value, dtype=variable_dtype(array))  # type: ignore[index]
+        loaded[store][name] = np.asarray(value, dtype=variable_dtype(array))
+    for store, arrays in loaded.items():
+        store.loaded = arrays
 
 
 def _members(group: Group) -> dict[str, Array | Group]:

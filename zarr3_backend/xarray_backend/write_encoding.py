@@ -119,8 +119,14 @@ def check_codecs_agree(name: str, encoding: Mapping[str, Any]) -> None:
 
 def _normalise(codecs: Any) -> Any:
     if isinstance(codecs, Mapping | str):
-        return codec_from_json(codecs).to_json()  # type: ignore[union-attr]
-    return [codec_from_json(c).to_json() for c in codecs]  # type: ignore[union-attr]
+        return _codec_json(codecs)
+    return [_codec_json(c) for c in codecs]
+
+
+def _codec_json(obj: Any) -> dict[str, Any] | None:
+    """A codec's canonical JSON; ``None`` for one a chain leaves out (``"must_understand": false``)."""
+    codec = codec_from_json(obj)
+    return None if codec is None else codec.to_json()
 
 
 def codec_json(value: Any) -> Any:
