@@ -13,7 +13,8 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
 - full read, no dask: ``open_array(...)[...]`` / ``zarr.open_array(...)[...]`` / tensorstore read;
 - full read, ``chunks={}``: ``xr.open_dataset(..., chunks={}).t2m.values`` (not tensorstore);
 - open + point series: open the array and read ``[:, 180, 360]`` (one inner chunk per shard);
-- open a 200-variable group: ``xr.open_dataset(..., consolidated=False)`` for both engines (tensorstore: list the group, open every array).
+- open a 200-variable group: ``xr.open_dataset(..., consolidated=False)``, both engines
+  (tensorstore: list the group, open every array).
 
 ``python benchmarks/bench_cloud.py --quick`` uses the (146, 361, 720) array (2 shards).
 """
