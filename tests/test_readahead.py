@@ -141,3 +141,14 @@ def test_ranges_are_served_from_the_value_read_ahead():
         got = view.get_many_versioned([("c/2", zarr3_backend.store.ByteRange.suffix(3)), ("c/3", None)])
     assert [g.value for g in got] == [b"\2" * 3, b"\3" * 10]
     assert counting.reads[before:].count("c/2") == 0
+
+
+def test_whole_chunk_reads_after_the_array_grew(s3):
+    url = s3.create_bucket("grow") + "/a"
+    options = {**s3.storage_options, "skip_instance_cache": True}
+    a = zarr3_backend.create_array(url, shape=(4, 2), dtype="int16", chunks=(1, 2), shards=(2, 2), storage_options=options)
+    a[...] = np.arange(8).reshape(4, 2)
+    assert a[0:2].tolist() == [[0, 1], [2, 3]] and a[2:4].tolist() == [[4, 5], [6, 7]]  # a scan: reads ahead
+    a.resize((6, 2))
+    a[4:6] = 9  # written through the same array: nothing stale is served
+    assert a[2:4].tolist() == [[4, 5], [6, 7]] and a[4:6].tolist() == [[9, 9], [9, 9]]

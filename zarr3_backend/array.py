@@ -111,9 +111,13 @@ class Array:
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
-        self._readahead = ReadAhead(
-            self._chunk_store, metadata.chunk_grid.grid_shape(metadata.shape), self.chunk_key,
-            int(np.prod(metadata.chunk_shape, dtype=np.int64)) * self.dtype.itemsize,
+        self._readahead = self._new_readahead()
+
+    def _new_readahead(self) -> ReadAhead:
+        """The read-ahead of scans over this array's chunk grid (see :meth:`_scan_read`)."""
+        return ReadAhead(
+            self._chunk_store, self.metadata.chunk_grid.grid_shape(self.shape), self.chunk_key,
+            int(np.prod(self.metadata.chunk_shape, dtype=np.int64)) * self.dtype.itemsize,
             fetch_lanes(self._chunk_store), io_buffer_bytes(),
         )  # fmt: skip
 
@@ -191,6 +195,7 @@ class Array:
         self._check_writable()
         self.store.set(metadata_key(self.path), encode_metadata(metadata))
         self.metadata = metadata
+        self._readahead = self._new_readahead()  # the grid may have changed
         refresh_consolidated(self.store, [Change(self.path, metadata.to_json())])
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
@@ -241,8 +246,9 @@ class Array:
         except on dask.distributed workers; any other read uses the chunk
         store directly.
         """
-        coords = whole_chunk(plan, self.metadata.chunk_shape)
-        if coords is None or fetch_lanes(self._chunk_store) <= thread_count() or on_cluster_worker():
+        remote = fetch_lanes(self._chunk_store) > thread_count()
+        coords = whole_chunk(plan, self.metadata.chunk_shape) if remote else None
+        if coords is None or on_cluster_worker():
             yield self._chunk_store
             return
         with self._readahead.reading(coords) as store:
