@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class ReadAhead:
             entry = _Entry(key, submit_io(self._fetch, key), self._estimate)
             self._entries[index] = entry
             self._reserved += entry.reserved
-            entry.future.add_done_callback(lambda _, index=index, entry=entry: self._fetched(index, entry))
+            entry.future.add_done_callback(partial(self._fetched, index, entry))
 
     def _candidates(self, window: int) -> Iterator[int]:
         """Chunks not taken yet, nearest the last read first: onwards, then backwards (a bounded walk)."""
@@ -190,7 +191,7 @@ class ReadAhead:
     def _fetch(self, key: str) -> Versioned:
         return self.store.get_many_versioned([(key, None)])[0]
 
-    def _fetched(self, index: int, entry: _Entry) -> None:
+    def _fetched(self, index: int, entry: _Entry, _: Future[Versioned]) -> None:
         """A fetch ahead ended: reserve its real size, learn the estimate, fetch further."""
         if entry.future.cancelled() or entry.future.exception() is not None:
             return
