@@ -54,6 +54,18 @@ def test_chunks_dask_keeps_more_requests_in_flight_than_threads(s3):
     assert stats.rounds < 6  # without read-ahead: 12 shards / 2 threads = 6 rounds
 
 
+def test_a_second_scan_right_after_the_first_reads_ahead_too(s3):
+    url, data = _write_shards(s3, "twice", 12)
+    ds = xr.open_dataset(url, engine="zarr3", chunks={}, storage_options={**s3.storage_options, "skip_instance_cache": True})
+    s3.latency = 0.2
+    for _ in range(2):  # within IDLE_SECONDS of each other; the second uses the cached shard indexes
+        s3.reset_stats()
+        with dask.config.set(scheduler="threads", num_workers=2):
+            np.testing.assert_array_equal(ds.v.values, data)
+        assert s3.stats.requests == 12 and s3.stats.max_in_flight > 2
+    s3.latency = 0.0
+
+
 def test_read_ahead_stays_within_the_bytes_bound(s3, monkeypatch):
     url, data = _write_shards(s3, "bounded", 12)
     monkeypatch.setenv("ZARR3_BACKEND_IO_BYTES", "1000")  # less than one shard (4 KiB decoded, ~4 KiB stored)

@@ -17,7 +17,8 @@ than ``lanes``, are fetched ahead and not yet read (so a scan that stops
 after a few chunks wasted only a few requests), and the bytes they hold (estimated from the largest value seen so far, at first the
 decoded chunk size) stay below ``max_bytes``. Values nobody read are dropped
 :data:`IDLE_SECONDS` after the last read of whole chunks ended, so a scan that
-stops early keeps nothing. A value read ahead is the chunk as it was when it
+stops early keeps nothing; a chunk read again starts a new scan (another
+compute of the same array). A value read ahead is the chunk as it was when it
 was fetched, like any read that started then; writes through the same array
 discard it (:meth:`ReadAhead.discard`).
 
@@ -116,6 +117,7 @@ class ReadAhead:
         self._entries: dict[int, _Entry] = {}
         self._reserved = 0
         self._taken: set[int] = set()  # chunks the scan read or fetched ahead (linear indexes)
+        self._read: set[int] = set()  # chunks the scan read
         self._last = 0  # the chunk read last
         self._direction = 1  # +1 or -1: where the scan moved last
         self._reads = 0  # reads of whole chunks since the scan began
@@ -136,7 +138,12 @@ class ReadAhead:
                 self._idle_timer.cancel()
                 self._idle_timer = None
             self._active += 1
+            if index in self._read:  # read again: a new scan began (another compute of the same array)
+                self._read.clear()
+                self._taken = set(self._entries)
+                self._reads = 0
             self._reads += 1
+            self._read.add(index)
             entry = self._entries.pop(index, None)
             if entry is not None:
                 self._reserved -= entry.reserved
@@ -215,6 +222,7 @@ class ReadAhead:
             self._reserved = self._reads = self._last = 0
             self._direction = 1
             self._taken.clear()
+            self._read.clear()
             self._idle_timer = None
 
 
