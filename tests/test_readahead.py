@@ -164,3 +164,15 @@ def test_whole_chunk_reads_after_the_array_grew(s3):
     a.resize((6, 2))
     a[4:6] = 9  # written through the same array: nothing stale is served
     assert a[2:4].tolist() == [[4, 5], [6, 7]] and a[4:6].tolist() == [[9, 9], [9, 9]]
+
+
+def test_a_long_scan_remembers_a_bounded_number_of_chunks(monkeypatch):
+    monkeypatch.setattr(readahead, "REMEMBERED", 16)
+    counting = Counting(200)
+    ahead = counting.ahead(200, lanes=4)
+    for i in range(200):
+        assert _read(ahead, i) == bytes([i % 256]) * 10
+        assert len(ahead._taken) <= 16 + 1 + 4 and len(ahead._read) <= 16 + 1
+        _settle(ahead)
+    assert ahead.fetched_ahead > 150
+    assert len(counting.reads) <= 200 + 4  # forgetting may fetch a few chunks twice, near the end at most

@@ -14,8 +14,10 @@ requests (:meth:`ReadAhead.reading`).
 
 Bounds: at most twice as many values as the scan has read, and never more
 than ``lanes``, are fetched ahead and not yet read (so a scan that stops
-after a few chunks wasted only a few requests), and the bytes they hold (estimated from the largest value seen so far, at first the
-decoded chunk size) stay below ``max_bytes``. Values nobody read are dropped
+after a few chunks wasted only a few requests), and the bytes they hold
+(estimated from the largest value seen so far, at first the decoded chunk
+size) stay below ``max_bytes``; a scan remembers at most about
+:data:`REMEMBERED` chunks as read. Values nobody read are dropped
 :data:`IDLE_SECONDS` after the last read of whole chunks ended, so a scan that
 stops early keeps nothing; a chunk read again starts a new scan (another
 compute of the same array). A value read ahead is the chunk as it was when it
@@ -58,6 +60,8 @@ from .store.base import Request, Store, Value, Versioned
 
 #: Seconds without a read of whole chunks after which values read ahead and not yet read are dropped.
 IDLE_SECONDS = 1.0
+#: Chunks a scan remembers as read or fetched; beyond, it forgets (a long scan's memory stays small).
+REMEMBERED = 8192
 
 
 def on_cluster_worker() -> bool:
@@ -138,10 +142,11 @@ class ReadAhead:
                 self._idle_timer.cancel()
                 self._idle_timer = None
             self._active += 1
-            if index in self._read:  # read again: a new scan began (another compute of the same array)
+            if index in self._read or len(self._taken) > REMEMBERED:
+                if index in self._read:  # read again: a new scan began (another compute of the same array)
+                    self._reads = 0
                 self._read.clear()
                 self._taken = set(self._entries)
-                self._reads = 0
             self._reads += 1
             self._read.add(index)
             entry = self._entries.pop(index, None)
@@ -159,7 +164,7 @@ class ReadAhead:
         finally:
             with self._lock:
                 self._active -= 1
-                if self._active == 0:
+                if self._active == 0 and self._entries:
                     self._idle_timer = threading.Timer(IDLE_SECONDS, self._idle)
                     self._idle_timer.daemon = True
                     self._idle_timer.start()
