@@ -13,7 +13,8 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
 - full read, no dask: ``open_array(...)[...]`` / ``zarr.open_array(...)[...]`` / tensorstore read;
 - full read, ``chunks={}``: ``xr.open_dataset(..., chunks={}).t2m.values`` (not tensorstore);
 - open + point series: open the array and read ``[:, 180, 360]`` (one inner chunk per shard);
-- open a 200-variable group: ``xr.open_dataset`` (tensorstore: list the group, open every array).
+- open a 200-variable group: ``xr.open_dataset(..., consolidated=False)``, both engines
+  (tensorstore: list the group, open every array).
 
 ``python benchmarks/bench_cloud.py --quick`` uses the (146, 361, 720) array (2 shards).
 """
@@ -119,7 +120,7 @@ def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
 
     return {
         OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/many.zarr", read_only=True),
-               lambda store: xr.open_dataset(store, engine="zarr3")),
+               lambda store: xr.open_dataset(store, engine="zarr3", consolidated=False)),  # as zarr-python's
         ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/many.zarr", read_only=True),
                lambda store: xr.open_dataset(store, engine="zarr", consolidated=False, zarr_format=3)),
         TS: (ts.Context, ts_open_all),

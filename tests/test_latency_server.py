@@ -121,16 +121,20 @@ def test_zarr_python_and_tensorstore_read_and_write(s3):
     np.testing.assert_array_equal(zarr.open_array(store, mode="r")[...], data)
 
 
-def _open_rounds(s3, bucket: str) -> int:
+def _open_stats(s3, bucket: str, **kwargs):
     xr = pytest.importorskip("xarray")
     s3.reset_stats()
     xr.open_dataset(f"s3://{bucket}/g", engine="zarr3",
-                    storage_options={**s3.storage_options, "skip_instance_cache": True}).close()  # fmt: skip
-    return s3.stats.rounds
+                    storage_options={**s3.storage_options, "skip_instance_cache": True}, **kwargs).close()  # fmt: skip
+    return s3.stats
 
 
-@pytest.mark.parametrize("consolidated", [False, True])
-def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated):
+@pytest.mark.parametrize(("consolidated", "open_kwargs", "expected"), [
+    (True, {}, 2),  # the document (holding every member's), then the coordinates
+    (False, {"consolidated": False}, 3),  # the document and the listing at once, child documents, coordinates
+    (False, {}, 4),  # the document, then (no consolidated metadata) the listing, child documents, coordinates
+])  # fmt: skip
+def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated, open_kwargs, expected):
     xr = pytest.importorskip("xarray")
     sizes = (5, 28, 50)
     for n in sizes:
@@ -138,8 +142,24 @@ def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated):
         ds = xr.Dataset({f"v{i}": (("t", "x"), np.zeros((4, 3), "f4")) for i in range(n)}, coords=coords)
         ds.to_zarr3(s3.create_bucket(f"vars{n}") + "/g", storage_options=s3.storage_options, consolidated=consolidated)
     s3.latency = 0.3  # well above the client's own stagger, also on a busy machine; rounds do not depend on it otherwise
-    few, fitting, many = (_open_rounds(s3, f"vars{n}") for n in sizes)
-    # (root document + listing), child documents, coordinates; consolidated: document, coordinates
-    assert few == (2 if consolidated else 3)
-    assert fitting <= few + 1  # 30 documents: all in flight at once (32 connections)
-    assert many <= few + 2  # 52 documents: 20 wait for a connection
+    few, fitting, many = (_open_stats(s3, f"vars{n}", **open_kwargs).rounds for n in sizes)
+    assert few == expected
+    assert fitting <= few + (0 if consolidated else 1)  # 30 documents: all in flight at once (32 connections)
+    assert many <= few + (0 if consolidated else 2)  # 52 documents: 20 wait for a connection
+
+
+@pytest.mark.parametrize("with_coordinates", [False, True])
+def test_consolidated_open_sends_only_the_root_document_and_coordinates(s3, with_coordinates):
+    xr = pytest.importorskip("xarray")
+    coords = {"t": np.arange(4)} if with_coordinates else {}
+    for n in (1, 50):
+        ds = xr.Dataset({f"v{i}": (("t", "x"), np.zeros((4, 3), "f4")) for i in range(n)}, coords=coords)
+        ds.to_zarr3(s3.create_bucket(f"c{n}") + "/g", storage_options=s3.storage_options, consolidated=True)
+    one, fifty = (_open_stats(s3, f"c{n}") for n in (1, 50))
+    expected = 2 if with_coordinates else 1  # root zarr.json (+ the one chunk of t); no listing, no member documents
+    assert one.requests == fifty.requests == expected
+    assert one.requests_by_kind == fifty.requests_by_kind == {"GET": expected}
+    s3.reset_stats()
+    group = zarr3_backend.open_group("s3://c50/g", storage_options={**s3.storage_options, "skip_instance_cache": True})
+    assert len(group.members()) == 50 + len(coords)
+    assert s3.stats.requests == 1

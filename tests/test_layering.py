@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("metadata", ["metadata", "storage_transformers"]),
     ("concurrency", ["executor"]),
     ("store", ["store", "store.local", "store.fsspec_store", "store.foreign"]),
-    ("nodes", ["array", "hierarchy", "creation", "consolidation"]),
+    ("nodes", ["readahead", "array", "hierarchy", "creation", "consolidation"]),
     ("api", ["api", "validate"]),
     ("adapters", [
         "", "__main__",

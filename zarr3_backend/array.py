@@ -16,6 +16,7 @@ import functools
 import mmap
 import sys
 from collections import defaultdict
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from collections.abc import Iterator, MutableMapping
 from typing import Any, Protocol, TypeVar
@@ -26,11 +27,12 @@ from .codecs.base import ChunkSpec
 from .consolidation import Change, refresh_consolidated
 from .dtypes import is_fill
 from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
-from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, submit_io, thread_count
-from .indexing import ChunkSelection, plan_selection
+from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, on_dask_worker, submit_io, thread_count
+from .indexing import ChunkSelection, Selection, plan_selection
 from .metadata import ArrayMetadata, GroupMetadata, encode_metadata
 from .codecs.chain import CodecChain
 from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
+from .readahead import ReadAhead
 from .storage_transformers import apply_storage_transformers
 from .store.base import Store
 
@@ -118,6 +120,15 @@ class Array:
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
+        self._readahead = self._new_readahead()
+
+    def _new_readahead(self) -> ReadAhead:
+        """The read-ahead of scans over this array's chunk grid (see :meth:`_scan_read`)."""
+        return ReadAhead(
+            self._chunk_store, self.metadata.chunk_grid.grid_shape(self.shape), self.chunk_key,
+            int(np.prod(self.metadata.chunk_shape, dtype=np.int64)) * self.dtype.itemsize,
+            fetch_lanes(self._chunk_store), io_buffer_bytes(),
+        )  # fmt: skip
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})
@@ -193,6 +204,7 @@ class Array:
         self._check_writable()
         self.store.set(metadata_key(self.path), encode_metadata(metadata))
         self.metadata = metadata
+        self._readahead = self._new_readahead()  # the grid may have changed
         refresh_consolidated(self.store, [Change(self.path, metadata.to_json())])
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
@@ -234,6 +246,23 @@ class Array:
             plans.append((key, self._chain.plan_read(spec, reads, ReadContext(key, self._index_cache))))
         return plan, out, plans
 
+    @contextmanager
+    def _scan_read(self, plan: Selection) -> Iterator[Store]:
+        """Around a read planned as ``plan``: the store to read from (see :mod:`~zarr3_backend.readahead`).
+
+        A read of exactly one whole stored chunk from a remote store (what a
+        dask task of ``chunks={}`` does) goes through the array's read-ahead,
+        except on dask.distributed workers; any other read uses the chunk
+        store directly.
+        """
+        remote = fetch_lanes(self._chunk_store) > thread_count()
+        coords = whole_chunk(plan, self.metadata.chunk_shape) if remote else None
+        if coords is None or on_dask_worker():
+            yield self._chunk_store
+            return
+        with self._readahead.reading(coords) as store:
+            yield store
+
     # -- writing ---------------------------------------------------------
     def __setitem__(self, selection: Any, value: Any) -> None:
         self.set(selection, value)
@@ -271,6 +300,7 @@ class Array:
     def _write_chunk(self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
+        self._readahead.discard(key)
         spec = self.chunk_spec
         try:
             encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
@@ -298,6 +328,7 @@ class Array:
         """
         key = self.chunk_key(coords)
         self._index_cache.pop(key, None)
+        self._readahead.discard(key)
         if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
@@ -433,18 +464,37 @@ def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
     on the CPU pool as each group arrives.
     """
     outputs, plans_by_store = [], defaultdict(list)
-    for array, selection, orthogonal in requests:
-        plan, out, plans = array._read_plans(selection, orthogonal)
-        outputs.append((plan, out))
-        plans_by_store[id(array._chunk_store)].append((array._chunk_store, out, plans))
-    for entries in plans_by_store.values():
-        store = entries[0][0]
-        flat = [(key, plan, out) for _, out, plans in entries for key, plan in plans]
-        per_chunk = sum(out.nbytes for _, out, _ in entries) / max(1, len(flat))
-        lanes = fetch_lanes(store)
-        held = None if lanes > thread_count() else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
-        fetch_and_work(partial(_fetch_group, store=store), fetch_groups(flat, per_chunk), _run_job, lanes, held)
+    with ExitStack() as scans:
+        for array, selection, orthogonal in requests:
+            plan, out, plans = array._read_plans(selection, orthogonal)
+            outputs.append((plan, out))
+            chunk_store = scans.enter_context(array._scan_read(plan))
+            plans_by_store[id(chunk_store)].append((chunk_store, out, plans))
+        for entries in plans_by_store.values():
+            store = entries[0][0]
+            flat = [(key, plan, out) for _, out, plans in entries for key, plan in plans]
+            per_chunk = sum(out.nbytes for _, out, _ in entries) / max(1, len(flat))
+            lanes = fetch_lanes(store)
+            held = None if lanes > thread_count() else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
+            fetch_and_work(partial(_fetch_group, store=store), fetch_groups(flat, per_chunk), _run_job, lanes, held)
     return [out[()] if out.ndim == 0 and plan.scalar else out for plan, out in outputs]
+
+
+def whole_chunk(plan: Selection, chunk_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The grid coordinates of the one stored chunk ``plan`` reads completely, or ``None``.
+
+    >>> whole_chunk(plan_selection((slice(4, 8), slice(None)), (10, 3), (2, 3)), (4, 3))
+    (1, 0)
+    >>> whole_chunk(plan_selection((slice(4, 7), slice(None)), (10, 3), (2, 3)), (4, 3)) is None
+    True
+    """
+    coords = []
+    for dim, length in zip(plan.dims, chunk_shape, strict=True):
+        items = dim.chunk_items(length)
+        if len(items) != 1 or not items[0].complete:
+            return None
+        coords.append(items[0].chunk_index)
+    return tuple(coords)
 
 
 def fetch_lanes(store: Store) -> int:

@@ -24,6 +24,7 @@ leaf pools (a store's file readers) are not such threads.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -244,3 +245,15 @@ class _Flow:
             worked(finished)
         for item in items:
             self.pool.submit(self.work, item).add_done_callback(worked)
+
+
+def on_dask_worker() -> bool:
+    """Whether the calling thread runs a task of a dask.distributed worker (never imports distributed)."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return False
+    try:
+        distributed.get_worker()
+    except ValueError:
+        return False
+    return True

@@ -2,9 +2,12 @@
 
 Child discovery lists the group's prefix once and fetches every child's
 ``zarr.json`` in one batched store call; a group carrying consolidated
-metadata answers from that instead. :func:`open_node_listed` lists the
-prefix while it fetches the node's own ``zarr.json``, so opening a group and
-discovering its children takes two rounds of requests, not three. A prefix that
+metadata answers from that instead, so :func:`open_node_consolidated` opens
+such a group and all its members with one request. :func:`open_node_listed`
+lists the prefix while it fetches the node's own ``zarr.json``, so opening a
+group without consolidated metadata and discovering its children takes two
+rounds of requests, not three (at the price of a listing nobody uses when
+the group turns out to carry consolidated metadata). A prefix that
 holds nodes further down but no ``zarr.json`` of its own is an implicit group
 (opened directly, only if it holds an array itself: see :func:`open_node`).
 """

@@ -26,7 +26,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from .executor import after_fork
+from .executor import after_fork, on_dask_worker
 
 #: Environment variable: ``0`` (or ``off``/``false``/``no``) leaves the workers' malloc settings alone.
 OPT_OUT_VARIABLE = "ZARR3_BACKEND_WORKER_MALLOC"
@@ -46,19 +46,6 @@ def opted_out() -> bool:
     return os.environ.get(OPT_OUT_VARIABLE, "").strip().lower() in ("0", "off", "false", "no")
 
 
-def in_distributed_worker() -> bool:
-    """Whether the calling thread runs a task of a dask.distributed worker."""
-    if "distributed" not in sys.modules:
-        return False
-    from distributed import get_worker
-
-    try:
-        get_worker()
-    except ValueError:
-        return False
-    return True
-
-
 def tune_worker_malloc() -> bool:
     """Apply the worker malloc settings once per process; whether they are in effect.
 
@@ -73,7 +60,7 @@ def tune_worker_malloc() -> bool:
 
 def should_tune() -> bool:
     """Whether this process is a dask.distributed worker whose malloc settings may be changed."""
-    return not opted_out() and in_distributed_worker() and mallopt_function() is not None
+    return not opted_out() and on_dask_worker() and mallopt_function() is not None
 
 
 def mallopt_function() -> Callable[[int, int], int] | None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from ..array import Array
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
-from ..hierarchy import Group, normalize_path, open_node_listed
+from ..hierarchy import Group, normalize_path, open_node_consolidated, open_node_listed
 from ..store import make_store
 from ..store.base import Store
 
@@ -65,7 +65,10 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     """The group at ``group`` (default: the root) of a path, URL or :class:`Store`, opened read-only.
 
     ``consolidated=False`` ignores consolidated metadata (members are read
-    from their own ``zarr.json``).
+    from their own ``zarr.json``) and lists the group while its document is
+    fetched. Otherwise (``None``, ``True``) only the document is fetched: with
+    consolidated metadata that is the whole open; without, the group is
+    listed afterwards, when its members are asked for (one more round).
     A sub-group is described by the root's consolidated metadata when the
     root has it (as for the root itself), so it reads the same snapshot.
 
@@ -78,7 +81,8 @@ def open_root_group(filename_or_obj: Any, group: str | None = None, storage_opti
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     try:
-        node = open_node_listed(store, path, read_only=True, strict=True)
+        opener = open_node_listed if consolidated is False else open_node_consolidated
+        node = opener(store, path, read_only=True, strict=True)
     except NodeNotFoundError as exc:
         raise _not_found(store, path, where, getattr(exc, "stores_below", [])) from exc
     except UnknownExtensionError as exc:

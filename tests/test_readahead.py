@@ -1,0 +1,178 @@
+"""Read-ahead for scans: dask's ``chunks={}`` keeps more requests in flight than it has threads, within bounds."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zarr3_backend
+from zarr3_backend import readahead
+from zarr3_backend.readahead import ReadAhead
+from zarr3_backend.store import make_store
+
+xr = pytest.importorskip("xarray")
+dask = pytest.importorskip("dask")
+pytest.importorskip("s3fs")
+
+
+@pytest.fixture
+def s3() -> Any:
+    from zarr3_backend.testing.latency_s3 import latency_s3_server
+
+    with latency_s3_server() as server:
+        yield server
+
+
+def _write_shards(s3: Any, bucket: str, shards: int) -> tuple[str, np.ndarray]:
+    data = np.random.default_rng(0).random((shards * 4, 16, 16)).astype("f4")
+    url = s3.create_bucket(bucket) + "/g"
+    encoding = {"v": {"chunks": (2, 8, 8), "shards": (4, 16, 16)}}
+    xr.Dataset({"v": (("t", "y", "x"), data)}).to_zarr3(url, storage_options=s3.storage_options, encoding=encoding)
+    return url, data
+
+
+def _load_with_two_threads(s3: Any, url: str) -> np.ndarray:
+    ds = xr.open_dataset(url, engine="zarr3", chunks={}, storage_options={**s3.storage_options, "skip_instance_cache": True})
+    assert ds.v.data.numblocks[0] > 1  # one dask task per shard
+    s3.latency = 0.2  # well above the client's own stagger, also on a busy machine
+    s3.reset_stats()
+    with dask.config.set(scheduler="threads", num_workers=2):
+        values = ds.v.values
+    s3.latency = 0.0
+    return values
+
+
+def test_chunks_dask_keeps_more_requests_in_flight_than_threads(s3):
+    url, data = _write_shards(s3, "scan", 12)
+    np.testing.assert_array_equal(_load_with_two_threads(s3, url), data)
+    stats = s3.stats
+    assert stats.requests == 12  # one GET per shard, read ahead or not: nothing fetched twice
+    assert stats.max_in_flight > 2  # 2 scheduler threads, more shards in flight
+    assert stats.rounds < 6  # without read-ahead: 12 shards / 2 threads = 6 rounds
+
+
+def test_a_second_scan_right_after_the_first_reads_ahead_too(s3):
+    url, data = _write_shards(s3, "twice", 12)
+    ds = xr.open_dataset(url, engine="zarr3", chunks={}, storage_options={**s3.storage_options, "skip_instance_cache": True})
+    s3.latency = 0.2
+    for _ in range(2):  # within IDLE_SECONDS of each other; the second uses the cached shard indexes
+        s3.reset_stats()
+        with dask.config.set(scheduler="threads", num_workers=2):
+            np.testing.assert_array_equal(ds.v.values, data)
+        assert s3.stats.requests == 12 and s3.stats.max_in_flight > 2
+    s3.latency = 0.0
+
+
+def test_read_ahead_stays_within_the_bytes_bound(s3, monkeypatch):
+    url, data = _write_shards(s3, "bounded", 12)
+    monkeypatch.setenv("ZARR3_BACKEND_IO_BYTES", "1000")  # less than one shard (4 KiB decoded, ~4 KiB stored)
+    np.testing.assert_array_equal(_load_with_two_threads(s3, url), data)
+    assert s3.stats.requests == 12 and s3.stats.max_in_flight <= 2
+
+
+def test_read_ahead_on_a_dask_cluster(s3, client):
+    url, data = _write_shards(s3, "cluster", 8)
+    ds = xr.open_dataset(url, engine="zarr3", chunks={}, storage_options=s3.storage_options)
+    s3.reset_stats()
+    np.testing.assert_array_equal(ds.v.compute().values, data)
+    assert s3.stats.requests == 8
+
+
+class Counting:
+    """A memory store that counts whole-value reads per key."""
+
+    def __init__(self, n: int) -> None:
+        self.store = make_store(f"memory://readahead-{id(self)}")
+        self.store.set_many({f"c/{i}": bytes([i]) * 10 for i in range(n)})
+        self.reads: list[str] = []
+        get_many_versioned = self.store.get_many_versioned
+
+        def counted(requests: Any) -> Any:
+            self.reads += [key for key, _ in requests]
+            return get_many_versioned(requests)
+
+        self.store.get_many_versioned = counted  # type: ignore[method-assign]
+
+    def ahead(self, n: int, lanes: int = 32, max_bytes: int = 1 << 20) -> ReadAhead:
+        return ReadAhead(self.store, (n,), lambda c: f"c/{c[0]}", chunk_nbytes=10, lanes=lanes, max_bytes=max_bytes)
+
+
+def _read(ahead: ReadAhead, i: int) -> bytes | None:
+    with ahead.reading((i,)) as view:
+        return view.get(f"c/{i}")
+
+
+def _settle(ahead: ReadAhead) -> None:
+    for entry in list(ahead._entries.values()):
+        entry.future.exception()
+
+
+def test_a_scan_that_stops_early_fetched_few_and_keeps_nothing(monkeypatch):
+    monkeypatch.setattr(readahead, "IDLE_SECONDS", 0.05)
+    counting = Counting(100)
+    ahead = counting.ahead(100)
+    assert [_read(ahead, i) for i in (0, 1)] == [b"\0" * 10, b"\1" * 10]
+    _settle(ahead)
+    assert len(counting.reads) <= 2 + 4  # the window starts at twice the reads
+    time.sleep(0.3)
+    assert ahead._entries == {} and ahead._reserved == 0
+
+
+def test_window_follows_the_scan_backwards_and_respects_lanes():
+    counting = Counting(20)
+    ahead = counting.ahead(20, lanes=3)
+    for i in (15, 14, 13, 12, 11):
+        assert _read(ahead, i) == bytes([i]) * 10
+        _settle(ahead)
+        assert len(ahead._entries) <= 3
+    assert ahead.fetched_ahead >= 2  # 13, 12 and 11 were fetched ahead, downwards
+    assert all(key in {f"c/{i}" for i in range(6, 16)} for key in counting.reads)
+    assert sorted(counting.reads) == sorted(set(counting.reads))  # nothing fetched twice
+
+
+def test_a_write_discards_the_value_read_ahead():
+    counting = Counting(4)
+    ahead = counting.ahead(4)
+    _read(ahead, 0), _read(ahead, 1)
+    _settle(ahead)
+    counting.store.set("c/2", b"new")
+    ahead.discard("c/2")
+    assert _read(ahead, 2) == b"new"
+
+
+def test_ranges_are_served_from_the_value_read_ahead():
+    counting = Counting(4)
+    ahead = counting.ahead(4)
+    _read(ahead, 0), _read(ahead, 1)
+    _settle(ahead)
+    before = len(counting.reads)
+    with ahead.reading((2,)) as view:
+        got = view.get_many_versioned([("c/2", zarr3_backend.store.ByteRange.suffix(3)), ("c/3", None)])
+    assert [g.value for g in got] == [b"\2" * 3, b"\3" * 10]
+    assert counting.reads[before:].count("c/2") == 0
+
+
+def test_whole_chunk_reads_after_the_array_grew(s3):
+    url = s3.create_bucket("grow") + "/a"
+    options = {**s3.storage_options, "skip_instance_cache": True}
+    a = zarr3_backend.create_array(url, shape=(4, 2), dtype="int16", chunks=(1, 2), shards=(2, 2), storage_options=options)
+    a[...] = np.arange(8).reshape(4, 2)
+    assert a[0:2].tolist() == [[0, 1], [2, 3]] and a[2:4].tolist() == [[4, 5], [6, 7]]  # a scan: reads ahead
+    a.resize((6, 2))
+    a[4:6] = 9  # written through the same array: nothing stale is served
+    assert a[2:4].tolist() == [[4, 5], [6, 7]] and a[4:6].tolist() == [[9, 9], [9, 9]]
+
+
+def test_a_long_scan_remembers_a_bounded_number_of_chunks(monkeypatch):
+    monkeypatch.setattr(readahead, "REMEMBERED", 16)
+    counting = Counting(200)
+    ahead = counting.ahead(200, lanes=4)
+    for i in range(200):
+        assert _read(ahead, i) == bytes([i % 256]) * 10
+        assert len(ahead._taken) <= 16 + 1 + 4 and len(ahead._read) <= 16 + 1
+        _settle(ahead)
+    assert ahead.fetched_ahead > 150
+    assert len(counting.reads) <= 200 + 4  # forgetting may fetch a few chunks twice, near the end at most
