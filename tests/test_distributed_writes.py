@@ -123,3 +123,34 @@ def test_malloc_is_left_alone_outside_workers_and_when_opted_out(client):
     assert worker_memory.tune_worker_malloc() is False
     asked = {value: client.submit(_opt_out_and_ask, value, pure=False).result() for value in ("0", "off", "1", "")}
     assert asked == {"0": False, "off": False, "1": True, "": True}
+
+
+def _first_block_fails(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
+    import time
+
+    if block_info is not None and block_info[None]["chunk-location"][0] == 0:
+        raise RuntimeError("source block failed")
+    time.sleep(0.5)  # the other shards are still being computed when the first one fails
+    return block
+
+
+def _files(path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+
+
+def test_failed_cluster_append_is_rolled_back_with_no_task_still_writing(tmp_path, client):
+    # The caller rolls back right after the exception: a shard task still running on a worker
+    # would write its chunks beyond the rolled-back extent afterwards.
+    import time
+
+    ds = small_dataset()
+    path = tmp_path / "a.zarr"
+    ds.to_zarr3(path, encoding=ENCODING)
+    before = _files(path)
+    failing = ds.assign(v=ds.v.copy(data=ds.v.data.map_blocks(_first_block_fails, dtype=ds.v.dtype)))
+    with pytest.raises(RuntimeError, match="source block failed"):
+        failing.to_zarr3(path, append_dim="t")
+    assert _files(path) == before
+    time.sleep(1.5)
+    assert _files(path) == before
+    xr.testing.assert_identical(xr.open_dataset(path, engine="zarr3").load(), ds.compute())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -122,3 +123,30 @@ def test_only_the_executor_creates_thread_pools_or_handles_fork() -> None:
         and any(word in path.read_text() for word in ("ThreadPoolExecutor(", "register_at_fork"))
     ]
     assert offenders == []
+
+
+def test_map_concurrently_raises_only_once_no_call_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A failed write cleans up right after the exception: a call still writing would leave a stray key.
+    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "2")
+    running = 0
+    lock = threading.Lock()
+    started = threading.Event()
+
+    def call(item: int) -> int:
+        nonlocal running
+        with lock:
+            running += 1
+        try:
+            if item == 0:
+                started.wait(5)  # fail while item 1 is running
+                raise RuntimeError("first call fails")
+            started.set()
+            time.sleep(0.3)
+            return item
+        finally:
+            with lock:
+                running -= 1
+
+    with pytest.raises(RuntimeError, match="first call fails"):
+        executor.map_concurrently(call, list(range(8)))
+    assert running == 0

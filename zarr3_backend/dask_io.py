@@ -328,18 +328,19 @@ def compute_writes(delayed: Delayed, progress: bool | str = False) -> None:
     scratch buffers from one write to the next), and this write's tasks are
     all finished or cancelled before this returns or raises: after a
     failure no write task is still running, so the caller can clean up safely.
+    On dask.distributed the same holds (:func:`~zarr3_backend.write_progress.compute_on_cluster`).
     """
     client = _distributed_client()
-    if progress and client is not None:
-        from .write_progress import compute_with_progress
+    if client is not None:
+        from .write_progress import compute_on_cluster
 
-        compute_with_progress(delayed, client)
+        compute_on_cluster(delayed, client, progress=bool(progress))
         return
     with _own_pool() as options:
         if progress is True:
             from .write_progress import compute_with_progress
 
-            compute_with_progress(delayed, None, **options)
+            compute_with_progress(delayed, **options)
         elif progress == "tqdm":
             from tqdm.dask import TqdmCallback
 

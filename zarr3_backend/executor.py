@@ -23,6 +23,7 @@ leaf pools (a store's file readers) are not such threads.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import sys
 import threading
@@ -146,12 +147,21 @@ def map_concurrently(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``[function(item) for item in items]``, on the shared pool when that helps.
 
     Runs inline for a single item, when the pool has one thread, or when
-    called from a pool thread (no nested waiting). The first exception raised
-    by any call propagates.
+    called from a pool thread (no nested waiting). An exception propagates
+    only once no call is running any more (calls not yet started are
+    cancelled), so a caller cleaning up after a failed write races no write.
     """
     if len(items) <= 1 or thread_count() == 1 or in_work_pool():
         return [function(item) for item in items]
-    return list(_thread_pool().map(function, items))
+    pool = _thread_pool()
+    futures = [pool.submit(function, item) for item in items]
+    try:
+        return [future.result() for future in futures]
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        concurrent.futures.wait(futures)
+        raise
 
 
 def fetch_and_work(

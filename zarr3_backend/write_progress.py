@@ -71,30 +71,42 @@ def shard_keys(delayed: Delayed) -> list[Hashable]:
     return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
 
 
-def compute_with_progress(delayed: Delayed, client: Client | None, **options: Any) -> None:
-    """Compute a write graph, printing :class:`ShardProgress` as shards complete.
-
-    With a distributed ``client``, the shard tasks and the final task are
-    submitted together (one graph) and the client counts shard futures as
-    they complete; otherwise a dask callback counts them in this process
-    (``options`` go to ``delayed.compute``).
-    """
-    keys = shard_keys(delayed)
-    progress = ShardProgress(len(keys))
+def compute_with_progress(delayed: Delayed, **options: Any) -> None:
+    """Compute a write graph on a local scheduler (``options`` go to ``delayed.compute``), printing progress."""
+    progress = ShardProgress(len(shard_keys(delayed)))
     try:
-        if client is not None:
-            from distributed import as_completed
-
-            futures = client.get(dict(delayed.__dask_graph__()), [*keys, delayed.key], sync=False)
-            final = futures.pop()
-            for future in as_completed(futures):
-                progress.update(future.result())
-            final.result()
-        else:
-            with _ShardCallback(progress):
-                delayed.compute(**options)
+        with _ShardCallback(progress):
+            delayed.compute(**options)
     finally:
         progress.close()
+
+
+def compute_on_cluster(delayed: Delayed, client: Client, progress: bool = False) -> None:
+    """Compute a write graph on a distributed ``client``, printing :class:`ShardProgress` if ``progress``.
+
+    The shard tasks and the final task are submitted together (one graph),
+    and the client waits on one future per shard. When one fails, this
+    raises only once every shard task has ended: a task still running on a
+    worker would otherwise write after the caller rolled the write back.
+    """
+    from distributed import as_completed, wait
+
+    keys = shard_keys(delayed)
+    counter = ShardProgress(len(keys)) if progress else None
+    futures = client.get(dict(delayed.__dask_graph__()), [*keys, delayed.key], sync=False)
+    final = futures.pop()
+    try:
+        for future in as_completed(futures):
+            written = future.result()
+            if counter is not None:
+                counter.update(written)
+        final.result()
+    except BaseException:
+        wait(futures)
+        raise
+    finally:
+        if counter is not None:
+            counter.close()
 
 
 class _ShardCallback(Callback):
