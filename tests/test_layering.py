@@ -19,14 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Low to high. The primitives are leaves that import only errors (or each other): data types, the
 # chunk grid and key encodings, selections, the value types codecs and stores exchange, and scratch
-# memory. Codecs (their chain and sans-I/O read plans included) import nothing from the executor or
-# the stores. The abstract store interface sits under metadata (which checks node names with its key
-# rules); the executor, owner of every thread pool, sits just under the concrete stores that use it.
+# memory, the key rules. Codecs (their chain and sans-I/O read plans included) import nothing from the
+# executor or the stores. The Store interface and the storage transformer registry sit under metadata
+# (which refuses unregistered transformers); the executor, owner of every thread pool, sits just under
+# the concrete stores that use it.
 LAYERS: list[tuple[str, list[str]]] = [
     ("errors", ["errors"]),
     ("primitives", [
         "dtypes", "dtypes.base", "dtypes.core", "dtypes.extensions", "dtypes.fill", "dtypes.parse",
-        "extension", "integers", "chunk_grid", "chunk_keys", "indexing", "scratch", "values",
+        "extension", "integers", "chunk_grid", "chunk_keys", "indexing", "keys", "scratch", "values",
     ]),
     ("codecs", [
         "codecs", "codecs.base", "codecs.chain", "codecs.registry", "codecs.foreign", "codecs.bounded",
@@ -34,8 +35,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "codecs.vlen_utf8", "codecs.numcodecs_adapter", "codecs.shard_index", "codecs.sharding",
         "codecs.read_plan", "codecs.spec",
     ]),
-    ("store interface", ["store.base"]),
-    ("metadata", ["metadata", "storage_transformers"]),
+    ("store interface", ["store.base", "storage_transformers"]),
+    ("metadata", ["metadata"]),
     ("concurrency", ["executor"]),
     ("store", ["store", "store.local", "store.fsspec_store", "store.foreign"]),
     ("nodes", ["readahead", "array", "hierarchy", "creation", "consolidation"]),

@@ -30,7 +30,8 @@ from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadat
 from .executor import submit_io
 from .dtypes import data_type_from_numpy
 from .store import make_store
-from .store.base import Store, segment_problem
+from .keys import segment_problem
+from .store.base import Store
 
 
 def validate_node_name(name: str) -> str:

@@ -29,7 +29,7 @@ from .extension import parse_extension
 from .integers import is_int
 from .errors import with_location
 from .storage_transformers import is_registered
-from .store.base import segment_problem
+from .keys import segment_problem
 
 JSON = Any
 ARRAY_KEYS = frozenset({
