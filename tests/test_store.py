@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from zarr3_backend.errors import InvalidKeyError, StoreError
@@ -343,3 +344,19 @@ def test_http_server_ranges(http_dir: Any, header: str, status: int, body: bytes
     except urllib.error.HTTPError as error:
         got = (error.code, b"")
     assert got == (status, body)
+
+
+def test_s3_large_values_go_up_as_one_multipart_upload(
+    s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # s3fs switches to a multipart upload at 100 MiB: a large shard must arrive whole, as one object.
+    store = _fsspec_store(s3_url, storage_options=s3_storage_options)
+    data = np.random.default_rng(0).integers(0, 256, (100 << 20) + 12345, dtype=np.uint8).tobytes()
+    calls = _spy_calls(monkeypatch, store.fs)
+    store.set("big", (memoryview(data)[:7], memoryview(data)[7:]))  # pieces, as shards are written
+    methods = [method for method, _ in calls]
+    assert methods[0] == "create_multipart_upload" and methods[-1] == "complete_multipart_upload"
+    assert methods.count("upload_part") >= 2 and "put_object" not in methods
+    boundary = 50 << 20
+    assert store.get("big", ByteRange(boundary - 3, boundary + 3)) == data[boundary - 3 : boundary + 3]
+    assert store.get("big") == data
