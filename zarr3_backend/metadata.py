@@ -23,7 +23,7 @@ import numpy as np
 
 from .chunk_grid import RegularChunkGrid
 from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
-from .dtypes import DataType, parse_data_type
+from .dtypes import DataType, Scalar, parse_data_type
 from .errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error
 from .extension import parse_extension
 from .integers import is_int
@@ -147,7 +147,7 @@ class ArrayMetadata:
     data_type: DataType
     chunk_grid: RegularChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
-    fill_value: Any
+    fill_value: Scalar
     codecs: tuple[dict[str, Any], ...]
     attributes: dict[str, Any] = field(default_factory=dict)
     dimension_names: tuple[str | None, ...] | None = None

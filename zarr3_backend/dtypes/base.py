@@ -12,9 +12,10 @@ from ..errors import MetadataError
 from ..json_types import JSON
 from ..integers import is_int
 
-#: A fill scalar: a numpy scalar of the data type's dtype, or a Python ``str``
-#: (``"string"``) or ``bytes`` (``"variable_length_bytes"``) for the object-dtype types.
-FillValue: TypeAlias = np.generic | str | bytes
+#: One element of an array of a data type, as a fill value or a 0-d read: a numpy scalar of its
+#: dtype, or a Python ``str`` (``"string"``) or ``bytes`` (``"variable_length_bytes"``) for the
+#: object-dtype types.
+Scalar: TypeAlias = np.generic | str | bytes
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,10 @@ class DataType(ABC):
         return {"name": self.name, "configuration": dict(self.configuration)}
 
     @abstractmethod
-    def parse_fill_value(self, value: object) -> FillValue:
+    def parse_fill_value(self, value: object) -> Scalar:
         """Decode a JSON ``fill_value``; raise :class:`MetadataError` if not permitted."""
 
-    def cast_fill_value(self, value: object) -> FillValue:
+    def cast_fill_value(self, value: object) -> Scalar:
         """Convert a user value (Python/numpy scalar or a JSON form) to a fill scalar."""
         return self.parse_fill_value(value)
 
@@ -58,7 +59,7 @@ class DataType(ABC):
         item: JSON = np.asarray(self.cast_fill_value(value)).item()  # numpy types item() as Any
         return item
 
-    def default_fill_value(self) -> FillValue:
+    def default_fill_value(self) -> Scalar:
         """The fill value used when none is given (zero, ``False``, ``""`` or NaT)."""
         return cast(np.generic, np.zeros((), self.numpy)[()])  # numpy types a 0-d array's [()] as an array
 

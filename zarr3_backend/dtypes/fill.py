@@ -6,10 +6,10 @@ from typing import cast
 
 import numpy as np
 
-from .base import FillValue
+from .base import Scalar
 
 
-def _float_is_fill(chunk: np.ndarray, fill: FillValue) -> bool:
+def _float_is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     bits = f"u{chunk.dtype.itemsize}"
     fill_bits = np.asarray(fill, dtype=chunk.dtype).view(bits)
     if chunk.size and np.asarray(chunk[(slice(0, 1),) * chunk.ndim]).view(bits).item(0) != fill_bits:
@@ -17,7 +17,7 @@ def _float_is_fill(chunk: np.ndarray, fill: FillValue) -> bool:
     return bool((chunk.view(bits) == fill_bits).all())
 
 
-def is_fill(chunk: np.ndarray, fill: FillValue) -> bool:
+def is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     """Whether every element of ``chunk`` equals ``fill`` (so the chunk need not be stored).
 
     Floats compare bitwise (``-0.0`` is not ``0.0``, and a NaN matches only

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import fsspec.core
+from fsspec.mapping import FSMap
 
 from ..errors import ArgumentTypeError
 from .base import (
@@ -16,6 +17,17 @@ from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_store import FsspecStore, with_connection_pool
 from .local import LocalStore
 
+if TYPE_CHECKING:
+    import zarr.storage
+
+#: What :func:`make_store` (and every ``store`` argument of the API) accepts: a :class:`Store`, a
+#: local path or URL, a zarr-python ``LocalStore``, ``FsspecStore`` or ``MemoryStore``, or an fsspec
+#: mapper. fsspec ships no type information, so mypy sees ``FSMap`` as ``Any``.
+StoreLike: TypeAlias = (
+    "Store | str | os.PathLike[str] | FSMap | zarr.storage.LocalStore | zarr.storage.FsspecStore"
+    " | zarr.storage.MemoryStore"
+)
+
 __all__ = [
     "TMP_PREFIX",
     "Buffer",
@@ -25,6 +37,7 @@ __all__ = [
     "LocalStore",
     "Request",
     "Store",
+    "StoreLike",
     "Value",
     "Versioned",
     "ZarrMemoryStore",
@@ -38,7 +51,7 @@ _READ_ONLY_PROTOCOLS = frozenset({"http", "https", "zip"})
 
 
 def make_store(
-    obj: Store | str | os.PathLike[str] | Any,
+    obj: StoreLike,
     *,
     storage_options: dict[str, Any] | None = None,
     read_only: bool = False,

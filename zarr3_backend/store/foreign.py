@@ -46,7 +46,7 @@ ACCEPTED = (
 )
 
 
-def from_foreign(obj: Any, read_only: bool = False) -> Store | None:
+def from_foreign(obj: object, read_only: bool = False) -> Store | None:
     """Our store for a zarr-python store or fsspec mapper; ``None`` if ``obj`` is neither.
 
     Raises ``TypeError`` for a zarr-python store kind that cannot be converted.
