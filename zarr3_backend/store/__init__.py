@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import fsspec.core
-from fsspec.mapping import FSMap
 
 from ..errors import ArgumentTypeError
 from .base import (
@@ -17,16 +17,19 @@ from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_store import FsspecStore, with_connection_pool
 from .local import LocalStore
 
+#: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
+#: local path or URL, a zarr-python ``LocalStore``, ``FsspecStore`` or ``MemoryStore``, or an fsspec
+#: mapper (``fsspec.get_mapper(url)``). fsspec ships no type information (mypy would see ``FSMap`` as
+#: ``Any``, which accepts everything), so the mapper is named by the protocol it implements.
 if TYPE_CHECKING:
     import zarr.storage
 
-#: What :func:`make_store` (and every ``store`` argument of the API) accepts: a :class:`Store`, a
-#: local path or URL, a zarr-python ``LocalStore``, ``FsspecStore`` or ``MemoryStore``, or an fsspec
-#: mapper. fsspec ships no type information, so mypy sees ``FSMap`` as ``Any``.
-StoreLike: TypeAlias = (
-    "Store | str | os.PathLike[str] | FSMap | zarr.storage.LocalStore | zarr.storage.FsspecStore"
-    " | zarr.storage.MemoryStore"
-)
+    StoreLike: TypeAlias = (
+        Store | str | os.PathLike[str] | MutableMapping[str, bytes]
+        | zarr.storage.LocalStore | zarr.storage.FsspecStore | zarr.storage.MemoryStore
+    )
+else:  # zarr-python is optional: its store classes are named for type checkers only
+    StoreLike: TypeAlias = Store | str | os.PathLike[str] | MutableMapping[str, bytes]
 
 __all__ = [
     "TMP_PREFIX",
@@ -51,12 +54,12 @@ _READ_ONLY_PROTOCOLS = frozenset({"http", "https", "zip"})
 
 
 def make_store(
-    obj: StoreLike,
+    obj: object,
     *,
     storage_options: dict[str, Any] | None = None,
     read_only: bool = False,
 ) -> Store:
-    """The store behind a path, URL or existing store.
+    """The store behind a path, URL or existing store (a :data:`StoreLike`; anything else raises).
 
     A :class:`Store` passes through unchanged. Plain paths and ``file://``
     URLs give a :class:`LocalStore`; any other URL (``s3://``, ``memory://``,
