@@ -34,7 +34,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
 from ..extension import parse_extension

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 

@@ -25,7 +25,7 @@ FsspecStore('memory:///doc/foreign')
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import fsspec
 from fsspec import AbstractFileSystem
