@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("errors", ["errors"]),
     ("primitives", [
         "dtypes", "dtypes.base", "dtypes.core", "dtypes.extensions", "dtypes.fill", "dtypes.parse",
-        "extension", "integers", "chunk_grid", "chunk_keys", "indexing", "keys", "scratch", "values",
+        "extension", "json_types", "integers", "chunk_grid", "chunk_keys", "indexing", "keys", "scratch", "values",
     ]),
     ("codecs", [
         "codecs", "codecs.base", "codecs.chain", "codecs.registry", "codecs.foreign", "codecs.bounded",

@@ -14,7 +14,7 @@ from .array import Array
 from .creation import ArrayDefinition, build_array_metadata
 from .errors import ArgumentError, ArrayNotFoundError, GroupNotFoundError, NodeNotFoundError
 from .hierarchy import Group, create_array_at, create_group_at, normalize_path, open_node
-from .store import make_store
+from .store import StoreLike, make_store
 from .store.base import Store
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
@@ -27,7 +27,7 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 WRITE_MODES: tuple[WriteMode, ...] = get_args(WriteMode)
 
 
-def _store(store: Any, storage_options: dict[str, Any] | None, mode: str) -> Store:
+def _store(store: StoreLike, storage_options: dict[str, Any] | None, mode: str) -> Store:
     return make_store(store, storage_options=storage_options, read_only=_parse_mode(mode) == "r")
 
 
@@ -38,7 +38,7 @@ def _parse_mode(mode: object) -> Mode:
     raise ArgumentError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
 
 
-def open(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array | Group:
+def open(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array | Group:
     """Open the array or group at ``path``.
 
     A path without ``zarr.json`` opens as an implicit group only if arrays sit
@@ -48,7 +48,7 @@ def open(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[
     return open_node(_store(store, storage_options, mode), normalize_path(path), read_only=mode == "r", strict=True)
 
 
-def open_array(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array:
+def open_array(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array:
     """Open an existing array.
 
     >>> import zarr3_backend
@@ -62,7 +62,7 @@ def open_array(store: Any, path: str = "", *, mode: Mode = "r", storage_options:
     return node
 
 
-def open_group(store: Any, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Group:
+def open_group(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Group:
     """Open a group (``mode="a"``/``"w"``/``"w-"`` create it when missing)."""
     if _parse_mode(mode) in ("w", "w-"):
         return create_group(store, path, overwrite=mode == "w", storage_options=storage_options)
@@ -80,7 +80,7 @@ def open_group(store: Any, path: str = "", *, mode: Mode = "r", storage_options:
 
 
 def create_group(
-    store: Any, path: str = "", *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
+    store: StoreLike, path: str = "", *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
     storage_options: dict[str, Any] | None = None,
 ) -> Group:
     """Create a group (and any missing ancestor groups); consolidated ancestors are refreshed."""
@@ -88,7 +88,7 @@ def create_group(
 
 
 def create_array(
-    store: Any, path: str = "", *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+    store: StoreLike, path: str = "", *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
     **options: Unpack[ArrayDefinition],
 ) -> Array:
     """Create an array; automatic codec parameters are resolved and recorded.

@@ -18,23 +18,27 @@ import sys
 from collections import defaultdict
 from contextlib import ExitStack, contextmanager
 from functools import partial
-from collections.abc import Iterator, MutableMapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterable, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from .codecs.base import ChunkSpec
 from .consolidation import Change, refresh_consolidated
-from .dtypes import is_fill
+from .dtypes import Scalar, is_fill
 from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
 from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, on_dask_worker, submit_io, thread_count
-from .indexing import ChunkSelection, Selection, plan_selection
+from .indexing import ChunkSelection, Selection, SelectionLike, plan_selection
 from .metadata import ArrayMetadata, GroupMetadata, encode_metadata
 from .codecs.chain import CodecChain
 from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
 from .readahead import ReadAhead
 from .storage_transformers import apply_storage_transformers
 from .store.base import Store
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsKeysAndGetItem
 
 T = TypeVar("T")
 
@@ -43,6 +47,10 @@ MMAP_MIN_BYTES = 16 << 20
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
 MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; Python names it from 3.13 on
+
+#: What a read returns: an array, or one element (see :data:`~zarr3_backend.dtypes.Scalar`) when every
+#: axis is selected by an integer.
+ReadResult: TypeAlias = np.ndarray | Scalar
 
 
 class _AttributeOwner(Protocol):
@@ -80,9 +88,11 @@ class Attributes(MutableMapping[str, Any]):
         del attributes[key]
         self._node.replace_attributes(attributes)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        """Change several attributes with one metadata write."""
-        self._node.replace_attributes({**self._data(), **dict(*args, **kwargs)})
+    def update(
+        self, other: SupportsKeysAndGetItem[str, Any] | Iterable[tuple[str, Any]] = (), /, **kwargs: Any
+    ) -> None:
+        """Change several attributes with one metadata write (arguments as for :meth:`dict.update`)."""
+        self._node.replace_attributes({**self._data(), **dict(other), **kwargs})
 
     def asdict(self) -> dict[str, Any]:
         return dict(self._data())
@@ -161,7 +171,7 @@ class Array:
         return self.metadata.data_type.numpy
 
     @property
-    def fill_value(self) -> Any:
+    def fill_value(self) -> Scalar:
         return self.metadata.fill_value
 
     @property
@@ -216,7 +226,7 @@ class Array:
             raise ReadOnlyError(f"array {self.name!r} is open read-only; open it with mode='r+' or 'a' to write")
 
     # -- reading ---------------------------------------------------------
-    def __getitem__(self, selection: Any) -> Any:
+    def __getitem__(self, selection: SelectionLike) -> ReadResult:
         return self.get(selection)
 
     @property
@@ -224,12 +234,12 @@ class Array:
         """Orthogonal indexing: integer and boolean arrays select along each axis independently."""
         return _OrthogonalIndexer(self)
 
-    def get(self, selection: Any = Ellipsis, *, orthogonal: bool = False) -> Any:
+    def get(self, selection: SelectionLike = Ellipsis, *, orthogonal: bool = False) -> ReadResult:
         """Read a selection: ints, slices with steps, Ellipsis; with ``orthogonal=True`` also
         integer/boolean arrays on any axes, each applied independently (``a.oindex[...]``)."""
         return read_many([(self, selection, orthogonal)])[0]
 
-    def _read_plans(self, selection: Any, orthogonal: bool) -> tuple[Any, Any, list[tuple[str, ReadPlan]]]:
+    def _read_plans(self, selection: SelectionLike, orthogonal: bool) -> tuple[Any, Any, list[tuple[str, ReadPlan]]]:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
         out = empty_output(plan.out_shape, self.dtype, background=fetch_lanes(self._chunk_store) > thread_count())
@@ -264,10 +274,10 @@ class Array:
             yield store
 
     # -- writing ---------------------------------------------------------
-    def __setitem__(self, selection: Any, value: Any) -> None:
+    def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
         self.set(selection, value)
 
-    def set(self, selection: Any, value: Any, *, orthogonal: bool = False, write_empty_chunks: bool = False) -> None:
+    def set(self, selection: SelectionLike, value: npt.ArrayLike, *, orthogonal: bool = False, write_empty_chunks: bool = False) -> None:
         """Write ``value`` (broadcast to the selection) into a selection (see :meth:`get`).
 
         Chunks that end up entirely the fill value are deleted, unless
@@ -286,7 +296,7 @@ class Array:
             lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks), pieces
         )
 
-    def _as_selection_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    def _as_selection_value(self, value: npt.ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
         """``value`` as this array's dtype, broadcast to the selection's ``shape``; refused by name if it cannot be."""
         try:
             return np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
@@ -335,7 +345,12 @@ class Array:
             self._chunk_store.set(key, self._chain.encode(chunk, self.chunk_spec))
 
     # -- shape changes ---------------------------------------------------
-    def resize(self, *shape: Any) -> None:
+    @overload
+    def resize(self, shape: Iterable[int], /) -> None: ...
+    @overload
+    def resize(self, *shape: int) -> None: ...
+
+    def resize(self, *shape: int | Iterable[int]) -> None:
         """Change the shape; data outside the new shape is dropped.
 
         Stored chunks wholly outside the new shape are deleted; chunks cut by
@@ -343,7 +358,8 @@ class Array:
         fill value), so growing again later shows the fill value there.
         """
         self._check_writable()
-        new_shape = tuple(int(n) for n in (shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape))
+        sizes = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        new_shape = tuple(int(n) for n in cast("Iterable[int]", sizes))  # the overloads: one iterable or ints
         if len(new_shape) != self.ndim or any(n < 0 for n in new_shape):
             raise BoundsError(f"array {self.name!r}: cannot resize {self.shape} to {new_shape}")
         old_shape = self.shape
@@ -376,14 +392,14 @@ class _OrthogonalIndexer:
     def __init__(self, array: Array) -> None:
         self.array = array
 
-    def __getitem__(self, selection: Any) -> Any:
+    def __getitem__(self, selection: SelectionLike) -> ReadResult:
         return self.array.get(selection, orthogonal=True)
 
-    def __setitem__(self, selection: Any, value: Any) -> None:
+    def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
         self.array.set(selection, value, orthogonal=True)
 
 
-def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Any) -> None:
+def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Scalar) -> None:
     """Set the part of a stored chunk beyond the first ``in_bounds`` elements of each axis to ``fill``.
 
     Used where a chunk is cut by the array's edge, so that stale data (from a
@@ -455,7 +471,7 @@ def _huge_pages_always() -> bool:
         return False
 
 
-def read_many(requests: list[tuple[Array, Any, bool]]) -> list[Any]:
+def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadResult]:
     """Read ``(array, selection, orthogonal)`` triples together: one batched store call per round for all.
 
     Used to load many small arrays (coordinates, a group's metadata-sized
@@ -532,7 +548,7 @@ def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:
     job.run(out)
 
 
-def drive_read_plans(plans: list[tuple[str, ReadPlan, Any]], store: Store) -> list[tuple[DecodeJob, Any]]:
+def drive_read_plans(plans: list[tuple[str, ReadPlan, np.ndarray]], store: Store) -> list[tuple[DecodeJob, np.ndarray]]:
     """Run read plans to completion, one batched ``get_many_versioned`` per round of requests.
 
     Each plan comes with its output array; the result pairs every decode job with it.

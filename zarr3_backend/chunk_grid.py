@@ -25,7 +25,7 @@ from .integers import is_int
 _FIELD = "chunk_grid.configuration.chunk_shape"
 
 
-def parse_chunk_shape(value: Any, field: str = _FIELD) -> tuple[int, ...]:
+def parse_chunk_shape(value: object, field: str = _FIELD) -> tuple[int, ...]:
     """Return ``value`` as a tuple of positive ints or raise :class:`MetadataError`.
 
     >>> parse_chunk_shape([5, 20])
@@ -52,7 +52,7 @@ class RegularChunkGrid:
         object.__setattr__(self, "chunk_shape", parse_chunk_shape(self.chunk_shape))
 
     @classmethod
-    def from_json(cls, obj: Any) -> RegularChunkGrid:
+    def from_json(cls, obj: object) -> RegularChunkGrid:
         """Build the grid from the ``chunk_grid`` metadata member.
 
         >>> RegularChunkGrid.from_json({"name": "regular", "configuration": {"chunk_shape": [4]}})

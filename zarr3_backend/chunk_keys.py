@@ -24,7 +24,7 @@ from .extension import parse_extension
 Separator = Literal["/", "."]
 
 
-def parse_separator(obj: Any) -> Separator:
+def parse_separator(obj: object) -> Separator:
     """Return ``obj`` if it is a valid separator, else raise :class:`MetadataError`.
 
     >>> parse_separator(".")
@@ -133,7 +133,7 @@ _ENCODINGS: dict[str, type[DefaultChunkKeyEncoding] | type[V2ChunkKeyEncoding]] 
 }
 
 
-def parse_chunk_key_encoding(obj: Any) -> ChunkKeyEncoding:
+def parse_chunk_key_encoding(obj: object) -> ChunkKeyEncoding:
     """Build an encoding from JSON, a short-hand name, or pass an encoding through.
 
     >>> parse_chunk_key_encoding("v2")

@@ -18,7 +18,7 @@ from .chunk_keys import parse_chunk_key_encoding
 from .codecs.base import ChunkSpec, Codec
 from .codecs.registry import codec_from_json
 from .codecs.sharding import ShardingCodec
-from .dtypes import DataType, data_type_from_numpy
+from .dtypes import DataType, DataTypeLike, data_type_from_numpy
 from .errors import ArgumentTypeError, MetadataError
 from .metadata import ArrayMetadata
 from .codecs.chain import CodecChain
@@ -70,7 +70,7 @@ class ArrayDefinition(ArrayOptions):
     """:class:`ArrayOptions` with the two required keywords, ``shape`` and ``dtype``."""
 
     shape: Sequence[int] | int
-    dtype: Any
+    dtype: DataTypeLike
 
 
 def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> ArrayMetadata:

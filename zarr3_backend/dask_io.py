@@ -50,9 +50,10 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from .array import Array, reset_outside
 from .errors import BoundsError, WriteError
@@ -97,18 +98,30 @@ def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) ->
     return count, array.chunk_key(tuple(example)) if count else None
 
 
-def shard_lock(lock: Any, key: str) -> contextlib.AbstractContextManager[Any]:
+@runtime_checkable
+class Lock(Protocol):
+    """A lock: ``threading.Lock``, ``multiprocessing.Lock``, ``distributed.Lock``, ..."""
+
+    def acquire(self) -> object: ...
+
+    def release(self) -> object: ...
+
+
+#: The ``lock`` argument of the writers: one lock for every shard, a callable giving the lock of
+#: a shard key, or ``None`` (see :func:`shard_lock`).
+ShardLock: TypeAlias = Lock | Callable[[str], Lock] | None
+
+
+def shard_lock(lock: ShardLock, key: str) -> contextlib.AbstractContextManager[None]:
     """The lock guarding the shard ``key``: ``lock`` itself when it has ``acquire``/``release`` (one lock
     for every shard), else ``lock(key)`` (a callable returning a lock per shard); nothing when ``None``."""
     if lock is None:
         return contextlib.nullcontext()
-    if not (hasattr(lock, "acquire") and hasattr(lock, "release")):
-        lock = lock(key)
-    return _held(lock)
+    return _held(lock if isinstance(lock, Lock) else lock(key))
 
 
 @contextlib.contextmanager
-def _held(lock: Any) -> Iterator[None]:
+def _held(lock: Lock) -> Iterator[None]:
     lock.acquire()
     try:
         yield
@@ -168,7 +181,7 @@ def _describe(chunks: Sequence[Sequence[int]]) -> str:
     return "(" + ", ".join(str(c[0]) if len(set(c[:-1])) <= 1 and c[-1] <= c[0] else "irregular" for c in chunks) + ")"
 
 
-def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chunks: bool = False, lock: Any = None) -> None:
+def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_empty_chunks: bool = False, lock: ShardLock = None) -> None:
     """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
 
     The shard is stored with one atomic write; partial blocks are merged into
@@ -198,7 +211,9 @@ def write_block(array: Array, start: Sequence[int], block: Any, write_empty_chun
         array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
 
 
-def write_numpy(array: Array, origin: Sequence[int], data: Any, write_empty_chunks: bool = False, lock: Any = None) -> None:
+def write_numpy(
+    array: Array, origin: Sequence[int], data: npt.ArrayLike, write_empty_chunks: bool = False, lock: ShardLock = None
+) -> None:
     """Write an in-memory array at ``origin``, one shard per call of :func:`write_block` on the thread pool."""
     data = np.asarray(data)
     if data.size == 0:
@@ -222,7 +237,7 @@ class WriteRequest:
     origin: tuple[int, ...]
     write_empty_chunks: bool = False
     name: str = ""
-    lock: Any = None
+    lock: ShardLock = None
 
 
 def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] | None = None) -> Delayed:
@@ -271,9 +286,9 @@ class _ShardTask:
     array: Array
     starts: tuple[tuple[int, ...], ...]  # per dimension: where each block starts in the array
     write_empty_chunks: bool
-    lock: Any = None  # see shard_lock
+    lock: ShardLock = None
 
-    def __call__(self, block: Any, *, block_id: tuple[int, ...]) -> np.ndarray:
+    def __call__(self, block: np.ndarray, *, block_id: tuple[int, ...]) -> np.ndarray:
         start = tuple(starts[i] for starts, i in zip(self.starts, block_id))
         write_block(self.array, start, block, self.write_empty_chunks, self.lock)
         return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)

@@ -30,10 +30,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+P = ParamSpec("P")
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
@@ -138,9 +139,9 @@ def _io_pool(lanes: int) -> ThreadPoolExecutor:
     return shared_pool(IO_POOL, max(lanes, io_concurrency()), grow=True)
 
 
-def submit_io(function: Callable[..., R], *args: Any) -> Future[R]:
-    """Run ``function(*args)`` on the I/O pool, e.g. a listing while the caller fetches a document."""
-    return _io_pool(1).submit(function, *args)
+def submit_io(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> Future[R]:
+    """Run ``function(*args, **kwargs)`` on the I/O pool, e.g. a listing while the caller fetches a document."""
+    return _io_pool(1).submit(function, *args, **kwargs)
 
 
 def map_concurrently(function: Callable[[T], R], items: Sequence[T]) -> list[R]:

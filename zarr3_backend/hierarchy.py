@@ -20,7 +20,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from .array import Array, Attributes, metadata_key
+from .array import Array, Attributes, ReadResult, metadata_key
 from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
 from .creation import ArrayDefinition, ArrayOptions, build_array_metadata, normalize_shape
 from .errors import (
@@ -28,8 +28,9 @@ from .errors import (
 )
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
 from .executor import submit_io
-from .dtypes import data_type_from_numpy
-from .store import make_store
+from .indexing import SelectionLike
+from .dtypes import DataTypeLike, data_type_from_numpy
+from .store import StoreLike, make_store
 from .keys import segment_problem
 from .store.base import Store
 
@@ -80,7 +81,7 @@ class ConsolidatedArray(Array):
     def __reduce__(self) -> tuple[Any, ...]:
         return (ConsolidatedArray, (self.store, self.path, self.metadata), {"read_only": self.read_only})
 
-    def get(self, selection: Any = Ellipsis, *, orthogonal: bool = False) -> Any:
+    def get(self, selection: SelectionLike = Ellipsis, *, orthogonal: bool = False) -> ReadResult:
         try:
             return super().get(selection, orthogonal=orthogonal)
         except CodecError as exc:
@@ -277,7 +278,7 @@ class Group:
         return node
 
     def require_array(
-        self, name: str, *, shape: Sequence[int] | int, dtype: Any, exact: bool = False, **options: Unpack[ArrayOptions]
+        self, name: str, *, shape: Sequence[int] | int, dtype: DataTypeLike, exact: bool = False, **options: Unpack[ArrayOptions]
     ) -> Array:
         """The child array ``name``: the existing one if it fits, else a new one (zarr-python's ``require_array``).
 
@@ -437,7 +438,7 @@ def ensure_parents(store: Store, path: str) -> list[Change]:
     return created
 
 
-def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict[str, Any] | None = None) -> Group:
+def consolidate_metadata(store: StoreLike, path: str = "", *, storage_options: dict[str, Any] | None = None) -> Group:
     """Write the metadata of every node below the group at ``path`` into its ``zarr.json``.
 
     Readers then discover the whole hierarchy from one document (the layout

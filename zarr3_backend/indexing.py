@@ -27,7 +27,8 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar, NamedTuple
+from types import EllipsisType
+from typing import Any, ClassVar, NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -35,6 +36,12 @@ from .errors import BoundsError
 from .integers import is_int
 
 DimIndex = int | slice | np.ndarray
+#: What one axis of a selection may be: an integer, a slice, ``...`` or a 1-d integer or boolean index array.
+AxisSelection: TypeAlias = (
+    int | np.integer[Any] | slice | EllipsisType | Sequence[int | np.integer[Any] | bool | np.bool_] | np.ndarray
+)
+#: What ``a[sel]`` / ``a.oindex[sel]`` accept: one axis selection or a tuple of them (see :func:`normalize_selection`).
+SelectionLike: TypeAlias = AxisSelection | tuple[AxisSelection, ...]
 OutIndex = slice | np.ndarray | None
 
 
@@ -290,7 +297,7 @@ def _normalize_slice(sel: slice, axis: int, dim_len: int, where: str | None) -> 
     return SliceSelector(start, step, len(range(start, stop, step)), dim_len)
 
 
-def _normalize_array(obj: Any, axis: int, dim_len: int, where: str | None) -> DimSelector:
+def _normalize_array(obj: object, axis: int, dim_len: int, where: str | None) -> DimSelector:
     arr = np.asarray(obj)
     if arr.ndim == 0 and arr.dtype.kind in "iu":
         return _normalize_int(int(arr), axis, dim_len, where)
@@ -320,7 +327,7 @@ def _normalize_int(index: int, axis: int, dim_len: int, where: str | None) -> In
     return IntSelector(index + dim_len if index < 0 else int(index), dim_len)
 
 
-def _normalize_dim(obj: Any, axis: int, dim_len: int, where: str | None) -> DimSelector:
+def _normalize_dim(obj: object, axis: int, dim_len: int, where: str | None) -> DimSelector:
     if isinstance(obj, slice):
         return _normalize_slice(obj, axis, dim_len, where)
     if is_int(obj):
@@ -333,11 +340,11 @@ def _normalize_dim(obj: Any, axis: int, dim_len: int, where: str | None) -> DimS
     )
 
 
-def _as_tuple(selection: Any) -> tuple[Any, ...]:
+def _as_tuple(selection: object) -> tuple[object, ...]:
     return selection if isinstance(selection, tuple) else (selection,)
 
 
-def _expand_ellipsis(selection: Any, ndim: int, where: str | None) -> tuple[Any, ...]:
+def _expand_ellipsis(selection: object, ndim: int, where: str | None) -> tuple[object, ...]:
     sel = _as_tuple(selection)
     ellipses = [i for i, s in enumerate(sel) if s is Ellipsis]
     if len(ellipses) > 1:
@@ -364,7 +371,7 @@ def _check_basic(dims: tuple[DimSelector, ...], where: str | None) -> None:
 
 
 def normalize_selection(
-    selection: Any, shape: Sequence[int], *, orthogonal: bool = False, where: str | None = None
+    selection: SelectionLike, shape: Sequence[int], *, orthogonal: bool = False, where: str | None = None
 ) -> tuple[DimSelector, ...]:
     """One bounds-checked selector per dimension of an array of ``shape``.
 
@@ -387,7 +394,7 @@ def normalize_selection(
 
 
 def plan_selection(
-    selection: Any,
+    selection: SelectionLike,
     shape: Sequence[int],
     chunk_shape: Sequence[int],
     *,
@@ -407,7 +414,7 @@ def plan_selection(
 
 
 def plan_chunks(
-    selection: Any,
+    selection: SelectionLike,
     shape: Sequence[int],
     chunk_shape: Sequence[int],
     *,

@@ -23,7 +23,7 @@ import numpy as np
 
 from .chunk_grid import RegularChunkGrid
 from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
-from .dtypes import DataType, parse_data_type
+from .dtypes import DataType, Scalar, parse_data_type
 from .errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error
 from .extension import parse_extension
 from .integers import is_int
@@ -31,7 +31,6 @@ from .errors import with_location
 from .storage_transformers import is_registered
 from .keys import segment_problem
 
-JSON = Any
 ARRAY_KEYS = frozenset({
     "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
     "fill_value", "codecs", "attributes", "storage_transformers", "dimension_names",
@@ -53,7 +52,7 @@ def _fail(where: str, field_name: str, expected: str, got: Any) -> MetadataError
     return MetadataError(f"{where}: {field_name}: expected {expected}, got {shown[:200]}{'...' if len(shown) > 200 else ''}")
 
 
-def parse_shape(value: JSON, where: str, field_name: str = "shape", low: int = 0) -> tuple[int, ...]:
+def parse_shape(value: object, where: str, field_name: str = "shape", low: int = 0) -> tuple[int, ...]:
     """A list of integers of at least ``low`` whose product stays below 2**63."""
     if not isinstance(value, list) or not all(is_int(v, numpy=False) and low <= v < _MAX_INDEX for v in value):
         kind = "non-negative" if low == 0 else "positive"
@@ -73,14 +72,14 @@ def _check_chunk_bytes(chunk_shape: tuple[int, ...], data_type: DataType, where:
         )
 
 
-def parse_attributes(value: JSON, where: str) -> dict[str, Any]:
+def parse_attributes(value: object, where: str) -> dict[str, Any]:
     """An object of user attributes (missing means empty)."""
     if not isinstance(value, dict):
         raise _fail(where, "attributes", "a JSON object", value)
     return value
 
 
-def parse_dimension_names(value: JSON, ndim: int, where: str) -> tuple[str | None, ...] | None:
+def parse_dimension_names(value: object, ndim: int, where: str) -> tuple[str | None, ...] | None:
     """``None`` or a list of strings/nulls with one entry per dimension."""
     if value is None:
         return None
@@ -91,7 +90,7 @@ def parse_dimension_names(value: JSON, ndim: int, where: str) -> tuple[str | Non
     return tuple(value)
 
 
-def parse_extension_list(value: JSON, field_name: str, where: str) -> tuple[dict[str, Any], ...]:
+def parse_extension_list(value: object, field_name: str, where: str) -> tuple[dict[str, Any], ...]:
     """A list of extension objects or short-hand names, each checked and kept as an object (a name ``n`` as ``{"name": n}``)."""
     if not isinstance(value, list):
         raise _fail(where, field_name, "a list of extension objects", value)
@@ -124,13 +123,15 @@ def _unknown_keys(document: dict[str, Any], known: frozenset[str], where: str) -
     return extra
 
 
-def _check_header(document: JSON, node_type: str, where: str) -> None:
+def _check_header(document: object, node_type: str, where: str) -> dict[str, Any]:
+    """``document`` itself, once it is a JSON object with the ``zarr_format`` and ``node_type`` of a v3 ``node_type``."""
     if not isinstance(document, dict):
         raise _fail(where, "document", "a JSON object", type(document).__name__)
     if document.get("zarr_format") != 3:
         raise _fail(where, "zarr_format", "3", document.get("zarr_format"))
     if document.get("node_type") != node_type:
         raise _fail(where, "node_type", repr(node_type), document.get("node_type"))
+    return document
 
 
 def _require(document: dict[str, Any], name: str, where: str) -> Any:
@@ -147,7 +148,7 @@ class ArrayMetadata:
     data_type: DataType
     chunk_grid: RegularChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
-    fill_value: Any
+    fill_value: Scalar
     codecs: tuple[dict[str, Any], ...]
     attributes: dict[str, Any] = field(default_factory=dict)
     dimension_names: tuple[str | None, ...] | None = None
@@ -165,9 +166,9 @@ class ArrayMetadata:
         return tuple(self.chunk_grid.chunk_shape)
 
     @classmethod
-    def from_json(cls, document: JSON, where: str = "zarr.json") -> ArrayMetadata:
+    def from_json(cls, document: object, where: str = "zarr.json") -> ArrayMetadata:
         """Parse and validate an array metadata document."""
-        _check_header(document, "array", where)
+        document = _check_header(document, "array", where)
         try:
             shape = parse_shape(_require(document, "shape", where), where)
             data_type = parse_data_type(_require(document, "data_type", where))
@@ -234,9 +235,9 @@ class GroupMetadata:
     node_type: Literal["group"] = "group"
 
     @classmethod
-    def from_json(cls, document: JSON, where: str = "zarr.json") -> GroupMetadata:
+    def from_json(cls, document: object, where: str = "zarr.json") -> GroupMetadata:
         """Parse and validate a group metadata document."""
-        _check_header(document, "group", where)
+        document = _check_header(document, "group", where)
         return cls(
             attributes=parse_attributes(document.get("attributes", {}), where),
             consolidated=parse_consolidated(document.get("consolidated_metadata"), where),
@@ -258,7 +259,7 @@ class GroupMetadata:
         return replace(self, consolidated=consolidated)
 
 
-def parse_consolidated(value: JSON, where: str) -> dict[str, dict[str, Any]] | None:
+def parse_consolidated(value: object, where: str) -> dict[str, dict[str, Any]] | None:
     """zarr-python's inline consolidated metadata: ``{"kind": "inline", "metadata": {path: doc}}``."""
     if value is None:
         return None
@@ -299,7 +300,7 @@ def _parse_int(literal: str) -> int:
     return int(literal)
 
 
-def _check_depth(document: JSON, where: str) -> None:
+def _check_depth(document: object, where: str) -> None:
     """Refuse JSON nested deeper than :data:`MAX_DEPTH` (later recursive code would overflow the stack)."""
     stack = [(document, 1)]
     while stack:
@@ -310,7 +311,7 @@ def _check_depth(document: JSON, where: str) -> None:
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
-def node_metadata_from_json(document: JSON, where: str) -> NodeMetadata:
+def node_metadata_from_json(document: object, where: str) -> NodeMetadata:
     """Array or group metadata from a decoded JSON document."""
     if isinstance(document, dict) and document.get("zarr_format") == 2:
         raise MetadataError(f"{where}: this is Zarr v2 metadata; zarr3_backend reads Zarr v3 only")

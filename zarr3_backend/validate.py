@@ -38,7 +38,7 @@ from .hierarchy import validate_node_name
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, parse_node_metadata
 from .codecs.chain import CodecChain
 from .storage_transformers import apply_storage_transformers
-from .store import make_store
+from .store import StoreLike, make_store
 from .store.base import Store
 
 Severity = Literal["error", "warning"]
@@ -68,7 +68,7 @@ class Progress(Protocol):
 
 
 def validate_store(
-    store: Any,
+    store: StoreLike,
     *,
     deep: bool = False,
     storage_options: dict[str, Any] | None = None,

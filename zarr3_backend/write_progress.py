@@ -18,6 +18,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
+import numpy.typing as npt
 from dask.callbacks import Callback
 from dask.delayed import Delayed
 
@@ -53,7 +54,7 @@ class ShardProgress:
             f"{self.nbytes / 1e6:.0f} MB, {self.nbytes / 1e6 / elapsed:.1f} MB/s"
         )
 
-    def update(self, written: Any) -> None:
+    def update(self, written: npt.ArrayLike) -> None:
         """Count one finished shard task that wrote ``written`` bytes (an int or a one-element array)."""
         self.done += 1
         self.nbytes += int(np.sum(written))
@@ -71,7 +72,7 @@ def shard_keys(delayed: Delayed) -> list[Hashable]:
     return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
 
 
-def compute_with_progress(delayed: Delayed, **options: Any) -> None:
+def compute_with_progress(delayed: Delayed, **options: object) -> None:
     """Compute a write graph on a local scheduler (``options`` go to ``delayed.compute``), printing progress."""
     progress = ShardProgress(len(shard_keys(delayed)))
     try:

@@ -11,14 +11,26 @@ gigabytes. Works with ``zlib.decompressobj``, ``bz2.BZ2Decompressor`` and
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 from ..errors import CodecError
 from .base import Buffer, decoded_too_large
 
 
+class StreamDecompressor(Protocol):
+    """A standard-library streaming decompressor (``zlib.decompressobj()``, ``bz2.BZ2Decompressor``, ...)."""
+
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: Buffer, max_length: int, /) -> bytes: ...
+
+
 def decompress_stream_bounded(
-    make_decompressor: Callable[[], Any], data: Buffer, max_size: int, codec: str, errors: tuple[type[Exception], ...]
+    make_decompressor: Callable[[], StreamDecompressor], data: Buffer, max_size: int, codec: str, errors: tuple[type[Exception], ...]
 ) -> bytes:
     """Decompress ``data`` (one or more concatenated streams) into at most ``max_size`` bytes.
 

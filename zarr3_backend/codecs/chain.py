@@ -41,7 +41,7 @@ class CodecChain:
         self._limit_cache: dict[tuple[Any, ...], list[int | None]] = {}
 
     @classmethod
-    def from_json(cls, items: Any, where: str = "codecs") -> CodecChain:
+    def from_json(cls, items: object, where: str = "codecs") -> CodecChain:
         """Build from a JSON codec list; codecs marked ``must_understand: false`` that we lack are skipped."""
         if not isinstance(items, list | tuple):
             raise MetadataError(f"{where}: expected a list of codecs, got {items!r}")

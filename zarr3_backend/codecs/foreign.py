@@ -34,19 +34,20 @@ ACCEPTED = (
 BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle", -1: None}
 
 
-def codec_document(obj: Any) -> dict[str, Any]:
+def codec_document(obj: object) -> dict[str, Any]:
     """The v3 codec object for a numcodecs or zarr-python codec object; :class:`MetadataError` for anything else.
 
     :func:`~zarr3_backend.codecs.registry.codec_from_json` builds the codec from it.
     """
     if isinstance(obj, Numcodec):
         return _from_numcodecs(obj)
-    if type(obj).__module__.split(".")[0] in ("zarr", "numcodecs") and callable(getattr(obj, "to_dict", None)):
-        return dict(obj.to_dict())
+    to_dict = getattr(obj, "to_dict", None)  # zarr-python's codecs are untyped here: getattr gives Any
+    if type(obj).__module__.split(".")[0] in ("zarr", "numcodecs") and callable(to_dict):
+        return dict(to_dict())
     raise MetadataError(f"codec: expected {ACCEPTED}; got {obj!r} of type {type(obj).__name__}")
 
 
-def is_numcodecs_object(obj: Any) -> bool:
+def is_numcodecs_object(obj: object) -> bool:
     """Whether ``obj`` is a numcodecs codec instance (one the caller built, so trusted to run)."""
     return isinstance(obj, Numcodec)
 

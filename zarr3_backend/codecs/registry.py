@@ -34,7 +34,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
 from ..extension import parse_extension
@@ -152,7 +152,7 @@ def get_codec_class(name: str) -> type[Codec]:
     return cls
 
 
-def codec_from_json(obj: Any) -> Codec | None:
+def codec_from_json(obj: object) -> Codec | None:
     """Build a codec from a short-hand name, an extension object, a codec, or a numcodecs or
     zarr-python codec object (see :mod:`zarr3_backend.codecs.foreign`).
 
@@ -183,7 +183,7 @@ def codec_from_json(obj: Any) -> Codec | None:
     return cls.from_json(extension.configuration)
 
 
-def parse_codec_name(name: Any) -> str:
+def parse_codec_name(name: object) -> str:
     """Return ``name`` if it is a valid extension name, else raise :class:`MetadataError`."""
     if not isinstance(name, str):
         raise MetadataError(f"codec name: expected a string, got {name!r}")
@@ -223,14 +223,13 @@ def _from_family(name: str) -> type[Codec] | None:
 # -- configuration validators shared by the codec modules ---------------------
 
 
-def parse_config_int(codec: str, field: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+def parse_config_int(codec: str, field: str, value: object, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an int within ``[low, high]``, else :class:`MetadataError`.
 
     >>> parse_config_int("gzip", "level", 5, 0, 9)
     5
     """
-    ok = is_int(value, numpy=False)
-    if ok and (low is None or value >= low) and (high is None or value <= high):
+    if is_int(value, numpy=False) and (low is None or value >= low) and (high is None or value <= high):
         return int(value)
     bounds = f" in {low}..{high}" if low is not None and high is not None else (
         f" >= {low}" if low is not None else ""
@@ -238,7 +237,7 @@ def parse_config_int(codec: str, field: str, value: Any, low: int | None = None,
     raise MetadataError(f"codec {codec!r}: configuration.{field}: expected an integer{bounds}, got {value!r}")
 
 
-def parse_config_choice(codec: str, field: str, value: Any, choices: Collection[str]) -> str:
+def parse_config_choice(codec: str, field: str, value: object, choices: Collection[str]) -> str:
     """``value`` if it is one of ``choices``, else :class:`MetadataError`.
 
     >>> parse_config_choice("bytes", "endian", "big", ("little", "big"))

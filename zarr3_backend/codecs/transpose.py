@@ -22,7 +22,7 @@ from .base import ArrayArrayCodec, ChunkSpec
 from .registry import register_codec
 
 
-def parse_order(order: Any) -> tuple[int, ...]:
+def parse_order(order: object) -> tuple[int, ...]:
     """Validate a permutation given as a list of ints.
 
     >>> parse_order([2, 0, 1])

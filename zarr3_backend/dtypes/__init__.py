@@ -17,8 +17,8 @@ written as ``"0x…"`` hex.
 
 from __future__ import annotations
 
-from .base import DataType
+from .base import DataType, Scalar
 from .fill import is_fill
-from .parse import data_type_from_numpy, parse_data_type
+from .parse import DataTypeLike, data_type_from_numpy, parse_data_type
 
-__all__ = ["DataType", "data_type_from_numpy", "is_fill", "parse_data_type"]
+__all__ = ["DataType", "DataTypeLike", "Scalar", "data_type_from_numpy", "is_fill", "parse_data_type"]

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypeGuard, cast
 
 import numpy as np
 
 from ..errors import MetadataError
+from ..json_types import JSON
 from ..integers import is_int
+
+#: One element of an array of a data type, as a fill value or a 0-d read: a numpy scalar of its
+#: dtype, or a Python ``str`` (``"string"``) or ``bytes`` (``"variable_length_bytes"``) for the
+#: object-dtype types.
+Scalar: TypeAlias = np.generic | str | bytes
 
 
 @dataclass(frozen=True)
@@ -41,26 +47,27 @@ class DataType(ABC):
         return {"name": self.name, "configuration": dict(self.configuration)}
 
     @abstractmethod
-    def parse_fill_value(self, value: Any) -> Any:
+    def parse_fill_value(self, value: object) -> Scalar:
         """Decode a JSON ``fill_value``; raise :class:`MetadataError` if not permitted."""
 
-    def cast_fill_value(self, value: Any) -> Any:
+    def cast_fill_value(self, value: object) -> Scalar:
         """Convert a user value (Python/numpy scalar or a JSON form) to a fill scalar."""
         return self.parse_fill_value(value)
 
-    def fill_value_to_json(self, value: Any) -> Any:
+    def fill_value_to_json(self, value: object) -> JSON:
         """Encode a fill value (anything :meth:`cast_fill_value` accepts) as JSON."""
-        return self.cast_fill_value(value).item()
+        item: JSON = np.asarray(self.cast_fill_value(value)).item()  # numpy types item() as Any
+        return item
 
-    def default_fill_value(self) -> Any:
+    def default_fill_value(self) -> Scalar:
         """The fill value used when none is given (zero, ``False``, ``""`` or NaT)."""
-        return np.zeros((), self.numpy)[()]
+        return cast(np.generic, np.zeros((), self.numpy)[()])  # numpy types a 0-d array's [()] as an array
 
-    def _fill_error(self, expected: str, got: Any) -> MetadataError:
+    def _fill_error(self, expected: str, got: object) -> MetadataError:
         return MetadataError(f"fill_value: expected {expected} for data type {self.name!r}, got {got!r}")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]:
     excluded = (bool, np.bool_, np.timedelta64)  # np.timedelta64 subclasses np.integer
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, excluded)
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from ..integers import is_int
+from ..json_types import JSON
 from .base import DataType, _is_number
 
 #: Bits of the spec's ``"NaN"``: sign 0, mantissa MSB 1, other mantissa bits 0.
@@ -22,14 +23,14 @@ _HEX_DIGITS = re.compile(r"[0-9a-fA-F]+")
 
 
 class _BoolType(DataType):
-    def parse_fill_value(self, value: Any) -> np.bool_:
+    def parse_fill_value(self, value: object) -> np.bool_:
         if not isinstance(value, (bool, np.bool_)):
             raise self._fill_error("true or false", value)
         return np.bool_(value)
 
 
 class _IntType(DataType):
-    def parse_fill_value(self, value: Any) -> np.integer:
+    def parse_fill_value(self, value: object) -> np.integer:
         info = np.iinfo(self.numpy)
         whole = not isinstance(value, (float, np.floating)) or float(value).is_integer()
         if not (_is_number(value) and whole and info.min <= int(value) <= info.max):
@@ -42,11 +43,11 @@ def _from_bits(bits: int, dtype: np.dtype[np.floating]) -> np.floating:
     return cast(np.floating, scalar)  # numpy types a 0-d array's [()] as an array, not a scalar
 
 
-def _to_bits(value: Any, dtype: np.dtype) -> int:
+def _to_bits(value: object, dtype: np.dtype) -> int:
     return int(np.asarray(value, dtype=dtype).view(f"u{dtype.itemsize}"))
 
 
-def _parse_float(value: Any, dtype: np.dtype[np.floating], owner: DataType) -> np.floating:
+def _parse_float(value: object, dtype: np.dtype[np.floating], owner: DataType) -> np.floating:
     """A float (component) fill value: number, "NaN", "±Infinity" or "0x" raw bits."""
     if isinstance(value, str):
         digits = value[2:]
@@ -77,11 +78,11 @@ def _float_to_json(value: np.floating) -> float | str:
 
 
 class _FloatType(DataType):
-    def parse_fill_value(self, value: Any) -> np.floating:
+    def parse_fill_value(self, value: object) -> np.floating:
         return _parse_float(value, self.numpy, self)
 
-    def fill_value_to_json(self, value: Any) -> float | str:
-        return _float_to_json(self.cast_fill_value(value))
+    def fill_value_to_json(self, value: object) -> float | str:
+        return _float_to_json(self.parse_fill_value(value))  # casting a float fill is parsing it
 
 
 class _ComplexType(DataType):
@@ -89,14 +90,14 @@ class _ComplexType(DataType):
     def _part(self) -> np.dtype[np.floating]:
         return np.dtype(f"f{self.numpy.itemsize // 2}")
 
-    def parse_fill_value(self, value: Any) -> np.complexfloating:
+    def parse_fill_value(self, value: object) -> np.complexfloating:
         if not isinstance(value, (list, tuple)) or len(value) != 2:
             raise self._fill_error("a 2-element list [real, imag]", value)
         parts = [_parse_float(v, self._part, self) for v in value]
         scalar = np.array(parts, dtype=self._part).view(self.numpy)[0]
         return cast(np.complexfloating, scalar)  # numpy types an element of an ndarray[Any] as Any
 
-    def cast_fill_value(self, value: Any) -> np.complexfloating:
+    def cast_fill_value(self, value: object) -> np.complexfloating:
         if isinstance(value, (list, tuple)):
             return self.parse_fill_value(value)
         if not (_is_number(value) or isinstance(value, (complex, np.complexfloating))):
@@ -104,7 +105,7 @@ class _ComplexType(DataType):
         with np.errstate(over="ignore"):
             return cast(np.complexfloating, self.numpy.type(value))  # dtype[Any].type is type[Any]
 
-    def fill_value_to_json(self, value: Any) -> list[float | str]:
+    def fill_value_to_json(self, value: object) -> list[JSON]:
         parts = np.asarray(self.cast_fill_value(value)).reshape(1).view(self._part)
         return [_float_to_json(part) for part in parts]
 
@@ -112,7 +113,7 @@ class _ComplexType(DataType):
 class _RawBitsType(DataType):
     """Core ``r<N>``: fill value is a list of N/8 integers in [0, 255]."""
 
-    def parse_fill_value(self, value: Any) -> np.void:
+    def parse_fill_value(self, value: object) -> np.void:
         size = self.numpy.itemsize
         if (
             not isinstance(value, (list, tuple))
@@ -122,12 +123,12 @@ class _RawBitsType(DataType):
             raise self._fill_error(f"a list of {size} integers in [0, 255]", value)
         return np.void(bytes(value))
 
-    def cast_fill_value(self, value: Any) -> np.void:
+    def cast_fill_value(self, value: object) -> np.void:
         if isinstance(value, np.void):
             value = value.tobytes()
         return self.parse_fill_value(list(value) if isinstance(value, (bytes, bytearray)) else value)
 
-    def fill_value_to_json(self, value: Any) -> list[int]:
+    def fill_value_to_json(self, value: object) -> list[JSON]:
         return list(self.cast_fill_value(value).tobytes())
 
 

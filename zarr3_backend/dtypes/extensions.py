@@ -11,7 +11,7 @@ import binascii
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import partial
-from typing import Any, cast
+from typing import Any, SupportsInt, cast
 
 import numpy as np
 
@@ -27,7 +27,7 @@ _MAX_SCALE_FACTOR = 2**31 - 1
 class _Base64Type(DataType):
     """Byte-string types whose fill value is base64 text (zarr-python's convention)."""
 
-    def parse_fill_value(self, value: Any) -> Any:
+    def parse_fill_value(self, value: object) -> np.generic | bytes:
         if not isinstance(value, str):
             raise self._fill_error("a base64 string", value)
         try:
@@ -36,19 +36,19 @@ class _Base64Type(DataType):
             raise self._fill_error("a base64 string", value) from exc
         return self._from_bytes(raw)
 
-    def cast_fill_value(self, value: Any) -> Any:
+    def cast_fill_value(self, value: object) -> np.generic | bytes:
         if isinstance(value, np.void):
             value = value.tobytes()
         if isinstance(value, (bytes, bytearray)):
             return self._from_bytes(bytes(value))
         return self.parse_fill_value(value)
 
-    def fill_value_to_json(self, value: Any) -> str:
+    def fill_value_to_json(self, value: object) -> str:
         raw = self.cast_fill_value(value)
-        return base64.b64encode(raw.tobytes() if isinstance(raw, np.void) else bytes(raw)).decode("ascii")
+        return base64.b64encode(raw if isinstance(raw, bytes) else raw.tobytes()).decode("ascii")
 
     @abstractmethod
-    def _from_bytes(self, raw: bytes) -> Any:
+    def _from_bytes(self, raw: bytes) -> np.generic | bytes:
         """The fill scalar for ``raw``; raise if its length does not fit."""
 
 
@@ -85,7 +85,7 @@ class _VariableLengthBytesType(_Base64Type):
 class _FixedLengthUTF32Type(DataType):
     """``fixed_length_utf32`` (numpy ``U<n>``): fill value is a JSON string."""
 
-    def parse_fill_value(self, value: Any) -> np.str_:
+    def parse_fill_value(self, value: object) -> np.str_:
         length = self.numpy.itemsize // 4
         if not isinstance(value, str) or len(value) > length:
             raise self._fill_error(f"a string of at most {length} characters", value)
@@ -97,12 +97,12 @@ class _StringType(DataType):
 
     item_size = None
 
-    def parse_fill_value(self, value: Any) -> str:
+    def parse_fill_value(self, value: object) -> str:
         if not isinstance(value, str):
             raise self._fill_error("a string", value)
         return value
 
-    def fill_value_to_json(self, value: Any) -> str:
+    def fill_value_to_json(self, value: object) -> str:
         return self.parse_fill_value(value)
 
     def default_fill_value(self) -> str:
@@ -112,15 +112,15 @@ class _StringType(DataType):
 class _TimeType(DataType):
     """``numpy.datetime64`` / ``numpy.timedelta64``: fill value is the int64 count (NaT = -2**63)."""
 
-    def parse_fill_value(self, value: Any) -> np.generic:
+    def parse_fill_value(self, value: object) -> np.generic:
         if not is_int(value, numpy=False) or not _INT64.min <= value <= _INT64.max:
             raise self._fill_error("a 64-bit signed integer", value)
         scalar = np.array(value, dtype=np.int64).view(self.numpy)[()]
         return cast(np.generic, scalar)  # numpy types a 0-d array's [()] as an array, not a scalar
 
-    def cast_fill_value(self, value: Any) -> np.generic:
+    def cast_fill_value(self, value: object) -> np.generic:
         kind = np.asarray(value).dtype.kind
-        if kind in "iu" and not isinstance(value, bool):
+        if kind in "iu" and isinstance(value, SupportsInt) and not isinstance(value, bool):
             return self.parse_fill_value(int(value))
         if kind not in (self.numpy.kind, "U"):
             raise self._fill_error(f"an integer, a string or a numpy {self.numpy.type.__name__}", value)
@@ -129,7 +129,7 @@ class _TimeType(DataType):
         except ValueError as exc:
             raise self._fill_error(f"a valid {self.numpy.type.__name__}", value) from exc
 
-    def fill_value_to_json(self, value: Any) -> int:
+    def fill_value_to_json(self, value: object) -> int:
         return int(np.asarray(self.cast_fill_value(value)).view(np.int64))
 
     def default_fill_value(self) -> np.generic:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import numpy as np
 
+from .base import Scalar
 
-def _float_is_fill(chunk: np.ndarray, fill: Any) -> bool:
+
+def _float_is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     bits = f"u{chunk.dtype.itemsize}"
     fill_bits = np.asarray(fill, dtype=chunk.dtype).view(bits)
     if chunk.size and np.asarray(chunk[(slice(0, 1),) * chunk.ndim]).view(bits).item(0) != fill_bits:
@@ -15,7 +17,7 @@ def _float_is_fill(chunk: np.ndarray, fill: Any) -> bool:
     return bool((chunk.view(bits) == fill_bits).all())
 
 
-def is_fill(chunk: np.ndarray, fill: Any) -> bool:
+def is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     """Whether every element of ``chunk`` equals ``fill`` (so the chunk need not be stored).
 
     Floats compare bitwise (``-0.0`` is not ``0.0``, and a NaN matches only
@@ -33,8 +35,8 @@ def is_fill(chunk: np.ndarray, fill: Any) -> bool:
     if kind == "f":
         return _float_is_fill(chunk, fill)
     if kind == "c":
-        fill = chunk.dtype.type(fill)
-        return _float_is_fill(chunk.real, fill.real) and _float_is_fill(chunk.imag, fill.imag)
+        pair = cast(np.complexfloating, chunk.dtype.type(fill))  # numpy types dtype[Any].type as type[Any]
+        return _float_is_fill(chunk.real, pair.real) and _float_is_fill(chunk.imag, pair.imag)
     if kind in "Mm" and np.isnat(fill):
         return bool(np.isnat(chunk).all())
     return bool(np.all(chunk == fill))

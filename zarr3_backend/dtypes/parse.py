@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
-
+from typing import TypeAlias
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import MetadataError, UnknownExtensionError
 from ..extension import parse_extension
@@ -13,11 +13,15 @@ from .base import DataType, _check_keys
 from .core import _CORE, _CORE_CLASSES, _core_type, _raw_type
 from .extensions import _EXTENSIONS, _time_type
 
+#: What :func:`data_type_from_numpy` accepts: a :class:`DataType`, a numpy dtype (or anything
+#: ``np.dtype()`` takes), a Zarr data type name or a ``data_type`` extension object.
+DataTypeLike: TypeAlias = DataType | npt.DTypeLike | dict[str, object]
+
 _RAW_NAME = re.compile(r"r(0|[1-9][0-9]*)")
 _MAX_RAW_BITS = 8 * (2**31 - 1)  # numpy's largest void item
 
 
-def parse_data_type(obj: Any) -> DataType:
+def parse_data_type(obj: object) -> DataType:
     """Parse the ``data_type`` metadata value.
 
     Raises :class:`UnknownExtensionError` for names this package does not
@@ -73,7 +77,7 @@ def _from_numpy_kind(dtype: np.dtype) -> DataType | None:
     return None
 
 
-def data_type_from_numpy(dtype_like: Any) -> DataType:
+def data_type_from_numpy(dtype_like: DataTypeLike) -> DataType:
     """The Zarr data type for a numpy dtype (any byte order), mirroring zarr-python.
 
     ``V<n>`` maps to the core ``r<8n>``; ``str``, ``object`` and

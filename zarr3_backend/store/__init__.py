@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import fsspec.core
 
@@ -16,6 +17,20 @@ from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_store import FsspecStore, with_connection_pool
 from .local import LocalStore
 
+#: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
+#: local path or URL, a zarr-python ``LocalStore``, ``FsspecStore`` or ``MemoryStore``, or an fsspec
+#: mapper (``fsspec.get_mapper(url)``). fsspec ships no type information (mypy would see ``FSMap`` as
+#: ``Any``, which accepts everything), so the mapper is named by the protocol it implements.
+if TYPE_CHECKING:
+    import zarr.storage
+
+    StoreLike: TypeAlias = (
+        Store | str | os.PathLike[str] | MutableMapping[str, bytes]
+        | zarr.storage.LocalStore | zarr.storage.FsspecStore | zarr.storage.MemoryStore
+    )
+else:  # zarr-python is optional: its store classes are named for type checkers only
+    StoreLike: TypeAlias = Store | str | os.PathLike[str] | MutableMapping[str, bytes]
+
 __all__ = [
     "TMP_PREFIX",
     "Buffer",
@@ -25,6 +40,7 @@ __all__ = [
     "LocalStore",
     "Request",
     "Store",
+    "StoreLike",
     "Value",
     "Versioned",
     "ZarrMemoryStore",
@@ -38,12 +54,12 @@ _READ_ONLY_PROTOCOLS = frozenset({"http", "https", "zip"})
 
 
 def make_store(
-    obj: Store | str | os.PathLike[str] | Any,
+    obj: object,
     *,
     storage_options: dict[str, Any] | None = None,
     read_only: bool = False,
 ) -> Store:
-    """The store behind a path, URL or existing store.
+    """The store behind a path, URL or existing store (a :data:`StoreLike`; anything else raises).
 
     A :class:`Store` passes through unchanged. Plain paths and ``file://``
     URLs give a :class:`LocalStore`; any other URL (``s3://``, ``memory://``,

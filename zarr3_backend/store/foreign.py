@@ -25,7 +25,7 @@ FsspecStore('memory:///doc/foreign')
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import fsspec
 from fsspec import AbstractFileSystem
@@ -46,7 +46,7 @@ ACCEPTED = (
 )
 
 
-def from_foreign(obj: Any, read_only: bool = False) -> Store | None:
+def from_foreign(obj: object, read_only: bool = False) -> Store | None:
     """Our store for a zarr-python store or fsspec mapper; ``None`` if ``obj`` is neither.
 
     Raises ``TypeError`` for a zarr-python store kind that cannot be converted.

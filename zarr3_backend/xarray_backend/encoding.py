@@ -9,7 +9,7 @@ complex numbers).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xarray.backends.zarr import FillValueCoder
@@ -22,7 +22,7 @@ from .backend_array import variable_dtype
 CODER_DTYPES = {"string": "string", "variable_length_bytes": "bytes"}  # v3 data types FillValueCoder knows by name
 
 
-def decode_fill_value(value: Any, array: Array) -> Any:
+def decode_fill_value(value: object, array: Array) -> object:
     """The ``_FillValue`` attribute of ``array``, decoded by xarray's ``FillValueCoder`` as ``engine="zarr"`` does.
 
     A value the coder does not read (a data type it does not handle, or a
@@ -38,7 +38,9 @@ def decode_fill_value(value: Any, array: Array) -> Any:
     if isinstance(dtype, np.dtype) and dtype.kind not in "fcbiu":
         return value
     try:
-        return FillValueCoder.decode(value, dtype)
+        # Handed to xarray's coder unchecked, as engine="zarr" hands it; the coder checks what it needs.
+        decoded: object = FillValueCoder.decode(cast("int | float | str | bytes | list[object]", value), dtype)
+        return decoded
     except TypeError:  # the coder's "expected ..." refusals
         return value
 

@@ -10,14 +10,15 @@ xarray from each variable's ``preferred_chunks`` (the shard shape).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from xarray import Dataset, DataTree
+from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
 from xarray.backends.common import BackendEntrypoint, datatree_from_dict_with_io_cleanup
 from xarray.backends.store import StoreBackendEntrypoint
 
-from .root import ReadOptions, holds_v3_metadata, normalize_location, open_root_group
+from .root import Location, ReadOptions, holds_v3_metadata, normalize_location, open_root_group
 from .store import Zarr3DataStore, load_index_coordinates
 
 
@@ -43,21 +44,21 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         "use_zarr_fill_value_as_mask", "cache_members",
     )
 
-    def guess_can_open(self, filename_or_obj: Any) -> bool:
+    def guess_can_open(self, filename_or_obj: Location) -> bool:
         return holds_v3_metadata(filename_or_obj)
 
     def open_dataset(
         self,
-        filename_or_obj: Any,
+        filename_or_obj: Location,
         *,
         group: str | None = None,
         drop_variables: str | Iterable[str] | None = None,
         mask_and_scale: bool = True,
-        decode_times: Any = True,
-        decode_timedelta: Any = None,
+        decode_times: bool | CFDatetimeCoder | Mapping[str, bool | CFDatetimeCoder] | None = True,
+        decode_timedelta: bool | CFTimedeltaCoder | Mapping[str, bool | CFTimedeltaCoder] | None = None,
         use_cftime: bool | None = None,
         concat_characters: bool = True,
-        decode_coords: Any = True,
+        decode_coords: Literal["coordinates", "all"] | bool | None = True,
         storage_options: dict[str, Any] | None = None,
         consolidated: bool | None = None,
         zarr_format: int | None = None,
@@ -68,14 +69,14 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
         root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
         store = Zarr3DataStore(root, _names(drop_variables), options.fill_value_as_mask)
-        decode = dict(
-            mask_and_scale=mask_and_scale, decode_times=decode_times, decode_timedelta=decode_timedelta,
-            use_cftime=use_cftime, concat_characters=concat_characters, decode_coords=decode_coords,
+        return StoreBackendEntrypoint().open_dataset(
+            store, drop_variables=drop_variables, mask_and_scale=mask_and_scale, decode_times=decode_times,
+            decode_timedelta=decode_timedelta, use_cftime=use_cftime, concat_characters=concat_characters,
+            decode_coords=decode_coords,
         )
-        return StoreBackendEntrypoint().open_dataset(store, drop_variables=drop_variables, **decode)
 
     def open_groups_as_dict(
-        self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
+        self, filename_or_obj: Location, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
         storage_options: dict[str, Any] | None = None, consolidated: bool | None = None, zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None, cache_members: bool = True, **decode: Any,
     ) -> dict[str, Dataset]:
@@ -89,7 +90,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         return {path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()}
 
     def open_datatree(
-        self, filename_or_obj: Any, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
+        self, filename_or_obj: Location, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
         storage_options: dict[str, Any] | None = None, **kwargs: Any,
     ) -> DataTree:
         """The hierarchy below ``group`` as a DataTree of lazy Datasets."""

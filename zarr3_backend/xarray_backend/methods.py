@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import xarray as xr
 
+from .root import Location
 from .writer import to_zarr3
+
+if TYPE_CHECKING:
+    from dask.delayed import Delayed
+    from xarray.backends.common import T_PathFileOrDataStore
 
 _PARAMETERS = list(inspect.signature(to_zarr3).parameters.values())[1:]
 
@@ -44,10 +49,10 @@ class ToZarr3:
     order: tuple[str, ...] = ("store", "mode", "group", "encoding")
     __signature__: ClassVar[inspect.Signature]  # set by _document below
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: xr.Dataset | xr.DataArray | xr.DataTree) -> None:
         self._obj = obj
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Delayed | None:
         signature = inspect.signature(type(self).__call__)  # the __signature__ _document gave it
         arguments = signature.bind(self, *args, **kwargs).arguments
         del arguments["self"]
@@ -59,7 +64,7 @@ class DataTreeToZarr3(ToZarr3):
 
     order = ("store", "mode", "encoding", "consolidated", "group", "write_inherited_coords", "compute")
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Delayed | None:
         return super().__call__(*args, **kwargs)
 
 
@@ -76,14 +81,15 @@ for _accessor in (ToZarr3, DataTreeToZarr3):
     _document(_accessor)
 
 
-def open_zarr3(store: Any, **kwargs: Any) -> xr.Dataset:
+def open_zarr3(store: Location, **kwargs: Any) -> xr.Dataset:
     """``xr.open_dataset(store, engine="zarr3", chunks={})``: lazy dask arrays, one chunk per stored shard.
 
     Keyword arguments go to :func:`xarray.open_dataset` (``group``,
     ``storage_options``, ``decode_times`` ...); ``chunks`` may override ``{}``.
     """
     kwargs.setdefault("chunks", {})
-    return xr.open_dataset(store, engine="zarr3", **kwargs)
+    # xarray types open_dataset's first argument for its own engines; it hands it to ours untouched.
+    return xr.open_dataset(cast("T_PathFileOrDataStore", store), engine="zarr3", **kwargs)
 
 
 def register() -> None:

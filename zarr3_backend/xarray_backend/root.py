@@ -10,17 +10,23 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
+
+from xarray.backends.common import T_PathFileOrDataStore
 
 from ..array import Array
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..hierarchy import Group, normalize_path, open_node_consolidated, open_node_listed
-from ..store import make_store
+from ..store import StoreLike, make_store
 from ..store.base import Store
 
 T = TypeVar("T")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 URL = re.compile(r"[a-zA-Z][a-zA-Z0-9]*(://|::)")  # "s3://...", "memory://...", fsspec chains "simplecache::s3://..."
+
+#: What ``engine="zarr3"`` is given: anything xarray passes a backend (file objects and buffers are
+#: refused when opened) or a :data:`~zarr3_backend.store.StoreLike`.
+Location: TypeAlias = T_PathFileOrDataStore | StoreLike
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ def normalize_location(location: str | os.PathLike[str] | T) -> str | T:
     return location
 
 
-def open_root_group(filename_or_obj: Any, group: str | None = None, storage_options: dict[str, Any] | None = None,
+def open_root_group(filename_or_obj: Location, group: str | None = None, storage_options: dict[str, Any] | None = None,
                     consolidated: bool | None = None) -> Group:
     """The group at ``group`` (default: the root) of a path, URL or :class:`Store`, opened read-only.
 
@@ -112,11 +118,11 @@ def _not_found(store: Store, path: str, where: str, below: list[str]) -> Excepti
     )
 
 
-def _describe(obj: Any) -> str:
+def _describe(obj: object) -> str:
     return repr(os.fspath(obj)) if isinstance(obj, str | os.PathLike) else repr(obj)
 
 
-def holds_v3_metadata(filename_or_obj: Any) -> bool:
+def holds_v3_metadata(filename_or_obj: object) -> bool:
     """Whether the root of a path, URL or store holds a Zarr v3 ``zarr.json``; never raises."""
     try:
         raw = make_store(filename_or_obj, read_only=True).get("zarr.json")

@@ -147,13 +147,13 @@ def parse_mode(mode: WriteMode | None, append_dim: Hashable | None, region: obje
     return mode
 
 
-def check_progress(progress: Any) -> None:
+def check_progress(progress: object) -> None:
     """``progress`` is one of :data:`PROGRESS_VALUES`."""
     if not any(progress is v or (isinstance(v, str) and progress == v) for v in PROGRESS_VALUES):
         raise WriteError(f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}")
 
 
-def encode_attributes(attrs: Mapping[Hashable, Any], where: str) -> dict[str, Any]:
+def encode_attributes(attrs: Mapping[Hashable, object], where: str) -> dict[str, Any]:
     """``attrs`` encoded as xarray's zarr engine does; a value that is not JSON is refused by name."""
     encoded = {}
     for key, value in attrs.items():

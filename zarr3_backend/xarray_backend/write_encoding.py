@@ -38,6 +38,7 @@ from .. import creation
 from ..codecs.base import Codec
 from ..codecs.registry import codec_from_json
 from ..codecs.chain import CodecChain
+from ..codecs.foreign import codec_document
 from ..errors import WriteError, WriteTypeError
 from ..integers import is_int
 from ..metadata import ArrayMetadata
@@ -129,7 +130,7 @@ def _codec_json(obj: Any) -> dict[str, Any] | None:
     return None if codec is None else codec.to_json()
 
 
-def codec_json(value: Any) -> Any:
+def codec_json(value: object) -> object:
     """Codec objects (ours, numcodecs', zarr-python's) become their v3 JSON; lists item by item."""
     if isinstance(value, list | tuple):
         return [codec_json(v) for v in value]
@@ -138,10 +139,10 @@ def codec_json(value: Any) -> Any:
     if isinstance(value, Codec):
         return value.to_json()
     codec = codec_from_json(value)
-    return value.to_dict() if codec is None else codec.to_json()
+    return codec_document(value) if codec is None else codec.to_json()
 
 
-def parse_shape(value: Any, var: xr.Variable, key: str, name: str) -> tuple[int, ...] | None:
+def parse_shape(value: object, var: xr.Variable, key: str, name: str) -> tuple[int, ...] | None:
     """``encoding[name][key]`` (``chunks`` or ``shards``) as one positive int per dimension, or None."""
     if value is None or (isinstance(value, str) and value == "auto"):
         return None

@@ -33,32 +33,35 @@ In-memory (numpy) variables are written on the client, as xarray does.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import xarray as xr
 from xarray.backends.api import DATAARRAY_NAME
 
 from ..api import WriteMode
-from ..dask_io import WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
+from ..dask_io import ShardLock, WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
 from ..errors import WriteNotImplementedError
 from ..hierarchy import normalize_path
-from ..store import make_store
+from ..store import StoreLike, make_store
 from ..store.base import Store
 from .commit import Commit, publish, roll_back, roll_forward
 from .region import Region
 from .write_checks import check_format, check_progress, parse_mode
 from .write_plan import WriteOptions, WritePlan, plan_dataset, plan_tree
 
+if TYPE_CHECKING:
+    from dask.delayed import Delayed
+
 DATAARRAY_VARIABLE = "xarray_dataarray_variable"
 
 
 def to_zarr3(
     obj: xr.Dataset | xr.DataArray | xr.DataTree,
-    store: Any,
+    store: StoreLike,
     mode: WriteMode | None = None,
     group: str | None = None,
-    encoding: Mapping[Hashable, Any] | None = None,
+    encoding: Mapping[Hashable, object] | None = None,
     *,
     compute: bool = True,
     consolidated: bool | None = None,
@@ -71,8 +74,8 @@ def to_zarr3(
     write_empty_chunks: bool | None = None,
     progress: bool | Literal["tqdm"] = False,
     write_inherited_coords: bool = False,
-    lock: Any = None,
-) -> Any:
+    lock: ShardLock = None,
+) -> Delayed | None:
     """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one dask task per shard.
 
     The arguments and their order follow :meth:`xarray.Dataset.to_zarr`; all
@@ -187,8 +190,8 @@ def to_zarr3(
     return _write_data(target, plan, finalize, lock=lock, compute=compute, progress=progress)
 
 
-def _write_data(store: Store, plan: WritePlan, finalize: Commit | None, *, lock: Any, compute: bool,
-                progress: bool | Literal["tqdm"]) -> Any:
+def _write_data(store: Store, plan: WritePlan, finalize: Commit | None, *, lock: ShardLock, compute: bool,
+                progress: bool | Literal["tqdm"]) -> Delayed | None:
     """In-memory data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write."""
     try:
         requests = []
@@ -215,12 +218,12 @@ def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptio
     return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))
 
 
-def _done(compute: bool) -> Any:
+def _done(compute: bool) -> Delayed | None:
     if compute:
         return None
     from dask.delayed import delayed
 
-    return delayed(None)
+    return cast("Delayed", delayed(None))  # dask's delayed is unannotated
 
 
 def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
