@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from forking import in_forked_child
 from zarr3_backend import executor
 from zarr3_backend.store import local
 from zarr3_backend.store.local import LocalStore
@@ -85,29 +86,20 @@ def test_a_forked_child_gets_new_pools_and_runs_the_reset_callbacks() -> None:
     parent_reader = local._reader_pool()
     calls: list[int] = []
     executor.after_fork(lambda: calls.append(os.getpid()))
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            fresh = executor.shared_pool("probe-fork", 2)
-            ok = (
-                calls == [os.getpid()]
-                and fresh is not parent_pools["probe-fork"]
-                and local._reader_pool() is not parent_reader
-                and fresh.submit(lambda: 5).result(timeout=30) == 5
-                and executor.map_concurrently(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]
-            )
-            status = 0 if ok else 2
-        finally:
-            os.write(write, bytes([status]))
-            os._exit(0)
-    os.close(write)
+
+    def child() -> bool:
+        fresh = executor.shared_pool("probe-fork", 2)
+        return (
+            calls == [os.getpid()]
+            and fresh is not parent_pools["probe-fork"]
+            and local._reader_pool() is not parent_reader
+            and fresh.submit(lambda: 5).result(timeout=30) == 5
+            and executor.map_concurrently(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]
+        )
+
     try:
-        assert os.read(read, 1) == b"\x00"
+        assert in_forked_child(child)
     finally:
-        os.close(read)
-        os.waitpid(pid, 0)
         executor._fork_callbacks.pop()
     assert calls == []  # callbacks run in the child only
     assert executor.shared_pool("probe-fork", 2) is parent_pools["probe-fork"]

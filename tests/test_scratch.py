@@ -8,6 +8,8 @@ import threading
 import numpy as np
 import pytest
 
+from forking import in_forked_child
+
 import zarr3_backend
 from zarr3_backend.errors import ScratchBufferError, Zarr3Error
 from zarr3_backend.scratch import borrow, in_use
@@ -85,29 +87,20 @@ def test_a_forked_child_borrows_even_when_another_thread_held_a_loan_at_fork() -
     assert inside.wait(10)
     with borrow((8,), INT32) as parents:
         parents[...] = 1
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: only the forking thread exists, with its own (free) loan state
-        status = 1
-        try:
-            with borrow((8,), INT32) as chunk:
-                chunk[...] = 2
-                nested = False
-                try:
-                    with borrow((8,), INT32):
-                        pass
-                except ScratchBufferError:
-                    nested = True
-            status = 0 if nested and chunk is parents and not in_use() else 3
-        finally:
-            os.write(write, bytes([status]))
-            os._exit(0)
-    os.close(write)
+
+    def child() -> bool:  # only the forking thread exists here, with its own (free) loan state
+        with borrow((8,), INT32) as chunk:
+            chunk[...] = 2
+            try:
+                with borrow((8,), INT32):
+                    return False
+            except ScratchBufferError:
+                pass
+        return chunk is parents and not in_use()
+
     try:
-        assert os.read(read, 1) == b"\x00"
+        assert in_forked_child(child)
     finally:
-        os.close(read)
-        os.waitpid(pid, 0)
         release.set()
         thread.join()
     with borrow((8,), INT32) as again:

@@ -16,6 +16,7 @@ import functools
 import mmap
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from contextlib import ExitStack, contextmanager
 from functools import partial
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -51,6 +52,21 @@ MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; P
 #: What a read returns: an array, or one element (see :data:`~zarr3_backend.dtypes.Scalar`) when every
 #: axis is selected by an integer.
 ReadResult: TypeAlias = np.ndarray | Scalar
+
+
+@dataclass
+class PlannedRead:
+    """One array's part of a batched read: the selection's plan, its output, the store to fetch from
+    and one read plan per stored chunk."""
+
+    selection: Selection
+    out: np.ndarray
+    store: Store
+    chunk_plans: list[tuple[str, ReadPlan]]
+
+    def result(self) -> ReadResult:
+        """The output once every chunk plan ran: the array, or a scalar for an integer-only selection."""
+        return self.out[()] if self.out.ndim == 0 and self.selection.scalar else self.out
 
 
 class _AttributeOwner(Protocol):
@@ -239,7 +255,16 @@ class Array:
         integer/boolean arrays on any axes, each applied independently (``a.oindex[...]``)."""
         return read_many([(self, selection, orthogonal)])[0]
 
-    def _read_plans(self, selection: SelectionLike, orthogonal: bool) -> tuple[Any, Any, list[tuple[str, ReadPlan]]]:
+    @contextmanager
+    def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> Iterator[PlannedRead]:
+        """``selection`` planned for a batched read (:func:`read_many`), valid while the block runs."""
+        plan, out, chunk_plans = self._read_plans(selection, orthogonal)
+        with self._scan_read(plan) as store:
+            yield PlannedRead(plan, out, store, chunk_plans)
+
+    def _read_plans(
+        self, selection: SelectionLike, orthogonal: bool
+    ) -> tuple[Selection, np.ndarray, list[tuple[str, ReadPlan]]]:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
         out = empty_output(plan.out_shape, self.dtype, background=fetch_lanes(self._chunk_store) > thread_count())
@@ -479,21 +504,19 @@ def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadRes
     fetched in groups on the I/O pool (see :func:`fetch_groups`) and decoded
     on the CPU pool as each group arrives.
     """
-    outputs, plans_by_store = [], defaultdict(list)
     with ExitStack() as scans:
-        for array, selection, orthogonal in requests:
-            plan, out, plans = array._read_plans(selection, orthogonal)
-            outputs.append((plan, out))
-            chunk_store = scans.enter_context(array._scan_read(plan))
-            plans_by_store[id(chunk_store)].append((chunk_store, out, plans))
-        for entries in plans_by_store.values():
-            store = entries[0][0]
-            flat = [(key, plan, out) for _, out, plans in entries for key, plan in plans]
-            per_chunk = sum(out.nbytes for _, out, _ in entries) / max(1, len(flat))
+        reads = [scans.enter_context(array.planned_read(selection, orthogonal)) for array, selection, orthogonal in requests]
+        by_store: dict[int, list[PlannedRead]] = defaultdict(list)
+        for read in reads:
+            by_store[id(read.store)].append(read)
+        for group in by_store.values():
+            store = group[0].store
+            flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
+            per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
             lanes = fetch_lanes(store)
             held = None if lanes > thread_count() else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
             fetch_and_work(partial(_fetch_group, store=store), fetch_groups(flat, per_chunk), _run_job, lanes, held)
-    return [out[()] if out.ndim == 0 and plan.scalar else out for plan, out in outputs]
+    return [read.result() for read in reads]
 
 
 def whole_chunk(plan: Selection, chunk_shape: tuple[int, ...]) -> tuple[int, ...] | None:
