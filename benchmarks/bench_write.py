@@ -38,8 +38,6 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -355,47 +353,22 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
 
 
 def run_s3(ds, data, failures: list[str], repeats: int, latency: float) -> None:
-    from latency_proxy import latency_proxy
-    from zarr3_backend.testing.servers import S3Endpoint
+    import s3fs
 
-    print(f"\nS3: moto (its own process) behind a proxy adding {latency * 1000:.0f} ms per request and capping "
-          "each connection at 100 MB/s; threaded scheduler; fresh s3fs instances")
-    with moto_process() as moto_port, latency_proxy("127.0.0.1", moto_port, latency) as port:
-        run_s3_cases(ds, data, failures, repeats, S3Endpoint(f"http://127.0.0.1:{port}"), latency)
+    from zarr3_backend.testing.latency_s3 import latency_s3_process
 
-
-@contextmanager
-def moto_process() -> Iterator[int]:
-    """moto's S3 server in a child process on 127.0.0.1 (so its memory and CPU are not counted here)."""
-    import socket
-    import subprocess
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("moto's S3 server did not start") from None
-                time.sleep(0.2)
-        yield port
-    finally:
-        server.terminate()
-        server.wait()
+    print(f"\nS3: the loopback S3 server (zarr3_backend.testing.latency_s3, its own process) adding "
+          f"{latency * 1000:.0f} ms per request and capping each connection at 100 MB/s; threaded scheduler; "
+          "fresh s3fs instances")
+    with latency_s3_process(latency, bandwidth=100e6) as server:
+        s3fs.S3FileSystem(**server.storage_options).mkdir("bench-write")
+        run_s3_cases(ds, data, failures, repeats, "s3://bench-write", server.storage_options, latency)
 
 
-def run_s3_cases(ds, data, failures: list[str], repeats: int, s3, latency: float) -> None:
+def run_s3_cases(ds, data, failures: list[str], repeats: int, bucket: str, storage_options: dict, latency: float) -> None:
     import dask
 
-    bucket = s3.make_bucket()
-    options = {**s3.storage_options, "skip_instance_cache": True}
+    options = {**storage_options, "skip_instance_cache": True}
     cases = {}
     for name, write in writers(ds, options).items():
         url = f"{bucket}/{name.replace('+', '-')}.zarr"
