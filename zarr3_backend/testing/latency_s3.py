@@ -192,6 +192,7 @@ def _new_object(data: bytes) -> _Object:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body leave in separate writes: no delayed-ACK stall between them
     server: LatencyS3Server
 
     def log_message(self, format: str, *args: Any) -> None:
