@@ -10,7 +10,6 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend.executor import fetch_and_work, io_concurrency
-from zarr3_backend.store import make_store
 from zarr3_backend.store.fsspec_store import with_connection_pool
 
 

@@ -3,7 +3,8 @@
 The table below is the architecture: a new module fails :func:`test_every_module_has_a_layer`
 until it is placed. Imports are read with :mod:`ast` (module level, inside ``if``/``try``,
 ``TYPE_CHECKING`` blocks and function bodies alike; relative and absolute), so a function-level
-import cannot hide an upward dependency.
+import cannot hide an upward dependency. The last sections keep the pieces small: no adapter
+module over 250 lines, no function with more than five positional parameters.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "xarray_backend.encoding", "xarray_backend.entrypoint", "xarray_backend.methods", "xarray_backend.region",
         "xarray_backend.root", "xarray_backend.store", "xarray_backend.stored", "xarray_backend.write_checks",
         "xarray_backend.write_encoding", "xarray_backend.write_plan", "xarray_backend.writer",
-        "dask_io", "write_progress", "worker_memory",
-        "cli", "cli.check", "cli.demo", "cli.info", "cli.options",
+        "shard_writes", "dask_io", "dask_compute", "write_progress", "worker_memory",
+        "cli", "cli.check", "cli.demo", "cli.info", "cli.options", "cli.survey",
         "synthetic", "synthetic.era5", "synthetic.fields", "synthetic.sentinel2",
         "testing", "testing.codecs", "testing.latency_s3", "testing.servers", "testing.stores",
     ]),
@@ -63,6 +64,8 @@ OPTIONAL = ("xarray", "dask", "distributed")
 DEFERRED: dict[tuple[str, str], str] = {
     ("zarr3_backend.dask_io", "zarr3_backend.write_progress"):
         "write_progress imports dask at module level; dask_io stays importable without dask",
+    ("zarr3_backend.dask_compute", "zarr3_backend.write_progress"):
+        "write_progress imports dask at module level; dask_compute stays importable without dask",
 }
 
 
@@ -175,6 +178,40 @@ def test_no_import_cycles():
         if node not in state:
             visit(node)
     assert cycles == []
+
+
+# --- module and signature size -------------------------------------------------------------------------------------------
+
+MAX_ADAPTER_LINES = 250
+# Test infrastructure shipped in the package for users' and our own tests (store and codec contract
+# suites, loopback and latency-injecting servers): not adapter code a read or write runs through.
+SIZE_EXEMPT = {m: "test infrastructure, not an adapter" for m in MODULES if m.startswith(f"{PACKAGE}.testing")}
+
+
+def test_no_adapter_module_over_250_lines():
+    sizes = {m: len(MODULES[m].read_text().splitlines()) for m in MODULES if LAYER[m] == ADAPTERS}
+    assert {m: n for m, n in sizes.items() if n > MAX_ADAPTER_LINES and m not in SIZE_EXEMPT} == {}
+    assert sizes.keys() - SIZE_EXEMPT.keys() >= {f"{PACKAGE}.dask_io", f"{PACKAGE}.xarray_backend.writer"}
+
+
+def wide_functions(source: str) -> list[str]:
+    """``line name`` of every function in ``source`` taking more than five positional parameters."""
+    return [
+        f"{node.lineno} {node.name}" for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and len([a for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]) > 5
+    ]
+
+
+def test_no_function_takes_more_than_five_positional_parameters():
+    """Past five, parameters are keyword-only (after ``*``), so a call names what it passes."""
+    wide = [f"{module}:{found}" for module, path in MODULES.items() for found in wide_functions(path.read_text())]
+    assert wide == []
+
+
+def test_wide_functions_are_found():
+    source = "class C:\n    def m(self, a, b, c, d, e, /, f=1): ...\n" "def g(a, b, c, d, e, *, f): ...\n"
+    assert wide_functions(source) == ["2 m"]
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
-from zarr3_backend.dask_io import PartialShardWarning, partial_shards
+from zarr3_backend.shard_writes import PartialShardWarning, partial_shards
 
 ROWS = 24
 LOCKED: list[str] = []

@@ -20,7 +20,8 @@ import xarray as xr
 
 import zarr3_backend
 import zarr3_backend.xarray_backend.writer  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
-from zarr3_backend.dask_io import ShardAlignmentWarning, shard_aligned_chunks
+from zarr3_backend.dask_io import ShardAlignmentWarning
+from zarr3_backend.shard_writes import shard_aligned_chunks
 from zarr3_backend.store import LocalStore
 from zarr3_backend.testing.stores import CountingStore
 

@@ -9,7 +9,7 @@ import dask
 import pytest
 from dask.system import CPU_COUNT
 
-from zarr3_backend.dask_io import compute_writes
+from zarr3_backend.dask_compute import compute_writes
 
 
 class Boom(RuntimeError):

@@ -1,8 +1,9 @@
 """The xarray adapter's own pieces: path normalisation, ``_FillValue`` decoding, chunk defaults, write plans.
 
 Oracles are xarray's own functions (``_normalize_path``, ``FillValueCoder``);
-the last section checks the adapter's shape (module sizes, positional
-parameters, one ``Mode`` type, no private xarray imports).
+the last section checks the adapter's shape (one ``Mode`` type, no private
+xarray imports); module sizes and positional parameters are checked package-wide
+in ``test_layering.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from xarray.backends.zarr import FillValueCoder
 import zarr3_backend
 from zarr3_backend import api
 from zarr3_backend.creation import TARGET_CHUNK_BYTES, default_chunks
-from zarr3_backend.dask_io import PartialShardWarning
+from zarr3_backend.shard_writes import PartialShardWarning
 from zarr3_backend.errors import MetadataError
 from zarr3_backend.store import make_store
 from zarr3_backend.xarray_backend.encoding import decode_fill_value
@@ -181,20 +182,6 @@ def test_write_warnings_point_at_the_callers_line(tmp_path: Path, call: str) -> 
 
 def _modules() -> list[Path]:
     return sorted(ADAPTER.glob("*.py"))
-
-
-def test_adapter_modules_stay_small() -> None:
-    assert {p.name: n for p in _modules() if (n := len(p.read_text().splitlines())) > 250} == {}
-
-
-def test_no_adapter_function_takes_more_than_five_positional_parameters() -> None:
-    wide = [
-        f"{path.name}:{node.lineno} {node.name}"
-        for path in _modules() for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and len([a for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]) > 5
-    ]
-    assert wide == []
 
 
 def test_one_write_mode_type_defined_in_api() -> None:

@@ -152,8 +152,8 @@ class Array:
         """The read-ahead of scans over this array's chunk grid (see :meth:`_scan_read`)."""
         return ReadAhead(
             self._chunk_store, self.metadata.chunk_grid.grid_shape(self.shape), self.chunk_key,
-            int(np.prod(self.metadata.chunk_shape, dtype=np.int64)) * self.dtype.itemsize,
-            fetch_lanes(self._chunk_store), io_buffer_bytes(),
+            chunk_nbytes=int(np.prod(self.metadata.chunk_shape, dtype=np.int64)) * self.dtype.itemsize,
+            lanes=fetch_lanes(self._chunk_store), max_bytes=io_buffer_bytes(),
         )  # fmt: skip
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -579,17 +579,17 @@ def drive_read_plans(plans: list[tuple[str, ReadPlan, np.ndarray]], store: Store
     jobs: list[tuple[DecodeJob, Any]] = []
     pending: list[tuple[str, ReadPlan, Any, list[Any]]] = []
     for key, plan, out in plans:
-        _advance(key, plan, out, None, pending, jobs)
+        _advance(key, plan, out, None, pending=pending, jobs=jobs)
     while pending:
         batch = [(key, request) for key, _, _, requests in pending for request in requests]
         values = iter(store.get_many_versioned(batch))
         current, pending = pending, []
         for key, plan, out, requests in current:
-            _advance(key, plan, out, [next(values) for _ in requests], pending, jobs)
+            _advance(key, plan, out, [next(values) for _ in requests], pending=pending, jobs=jobs)
     return jobs
 
 
-def _advance(key: str, plan: ReadPlan, out: Any, sent: Any, pending: list[Any], jobs: list[Any]) -> None:
+def _advance(key: str, plan: ReadPlan, out: Any, sent: Any, *, pending: list[Any], jobs: list[Any]) -> None:
     try:
         pending.append((key, plan, out, plan.send(sent)))
     except StopIteration as done:

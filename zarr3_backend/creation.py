@@ -93,7 +93,8 @@ def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> Array
     _check_chunking(shape, chunks, outer, shards if codecs is None else None)
     chain = _build_chain(
         codecs, options.get("filters", ()), options.get("serializer", "auto"), options.get("compressors", "auto"),
-        data_type, shards is not None, chunks, options.get("index_codecs"), options.get("index_location", "end"),
+        data_type=data_type, sharded=shards is not None, chunks=chunks,
+        index_codecs=options.get("index_codecs"), index_location=options.get("index_location", "end"),
     )
     spec = ChunkSpec(outer, data_type, fill)
     chain = chain.evolve(spec)
@@ -174,7 +175,7 @@ def _as_codecs(items: Any) -> list[Codec]:
 
 
 def _build_chain(
-    codecs: Any, filters: Any, serializer: Any, compressors: Any, data_type: DataType,
+    codecs: Any, filters: Any, serializer: Any, compressors: Any, *, data_type: DataType,
     sharded: bool, chunks: tuple[int, ...], index_codecs: Any, index_location: str,
 ) -> CodecChain:
     if codecs is not None:

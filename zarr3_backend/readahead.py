@@ -92,7 +92,7 @@ class ReadAhead:
     """
 
     def __init__(
-        self, store: Store, grid_shape: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str],
+        self, store: Store, grid_shape: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str], *,
         chunk_nbytes: int, lanes: int, max_bytes: int,
     ) -> None:  # fmt: skip
         self.store = store

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, final
+from typing import Any
 
-from ..array import Array
 from ..errors import Zarr3Error
-from ..hierarchy import Group, node_from_metadata, normalize_path, open_node
-from ..metadata import parse_node_metadata
-from ..storage_transformers import apply_storage_transformers
-from ..store import FsspecStore, LocalStore
+from ..hierarchy import Group, normalize_path
 from ..store.base import Store
-from ..validate import assign_keys, is_metadata_key, node_path
 from .options import open_store
+from .survey import Entry, Survey, describe, survey
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
@@ -35,119 +29,6 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser], 
     tree.add_argument("store", metavar="STORE")
     tree.add_argument("path", metavar="PATH", nargs="?", default="")
     tree.set_defaults(run=run_tree)
-
-
-@dataclass(frozen=True)
-class Survey:
-    """The nodes below one path, found with one listing and one batched fetch."""
-
-    path: str
-    nodes: dict[str, Array | Group | Zarr3Error]  # a node, or why its zarr.json could not be read
-    implicit: frozenset[str]
-    owned: dict[str, list[str]]  # keys that are not zarr.json, by the node they belong to
-
-
-def survey(store: Store, path: str) -> Survey:
-    path = normalize_path(path)
-    top = open_node(store, path, read_only=True, strict=True)
-    keys = list(store.list_prefix(f"{path}/" if path else ""))
-    metadata_keys = [k for k in keys if is_metadata_key(k)]
-    nodes: dict[str, Array | Group | Zarr3Error] = {path: top}
-    for key, raw in zip(metadata_keys, store.get_many([(k, None) for k in metadata_keys])):
-        try:
-            metadata = parse_node_metadata(raw or b"", key)
-            nodes[node_path(key)] = node_from_metadata(store, node_path(key), metadata, read_only=True)
-        except Zarr3Error as exc:
-            nodes[node_path(key)] = exc
-    explicit = {node_path(k) for k in metadata_keys}
-    implicit = {a for p in nodes for a in _ancestors(p) if _is_below(a, path) and a not in explicit}
-    if isinstance(top, Group) and path not in explicit:
-        implicit.add(path)
-    owned, _ = assign_keys((k for k in keys if not is_metadata_key(k)), nodes)
-    return Survey(path, dict(sorted(nodes.items())), frozenset(implicit), owned)
-
-
-def _ancestors(path: str) -> list[str]:
-    parts = path.split("/") if path else []
-    return ["/".join(parts[:i]) for i in range(len(parts))]
-
-
-def _is_below(path: str, top: str) -> bool:
-    return not top or path == top or path.startswith(top + "/")
-
-
-def value_sizes(store: Store, keys: list[str]) -> int:
-    """Total stored bytes of ``keys``: file sizes where the store can tell, else by reading the values."""
-    if isinstance(store, LocalStore):
-        return sum(os.path.getsize(os.path.join(store.root, key)) for key in keys)
-    if isinstance(store, FsspecStore) and keys:
-        return sum(int(n or 0) for n in store.fs.sizes([f"{store.root}/{key}" if store.root else key for key in keys]))
-    return sum(len(value or b"") for value in store.get_many([(key, None) for key in keys]))
-
-
-@final
-class ErrorEntry(TypedDict):
-    """A node whose metadata could not be read."""
-
-    path: str
-    error: str
-
-
-@final
-class GroupEntry(TypedDict):
-    """A group (explicit, or implicit: only arrays below it)."""
-
-    path: str
-    node_type: Literal["group"]
-    implicit: bool
-    attributes: dict[str, Any]
-    consolidated: bool
-
-
-@final
-class ArrayEntry(TypedDict):
-    """An array: its metadata plus what the store holds for it."""
-
-    path: str
-    node_type: Literal["array"]
-    shape: list[int]
-    data_type: str | dict[str, Any]
-    dimension_names: list[str | None] | None
-    chunks: list[int]
-    shards: list[int] | None
-    codecs: list[dict[str, Any]]
-    fill_value: Any  # the JSON form of the array's data type
-    attributes: dict[str, Any]
-    stored_chunks: int
-    stored_bytes: int
-    nbytes: int
-
-
-Entry = ErrorEntry | GroupEntry | ArrayEntry
-
-
-def describe(store: Store, found: Survey) -> list[Entry]:
-    """One JSON-ready entry per node (``--json`` output)."""
-    entries: list[Entry] = []
-    for path, node in found.nodes.items():
-        if isinstance(node, Zarr3Error):
-            entries.append({"path": "/" + path, "error": str(node)})
-        elif isinstance(node, Group):
-            entries.append({"path": "/" + path, "node_type": "group", "implicit": path in found.implicit,
-                            "attributes": dict(node.attrs), "consolidated": node.metadata.consolidated is not None})
-        else:
-            keys = found.owned.get(path, [])
-            chunk_store = apply_storage_transformers(store, node.metadata.storage_transformers)
-            document = node.metadata.to_json()
-            entries.append({
-                "path": "/" + path, "node_type": "array", "shape": list(node.shape), "data_type": document["data_type"],
-                "dimension_names": document.get("dimension_names"), "chunks": list(node.chunks),
-                "shards": None if node.shards is None else list(node.shards), "codecs": document["codecs"],
-                "fill_value": document["fill_value"], "attributes": document["attributes"],
-                "stored_chunks": len(keys), "stored_bytes": value_sizes(chunk_store, keys),
-                "nbytes": node.size * node.dtype.itemsize,
-            })
-    return entries
 
 
 def run_info(args: argparse.Namespace) -> int:

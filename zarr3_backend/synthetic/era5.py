@@ -70,7 +70,7 @@ def _waves(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int) -> tup
     return wave, slope
 
 
-def _noise(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, field: int, cell: float) -> np.ndarray:
+def _noise(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, *, field: int, cell: float) -> np.ndarray:
     """Smooth noise (std ~1) in space, linearly correlated over ``_NOISE_DAYS`` days."""
     knots = np.arange(days.min() // _NOISE_DAYS, days.max() // _NOISE_DAYS + 2)
     maps = np.stack([fractal_noise((seed, field, int(k)), lat[:, None], lon[None, :], cell, x_period=360.0) for k in knots])
@@ -98,20 +98,20 @@ def _fields(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, trend
     mean = 300.0 - 21.0 * sin_lat**2 - 24.0 * sin_lat**8 - antarctic - 3.0 * lsm * sin_lat**2
     amplitude = (5.0 + 8.0 * lsm) * np.abs(sin_lat) ** 1.3
     warming = trend * (days[:, None, None] - 365.25 * 21) / _YEAR  # zero at 2021-01-01
-    weather = (3.0 + 2.0 * lsm) * wave + (0.6 + 1.0 * lsm) * _noise(days, lat, lon, seed, 3, 20.0)
+    weather = (3.0 + 2.0 * lsm) * wave + (0.6 + 1.0 * lsm) * _noise(days, lat, lon, seed, field=3, cell=20.0)
     fields["t2m"] = mean - amplitude * np.sign(sin_lat) * _season(days) + warming + weather
 
     itcz_lat = -7.0 * _season(days + 30)
     itcz = 11.0 * np.exp(-(((lat[None, :, None] - itcz_lat) / 7.0) ** 2))
     subtropics = 1.0 - 0.8 * np.exp(-(((np.abs(lat) - 25.0) / 8.0) ** 2))[None, :, None]
     intensity = (1.2 + itcz + 9.0 * np.clip(-wave, 0, None)) * subtropics  # mm/day, rain in the troughs
-    wet = _noise(days, lat, lon, seed, 4, 10.0) > -0.4
-    fields["tp"] = np.where(wet, intensity * np.exp(0.7 * _noise(days, lat, lon, seed, 5, 5.0)), 0.0) / 1000.0
+    wet = _noise(days, lat, lon, seed, field=4, cell=10.0) > -0.4
+    fields["tp"] = np.where(wet, intensity * np.exp(0.7 * _noise(days, lat, lon, seed, field=5, cell=5.0)), 0.0) / 1000.0
 
     a = np.abs(lat)[None, :, None]
     jets = -5.0 * np.exp(-(((a - 15) / 10) ** 2)) + 8.0 * np.exp(-(((a - 48) / 10) ** 2)) - 3.0 * (a > 70)
-    fields["u10"] = jets + 3.0 * wave + 1.5 * _noise(days, lat, lon, seed, 6, 10.0)
-    fields["v10"] = 5.0 * slope + 1.5 * _noise(days, lat, lon, seed, 7, 10.0)
+    fields["u10"] = jets + 3.0 * wave + 1.5 * _noise(days, lat, lon, seed, field=6, cell=10.0)
+    fields["v10"] = 5.0 * slope + 1.5 * _noise(days, lat, lon, seed, field=7, cell=10.0)
     return {name: value.astype(np.float32) for name, value in fields.items()}
 
 
@@ -120,6 +120,7 @@ def era5_like(
     days: int = 730,
     nlat: int = 73,
     nlon: int = 144,
+    *,
     seed: int = 0,
     trend: float = 0.05,
     time_chunk: int | None = None,
@@ -158,7 +159,7 @@ def era5_like(
     lon = np.arange(nlon) * (360.0 / nlon)
     first = int((np.datetime64(start, "D") - _EPOCH).astype(int))
     day_numbers = np.arange(first, first + days)
-    values = _values(day_numbers, lat, lon, seed, trend, time_chunk)
+    values = _values(day_numbers, lat, lon, seed, trend=trend, chunk=time_chunk)
     data_vars: dict[str, Any] = {}
     for name, attrs in _ATTRS.items():
         extra = {"synthetic_trend": f"{trend} K per year"} if name == "t2m" else {}
@@ -175,7 +176,9 @@ def era5_like(
     return xr.Dataset(data_vars, coords, attrs)
 
 
-def _values(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, trend: float, chunk: int | None) -> dict[str, Any]:
+def _values(
+    days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, *, trend: float, chunk: int | None
+) -> dict[str, Any]:
     """Every variable now (``chunk=None``) or as dask arrays of ``chunk``-day blocks."""
     if chunk is None:
         return _fields(days, lat, lon, seed, trend)

@@ -88,7 +88,7 @@ def _greenness(static: dict[str, np.ndarray], doy: float, after_clearing: bool) 
     return np.where(static["cleared"] & after_clearing, 0.05, green)
 
 
-def _scene(seed: int, index: int, doy: float, after_clearing: bool, static: dict[str, np.ndarray],
+def _scene(seed: int, index: int, doy: float, after_clearing: bool, static: dict[str, np.ndarray], *,
            y: np.ndarray, x: np.ndarray, ny: int, nx: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Packed reflectance (band, y, x) and SCL (y, x) of date number ``index`` for the given pixels."""
     yy, xx = y[:, None].astype(np.float64), x[None, :].astype(np.float64)
@@ -126,6 +126,7 @@ def sentinel2_like(
     times: int = 36,
     ny: int = 256,
     nx: int = 256,
+    *,
     start: str = "2022-01-10",
     step_days: int = 20,
     seed: int = 0,
@@ -167,10 +168,11 @@ def sentinel2_like(
     rows, cols = np.arange(ny), np.arange(nx)
     static = _static(seed, rows, cols, ny, nx)
     if block is None:
-        scenes = [_scene(seed, i, d.day_of_year, d >= clearing, static, rows, cols, ny, nx) for i, d in enumerate(dates)]
+        scenes = [_scene(seed, i, d.day_of_year, d >= clearing, static, y=rows, x=cols, ny=ny, nx=nx)
+                  for i, d in enumerate(dates)]
         dn, scl = np.stack([s[0] for s in scenes]), np.stack([s[1] for s in scenes])
     else:
-        dn, scl = _lazy_scenes(seed, dates, clearing, ny, nx, block)
+        dn, scl = _lazy_scenes(seed, dates, clearing, ny, nx, block=block)
     packing = {"_FillValue": NODATA, "scale_factor": SCALE_FACTOR, "add_offset": ADD_OFFSET}
     data_vars = {
         "reflectance": (("time", "band", "y", "x"), dn,
@@ -195,13 +197,14 @@ def sentinel2_like(
     return xr.Dataset(data_vars, coords, attrs)
 
 
-def _lazy_scenes(seed: int, dates: Any, clearing: Any, ny: int, nx: int, block: int) -> tuple[Any, Any]:
+def _lazy_scenes(seed: int, dates: Any, clearing: Any, ny: int, nx: int, *, block: int) -> tuple[Any, Any]:
     """Dask arrays of DNs and SCL, one task per (date, window), each generating its pixels alone."""
     import dask.array as da
 
     def window(index: int, y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         date = dates[index]
-        return _scene(seed, index, date.day_of_year, date >= clearing, _static(seed, y, x, ny, nx), y, x, ny, nx)
+        static = _static(seed, y, x, ny, nx)
+        return _scene(seed, index, date.day_of_year, date >= clearing, static, y=y, x=x, ny=ny, nx=nx)
 
     def dn_block(block_id: tuple[int, ...], block_info: Any = None) -> np.ndarray:
         (t0, _), _, (y0, y1), (x0, x1) = block_info[None]["array-location"]

@@ -26,8 +26,8 @@ import xarray as xr
 from xarray import conventions
 
 from ..array import Array
-from ..dask_io import PartialShardWarning, partial_shards
 from ..errors import RegionKeyError, WriteError, WriteTypeError
+from ..shard_writes import PartialShardWarning, partial_shards
 from .write_checks import user_stacklevel
 
 Shape = tuple[int, ...]

@@ -40,9 +40,11 @@ import xarray as xr
 from xarray.backends.api import DATAARRAY_NAME
 
 from ..api import WriteMode
-from ..dask_io import ShardLock, WriteRequest, check_reachable, compute_writes, store_graph, write_numpy
+from ..dask_compute import check_reachable, compute_writes
+from ..dask_io import WriteRequest, store_graph
 from ..errors import WriteNotImplementedError
 from ..hierarchy import normalize_path
+from ..shard_writes import ShardLock, write_numpy
 from ..store import StoreLike, make_store
 from ..store.base import Store
 from .commit import Commit, publish, roll_back, roll_forward
@@ -143,7 +145,7 @@ def to_zarr3(
         partly: an object with ``acquire``/``release`` (one lock for all
         shards) or a callable returning a lock for a shard's store key (e.g.
         ``lambda key: distributed.Lock(key)``). Without it, a region covering
-        part of a shard warns with :class:`~zarr3_backend.dask_io.PartialShardWarning`.
+        part of a shard warns with :class:`~zarr3_backend.shard_writes.PartialShardWarning`.
 
     Returns
     -------

@@ -1,0 +1,161 @@
+"""Shard-owning block writes: each call writes inside exactly one stored chunk (shard).
+
+:func:`write_block` writes a block lying in one stored chunk (one shard, or
+one chunk when unsharded) with one atomic store ``set`` (temp file + rename
+on local disk, one PUT, or one multipart upload for large shards, on object
+stores). A write that dies leaves the previous shard (or nothing), never a
+torn one, so re-running a write converges. :func:`write_numpy` writes an
+in-memory array one shard per call on the thread pool; the dask graphs of
+:mod:`zarr3_backend.dask_io` call :func:`write_block` once per shard task.
+
+Blocks that cover only part of their shard (region and append edges) are
+read, merged and rewritten by their owning call; the part of the shard
+outside the array's shape is reset to the fill value. Blocks covering the
+whole in-bounds part of a shard are encoded without reading.
+
+Two independent writers (processes, clusters) may write disjoint regions of
+one array safely when the regions are aligned to shards. A block covering
+only part of a shard is a read-modify-write of the whole shard: a second
+writer doing the same to that shard at the same time can lose its rows.
+:func:`partial_shards` finds such shards (``to_zarr3`` warns with
+:class:`PartialShardWarning`), and a ``lock`` (see :func:`shard_lock`) makes
+the read-modify-write exclusive per shard across processes.
+
+>>> import zarr3_backend
+>>> a = zarr3_backend.create_array("memory://doc/shard_writes", shape=(10,), dtype="int32", chunks=(2,), shards=(4,))
+>>> write_numpy(a, (0,), list(range(10)))
+>>> a[:].tolist()
+[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from .array import Array, reset_outside
+from .errors import BoundsError
+from .executor import map_concurrently
+from .worker_memory import tune_worker_malloc
+
+
+class PartialShardWarning(UserWarning):
+    """A region write covers only part of some shards: concurrent writers to those shards can lose data."""
+
+
+def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) -> tuple[int, str | None]:
+    """How many stored chunks (shards) a write of ``shape`` at ``origin`` covers only partly, and one's key.
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/partial", shape=(10,), dtype="int8", chunks=(4,))
+    >>> partial_shards(a, (2,), (4,))
+    (2, 'c/0')
+    """
+    total, full, example = 1, 1, []
+    for start, n, step, size in zip(origin, shape, array.metadata.chunk_shape, array.shape):
+        stop = start + n
+        if n == 0:
+            return 0, None
+        first, last = start // step, (stop - 1) // step
+        ragged = [c for c, edge in ((first, start % step), (last, stop % step and stop != size)) if edge]
+        total *= last - first + 1
+        full *= last - first + 1 - len(set(ragged))
+        example.append(ragged[0] if ragged else first)
+    count = total - full
+    return count, array.chunk_key(tuple(example)) if count else None
+
+
+@runtime_checkable
+class Lock(Protocol):
+    """A lock: ``threading.Lock``, ``multiprocessing.Lock``, ``distributed.Lock``, ..."""
+
+    def acquire(self) -> object: ...
+
+    def release(self) -> object: ...
+
+
+#: The ``lock`` argument of the writers: one lock for every shard, a callable giving the lock of
+#: a shard key, or ``None`` (see :func:`shard_lock`).
+ShardLock: TypeAlias = Lock | Callable[[str], Lock] | None
+
+
+def shard_lock(lock: ShardLock, key: str) -> contextlib.AbstractContextManager[None]:
+    """The lock guarding the shard ``key``: ``lock`` itself when it has ``acquire``/``release`` (one lock
+    for every shard), else ``lock(key)`` (a callable returning a lock per shard); nothing when ``None``."""
+    if lock is None:
+        return contextlib.nullcontext()
+    return _held(lock if isinstance(lock, Lock) else lock(key))
+
+
+@contextlib.contextmanager
+def _held(lock: Lock) -> Iterator[None]:
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def shard_aligned_chunks(shape: Sequence[int], origin: Sequence[int], grid: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """Dask chunks for data of ``shape`` placed at ``origin`` whose blocks each lie in one grid cell.
+
+    >>> shard_aligned_chunks((10, 4), (3, 0), (4, 4))
+    ((1, 4, 4, 1), (4,))
+    """
+    chunks = []
+    for n, start, step in zip(shape, origin, grid):
+        edges = [start, *range((start // step + 1) * step, start + n, step), start + n]
+        chunks.append(tuple(b - a for a, b in zip(edges, edges[1:])) or (0,))
+    return tuple(chunks)
+
+
+def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_empty_chunks: bool = False, lock: ShardLock = None) -> None:
+    """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
+
+    The shard is stored with one atomic write; partial blocks are merged into
+    the stored shard (read-modify-write, holding :func:`shard_lock` of the
+    shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
+    """
+    tune_worker_malloc()
+    block = np.asarray(block, dtype=array.dtype)
+    grid = array.metadata.chunk_shape
+    coords = tuple(s // n for s, n in zip(start, grid))
+    corner = array.metadata.chunk_grid.chunk_origin(coords)
+    inside = tuple(slice(s - o, s - o + b) for s, o, b in zip(start, corner, block.shape))
+    if any(sl.stop > n for sl, n in zip(inside, grid)) or len(start) != block.ndim:
+        raise BoundsError(
+            f"array {array.name!r}: a block of shape {block.shape} at {tuple(start)} spans more than one stored "
+            f"chunk of shape {grid}; align the data with align_to_shards() first"
+        )
+    in_bounds = tuple(max(0, min(n, o + g) - o) for o, n, g in zip(corner, array.shape, grid))
+    if tuple(start) == corner and block.shape in (grid, in_bounds):
+        region = tuple(slice(s, s + n) for s, n in zip(start, block.shape))
+        array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
+        return
+    with shard_lock(lock, array.chunk_key(coords)):
+        chunk = array.read_chunk(coords)
+        chunk[inside] = block
+        reset_outside(chunk, in_bounds, array.fill_value)
+        array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
+
+
+def write_numpy(
+    array: Array, origin: Sequence[int], data: npt.ArrayLike, write_empty_chunks: bool = False, lock: ShardLock = None
+) -> None:
+    """Write an in-memory array at ``origin``, one shard per call of :func:`write_block` on the thread pool."""
+    data = np.asarray(data)
+    if data.size == 0:
+        return
+    chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
+    offsets = [np.cumsum([0, *c[:-1]]) for c in chunks]
+    blocks = []
+    for index in np.ndindex(*(len(c) for c in chunks)):
+        local = tuple(int(offsets[d][i]) for d, i in enumerate(index))
+        selection = tuple(slice(o, o + chunks[d][i]) for d, (o, i) in enumerate(zip(local, index)))
+        blocks.append((tuple(s + o for s, o in zip(local, origin)), selection))
+    map_concurrently(lambda item: write_block(array, item[0], data[item[1]], write_empty_chunks, lock), blocks)
+
