@@ -48,7 +48,7 @@ ALLOWED_FORMS = re.compile(r"\bnp\.\w+\[Any\]|\bNDArray\[Any\]|\bndarray\[Any, |
 # Public signatures that keep a bare Any, each with the third-party type or protocol that forces it.
 ALLOWED_ANY: dict[tuple[str, str], str] = {
     **{
-        ("zarr3_backend.array", f"Attributes.{name}"):
+        ("zarr3_backend.attributes", f"Attributes.{name}"):
             "attribute values are the values of the JSON object dict[str, Any] (numpy values are encoded on write)"
         for name in ("__getitem__", "__setitem__", "update")
     },

@@ -19,8 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from contextlib import ExitStack, contextmanager
 from functools import partial
-from collections.abc import Iterable, Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, cast, overload
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeAlias, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -31,15 +31,13 @@ from .dtypes import Scalar, is_fill
 from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
 from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, on_dask_worker, submit_io, thread_count
 from .indexing import ChunkSelection, Selection, SelectionLike, plan_selection
-from .metadata import ArrayMetadata, GroupMetadata, encode_metadata
+from .attributes import Attributes
+from .metadata import ArrayMetadata, encode_metadata, metadata_key
 from .codecs.chain import CodecChain
 from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
 from .readahead import ReadAhead
 from .storage_transformers import apply_storage_transformers
 from .store.base import Store
-
-if TYPE_CHECKING:
-    from _typeshed import SupportsKeysAndGetItem
 
 T = TypeVar("T")
 
@@ -67,59 +65,6 @@ class PlannedRead:
     def result(self) -> ReadResult:
         """The output once every chunk plan ran: the array, or a scalar for an integer-only selection."""
         return self.out[()] if self.out.ndim == 0 and self.selection.scalar else self.out
-
-
-class _AttributeOwner(Protocol):
-    """A node whose attributes :class:`Attributes` reads and replaces (an array or a group)."""
-
-    @property
-    def metadata(self) -> ArrayMetadata | GroupMetadata: ...
-
-    def replace_attributes(self, attributes: dict[str, Any]) -> None: ...
-
-
-class Attributes(MutableMapping[str, Any]):
-    """User attributes of a node; every change is written back to its ``zarr.json``."""
-
-    def __init__(self, node: _AttributeOwner) -> None:
-        self._node = node
-
-    def _data(self) -> dict[str, Any]:
-        return self._node.metadata.attributes
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data())
-
-    def __len__(self) -> int:
-        return len(self._data())
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.update({key: value})
-
-    def __delitem__(self, key: str) -> None:
-        attributes = dict(self._data())
-        del attributes[key]
-        self._node.replace_attributes(attributes)
-
-    def update(
-        self, other: SupportsKeysAndGetItem[str, Any] | Iterable[tuple[str, Any]] = (), /, **kwargs: Any
-    ) -> None:
-        """Change several attributes with one metadata write (arguments as for :meth:`dict.update`)."""
-        self._node.replace_attributes({**self._data(), **dict(other), **kwargs})
-
-    def asdict(self) -> dict[str, Any]:
-        return dict(self._data())
-
-    def __repr__(self) -> str:
-        return repr(self._data())
-
-
-def metadata_key(path: str) -> str:
-    """The store key of the ``zarr.json`` of the node at ``path``."""
-    return f"{path}/zarr.json" if path else "zarr.json"
 
 
 class Array:

@@ -12,7 +12,6 @@ from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
 
-from .array import metadata_key
 from .chunk_grid import RegularChunkGrid
 from .chunk_keys import parse_chunk_key_encoding
 from .codecs.base import ChunkSpec, Codec
@@ -20,7 +19,7 @@ from .codecs.registry import codec_from_json
 from .codecs.sharding import ShardingCodec
 from .dtypes import DataType, DataTypeLike, data_type_from_numpy
 from .errors import ArgumentTypeError, MetadataError
-from .metadata import ArrayMetadata
+from .metadata import ArrayMetadata, metadata_key
 from .codecs.chain import CodecChain
 
 CodecLike = Codec | dict[str, Any] | str

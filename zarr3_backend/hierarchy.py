@@ -20,13 +20,14 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from .array import Array, Attributes, ReadResult, metadata_key
+from .array import Array, ReadResult
+from .attributes import Attributes
 from .consolidation import Change, consolidated_entry, refresh_consolidated, stale_hint
 from .creation import ArrayDefinition, ArrayOptions, build_array_metadata, normalize_shape
 from .errors import (
     CodecError, GroupNotFoundError, NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError, Zarr3Error,
 )
-from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
+from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, node_metadata_from_json, metadata_key, parse_node_metadata
 from .executor import submit_io
 from .indexing import SelectionLike
 from .dtypes import DataTypeLike, data_type_from_numpy

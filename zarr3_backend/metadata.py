@@ -354,3 +354,8 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"attribute value {value!r} of type {type(value).__name__} is not JSON serialisable")
+
+
+def metadata_key(path: str) -> str:
+    """The store key of the ``zarr.json`` of the node at ``path``."""
+    return f"{path}/zarr.json" if path else "zarr.json"

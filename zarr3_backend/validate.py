@@ -30,12 +30,12 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from .array import Array, metadata_key
+from .array import Array
 from .codecs.base import Buffer, ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .errors import InvalidKeyError, NodeNameError, Zarr3Error
 from .hierarchy import validate_node_name
-from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, parse_node_metadata
+from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, metadata_key, parse_node_metadata
 from .codecs.chain import CodecChain
 from .storage_transformers import apply_storage_transformers
 from .store import StoreLike, make_store

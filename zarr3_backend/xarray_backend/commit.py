@@ -36,11 +36,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..array import Array, metadata_key
+from ..array import Array
 from ..consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
 from ..errors import MetadataError
 from ..hierarchy import Group, tree_documents
-from ..metadata import GroupMetadata, encode_metadata, node_metadata_from_json, parse_node_metadata
+from ..metadata import GroupMetadata, encode_metadata, node_metadata_from_json, metadata_key, parse_node_metadata
 from ..store.base import Store
 
 PENDING_KEY = "__zarr3_backend_pending.json"
