@@ -126,6 +126,21 @@ def test_large_shards_are_all_fetched_at_once(s3):
     assert s3.stats.requests == 12 and s3.stats.max_in_flight == 12 and s3.stats.rounds == 1
 
 
+@pytest.mark.parametrize("lanes", [32, 8])
+def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypatch, lanes):
+    url = s3.create_bucket("split") + "/a"
+    data = np.random.default_rng(0).random((16, 1 << 20), dtype="float32")  # 2 shards of 32 MiB, barely compressible
+    a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(8, 1 << 17), shards=(8, 1 << 20),
+                                   storage_options=s3.storage_options)  # fmt: skip
+    a[...] = data
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", str(lanes))
+    np.testing.assert_array_equal(_full_read(s3, url), data)
+    if lanes == 32:  # each shard: its index, then its 8 inner chunks of ~4 MiB as 8 MiB ranges, all in flight at once
+        assert s3.stats.requests == 2 + 2 * 4 and s3.stats.max_in_flight == 8 and s3.stats.rounds == 2
+    else:  # 2 shards are a quarter of 8 lanes: they fill the connections well enough by themselves
+        assert s3.stats.requests == 2 and s3.stats.rounds == 1
+
+
 def test_io_concurrency_setting_caps_requests_in_flight(s3, monkeypatch):
     url, data = _write(s3, "capped", 12, (8, 1 << 18))
     monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "3")

@@ -43,6 +43,8 @@ T = TypeVar("T")
 
 PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
 MMAP_MIN_BYTES = 16 << 20
+#: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
+RANGE_PART_BYTES = 8 << 20
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
 MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; Python names it from 3.13 on
@@ -220,11 +222,25 @@ class Array:
             inner = tuple(c % r for c, r in zip(piece.coords, ratio))
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
         spec = self.chunk_spec
+        lanes = fetch_lanes(self._chunk_store)
+        split = lanes > thread_count() and 4 * len(pieces) < lanes
         plans = []
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)
-            plans.append((key, self._chain.plan_read(spec, reads, ReadContext(key, self._index_cache))))
+            plans.append((key, self._chain.plan_read(spec, reads, self._read_context(key, split))))
         return plan, out, plans
+
+    def _read_context(self, key: str, split: bool) -> ReadContext:
+        """With ``split``, large shards are fetched as side-by-side ranges.
+
+        One connection carries only so much per second, so a remote read of
+        few shards (less than a quarter of the I/O lanes) would leave most
+        connections idle; with more, the shards fill them by themselves and
+        splitting only adds requests.
+        """
+        if split:
+            return ReadContext(key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES)
+        return ReadContext(key, self._index_cache)
 
     @contextmanager
     def _scan_read(self, plan: Selection) -> Iterator[Store]:

@@ -66,13 +66,20 @@ READ_ATTEMPTS = 8
 
 @dataclass
 class ReadContext:
-    """Facts a read plan may use: the key, a cache shared by an array's reads, coalescing and retry limits."""
+    """Facts a read plan may use: the key, a cache shared by an array's reads, coalescing and retry limits.
+
+    ``whole_up_to``: the largest decoded size of a shard read whole with one
+    request; a larger one reads its index, then its chunks as ranges of at
+    most ``max_block`` bytes, which a remote store fetches side by side
+    (``None``: always one request).
+    """
 
     key: str
     cache: MutableMapping[str, Any] = field(default_factory=dict)
     max_gap: int = 1 << 20
     max_block: int = 64 << 20
     attempts: int = READ_ATTEMPTS
+    whole_up_to: int | None = None
 
 
 @dataclass

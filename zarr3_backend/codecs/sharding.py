@@ -213,11 +213,14 @@ class ShardingCodec(ArrayBytesCodec):
     def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
         """Read the index (or take the cached one), then only the inner chunks ``reads`` need.
 
-        Every range is checked against the generation of the index that located
+        A read of every inner chunk fetches the whole shard with one request
+        instead, unless the shard is larger than ``ctx.whole_up_to``. Every
+        range is checked against the generation of the index that located
         it: a shard rewritten in between is read again from its new index, at
         most ``ctx.attempts`` times. Indexes of unknown generation are not cached.
         """
         whole = len({r.coords for r in reads}) == int(np.prod(self.chunks_per_shard(spec)))
+        whole = whole and (ctx.whole_up_to is None or spec.size * spec.dtype.itemsize <= ctx.whole_up_to)
         for _ in range(ctx.attempts):
             index: ShardIndex | None = ctx.cache.get(ctx.key)
             fresh = index is None
