@@ -117,7 +117,19 @@ def test_only_the_executor_creates_thread_pools_or_handles_fork() -> None:
     assert offenders == []
 
 
-def test_map_concurrently_raises_only_once_no_call_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_map_io_waits_side_by_side_on_io_threads_beyond_the_cpu_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "1")
+    barrier = threading.Barrier(6, timeout=5)  # six calls must wait at once: more than the CPU threads
+
+    def call(item: int) -> tuple[int, str | None]:
+        barrier.wait()
+        return item, executor.current_pool()
+
+    assert executor.map_io(call, list(range(6)), lanes=6) == [(i, executor.IO_POOL) for i in range(6)]
+
+
+@pytest.mark.parametrize("mapper", ["map_concurrently", "map_io"])
+def test_map_concurrently_raises_only_once_no_call_runs(monkeypatch: pytest.MonkeyPatch, mapper: str) -> None:
     # A failed write cleans up right after the exception: a call still writing would leave a stray key.
     monkeypatch.setenv("ZARR3_BACKEND_THREADS", "2")
     running = 0
@@ -140,5 +152,8 @@ def test_map_concurrently_raises_only_once_no_call_runs(monkeypatch: pytest.Monk
                 running -= 1
 
     with pytest.raises(RuntimeError, match="first call fails"):
-        executor.map_concurrently(call, list(range(8)))
+        if mapper == "map_io":
+            executor.map_io(call, list(range(8)), lanes=2)
+        else:
+            executor.map_concurrently(call, list(range(8)))
     assert running == 0

@@ -148,6 +148,29 @@ def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated, 
     assert many <= few + (0 if consolidated else 2)  # 52 documents: 20 wait for a connection
 
 
+def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
+    xr = pytest.importorskip("xarray")
+    rounds = []
+    for n in (2, 8):
+        tree = xr.DataTree.from_dict({
+            **{f"/g{i}": xr.Dataset({"v": (("t",), np.arange(3.0) + i)}, coords={"t": np.arange(3)}) for i in range(n)},
+            **{f"/g{i}/sub": xr.Dataset({"w": (("x",), np.arange(2.0) * i)}) for i in range(n // 2)},
+        })  # fmt: skip
+        tree.to_zarr3(s3.create_bucket(f"tree{n}") + "/t", storage_options=s3.storage_options, consolidated=False)
+        s3.latency = 0.3
+        s3.reset_stats()
+        options = {**s3.storage_options, "skip_instance_cache": True}
+        back = xr.open_datatree(f"s3://tree{n}/t", engine="zarr3", storage_options=options, consolidated=False)
+        rounds.append(s3.stats.rounds)
+        s3.latency = 0.0
+        xr.testing.assert_identical(back.load(), tree)
+        assert list(xr.open_groups(f"s3://tree{n}/t", engine="zarr3", storage_options=options)) == [
+            "/", *(p for i in range(n) for p in [f"/g{i}", *([f"/g{i}/sub"] if i < n // 2 else [])])
+        ]  # depth first, as engine="zarr"
+    # the root's document and listing; its children's documents; then per level: listings, documents; coordinates
+    assert rounds == [1 + 1 + 2 + 2 + 1] * 2
+
+
 @pytest.mark.parametrize("with_coordinates", [False, True])
 def test_consolidated_open_sends_only_the_root_document_and_coordinates(s3, with_coordinates):
     xr = pytest.importorskip("xarray")

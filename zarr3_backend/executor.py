@@ -155,7 +155,23 @@ def map_concurrently(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     if len(items) <= 1 or thread_count() == 1 or in_work_pool():
         return [function(item) for item in items]
     pool = _thread_pool()
-    futures = [pool.submit(function, item) for item in items]
+    return _results([pool.submit(function, item) for item in items])
+
+
+def map_io(function: Callable[[T], R], items: Sequence[T], lanes: int) -> list[R]:
+    """``[function(item) for item in items]`` on the I/O pool (at least ``lanes`` threads), for calls that wait on a store.
+
+    Runs inline for a single item or when called from a pool thread; errors
+    propagate as in :func:`map_concurrently`.
+    """
+    if len(items) <= 1 or in_work_pool():
+        return [function(item) for item in items]
+    pool = _io_pool(lanes)
+    return _results([pool.submit(function, item) for item in items])
+
+
+def _results(futures: list[Future[R]]) -> list[R]:
+    """The futures' results in order; on the first error, cancel those not started and wait for the rest, then raise."""
     try:
         return [future.result() for future in futures]
     except BaseException:

@@ -18,6 +18,8 @@ from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
 from xarray.backends.common import BackendEntrypoint, datatree_from_dict_with_io_cleanup
 from xarray.backends.store import StoreBackendEntrypoint
 
+from ..array import fetch_lanes
+from ..executor import map_io
 from .root import Location, ReadOptions, holds_v3_metadata, normalize_location, open_root_group
 from .store import Zarr3DataStore, load_index_coordinates
 
@@ -101,10 +103,29 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
 
 
 def _walk(store: Zarr3DataStore, path: str, drop: tuple[str, ...], mask: bool) -> dict[str, Zarr3DataStore]:
-    stores = {path: store}
-    for name, child in store.groups.items():
-        stores.update(_walk(Zarr3DataStore(child, drop, mask), f"{path.rstrip('/')}/{name}", drop, mask))
-    return stores
+    """Every group below ``store``'s, by path: one level at a time, the groups of a level opened side by side.
+
+    Without consolidated metadata each group costs a listing and a batch of
+    documents, so a tree takes about two rounds per level, not per group.
+    """
+    opened = {path: store}
+    level = [(path, store)]
+    lanes = fetch_lanes(store.group.store)
+    while level:
+        children = [(_child_path(p, name), child) for p, s in level for name, child in s.groups.items()]
+        level = list(zip([p for p, _ in children], map_io(lambda item: Zarr3DataStore(item[1], drop, mask), children, lanes)))
+        opened.update(level)
+
+    def depth_first(p: str) -> Iterable[tuple[str, Zarr3DataStore]]:  # the order engine="zarr" lists groups in
+        yield p, opened[p]
+        for name in opened[p].groups:
+            yield from depth_first(_child_path(p, name))
+
+    return dict(depth_first(path))
+
+
+def _child_path(path: str, name: str) -> str:
+    return f"{path.rstrip('/')}/{name}"
 
 
 def _names(drop_variables: str | Iterable[str] | None) -> tuple[str, ...]:
