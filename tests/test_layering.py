@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("metadata", ["metadata"]),
     ("concurrency", ["executor"]),
     ("store", ["store", "store.local", "store.fsspec_store", "store.foreign"]),
-    ("nodes", ["readahead", "attributes", "array", "hierarchy", "creation", "consolidation"]),
+    ("nodes", ["output_memory", "readahead", "attributes", "array", "hierarchy", "creation", "consolidation"]),
     ("api", ["api", "validate"]),
     ("adapters", [
         "", "__main__",

@@ -1,4 +1,4 @@
-"""The output of large reads: plain pages (never transparent huge pages), populated up front or meanwhile."""
+"""The output of large reads: huge pages only while free 2 MiB blocks abound, else plain pages populated at once."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import zarr3_backend
-from zarr3_backend import array as array_module
-from zarr3_backend.array import MMAP_MIN_BYTES, empty_output
+from forking import in_forked_child
+from zarr3_backend import output_memory
+from zarr3_backend.output_memory import HUGE_PAGE_BYTES, MMAP_MIN_BYTES, empty_output
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux memory advice")
 
@@ -33,7 +34,8 @@ def _mapping(address: int) -> dict[str, str]:
     raise AssertionError(f"no mapping holds {address:#x}")
 
 
-def test_large_outputs_are_populated_plain_pages():
+def test_without_free_huge_blocks_large_outputs_are_populated_plain_pages(monkeypatch):
+    monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 0)
     out = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"))
     fields = _mapping(out.ctypes.data)
     assert int(fields["Rss"].split()[0]) * 1024 >= out.nbytes  # faulted in before decoding writes a byte
@@ -41,11 +43,44 @@ def test_large_outputs_are_populated_plain_pages():
     assert out.flags.writeable
 
 
+@pytest.mark.parametrize("mode", ["always", "madvise", "never"])
+def test_huge_pages_are_asked_for_only_while_free_blocks_cover_twice_the_output(monkeypatch, mode):
+    monkeypatch.setattr(output_memory, "_thp_mode", lambda: mode)
+    nbytes = MMAP_MIN_BYTES * 2
+    monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 2 * nbytes // HUGE_PAGE_BYTES - 1)
+    assert not output_memory.huge_pages_free(nbytes)
+    monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 2 * nbytes // HUGE_PAGE_BYTES)
+    assert output_memory.huge_pages_free(nbytes) == (mode != "never")
+    out = empty_output((nbytes // 4,), np.dtype("float32"))
+    fields = _mapping(out.ctypes.data)
+    assert ("hg" in fields["VmFlags"].split()) == (mode != "never")
+    if mode != "never":
+        assert out.ctypes.data % HUGE_PAGE_BYTES == 0  # huge pages need 2 MiB alignment
+    out[...] = 1.5
+    assert out.sum() == 1.5 * out.size
+
+
+@pytest.mark.parametrize(("huge", "background"), [(True, False), (False, False), (False, True)])
+def test_outputs_are_private_to_the_process(monkeypatch, huge, background):
+    # ``mmap.mmap(-1, n)`` alone is MAP_SHARED: a forked child writing to its copy would write to ours
+    monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 1 << 30 if huge else 0)
+    monkeypatch.setattr(output_memory, "_thp_mode", lambda: "madvise")
+    out = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"), background=background)
+    out[...] = 1
+
+    def child_writes() -> bool:
+        out[...] = 2
+        return bool((out == 2).all())
+
+    assert in_forked_child(child_writes)
+    assert (out == 1).all()
+
+
 @pytest.mark.parametrize("always", [False, True])
 @pytest.mark.parametrize("background", [False, True])
 def test_populated_whatever_the_thp_setting(monkeypatch, always, background):
-    monkeypatch.setattr(array_module, "_huge_pages_always", lambda: always)
-    memory = array_module.populated_memory(MMAP_MIN_BYTES, background=background)
+    monkeypatch.setattr(output_memory, "_thp_mode", lambda: "always" if always else "madvise")
+    memory = output_memory.populated_memory(MMAP_MIN_BYTES, background=background)
     fields = _mapping(np.frombuffer(memory, "u1").ctypes.data)
     deadline = time.monotonic() + 30
     while background and int(fields["Rss"].split()[0]) * 1024 < MMAP_MIN_BYTES and time.monotonic() < deadline:

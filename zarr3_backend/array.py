@@ -11,10 +11,6 @@ value are deleted instead of stored.
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import mmap
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from contextlib import ExitStack, contextmanager
@@ -29,12 +25,13 @@ from .codecs.base import ChunkSpec
 from .consolidation import Change, refresh_consolidated
 from .dtypes import Scalar, is_fill
 from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
-from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, on_dask_worker, submit_io, thread_count
+from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, on_dask_worker, thread_count
 from .indexing import ChunkSelection, Selection, SelectionLike, plan_selection
 from .attributes import Attributes
 from .metadata import ArrayMetadata, encode_metadata, metadata_key
 from .codecs.chain import CodecChain
 from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
+from .output_memory import empty_output
 from .readahead import ReadAhead
 from .storage_transformers import apply_storage_transformers
 from .store.base import Store
@@ -42,12 +39,10 @@ from .store.base import Store
 T = TypeVar("T")
 
 PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
-MMAP_MIN_BYTES = 16 << 20
 #: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
 RANGE_PART_BYTES = 8 << 20
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
-MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14+; Python names it from 3.13 on
 
 #: What a read returns: an array, or one element (see :data:`~zarr3_backend.dtypes.Scalar`) when every
 #: axis is selected by an integer.
@@ -394,67 +389,6 @@ def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Scalar) -
     for dim, n in enumerate(in_bounds):
         if n < chunk.shape[dim]:
             chunk[(slice(None),) * dim + (slice(n, None),)] = fill
-
-
-def empty_output(shape: tuple[int, ...], dtype: np.dtype, *, background: bool = False) -> np.ndarray:
-    """An uninitialised array for read results; large ones come from :func:`populated_memory`."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes < MMAP_MIN_BYTES or dtype.hasobject:
-        return np.empty(shape, dtype=dtype)
-    return np.frombuffer(populated_memory(nbytes, background=background), dtype=dtype).reshape(shape)
-
-
-def populated_memory(nbytes: int, *, background: bool = False) -> mmap.mmap:
-    """Anonymous memory on plain 4 KiB pages, faulted in with one system call.
-
-    Why not ``np.empty``: numpy asks for transparent huge pages
-    (``MADV_HUGEPAGE``), and where the kernel compacts memory to find them
-    (THP ``defrag`` = ``madvise``, the common default) a large read stalls
-    for up to seconds; measured here on a 759 MB read: 1.65 s of system time
-    against 0.36 s. Why populate: faulting pages in one at a time as
-    decoding first writes them costs about twice the system time (one trap
-    per page). Where THP is ``always``, huge pages are refused explicitly
-    (``MADV_NOHUGEPAGE``) before populating, so the cost is the same whatever
-    the THP settings are. With ``background`` (reads from remote stores) an
-    I/O thread populates while the first requests are in flight; pages that
-    decoding reaches first simply fault in. Elsewhere than Linux: a plain
-    anonymous map.
-    """
-    if not sys.platform.startswith("linux"):
-        return mmap.mmap(-1, nbytes)
-    if not background and not _huge_pages_always():
-        return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE)
-    memory = mmap.mmap(-1, nbytes)
-    if _huge_pages_always():
-        memory.madvise(mmap.MADV_NOHUGEPAGE)
-    if background:
-        submit_io(_populate, memory)
-    else:
-        _populate(memory)
-    return memory
-
-
-def _populate(memory: mmap.mmap) -> None:
-    """``MADV_POPULATE_WRITE`` through ctypes, which (unlike ``mmap.madvise``) releases the GIL meanwhile.
-
-    Kernels before 5.14 refuse the advice; pages then fault in as they are written.
-    """
-    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-    _libc().madvise(ctypes.c_void_p(address), ctypes.c_size_t(len(memory)), MADV_POPULATE_WRITE)
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None)
-
-
-@functools.cache
-def _huge_pages_always() -> bool:
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as setting:
-            return "[always]" in setting.read()
-    except OSError:
-        return False
 
 
 def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadResult]:
