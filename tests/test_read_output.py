@@ -44,13 +44,17 @@ def test_without_free_huge_blocks_large_outputs_are_populated_plain_pages(monkey
 
 
 @pytest.mark.parametrize("mode", ["always", "madvise", "never"])
-def test_huge_pages_are_asked_for_only_while_free_blocks_cover_twice_the_output(monkeypatch, mode):
+def test_huge_pages_are_asked_for_only_for_large_outputs_while_free_blocks_cover_twice_them(monkeypatch, mode):
     monkeypatch.setattr(output_memory, "_thp_mode", lambda: mode)
     nbytes = MMAP_MIN_BYTES * 2
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 2 * nbytes // HUGE_PAGE_BYTES - 1)
     assert not output_memory.huge_pages_free(nbytes)
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 2 * nbytes // HUGE_PAGE_BYTES)
     assert output_memory.huge_pages_free(nbytes) == (mode != "never")
+    monkeypatch.setattr(output_memory, "HUGE_MIN_BYTES", nbytes + 1)  # smaller outputs: plain pages
+    plain = empty_output((nbytes // 4,), np.dtype("float32"))
+    assert "hg" not in _mapping(plain.ctypes.data)["VmFlags"].split()
+    monkeypatch.setattr(output_memory, "HUGE_MIN_BYTES", nbytes)
     out = empty_output((nbytes // 4,), np.dtype("float32"))
     fields = _mapping(out.ctypes.data)
     assert ("hg" in fields["VmFlags"].split()) == (mode != "never")
@@ -65,6 +69,7 @@ def test_outputs_are_private_to_the_process(monkeypatch, huge, background):
     # ``mmap.mmap(-1, n)`` alone is MAP_SHARED: a forked child writing to its copy would write to ours
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 1 << 30 if huge else 0)
     monkeypatch.setattr(output_memory, "_thp_mode", lambda: "madvise")
+    monkeypatch.setattr(output_memory, "HUGE_MIN_BYTES", MMAP_MIN_BYTES)
     out = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"), background=background)
     out[...] = 1
 
