@@ -209,7 +209,9 @@ class Array:
     ) -> tuple[Selection, np.ndarray, list[tuple[str, ReadPlan]]]:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
-        out = empty_output(plan.out_shape, self.dtype, background=fetch_lanes(self._chunk_store) > thread_count())
+        lanes = fetch_lanes(self._chunk_store)
+        remote = lanes > thread_count()
+        out = empty_output(plan.out_shape, self.dtype, background=remote)
         ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
         pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
         for piece in plan.chunks():
@@ -217,8 +219,7 @@ class Array:
             inner = tuple(c % r for c, r in zip(piece.coords, ratio))
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
         spec = self.chunk_spec
-        lanes = fetch_lanes(self._chunk_store)
-        split = lanes > thread_count() and 4 * len(pieces) < lanes
+        split = remote and 4 * len(pieces) < lanes
         plans = []
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)

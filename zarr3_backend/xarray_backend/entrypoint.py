@@ -113,7 +113,8 @@ def _walk(store: Zarr3DataStore, path: str, drop: tuple[str, ...], mask: bool) -
     lanes = fetch_lanes(store.group.store)
     while level:
         children = [(_child_path(p, name), child) for p, s in level for name, child in s.groups.items()]
-        level = list(zip([p for p, _ in children], map_io(lambda item: Zarr3DataStore(item[1], drop, mask), children, lanes)))
+        stores = map_io(lambda item: Zarr3DataStore(item[1], drop, mask), children, lanes)
+        level = [(p, s) for (p, _), s in zip(children, stores)]
         opened.update(level)
 
     def depth_first(p: str) -> Iterable[tuple[str, Zarr3DataStore]]:  # the order engine="zarr" lists groups in
