@@ -132,7 +132,7 @@ def _open_stats(s3, bucket: str, **kwargs):
 @pytest.mark.parametrize(("consolidated", "open_kwargs", "expected"), [
     (True, {}, 2),  # the document (holding every member's), then the coordinates
     (False, {"consolidated": False}, 3),  # the document and the listing at once, child documents, coordinates
-    (False, {}, 4),  # the document, then (no consolidated metadata) the listing, child documents, coordinates
+    (False, {}, 3),  # the same: on object storage the default lists the group while fetching its document
 ])  # fmt: skip
 def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated, open_kwargs, expected):
     xr = pytest.importorskip("xarray")
@@ -146,6 +146,22 @@ def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated, 
     assert few == expected
     assert fitting <= few + (0 if consolidated else 1)  # 30 documents: all in flight at once (32 connections)
     assert many <= few + (0 if consolidated else 2)  # 52 documents: 20 wait for a connection
+
+
+def test_a_coordinate_listed_last_is_fetched_and_read_while_the_other_documents_arrive(s3, monkeypatch):
+    xr = pytest.importorskip("xarray")
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "4")
+    ds = xr.Dataset({f"v{i:02d}": (("x",), np.arange(3.0) + i) for i in range(12)}, coords={"x": [10, 20, 30]})
+    ds.to_zarr3(s3.create_bucket("late") + "/g", storage_options=s3.storage_options, consolidated=False)
+    s3.latency = 0.3
+    stats = _open_stats(s3, "late")
+    # the document and the listing; 13 documents on 4 lanes: x's goes out once the first has shown that the
+    # variables have a dimension x, and its chunk is read alongside the last documents, not after them
+    assert stats.rounds == 1 + 4
+    assert stats.requests_by_kind == {"LIST": 1, "GET": 1 + 13 + 1}
+    s3.latency = 0.0
+    back = xr.open_dataset("s3://late/g", engine="zarr3", storage_options={**s3.storage_options, "skip_instance_cache": True})
+    xr.testing.assert_identical(back.load(), ds)
 
 
 def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
@@ -172,16 +188,22 @@ def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
 
 
 @pytest.mark.parametrize("with_coordinates", [False, True])
-def test_consolidated_open_sends_only_the_root_document_and_coordinates(s3, with_coordinates):
+def test_consolidated_open_fetches_only_the_root_document_and_coordinates(s3, with_coordinates):
     xr = pytest.importorskip("xarray")
     coords = {"t": np.arange(4)} if with_coordinates else {}
     for n in (1, 50):
         ds = xr.Dataset({f"v{i}": (("t", "x"), np.zeros((4, 3), "f4")) for i in range(n)}, coords=coords)
         ds.to_zarr3(s3.create_bucket(f"c{n}") + "/g", storage_options=s3.storage_options, consolidated=True)
+    s3.latency = 0.1  # requests sent together overlap on the server
     one, fifty = (_open_stats(s3, f"c{n}") for n in (1, 50))
-    expected = 2 if with_coordinates else 1  # root zarr.json (+ the one chunk of t); no listing, no member documents
-    assert one.requests == fifty.requests == expected
-    assert one.requests_by_kind == fifty.requests_by_kind == {"GET": expected}
+    gets = 2 if with_coordinates else 1  # root zarr.json (+ the one chunk of t); no member documents
+    # the listing sent alongside the root document (in case nothing is consolidated) goes unused
+    assert one.requests_by_kind == fifty.requests_by_kind == {"GET": gets, "LIST": 1}
+    assert one.rounds == fifty.rounds == gets
+    s3.reset_stats()
+    xr.open_dataset("s3://c50/g", engine="zarr3", consolidated=True,
+                    storage_options={**s3.storage_options, "skip_instance_cache": True}).close()  # fmt: skip
+    assert s3.stats.requests_by_kind == {"GET": gets}  # consolidated=True: no listing
     s3.reset_stats()
     group = zarr3_backend.open_group("s3://c50/g", storage_options={**s3.storage_options, "skip_instance_cache": True})
     assert len(group.members()) == 50 + len(coords)

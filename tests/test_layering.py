@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "codecs.vlen_utf8", "codecs.numcodecs_adapter", "codecs.shard_index", "codecs.sharding",
         "codecs.read_plan", "codecs.spec",
     ]),
-    ("store interface", ["store.base", "storage_transformers"]),
+    ("store interface", ["store.arrivals", "store.base", "storage_transformers"]),
     ("metadata", ["metadata"]),
     ("concurrency", ["executor"]),
     ("store", ["store", "store.local", "store.fsspec_store", "store.foreign"]),

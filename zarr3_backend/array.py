@@ -247,8 +247,7 @@ class Array:
         except on dask.distributed workers; any other read uses the chunk
         store directly.
         """
-        remote = fetch_lanes(self._chunk_store) > thread_count()
-        coords = whole_chunk(plan, self.metadata.chunk_shape) if remote else None
+        coords = whole_chunk(plan, self.metadata.chunk_shape) if is_remote(self._chunk_store) else None
         if coords is None or on_dask_worker():
             yield self._chunk_store
             return
@@ -442,6 +441,11 @@ def fetch_lanes(store: Store) -> int:
     """
     lanes = getattr(store, "io_concurrency", None)
     return int(lanes) if lanes else thread_count()
+
+
+def is_remote(store: Store) -> bool:
+    """Whether ``store`` keeps more fetches in flight than there are CPU threads: object storage, where rounds cost time."""
+    return fetch_lanes(store) > thread_count()
 
 
 def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:

@@ -159,11 +159,14 @@ class Group:
             raise NodeNameError(f"a child of group {self.name!r} needs a non-empty name, got {name!r}")
         return join_path(self.path, relative)
 
-    def members(self) -> dict[str, Array | Group]:
+    def members(self, arrived: Callable[[str, Array | Group], None] | None = None) -> dict[str, Array | Group]:
         """Direct children by name, discovered with one listing and one batched fetch.
 
         A read-only group with consolidated metadata answers from it; a writable
         one lists the store, so it sees what was written through it since it was opened.
+        Documents are parsed as they arrive, and ``arrived(name, node)`` sees each
+        child built from one. Children named like a dimension of an array that has
+        arrived are fetched next: they are the coordinates readers want first.
         """
         if self.read_only and self.metadata.consolidated is not None:
             return self._consolidated_members()
@@ -173,14 +176,24 @@ class Group:
         names = sorted(p[len(prefix) : -1] for p in prefixes)
         names = [n for n in names if not n.startswith("__")]
         paths = [join_path(self.path, n) for n in names]
-        raws = self.store.get_many([(metadata_key(p), None) for p in paths])
+        unasked = {name: i for i, name in enumerate(names)}
+        arrivals = self.store.fetch_each([(metadata_key(p), None) for p in paths])
         children: dict[str, Array | Group] = {}
-        for name, path, raw in zip(names, paths, raws):
-            if raw is not None:
-                children[name] = node_from_metadata(self.store, path, parse_node_metadata(raw, metadata_key(path)), self.read_only)
-            elif is_implicit_group(self.store, path):
+        for index, raw in arrivals:
+            name, path = names[index], paths[index]
+            unasked.pop(name, None)
+            if raw is None:
+                continue
+            node = node_from_metadata(self.store, path, parse_node_metadata(raw, metadata_key(path)), self.read_only)
+            if isinstance(node, Array) and node.dimension_names:
+                arrivals.prefer(unasked.pop(d) for d in node.dimension_names if d in unasked)
+            children[name] = node
+            if arrived is not None:
+                arrived(name, node)
+        for name, path in zip(names, paths):
+            if name not in children and is_implicit_group(self.store, path):
                 children[name] = Group(self.store, path, GroupMetadata(), read_only=self.read_only)
-        return children
+        return {name: children[name] for name in names if name in children}
 
     def _consolidated_members(self) -> dict[str, Array | Group]:
         consolidated = self.metadata.consolidated or {}

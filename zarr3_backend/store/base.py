@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import ReadOnlyError
 from ..keys import validate_key as validate_key
+from .arrivals import Arrivals
 from ..keys import validate_prefix as validate_prefix
 from ..values import Buffer as Buffer
 from ..values import ByteRange as ByteRange
@@ -70,6 +71,15 @@ class Store(ABC):
     @abstractmethod
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         """Direct children of ``prefix``: ``(keys, prefixes)``; prefixes end with '/'."""
+
+    def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
+        """The values of ``requests`` as they arrive, as ``(index, value)``; ``None`` for a missing key.
+
+        Stores that keep requests in flight send them as lanes free up, so
+        :meth:`Arrivals.prefer` can still move unsent ones forward. This
+        default fetches the batch with :meth:`get_many` first.
+        """
+        return Arrivals(enumerate(self.get_many(requests)))
 
     def get(self, key: str, byte_range: ByteRange | None = None) -> bytes | None:
         """The value (or a range of it) under ``key``, or ``None`` if missing."""

@@ -34,6 +34,7 @@ from fsspec.asyn import sync
 
 from ..errors import StoreError
 from ..executor import io_concurrency
+from .arrivals import Arrivals, LaneArrivals
 from .base import (
     ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix,
 )
@@ -167,6 +168,15 @@ class FsspecStore(Store):
         else:
             results = [_capture(self._fetch_sync, p, r) for p, r in zip(paths, ranges, strict=True)]
         return [self._outcome(key, result) for (key, _), result in zip(requests, results, strict=True)]
+
+    def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
+        if not self.fs.async_impl or len(requests) <= 1 or _on_loop(self.fs.loop):
+            return super().fetch_each(requests)  # on the loop itself, waiting for it would hang: get_many says so
+        paths = [self._path(key) for key, _ in requests]
+        return LaneArrivals(
+            self.fs.loop, lambda i: self._fetch_async(paths[i], requests[i][1]), len(requests), self.io_concurrency,
+            lambda i, answer: self._outcome(requests[i][0], answer),
+        )
 
     def _outcome(self, key: str, result: bytes | BaseException) -> bytes | None:
         if not isinstance(result, BaseException):
@@ -399,6 +409,14 @@ def _single_get_kwargs(fs: AbstractFileSystem) -> dict[str, Any]:
     if fs.async_impl and cat_file is not None and "max_concurrency" in inspect.signature(cat_file).parameters:
         return {"max_concurrency": 1}
     return {}
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the calling thread is running ``loop``."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _capture(func: Callable[..., T], *args: Any) -> T | BaseException:

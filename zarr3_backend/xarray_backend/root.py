@@ -14,7 +14,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from xarray.backends.common import T_PathFileOrDataStore
 
-from ..array import Array
+from ..array import Array, is_remote
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..hierarchy import Group, normalize_path, open_node_consolidated, open_node_listed
 from ..store import StoreLike, make_store
@@ -71,10 +71,12 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     """The group at ``group`` (default: the root) of a path, URL or :class:`Store`, opened read-only.
 
     ``consolidated=False`` ignores consolidated metadata (members are read
-    from their own ``zarr.json``) and lists the group while its document is
-    fetched. Otherwise (``None``, ``True``) only the document is fetched: with
-    consolidated metadata that is the whole open; without, the group is
-    listed afterwards, when its members are asked for (one more round).
+    from their own ``zarr.json``). The group is listed while its document is
+    fetched when ``consolidated=False``, and with ``None`` on object storage,
+    where a round costs more than a listing that consolidated metadata makes
+    unneeded. Otherwise (``True``, or ``None`` on local stores) only the
+    document is fetched: with consolidated metadata that is the whole open;
+    without, the group is listed when its members are asked for.
     A sub-group is described by the root's consolidated metadata when the
     root has it (as for the root itself), so it reads the same snapshot.
 
@@ -87,7 +89,8 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     try:
-        opener = open_node_listed if consolidated is False else open_node_consolidated
+        listed = consolidated is False or (consolidated is None and is_remote(store))
+        opener = open_node_listed if listed else open_node_consolidated
         node = opener(store, path, read_only=True, strict=True)
     except NodeNotFoundError as exc:
         raise _not_found(store, path, where, getattr(exc, "stores_below", [])) from exc

@@ -5,13 +5,17 @@ batched fetch of the children's ``zarr.json``, or nothing beyond the group's
 own document when it carries consolidated metadata). Index coordinates, the
 1-D arrays named like their dimension that xarray loads anyway to build
 indexes, are read for many stores at once with one batched
-:func:`~zarr3_backend.array.read_many`; every other variable stays lazy.
-CF decoding is left to xarray.
+:func:`~zarr3_backend.array.read_many`; on object storage, a coordinate
+whose ``zarr.json`` arrives while other members' are still being fetched is
+read right away instead. Every other variable stays lazy. CF decoding is
+left to xarray.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,11 +24,12 @@ from xarray.core import indexing
 from xarray.core.utils import Frozen, FrozenDict
 from xarray.core.variable import Variable
 
-from ..array import Array, read_many
+from ..array import Array, ReadResult, is_remote, read_many
 from ..errors import CodecError, UnknownExtensionError
+from ..executor import in_work_pool, submit_io
 from ..hierarchy import Group, explain_stale
 from .backend_array import Zarr3BackendArray, variable_dtype
-from .dims import DIMENSION_KEY, group_dims
+from .dims import DIMENSION_KEY, array_dims, group_dims
 from .encoding import decode_fill_value, variable_encoding
 
 
@@ -49,12 +54,19 @@ class Zarr3DataStore(AbstractDataStore):
     def __init__(self, group: Group, drop_variables: Iterable[str] = (), fill_value_as_mask: bool = False) -> None:
         self.group = group
         self.fill_value_as_mask = fill_value_as_mask
-        members = _members(group)
         drop = set(drop_variables)
+        self.early: dict[str, Future[list[ReadResult]]] = {}
+        early = is_remote(group.store) and not in_work_pool()  # not from a pool thread: it would wait on its own pool
+        members = _members(group, partial(self._read_if_index, drop) if early else None)
         self.arrays = {n: m for n, m in members.items() if isinstance(m, Array) and n not in drop}
         self.groups = {n: m for n, m in members.items() if isinstance(m, Group)}
         self.dims = group_dims(self.arrays, f"group {group.name!r} in {group.store!r}")
         self.loaded: dict[str, np.ndarray] | None = None
+
+    def _read_if_index(self, drop: set[str], name: str, node: Array | Group) -> None:
+        """Start reading ``node`` on the I/O pool if it is an index coordinate, while other members arrive."""
+        if isinstance(node, Array) and name not in drop and array_dims(node).names == (name,):
+            self.early[name] = submit_io(read_many, [(node, Ellipsis, False)])
 
     def index_arrays(self) -> dict[str, Array]:
         """The arrays xarray turns into indexes: 1-D, named like their dimension."""
@@ -100,10 +112,12 @@ def _masks_nothing(fill_value: Any) -> bool:
 
 
 def load_index_coordinates(stores: Sequence[Zarr3DataStore]) -> None:
-    """Read the index coordinates of all ``stores`` in one batched read."""
+    """Read the index coordinates of all ``stores`` in one batched read (those not read early)."""
     wanted = [(store, name, array) for store in stores for name, array in store.index_arrays().items()]
+    batched = [array for store, name, array in wanted if name not in store.early]
     try:
-        values = read_many([(array, Ellipsis, False) for _, _, array in wanted]) if wanted else []
+        read = iter(read_many([(array, Ellipsis, False) for array in batched]) if batched else [])
+        values = [store.early[name].result()[0] if name in store.early else next(read) for store, name, _ in wanted]
     except CodecError as exc:
         explained = explain_stale(exc, [array for _, _, array in wanted])
         if explained is exc:
@@ -116,8 +130,8 @@ def load_index_coordinates(stores: Sequence[Zarr3DataStore]) -> None:
         store.loaded = arrays
 
 
-def _members(group: Group) -> dict[str, Array | Group]:
+def _members(group: Group, arrived: Callable[[str, Array | Group], None] | None) -> dict[str, Array | Group]:
     try:
-        return group.members()
+        return group.members(arrived)
     except UnknownExtensionError as exc:
         raise UnknownExtensionError(f"cannot open group {group.name!r} in {group.store!r} with engine='zarr3': {exc}") from exc
