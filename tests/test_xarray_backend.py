@@ -17,7 +17,7 @@ import xarray as xr
 from xarray.core import indexing
 
 import zarr3_backend
-from zarr3_backend.errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
+from zarr3_backend.errors import GroupNotFoundError, MetadataError, NodeNotFoundError, StoreError, UnknownExtensionError
 from zarr3_backend.store import make_store
 from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.xarray_backend import Zarr3BackendArray, Zarr3BackendEntrypoint
@@ -133,6 +133,34 @@ def test_consolidated_open_is_one_metadata_request(sample: Path) -> None:
     store = counting(sample)
     xr.open_dataset(store, engine="zarr3", drop_variables=["time", "x", "y"])
     assert store.requests == [("zarr.json", None)]
+
+
+class RemoteWithoutListings(CountingStore):
+    """A store that keeps requests in flight like object storage but refuses listings, as many public buckets do."""
+
+    io_concurrency = 32
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        super().list_dir(prefix)
+        raise StoreError(f"AccessDenied: ListObjectsV2 on {prefix!r}")
+
+
+def test_an_unneeded_listing_may_fail_but_a_needed_one_may_not(sample: Path) -> None:
+    plain = RemoteWithoutListings(make_store(str(sample)))
+    with pytest.raises(StoreError, match="AccessDenied"):  # nothing consolidated: the members need the listing
+        xr.open_dataset(plain, engine="zarr3")
+    zarr3_backend.consolidate_metadata(make_store(str(sample)))
+    store = RemoteWithoutListings(make_store(str(sample)))
+    ds = xr.open_dataset(store, engine="zarr3")
+    assert store.counts["list_dir"] == 1  # sent alongside the root document, in case nothing was consolidated
+    xr.testing.assert_identical(ds.load(), xr.open_dataset(sample, engine="zarr3").load())
+
+
+def test_consolidated_false_lists_once(sample: Path) -> None:
+    zarr3_backend.consolidate_metadata(make_store(str(sample)))
+    store = counting(sample)
+    xr.open_dataset(store, engine="zarr3", consolidated=False)
+    assert store.counts["list_dir"] == 1
 
 
 def test_point_read_touches_one_inner_chunk_per_shard(sample: Path) -> None:

@@ -409,11 +409,16 @@ def open_node_consolidated(store: Store, path: str, *, read_only: bool, strict: 
     return open_node(store, path, read_only=read_only, strict=strict)
 
 
-def open_node_listed(store: Store, path: str, *, read_only: bool, strict: bool = False) -> Array | Group:
+def open_node_listed(
+    store: Store, path: str, *, read_only: bool, strict: bool = False, consolidated: bool = True
+) -> Array | Group:
     """:func:`open_node_consolidated`, listing the node's prefix meanwhile; a group keeps the listing for :meth:`Group.members`.
 
-    The listing is dropped (one request spent, no time) when the node is an
-    array or a group with consolidated metadata.
+    ``consolidated=False`` drops the group's consolidated metadata (its members
+    are read from their own documents, with this listing). A listing that
+    turns out unneeded (an array, or a group described by consolidated
+    metadata) is still waited for, so no request outlives the call, and its
+    errors are ignored: public buckets often refuse listings.
     """
     listing = submit_io(store.list_dir, f"{path}/" if path else "")
     try:
@@ -421,8 +426,12 @@ def open_node_listed(store: Store, path: str, *, read_only: bool, strict: bool =
     except BaseException:
         listing.cancel() or listing.exception()  # let it end; its outcome no longer matters
         raise
+    if isinstance(node, Group) and not consolidated and node.metadata.consolidated is not None:
+        node = Group(node.store, node.path, node.metadata.with_consolidated(None), read_only=node.read_only)
     if isinstance(node, Group) and node.metadata.consolidated is None:
         node._listing = listing.result()
+    else:
+        listing.exception()
     return node
 
 

@@ -89,9 +89,10 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     try:
-        listed = consolidated is False or (consolidated is None and is_remote(store))
-        opener = open_node_listed if listed else open_node_consolidated
-        node = opener(store, path, read_only=True, strict=True)
+        if consolidated is False or (consolidated is None and is_remote(store)):
+            node = open_node_listed(store, path, read_only=True, strict=True, consolidated=consolidated is not False)
+        else:
+            node = open_node_consolidated(store, path, read_only=True, strict=True)
     except NodeNotFoundError as exc:
         raise _not_found(store, path, where, getattr(exc, "stores_below", [])) from exc
     except UnknownExtensionError as exc:
@@ -101,8 +102,6 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
             f"{where} is a Zarr array, not a group; engine='zarr3' opens groups as Datasets. "
             "Open the group that contains it (group=...), or read the array with zarr3_backend.open_array()"
         )
-    if consolidated is False and node.metadata.consolidated is not None:
-        return Group(node.store, node.path, node.metadata.with_consolidated(None), read_only=node.read_only)
     return node
 
 
