@@ -66,15 +66,16 @@ def test_preferred_requests_go_out_before_the_other_unsent_ones():
     assert requests.started == [0, 9, 5, 1, 2, 3, 4, 6, 7, 8]
 
 
-def test_a_consumer_that_stops_early_stops_the_sending():
+def test_a_consumer_that_stops_early_stops_the_sending_and_waits_for_what_is_in_flight():
     requests = Requests(held=1)
     arrivals = LaneArrivals(get_loop(), requests.fetch, 10, 1, outcome)
+    threading.Timer(0.2, requests.release.set).start()
+    start = time.monotonic()
     for index, value in arrivals:
         assert (index, value) == (0, b"v0")
         break
-    requests.release.set()
-    time.sleep(0.05)
-    assert requests.started == [0, 1]  # the lane was already waiting on 1; nothing after it went out
+    assert time.monotonic() - start >= 0.2  # request 1 was in flight: the loop's end waited for it
+    assert requests.started == [0, 1]  # and nothing after it went out
 
 
 def test_an_error_is_raised_for_its_request():

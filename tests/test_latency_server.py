@@ -211,3 +211,19 @@ def test_consolidated_open_fetches_only_the_root_document_and_coordinates(s3, wi
     group = zarr3_backend.open_group("s3://c50/g", storage_options={**s3.storage_options, "skip_instance_cache": True})
     assert len(group.members()) == 50 + len(coords)
     assert s3.stats.requests == 1
+
+
+def test_a_failed_open_leaves_no_coordinate_read_in_flight(s3):
+    xr = pytest.importorskip("xarray")
+    url = s3.create_bucket("conflict") + "/g"
+    options = {**s3.storage_options, "skip_instance_cache": True}
+    group = zarr3_backend.create_group(url, storage_options=options)
+    group.create_array("x", shape=(3,), dtype="i4", dimension_names=["x"])[...] = np.arange(3)
+    group.create_array("w", shape=(4,), dtype="f4", dimension_names=["x"])  # x has two sizes
+    s3.latency = 0.3
+    with pytest.raises(zarr3_backend.errors.MetadataError, match="conflicting sizes"):
+        xr.open_dataset(url, engine="zarr3", storage_options=options)
+    deadline = time.monotonic() + 0.1  # the server counts a reply done just after its last byte
+    while s3.stats.in_flight and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert s3.stats.in_flight == 0  # x's chunk, read as soon as its document came (0.3 s), was waited for

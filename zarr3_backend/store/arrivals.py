@@ -17,7 +17,7 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 
 from ..errors import StoreError
 
@@ -52,8 +52,8 @@ class LaneArrivals(Arrivals):
     first, the ``lanes``-th, a preferred or the last request is answered: the
     consumer's thread wakes a handful of times, not once per request (each
     wake takes the GIL from the loop's thread, which delayed requests when
-    the client was CPU-bound). Iterating stops sending what is left when the
-    consumer stops early (an error, a ``break``).
+    the client was CPU-bound). A consumer that stops early (an error, a
+    ``break``) stops the sending, and waits for the requests in flight.
     """
 
     def __init__(
@@ -116,6 +116,7 @@ class LaneArrivals(Arrivals):
         finally:
             with self._ready:
                 self._unsent.clear()
+            wait([self._senders])  # what is in flight ends before the caller goes on
 
     def _take(self) -> list[tuple[int, Answer]]:
         with self._ready:

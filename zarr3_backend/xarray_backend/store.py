@@ -14,7 +14,7 @@ left to xarray.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from functools import partial
 from typing import Any
 
@@ -57,10 +57,14 @@ class Zarr3DataStore(AbstractDataStore):
         drop = set(drop_variables)
         self.early: dict[str, Future[list[ReadResult]]] = {}
         early = is_remote(group.store) and not in_work_pool()  # not from a pool thread: it would wait on its own pool
-        members = _members(group, partial(self._read_if_index, drop) if early else None)
-        self.arrays = {n: m for n, m in members.items() if isinstance(m, Array) and n not in drop}
-        self.groups = {n: m for n, m in members.items() if isinstance(m, Group)}
-        self.dims = group_dims(self.arrays, f"group {group.name!r} in {group.store!r}")
+        try:
+            members = _members(group, partial(self._read_if_index, drop) if early else None)
+            self.arrays = {n: m for n, m in members.items() if isinstance(m, Array) and n not in drop}
+            self.groups = {n: m for n, m in members.items() if isinstance(m, Group)}
+            self.dims = group_dims(self.arrays, f"group {group.name!r} in {group.store!r}")
+        except BaseException:
+            wait(self.early.values())  # no read outlives the failed open
+            raise
         self.loaded: dict[str, np.ndarray] | None = None
 
     def _read_if_index(self, drop: set[str], name: str, node: Array | Group) -> None:
