@@ -227,3 +227,12 @@ def test_a_failed_open_leaves_no_coordinate_read_in_flight(s3):
     while s3.stats.in_flight and time.monotonic() < deadline:
         time.sleep(0.005)
     assert s3.stats.in_flight == 0  # x's chunk, read as soon as its document came (0.3 s), was waited for
+
+
+def test_object_storage_counts_as_remote_however_many_cpu_threads(s3, monkeypatch):
+    xr = pytest.importorskip("xarray")
+    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "64")  # more CPU threads than the 32 lanes, as on a large node
+    ds = xr.Dataset({"v": (("t",), np.arange(4.0))}, coords={"t": np.arange(4)})
+    ds.to_zarr3(s3.create_bucket("big-node") + "/g", storage_options=s3.storage_options, consolidated=False)
+    s3.latency = 0.3
+    assert _open_stats(s3, "big-node").rounds == 3  # document and listing at once, as on any remote store

@@ -210,7 +210,7 @@ class Array:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
         lanes = fetch_lanes(self._chunk_store)
-        remote = lanes > thread_count()
+        remote = is_remote(self._chunk_store)
         out = empty_output(plan.out_shape, self.dtype, background=remote)
         ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
         pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
@@ -409,7 +409,7 @@ def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadRes
             flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
             per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
             lanes = fetch_lanes(store)
-            held = None if lanes > thread_count() else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
+            held = None if is_remote(store) else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
             fetch_and_work(partial(_fetch_group, store=store), fetch_groups(flat, per_chunk), _run_job, lanes, held)
     return [read.result() for read in reads]
 
@@ -444,8 +444,12 @@ def fetch_lanes(store: Store) -> int:
 
 
 def is_remote(store: Store) -> bool:
-    """Whether ``store`` keeps more fetches in flight than there are CPU threads: object storage, where rounds cost time."""
-    return fetch_lanes(store) > thread_count()
+    """Whether ``store`` declares more than one request in flight (``io_concurrency``): object storage, where rounds cost time.
+
+    Not "more lanes than CPU threads": a 64-core machine has more threads than
+    the 32 default lanes, and its reads from S3 pay for rounds all the same.
+    """
+    return (getattr(store, "io_concurrency", None) or 1) > 1
 
 
 def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:
