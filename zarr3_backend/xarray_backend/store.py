@@ -26,7 +26,7 @@ from xarray.core.variable import Variable
 
 from ..array import Array, ReadResult, is_remote, read_many
 from ..errors import CodecError, UnknownExtensionError
-from ..executor import in_work_pool, submit_io
+from ..executor import submit_io
 from ..hierarchy import Group, explain_stale
 from .backend_array import Zarr3BackendArray, variable_dtype
 from .dims import DIMENSION_KEY, array_dims, group_dims
@@ -56,13 +56,14 @@ class Zarr3DataStore(AbstractDataStore):
         self.fill_value_as_mask = fill_value_as_mask
         drop = set(drop_variables)
         self.early: dict[str, Future[list[ReadResult]]] = {}
-        early = is_remote(group.store) and not in_work_pool()  # not from a pool thread: it would wait on its own pool
         try:
-            members = _members(group, partial(self._read_if_index, drop) if early else None)
+            members = _members(group, partial(self._read_if_index, drop) if is_remote(group.store) else None)
             self.arrays = {n: m for n, m in members.items() if isinstance(m, Array) and n not in drop}
             self.groups = {n: m for n, m in members.items() if isinstance(m, Group)}
             self.dims = group_dims(self.arrays, f"group {group.name!r} in {group.store!r}")
         except BaseException:
+            for read in self.early.values():
+                read.cancel()  # those not started; on an I/O thread (datatree levels), waiting for them could hang
             wait(self.early.values())  # no read outlives the failed open
             raise
         self.loaded: dict[str, np.ndarray] | None = None
