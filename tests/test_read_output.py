@@ -5,13 +5,17 @@ from __future__ import annotations
 import sys
 import time
 
+import mmap
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import zarr3_backend
 from forking import in_forked_child
 from zarr3_backend import output_memory
-from zarr3_backend.output_memory import HUGE_PAGE_BYTES, MMAP_MIN_BYTES, empty_output
+from zarr3_backend.output_memory import HUGE_PAGE_BYTES, MMAP_MIN_BYTES, empty_output, page_pieces
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux memory advice")
 
@@ -105,3 +109,14 @@ def test_large_read_lands_in_the_output(tmp_path):
     a = zarr3_backend.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(16, data.shape[1] // 4))
     a[...] = data
     np.testing.assert_array_equal(zarr3_backend.open_array(str(tmp_path / "a"))[...], data)
+
+
+@given(st.integers(1, 1 << 40), st.integers(1, 256))
+def test_populated_pieces_cover_the_output_once_each_starting_on_a_page(nbytes, count):
+    pieces = page_pieces(nbytes, count)
+    assert 1 <= len(pieces) <= count
+    assert pieces[0][0] == 0 and pieces[-1][1] == nbytes
+    assert all(stop == start for (_, stop), (start, _) in zip(pieces, pieces[1:]))  # contiguous, no overlap
+    assert all(start % mmap.PAGESIZE == 0 and stop > start for start, stop in pieces)
+    sizes = [stop - start for start, stop in pieces]
+    assert max(sizes) - min(sizes) <= 2 * mmap.PAGESIZE  # even work for the threads

@@ -123,7 +123,7 @@ def page_pieces(nbytes: int, count: int) -> list[tuple[int, int]]:
     True
     """
     pages = -(-nbytes // mmap.PAGESIZE)
-    bounds = [min(nbytes, pages * i // count * mmap.PAGESIZE) for i in range(count)] + [nbytes]
+    bounds = [pages * i // count * mmap.PAGESIZE for i in range(count)] + [nbytes]
     return [(start, stop) for start, stop in zip(bounds, bounds[1:]) if stop > start]
 
 

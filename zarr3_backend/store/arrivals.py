@@ -64,7 +64,7 @@ class LaneArrivals(Arrivals):
         self._preferred: set[int] = set()
         self._ready = threading.Condition()
         self._answers: list[tuple[int, Answer]] = []
-        self._handed = False  # whether the answers waiting are due to be handed over
+        self._due = False  # whether the consumer should take the answers waiting
         self._answered = 0
         self._count = count
         self._lanes = max(1, min(lanes, count))
@@ -95,7 +95,7 @@ class LaneArrivals(Arrivals):
                 self._answers.append(answer)
                 self._answered += 1
             if answer is None or self._answered in (1, self._lanes, self._count) or answer[0] in self._preferred:
-                self._handed = True
+                self._due = True
                 self._ready.notify()
 
     def prefer(self, indices: Iterable[int]) -> None:
@@ -120,8 +120,8 @@ class LaneArrivals(Arrivals):
 
     def _take(self) -> list[tuple[int, Answer]]:
         with self._ready:
-            self._ready.wait_for(lambda: self._handed or self._senders.done())
-            answers, self._answers, self._handed = self._answers, [], False
+            self._ready.wait_for(lambda: self._due or self._senders.done())
+            answers, self._answers, self._due = self._answers, [], False
             if not answers and self._senders.done():
                 raise _stopped(self._senders)
             return answers

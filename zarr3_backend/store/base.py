@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import ReadOnlyError
 from ..keys import validate_key as validate_key
-from .arrivals import Arrivals
 from ..keys import validate_prefix as validate_prefix
 from ..values import Buffer as Buffer
 from ..values import ByteRange as ByteRange
@@ -22,6 +21,7 @@ from ..values import Generation as Generation
 from ..values import Value as Value
 from ..values import Versioned as Versioned
 from ..values import join_value as join_value
+from .arrivals import Arrivals
 
 Request = tuple[str, ByteRange | None]
 
