@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from typing import Any
 
@@ -9,6 +12,7 @@ import numpy as np
 import pytest
 
 import zarr3_backend
+from forking import in_forked_child
 from zarr3_backend import readahead
 from zarr3_backend.readahead import ReadAhead
 from zarr3_backend.store import make_store
@@ -176,3 +180,29 @@ def test_a_long_scan_remembers_a_bounded_number_of_chunks(monkeypatch):
         _settle(ahead)
     assert ahead.fetched_ahead > 150
     assert len(counting.reads) <= 200 + 4  # forgetting may fetch a few chunks twice, near the end at most
+
+
+def test_a_forked_child_reads_what_the_parent_was_still_fetching_ahead():
+    counting = Counting(4)
+    parent, release = os.getpid(), threading.Event()
+    get_many_versioned = counting.store.get_many_versioned
+
+    def held_in_the_parent(requests: Any) -> Any:
+        if os.getpid() == parent and any(key in ("c/2", "c/3") for key, _ in requests):
+            release.wait(30)  # the fetches ahead are still running when we fork
+        return get_many_versioned(requests)
+
+    counting.store.get_many_versioned = held_in_the_parent  # type: ignore[method-assign]
+    ahead = counting.ahead(4)
+    _read(ahead, 0), _read(ahead, 1)
+    assert len(ahead._entries) == 2
+
+    def child_reads() -> bool:
+        signal.alarm(10)  # the parent's fetch threads do not exist here: waiting on them would never end
+        return _read(ahead, 2) == b"\2" * 10 and _read(ahead, 3) == b"\3" * 10
+
+    try:
+        assert in_forked_child(child_reads)
+    finally:
+        release.set()
+    assert _read(ahead, 2) == b"\2" * 10  # the parent still takes its value fetched ahead

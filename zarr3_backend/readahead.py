@@ -46,6 +46,7 @@ b'two'
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -54,7 +55,7 @@ from functools import partial
 
 import numpy as np
 
-from .executor import submit_io
+from .executor import after_fork, submit_io
 from .store.base import Request, Store, Value, Versioned
 
 #: Seconds without a read of whole chunks after which values read ahead and not yet read are dropped.
@@ -91,6 +92,12 @@ class ReadAhead:
         Bytes those values may hold.
     """
 
+    # the scan's state, set by _end_scan
+    _reserved: int  # bytes held by values fetched ahead
+    _reads: int  # reads of whole chunks since the scan began
+    _last: int  # the chunk read last
+    _direction: int  # +1 or -1: where the scan moved last
+
     def __init__(
         self, store: Store, grid_shape: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str], *,
         chunk_nbytes: int, lanes: int, max_bytes: int,
@@ -106,14 +113,12 @@ class ReadAhead:
         self._sized = False  # whether the estimate comes from a fetched value yet
         self._lock = threading.RLock()  # a fetch that already ended runs its callback in _fill, holding it
         self._entries: dict[int, _Entry] = {}
-        self._reserved = 0
         self._taken: set[int] = set()  # chunks the scan read or fetched ahead (linear indexes)
         self._read: set[int] = set()  # chunks the scan read
-        self._last = 0  # the chunk read last
-        self._direction = 1  # +1 or -1: where the scan moved last
-        self._reads = 0  # reads of whole chunks since the scan began
-        self._active = 0  # such reads running now
+        self._active = 0  # reads of whole chunks running now
         self._idle_timer: threading.Timer | None = None
+        self._end_scan()
+        _LIVE.add(self)
 
     @contextmanager
     def reading(self, coords: Sequence[int]) -> Iterator[Store]:
@@ -210,12 +215,36 @@ class ReadAhead:
                 return
             for entry in self._entries.values():
                 entry.future.cancel()
-            self._entries.clear()
-            self._reserved = self._reads = self._last = 0
-            self._direction = 1
-            self._taken.clear()
-            self._read.clear()
-            self._idle_timer = None
+            self._end_scan()
+
+    def _end_scan(self) -> None:
+        """Forget the scan: nothing fetched ahead, nothing read (called holding the lock, or before any thread shares us)."""
+        self._entries.clear()
+        self._reserved = 0
+        self._reads = 0
+        self._last = 0
+        self._direction = 1
+        self._taken.clear()
+        self._read.clear()
+        self._idle_timer = None
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: the fetches ahead ran on the parent's threads and never end here, and the lock may be held."""
+        self._lock = threading.RLock()
+        self._active = 0
+        self._end_scan()
+
+
+#: Every read-ahead alive, so a forked child can reset them.
+_LIVE: weakref.WeakSet[ReadAhead] = weakref.WeakSet()
+
+
+def _forget_fetches_after_fork() -> None:
+    for ahead in list(_LIVE):
+        ahead._forget_after_fork()
+
+
+after_fork(_forget_fetches_after_fork)
 
 
 class _Served(Store):
