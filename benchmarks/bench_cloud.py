@@ -40,6 +40,7 @@ from bench_xarray_open import CACHE, N_VARS, climate_store, many_variables  # no
 from common import print_machine_info  # noqa: E402
 from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
 
+from zarr3_backend.executor import io_concurrency  # noqa: E402
 from zarr3_backend.store import FsspecStore  # noqa: E402
 from zarr3_backend.testing.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
 
@@ -56,7 +57,7 @@ def fresh_fs(server: RemoteServer) -> Any:
     options = server.storage_options
     client_kwargs = {**options["client_kwargs"], "verify": False}  # plain http: no CA bundle to load (see the docstring)
     fs = s3fs.S3FileSystem(**{**options, "client_kwargs": client_kwargs}, skip_instance_cache=True,
-                           config_kwargs={"max_pool_connections": 32})  # fmt: skip
+                           config_kwargs={"max_pool_connections": io_concurrency()})  # fmt: skip
     fs.connect()
     _CLIENTS.append(fs)  # closed at exit: s3fs closing a client from another loop on garbage collection only adds noise
     return fs

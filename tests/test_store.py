@@ -261,6 +261,7 @@ def _spy_calls(monkeypatch: pytest.MonkeyPatch, fs: Any) -> list[tuple[str, dict
 def test_s3_requests_are_single_gets(
     s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("ZARR3_BACKEND_S3_DIRECT", "0")  # botocore's path; tests/test_s3_direct.py has the direct one
     store = _fsspec_store(s3_url, storage_options=s3_storage_options)
     store.set("k", bytes(100))
     calls = _spy_calls(monkeypatch, store.fs)
@@ -275,6 +276,7 @@ def test_s3_get_many_is_one_concurrent_batch(
 ) -> None:
     import asyncio
 
+    monkeypatch.setenv("ZARR3_BACKEND_S3_DIRECT", "0")
     store = _fsspec_store(s3_url, storage_options=s3_storage_options)
     store.set_many({f"c/{i}": bytes([i]) * 10 for i in range(30)})
     in_flight = peak = 0
@@ -301,6 +303,7 @@ def test_s3_get_many_is_one_concurrent_batch(
 def test_s3_other_errors_become_store_error(
     s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("ZARR3_BACKEND_S3_DIRECT", "0")
     store = _fsspec_store(s3_url, storage_options=s3_storage_options)
 
     async def broken(*args: Any, **kwargs: Any) -> bytes:

@@ -6,7 +6,9 @@ Keys are paths below ``root`` in the file system's own terms (for s3:
 loop; a whole-value read is one plain GET. Ranges keep Python slice
 semantics everywhere: suffixes go out as ``bytes=-n``, ranges past the end
 read as ``b""`` (an HTTP 416 is not an error here), and ranges that need the
-size (a negative ``end``) cost one extra HEAD.
+size (a negative ``end``) cost one extra HEAD. On s3fs the GETs go out
+through :mod:`.s3_direct` (without botocore's per-request CPU) wherever it
+can answer them, and through botocore otherwise.
 
 :meth:`~FsspecStore.get_many_versioned` returns each value with its
 generation: on S3 the ETag of the very GET that read the bytes (no extra
@@ -35,6 +37,7 @@ from fsspec.asyn import sync
 from ..errors import StoreError
 from ..executor import io_concurrency
 from .arrivals import Arrivals, LaneArrivals
+from .s3_direct import Unhandled, direct_gets
 from .base import (
     ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix,
 )
@@ -107,6 +110,7 @@ class FsspecStore(Store):
         self.read_only = read_only
         self._io_concurrency = io_concurrency
         self._full_kwargs = _single_get_kwargs(fs)
+        self._s3 = _is_s3(fs)
 
     @property
     def io_concurrency(self) -> int:
@@ -190,6 +194,8 @@ class FsspecStore(Store):
     async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes:
         fs: Any = self.fs
         if byte_range is None:
+            if (direct := await self._direct_get(path, None)) is not None:
+                return direct[0]
             data: bytes = await fs._cat_file(path, **self._full_kwargs)
             return data
         if _needs_size(byte_range):
@@ -197,8 +203,23 @@ class FsspecStore(Store):
         if _is_empty(byte_range):  # probe existence; past-the-end reads as b""
             await fs._cat_file(path, start=0, end=1)
             return b""
+        if (direct := await self._direct_get(path, _http_range(byte_range))) is not None:
+            return direct[0]
         data = await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
         return data
+
+    async def _direct_get(self, path: str, http_range: str | None) -> tuple[bytes, Generation | None] | None:
+        """One GetObject sent without botocore's per-request work (see :mod:`.s3_direct`); ``None``: send it through botocore."""
+        if not self._s3:
+            return None
+        bucket, key, version = self.fs.split_path(path)
+        gets = await direct_gets(self.fs, bucket)
+        if gets is None:
+            return None
+        try:
+            return await gets.get(bucket, key, version, http_range)
+        except Unhandled:
+            return None
 
     async def _size_async(self, path: str) -> int:
         info = await self.fs._info(path)
@@ -249,6 +270,9 @@ class FsspecStore(Store):
         target = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {})}
         empty = byte_range is not None and _is_empty(byte_range)
         ranged = {} if byte_range is None else {"Range": "bytes=0-0" if empty else _http_range(byte_range)}
+
+        if (direct := await self._direct_get(path, ranged.get("Range"))) is not None:
+            return (b"" if empty else direct[0]), direct[1]
 
         async def get_and_read() -> tuple[bytes, Generation | None]:
             response = await fs._call_s3("get_object", **target, **ranged)

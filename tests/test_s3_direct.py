@@ -1,0 +1,266 @@
+"""GetObject without botocore's per-request work: SigV4 as botocore signs, the same bytes, botocore for the rest."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import zlib
+from typing import Any
+from unittest import mock
+from urllib.parse import quote
+
+import crc32c
+import pytest
+from fsspec.asyn import sync
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarr3_backend.errors import StoreError
+from zarr3_backend.store import ByteRange, FsspecStore
+from zarr3_backend.store.s3_direct import DirectGets, Unhandled, direct_gets, sigv4_headers
+from zarr3_backend.testing.latency_s3 import latency_s3_server
+
+s3fs = pytest.importorskip("s3fs")
+botocore_auth = pytest.importorskip("botocore.auth")
+
+BUCKET = "bkt"
+KEYS = {"zarr.json": b"{}", "c/0/1": bytes(range(200)), "dir/a b+c=\u00fc~.json": b"odd name", "empty": b""}
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with latency_s3_server() as server:
+        server.create_bucket(BUCKET)
+        for key, value in KEYS.items():
+            server.put(BUCKET, f"root/{key}", value)
+        yield server
+
+
+def make_store(server: Any, **options: Any) -> FsspecStore:
+    fs = s3fs.S3FileSystem(**{**server.storage_options, **options}, skip_instance_cache=True)
+    return FsspecStore(fs, f"{BUCKET}/root")
+
+
+def botocore_gets(monkeypatch: pytest.MonkeyPatch, store: FsspecStore) -> list[dict[str, Any]]:
+    """The GetObject calls that go through botocore from now on."""
+    calls: list[dict[str, Any]] = []
+    original = store.fs._call_s3
+
+    async def spy(method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "get_object":
+            calls.append(kwargs)
+        return await original(method, *args, **kwargs)
+
+    monkeypatch.setattr(store.fs, "_call_s3", spy)
+    return calls
+
+
+def gets_of(store: FsspecStore) -> DirectGets:
+    gets = sync(store.fs.loop, direct_gets, store.fs, BUCKET)
+    assert gets is not None
+    return gets
+
+
+# -- the signature ----------------------------------------------------------------------
+
+_KEY_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    key=_KEY_TEXT,
+    byte_range=st.none() | st.builds(lambda a, n: f"bytes={a}-{a + n}", st.integers(0, 10**12), st.integers(0, 10**9))
+    | st.builds(lambda n: f"bytes=-{n}", st.integers(1, 10**9)),
+    version=st.none() | st.text("abcXYZ019._-+/=", min_size=1, max_size=20),
+    token=st.none() | st.text("abcdefXYZ0123456789+/=", min_size=1, max_size=60),
+    region=st.sampled_from(["us-east-1", "eu-central-1", "ap-southeast-2"]),
+    host=st.sampled_from(["127.0.0.1:9000", "s3.eu-central-1.amazonaws.com", "bkt.s3.amazonaws.com"]),
+    when=st.datetimes(datetime.datetime(2000, 1, 1), datetime.datetime(2099, 12, 31)),
+)
+def test_the_signature_is_the_one_botocore_computes(key, byte_range, version, token, region, host, when) -> None:
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    url = f"http://{host}/bkt/{quote(key, safe='/~')}" + (f"?versionId={quote(version, safe='-_.~')}" if version else "")
+    headers = {"accept-encoding": "identity", **({"range": byte_range} if byte_range else {})}
+    ours = sigv4_headers(
+        url, headers, access_key="AKIDEXAMPLE", secret_key="secret/key+", token=token, region=region, when=when
+    )
+
+    request = AWSRequest(method="GET", url=url, headers=dict(headers))
+    with mock.patch.object(botocore_auth, "get_current_datetime", return_value=when):
+        botocore_auth.S3SigV4Auth(Credentials("AKIDEXAMPLE", "secret/key+", token), "s3", region).add_auth(request)
+    assert ours["authorization"] == request.headers["Authorization"]
+    assert ours["x-amz-date"] == request.headers["X-Amz-Date"]
+    assert ours.get("x-amz-security-token") == request.headers.get("X-Amz-Security-Token")
+
+
+# -- reads through the store ---------------------------------------------------------------
+
+
+def test_reads_skip_botocore_and_return_what_botocore_returns(s3, monkeypatch: pytest.MonkeyPatch) -> None:
+    requests = [
+        (key, byte_range)
+        for key in [*KEYS, "missing"]
+        for byte_range in (None, ByteRange(2, 9), ByteRange.suffix(3), ByteRange(150, 400), ByteRange(5000))
+    ]
+    monkeypatch.setenv("ZARR3_BACKEND_S3_DIRECT", "0")
+    through_botocore = make_store(s3)
+    expected = through_botocore.get_many(requests)
+    expected_versions = [v.generation for v in through_botocore.get_many_versioned(requests)]
+    monkeypatch.delenv("ZARR3_BACKEND_S3_DIRECT")
+
+    direct = make_store(s3)
+    calls = botocore_gets(monkeypatch, direct)
+    assert direct.get_many(requests) == expected
+    assert [v.generation for v in direct.get_many_versioned(requests)] == expected_versions
+    assert expected[0] == b"{}" and expected_versions[0] is not None
+    # botocore sees only the ranges that start past the end of a value (HTTP 416), which it answers as before
+    for call in calls:
+        value = KEYS[call["Key"].removeprefix("root/")]
+        start = call["Range"].removeprefix("bytes=").split("-")[0]
+        assert not value or (start and int(start) >= len(value)), call
+    assert 0 < len(calls) < len(requests)  # of 2 * len(requests) reads
+
+
+def test_anonymous_clients_send_unsigned_gets(s3, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = make_store(s3, anon=True)
+    calls = botocore_gets(monkeypatch, store)
+    assert store.get("c/0/1", ByteRange(10, 12)) == bytes([10, 11]) and store.get("zarr.json") == b"{}"
+    assert not calls and gets_of(store)._credentials is None
+
+
+def test_requester_pays_stays_with_botocore(s3, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = make_store(s3, requester_pays=True)
+    calls = botocore_gets(monkeypatch, store)
+    assert store.get("zarr.json") == b"{}"
+    assert sync(store.fs.loop, direct_gets, store.fs, BUCKET) is None
+    assert [call["Key"] for call in calls] == ["root/zarr.json"]  # s3fs adds RequestPayer in there
+
+
+def test_a_connection_failure_is_retried_through_botocore(s3, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = make_store(s3)
+    gets = gets_of(store)
+    assert store.get("zarr.json") == b"{}"
+    route = gets._routes[BUCKET]
+    monkeypatch.setitem(gets._routes, BUCKET, type(route)("http://127.0.0.1:9/bkt/", None, None))  # nothing listens
+    calls = botocore_gets(monkeypatch, store)
+    assert store.get("c/0/1", ByteRange(0, 3)) == bytes([0, 1, 2])
+    assert [call["Range"] for call in calls] == ["bytes=0-2"]
+    assert gets._routes[BUCKET] is not None  # a connection failure says nothing about the bucket
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [301, 307, 400, 403])
+def test_an_answer_wrong_for_the_bucket_turns_the_direct_path_off(s3, status: int) -> None:
+    gets = gets_of(make_store(s3))
+    sync_get(gets, "zarr.json")
+    with pytest.raises(Unhandled, match=str(status)):
+        gets._answer(BUCKET, "bkt/k", "u", None, status=status, headers={}, body=b"<Error/>")
+    with pytest.raises(Unhandled, match="through botocore"):
+        sync_get(gets, "zarr.json")
+
+
+@pytest.mark.parametrize("status", [416, 429, 500, 503])
+def test_passing_trouble_goes_to_botocore_but_keeps_the_direct_path(s3, status: int) -> None:
+    gets = gets_of(make_store(s3))
+    with pytest.raises(Unhandled):
+        gets._answer(BUCKET, "bkt/k", "u", "bytes=9-", status=status, headers={}, body=b"<Error/>")
+    with pytest.raises(Unhandled):
+        no_bucket = b"<Error><Code>NoSuchBucket</Code></Error>"
+        gets._answer(BUCKET, "bkt/k", "u", None, status=404, headers={}, body=no_bucket)
+    assert sync_get(gets, "zarr.json") == b"{}"
+
+
+def test_a_missing_key_is_file_not_found(s3) -> None:
+    gets = gets_of(make_store(s3))
+    with pytest.raises(FileNotFoundError, match="bkt/root/nope"):
+        sync_get(gets, "nope")
+
+
+def sync_get(gets: DirectGets, key: str) -> bytes:
+    from fsspec.asyn import get_loop  # s3fs clients live on fsspec's loop
+
+    return sync(get_loop(), gets.get, BUCKET, f"root/{key}", None, None)[0]
+
+
+@pytest.mark.parametrize(
+    ("byte_range", "content_range", "body"),
+    [
+        ("bytes=10-19", "bytes 11-20/100", bytes(10)),  # not where we asked
+        ("bytes=10-19", "bytes 10-19/100", bytes(9)),  # short
+        ("bytes=10-19", None, bytes(10)),  # no Content-Range
+        ("bytes=-10", "bytes 80-89/100", bytes(10)),  # a suffix that is not the end
+        ("bytes=10-19", "bytes 10-29/100", bytes(20)),  # more than asked
+    ],
+)
+def test_a_range_answer_must_cover_the_range_asked_for(s3, byte_range, content_range, body) -> None:
+    gets = gets_of(make_store(s3))
+    headers = {} if content_range is None else {"content-range": content_range}
+    with pytest.raises(StoreError, match="Content-Range"):
+        gets._answer(BUCKET, "bkt/k", "http://x/k", byte_range, status=206, headers=headers, body=body)
+
+
+def test_good_range_answers_pass(s3) -> None:
+    gets = gets_of(make_store(s3))
+    for byte_range, content_range, size in [
+        ("bytes=10-19", "bytes 10-19/100", 10), ("bytes=90-199", "bytes 90-99/100", 10),
+        ("bytes=-10", "bytes 90-99/100", 10), ("bytes=-500", "bytes 0-99/100", 100), ("bytes=5-", "bytes 5-99/100", 95),
+    ]:  # fmt: skip
+        body = bytes(range(size))
+        headers = {"content-range": content_range, "etag": '"e"'}
+        answer = gets._answer(BUCKET, "bkt/k", "u", byte_range, status=206, headers=headers, body=body)
+        assert answer == (body, '"e"')
+
+
+def test_a_short_whole_value_is_an_error(s3) -> None:
+    gets = gets_of(make_store(s3))
+    with pytest.raises(StoreError, match="Content-Length promised 10"):
+        gets._answer(BUCKET, "bkt/k", "http://x/k", None, status=200, headers={"content-length": "10"}, body=bytes(9))
+
+
+def _b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode()
+
+
+@pytest.mark.parametrize(
+    ("header", "compute"),
+    [
+        ("crc32c", lambda b: crc32c.crc32c(b).to_bytes(4, "big")),
+        ("crc32", lambda b: zlib.crc32(b).to_bytes(4, "big")),
+        ("sha256", lambda b: __import__("hashlib").sha256(b).digest()),
+    ],
+)
+def test_whole_object_checksums_are_checked(s3, header: str, compute: Any) -> None:
+    gets = gets_of(make_store(s3))
+    body = b"the stored bytes"
+    good = {f"x-amz-checksum-{header}": _b64(compute(body))}
+    assert gets._answer(BUCKET, "bkt/k", "u", None, status=200, headers=good, body=body)[0] == body
+    with pytest.raises(StoreError, match=f"x-amz-checksum-{header}"):
+        gets._answer(BUCKET, "bkt/k", "http://x/k", None, status=200, headers=good, body=body[:-1] + b"!")
+    composite = {f"x-amz-checksum-{header}": _b64(compute(b"other")) + "-3"}  # of the parts: cannot be checked here
+    assert gets._answer(BUCKET, "bkt/k", "u", None, status=200, headers=composite, body=body)[0] == body
+
+
+def test_whole_object_gets_ask_for_the_checksum(s3, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = make_store(s3)
+    gets = gets_of(store)
+    sent: list[dict[str, str]] = []
+    original = sigv4_headers
+
+    def spy(url: str, headers: dict[str, str], **kwargs: Any) -> dict[str, str]:
+        sent.append(dict(headers))
+        return original(url, headers, **kwargs)
+
+    monkeypatch.setattr("zarr3_backend.store.s3_direct.sigv4_headers", spy)
+    assert store.get("zarr.json") == b"{}" and store.get("c/0/1", ByteRange(0, 1)) == b"\0"
+    assert [h.get("x-amz-checksum-mode") for h in sent] == ["ENABLED", None]
+    assert gets._checksums
+
+
+def test_the_installed_clients_take_the_direct_path(s3) -> None:
+    """If aiobotocore changes what the direct path relies on, this says so (reads stay right, only slower)."""
+    gets = gets_of(make_store(s3))
+    assert gets._credentials is not None and gets._region == "us-east-1"
