@@ -37,10 +37,10 @@ from fsspec.asyn import sync
 from ..errors import StoreError
 from ..executor import io_concurrency
 from .arrivals import Arrivals, LaneArrivals
-from .s3_direct import Unhandled, direct_gets
 from .base import (
     ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix,
 )
+from .s3_direct import Unhandled, direct_gets
 
 T = TypeVar("T")
 
