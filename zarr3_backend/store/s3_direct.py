@@ -76,7 +76,7 @@ def sigv4_headers(
     url: str, headers: Mapping[str, str], *, access_key: str, secret_key: str, token: str | None, region: str,
     when: datetime.datetime,
 ) -> dict[str, str]:
-    """``headers`` plus the SigV4 headers of a body-less S3 GET of ``url`` (path and query already encoded).
+    """``headers`` plus the SigV4 headers of a body-less S3 GET of ``url`` (path and query encoded; one parameter at most).
 
     The same signature botocore's ``S3SigV4Auth`` computes for the same request at the same time.
     """
@@ -87,9 +87,8 @@ def sigv4_headers(
     if token:
         signed["x-amz-security-token"] = token
     names = sorted(signed)
-    query = "&".join(sorted(parts.query.split("&"))) if parts.query else ""
-    canonical = "\n".join([
-        "GET", parts.path or "/", query, "".join(f"{name}:{signed[name]}\n" for name in names), ";".join(names),
+    canonical = "\n".join([  # the query is one parameter at most (versionId): already in canonical order
+        "GET", parts.path or "/", parts.query, "".join(f"{name}:{signed[name]}\n" for name in names), ";".join(names),
         _EMPTY_SHA256,
     ])  # fmt: skip
     scope = f"{stamp[:8]}/{region}/s3/aws4_request"
