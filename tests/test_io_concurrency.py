@@ -126,7 +126,7 @@ def test_large_shards_are_all_fetched_at_once(s3):
     assert s3.stats.requests == 12 and s3.stats.max_in_flight == 12 and s3.stats.rounds == 1
 
 
-@pytest.mark.parametrize("lanes", [32, 8])
+@pytest.mark.parametrize("lanes", [64, 32, 8])
 def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypatch, lanes):
     url = s3.create_bucket("split") + "/a"
     data = np.random.default_rng(0).random((16, 1 << 20), dtype="float32")  # 2 shards of 32 MiB, barely compressible
@@ -135,10 +135,26 @@ def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypa
     a[...] = data
     monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", str(lanes))
     np.testing.assert_array_equal(_full_read(s3, url), data)
-    if lanes == 32:  # each shard: its index, then its 8 inner chunks of ~4 MiB as 8 MiB ranges, all in flight at once
+    if lanes >= 32:  # each shard: its index, then its 8 inner chunks of ~4 MiB as 8 MiB ranges, all in flight at once
         assert s3.stats.requests == 2 + 2 * 4 and s3.stats.max_in_flight == 8 and s3.stats.rounds == 2
     else:  # 2 shards are a quarter of 8 lanes: they fill the connections well enough by themselves
         assert s3.stats.requests == 2 and s3.stats.rounds == 1
+
+
+@pytest.mark.parametrize(("shards", "split"), [(7, True), (8, False)])
+def test_reads_of_8_shards_or_more_are_not_split_however_many_lanes(s3, monkeypatch, shards, split):
+    monkeypatch.setattr(zarr3_backend.array, "RANGE_PART_BYTES", 64 << 10)  # 256 KiB shards count as large
+    url = s3.create_bucket(f"split{shards}") + "/a"
+    data = np.random.default_rng(0).random((shards * 8, 1 << 13), dtype="float32")  # barely compressible
+    a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(8, 1 << 10), shards=(8, 1 << 13),
+                                   storage_options=s3.storage_options)  # fmt: skip
+    a[...] = data
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "256")
+    np.testing.assert_array_equal(_full_read(s3, url), data)
+    if split:  # each shard: its index, then its 8 inner chunks of 32 KiB as 4 ranges of 64 KiB
+        assert s3.stats.rounds == 2 and s3.stats.requests == 5 * shards
+    else:
+        assert s3.stats.rounds == 1 and s3.stats.requests == shards
 
 
 def test_io_concurrency_setting_caps_requests_in_flight(s3, monkeypatch):

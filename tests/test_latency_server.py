@@ -135,8 +135,9 @@ def _open_stats(s3, bucket: str, **kwargs):
     (False, {}, 3),  # the same: on object storage the default lists the group while fetching its document
     (True, {"consolidated": False}, 3),  # consolidated metadata ignored: the same three rounds, one listing
 ])  # fmt: skip
-def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, consolidated, open_kwargs, expected):
+def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, monkeypatch, consolidated, open_kwargs, expected):
     xr = pytest.importorskip("xarray")
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "32")  # fewer variables than the default 64 exceed it
     sizes = (5, 28, 50)
     for n in sizes:
         coords = {"t": np.arange(4), "x": np.arange(3)}
@@ -232,7 +233,7 @@ def test_a_failed_open_leaves_no_coordinate_read_in_flight(s3):
 
 def test_object_storage_counts_as_remote_however_many_cpu_threads(s3, monkeypatch):
     xr = pytest.importorskip("xarray")
-    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "64")  # more CPU threads than the 32 lanes, as on a large node
+    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "96")  # more CPU threads than the 64 lanes, as on a large node
     ds = xr.Dataset({"v": (("t",), np.arange(4.0))}, coords={"t": np.arange(4)})
     ds.to_zarr3(s3.create_bucket("big-node") + "/g", storage_options=s3.storage_options, consolidated=False)
     s3.latency = 0.3

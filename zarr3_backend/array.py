@@ -41,6 +41,8 @@ T = TypeVar("T")
 PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
 #: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
 RANGE_PART_BYTES = 8 << 20
+#: A remote read of fewer shards than this (and than a quarter of its I/O lanes) splits its large shards.
+SPLIT_BELOW_SHARDS = 8
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
 
@@ -219,7 +221,7 @@ class Array:
             inner = tuple(c % r for c, r in zip(piece.coords, ratio))
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
         spec = self.chunk_spec
-        split = remote and 4 * len(pieces) < lanes
+        split = remote and len(pieces) < min(SPLIT_BELOW_SHARDS, lanes / 4)
         plans = []
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)
@@ -230,9 +232,9 @@ class Array:
         """With ``split``, large shards are fetched as side-by-side ranges.
 
         One connection carries only so much per second, so a remote read of
-        few shards (less than a quarter of the I/O lanes) would leave most
-        connections idle; with more, the shards fill them by themselves and
-        splitting only adds requests.
+        few shards (fewer than :data:`SPLIT_BELOW_SHARDS` and than a quarter of
+        the I/O lanes) would leave most connections idle; with more, the
+        shards fill them by themselves and splitting only adds requests.
         """
         if split:
             return ReadContext(key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES)
@@ -447,7 +449,7 @@ def is_remote(store: Store) -> bool:
     """Whether ``store`` declares more than one request in flight (``io_concurrency``): object storage, where rounds cost time.
 
     Not "more lanes than CPU threads": a 64-core machine has more threads than
-    the 32 default lanes, and its reads from S3 pay for rounds all the same.
+    the 64 default lanes, and its reads from S3 pay for rounds all the same.
     """
     return (getattr(store, "io_concurrency", None) or 1) > 1
 

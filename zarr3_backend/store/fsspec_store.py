@@ -94,7 +94,7 @@ class FsspecStore(Store):
         Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
     io_concurrency : int, optional
         Requests kept in flight at once on an asynchronous file system
-        (default: ``ZARR3_BACKEND_IO_CONCURRENCY``, 32). Synchronous ones
+        (default: ``ZARR3_BACKEND_IO_CONCURRENCY``, 64). Synchronous ones
         (memory, zip) are read one request at a time.
 
     >>> import fsspec
@@ -383,7 +383,7 @@ def with_connection_pool(protocol: str, storage_options: dict[str, Any]) -> dict
     ``max_pool_connections`` the user set in ``config_kwargs`` is kept.
 
     >>> with_connection_pool("s3", {"anon": True})["config_kwargs"]
-    {'max_pool_connections': 32}
+    {'max_pool_connections': 64}
     >>> with_connection_pool("s3", {"config_kwargs": {"max_pool_connections": 4}})["config_kwargs"]
     {'max_pool_connections': 4}
     """
