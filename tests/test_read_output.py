@@ -120,3 +120,27 @@ def test_populated_pieces_cover_the_output_once_each_starting_on_a_page(nbytes, 
     assert all(start % mmap.PAGESIZE == 0 and stop > start for start, stop in pieces)
     sizes = [stop - start for start, stop in pieces]
     assert max(sizes) - min(sizes) <= 2 * mmap.PAGESIZE  # even work for the threads
+
+
+@given(st.integers(0, 64), st.integers(1, 5 * output_memory.POPULATE_STEP_BYTES // mmap.PAGESIZE))
+def test_populating_advises_the_piece_in_steps_that_cover_it_once(start_page, pages):
+    calls = []
+
+    class _Recorder:
+        def madvise(self, address, length, advice):
+            calls.append((address.value, length.value, advice))
+
+    memory = mmap.mmap(-1, (start_page + pages) * mmap.PAGESIZE, flags=output_memory.PRIVATE)
+    base = np.frombuffer(memory, "u1").ctypes.data
+    piece = (start_page * mmap.PAGESIZE, (start_page + pages) * mmap.PAGESIZE)
+    original = output_memory._libc
+    output_memory._libc = lambda: _Recorder()  # not monkeypatch: hypothesis runs many examples per test
+    try:
+        output_memory._populate(memory, piece)
+    finally:
+        output_memory._libc = original
+    assert all(advice == output_memory.MADV_POPULATE_WRITE for _, _, advice in calls)
+    assert all(0 < length <= output_memory.POPULATE_STEP_BYTES for _, length, _ in calls)  # the map lock is let go between
+    covered = [(address - base, address - base + length) for address, length, _ in calls]
+    assert covered[0][0] == piece[0] and covered[-1][1] == piece[1]
+    assert all(stop == start for (_, stop), (start, _) in zip(covered, covered[1:]))
