@@ -285,12 +285,13 @@ NodeMetadata = ArrayMetadata | GroupMetadata
 def parse_node_metadata(raw: bytes, where: str) -> NodeMetadata:
     """Decode a ``zarr.json`` value into array or group metadata, within the parse limits."""
     try:
-        document = json.loads(raw, parse_int=_parse_int)
+        document = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))  # as json.loads
     except RecursionError as exc:
         raise MetadataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)") from exc
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too long integers
         raise MetadataError(f"{where}: not valid JSON ({exc})") from exc
-    _check_depth(document, where)
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # fewer brackets cannot nest deeper: no walk
+        _check_depth(document, where)
     return node_metadata_from_json(document, where)
 
 
@@ -298,6 +299,9 @@ def _parse_int(literal: str) -> int:
     if len(literal.lstrip("-")) > MAX_INT_DIGITS:
         raise MetadataError(f"integer literal of {len(literal)} digits; at most {MAX_INT_DIGITS} are accepted")
     return int(literal)
+
+
+_DECODER = json.JSONDecoder(parse_int=_parse_int)
 
 
 def _check_depth(document: object, where: str) -> None:
