@@ -10,6 +10,7 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend.executor import fetch_and_work, io_concurrency
+from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.store.fsspec_store import with_connection_pool
 
 
@@ -168,3 +169,32 @@ def test_more_requests_in_flight_than_the_s3fs_default_pool(s3):
     url, data = _write(s3, "small", 40, (2, 64))  # small shards: one batched round
     np.testing.assert_array_equal(_full_read(s3, url), data)
     assert s3.stats.requests == 40 and s3.stats.max_in_flight > 10
+
+
+class _SlowIndexStore(CountingStore):
+    """A remote-like store (4 lanes) where the index of shard ``c/0/0`` answers only once ``released`` is set."""
+
+    io_concurrency = 4
+
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.released = threading.Event()
+
+    def get_many_versioned(self, requests):
+        if any(key.endswith("c/0/0") and byte_range is not None and byte_range.start < 0 for key, byte_range in requests):
+            assert self.released.wait(10), "the other shards' chunks were never requested"
+        versioned = super().get_many_versioned(requests)
+        with self._lock:
+            shards = {key for key, byte_range in self.requests if byte_range is not None and byte_range.start >= 0}
+            if len(shards - {"c/0/0"}) == 3:  # every other shard's inner chunks: none waited for the slow index
+                self.released.set()
+        return versioned
+
+
+def test_each_shard_of_a_remote_read_goes_on_as_soon_as_its_own_index_arrives(tmp_path):
+    data = np.arange(4 * 8 * 8, dtype="float32").reshape(32, 8)
+    zarr3_backend.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8))[...] = data
+    store = _SlowIndexStore(zarr3_backend.store.LocalStore(str(tmp_path / "a")))
+    array = zarr3_backend.open_array(store)
+    np.testing.assert_array_equal(array[:, 5], data[:, 5])  # 4 shards: one inner chunk of each
+    assert store.released.is_set()

@@ -398,8 +398,10 @@ def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadRes
 
     Used to load many small arrays (coordinates, a group's metadata-sized
     variables) in one round trip instead of one per array. Stored chunks are
-    fetched in groups on the I/O pool (see :func:`fetch_groups`) and decoded
-    on the CPU pool as each group arrives.
+    fetched in groups on the I/O pool (see :func:`fetch_groups`; on a remote
+    store, one group per stored chunk when they fit the lanes, so each shard
+    moves on as soon as its own index arrives) and decoded on the CPU pool
+    as each group arrives.
     """
     with ExitStack() as scans:
         reads = [scans.enter_context(array.planned_read(selection, orthogonal)) for array, selection, orthogonal in requests]
@@ -411,8 +413,10 @@ def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadRes
             flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
             per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
             lanes = fetch_lanes(store)
-            held = None if is_remote(store) else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
-            fetch_and_work(partial(_fetch_group, store=store), fetch_groups(flat, per_chunk), _run_job, lanes, held)
+            remote = is_remote(store)
+            held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
+            groups = [[item] for item in flat] if remote and len(flat) <= lanes else fetch_groups(flat, per_chunk)
+            fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, lanes, held)
     return [read.result() for read in reads]
 
 
