@@ -155,7 +155,8 @@ def test_a_connection_failure_is_retried_through_botocore(s3, monkeypatch: pytes
 
 @pytest.mark.parametrize("status", [301, 307, 400, 403])
 def test_an_answer_wrong_for_the_bucket_turns_the_direct_path_off(s3, status: int) -> None:
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     sync_get(gets, "zarr.json")
     with pytest.raises(Unhandled, match=str(status)):
         gets._answer(BUCKET, "bkt/k", "u", None, status=status, headers={}, body=b"<Error/>")
@@ -165,7 +166,8 @@ def test_an_answer_wrong_for_the_bucket_turns_the_direct_path_off(s3, status: in
 
 @pytest.mark.parametrize("status", [416, 429, 500, 503])
 def test_passing_trouble_goes_to_botocore_but_keeps_the_direct_path(s3, status: int) -> None:
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     with pytest.raises(Unhandled):
         gets._answer(BUCKET, "bkt/k", "u", "bytes=9-", status=status, headers={}, body=b"<Error/>")
     with pytest.raises(Unhandled):
@@ -175,7 +177,8 @@ def test_passing_trouble_goes_to_botocore_but_keeps_the_direct_path(s3, status: 
 
 
 def test_a_missing_key_is_file_not_found(s3) -> None:
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     with pytest.raises(FileNotFoundError, match="bkt/root/nope"):
         sync_get(gets, "nope")
 
@@ -197,14 +200,16 @@ def sync_get(gets: DirectGets, key: str) -> bytes:
     ],
 )
 def test_a_range_answer_must_cover_the_range_asked_for(s3, byte_range, content_range, body) -> None:
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     headers = {} if content_range is None else {"content-range": content_range}
     with pytest.raises(StoreError, match="Content-Range"):
         gets._answer(BUCKET, "bkt/k", "http://x/k", byte_range, status=206, headers=headers, body=body)
 
 
 def test_good_range_answers_pass(s3) -> None:
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     for byte_range, content_range, size in [
         ("bytes=10-19", "bytes 10-19/100", 10), ("bytes=90-199", "bytes 90-99/100", 10),
         ("bytes=-10", "bytes 90-99/100", 10), ("bytes=-500", "bytes 0-99/100", 100), ("bytes=5-", "bytes 5-99/100", 95),
@@ -216,7 +221,8 @@ def test_good_range_answers_pass(s3) -> None:
 
 
 def test_a_short_whole_value_is_an_error(s3) -> None:
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     with pytest.raises(StoreError, match="Content-Length promised 10"):
         gets._answer(BUCKET, "bkt/k", "http://x/k", None, status=200, headers={"content-length": "10"}, body=bytes(9))
 
@@ -234,7 +240,8 @@ def _b64(digest: bytes) -> str:
     ],
 )
 def test_whole_object_checksums_are_checked(s3, header: str, compute: Any) -> None:
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     body = b"the stored bytes"
     good = {f"x-amz-checksum-{header}": _b64(compute(body))}
     assert gets._answer(BUCKET, "bkt/k", "u", None, status=200, headers=good, body=body)[0] == body
@@ -262,5 +269,6 @@ def test_whole_object_gets_ask_for_the_checksum(s3, monkeypatch: pytest.MonkeyPa
 
 def test_the_installed_clients_take_the_direct_path(s3) -> None:
     """If aiobotocore changes what the direct path relies on, this says so (reads stay right, only slower)."""
-    gets = gets_of(make_store(s3))
+    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
+    gets = gets_of(store)
     assert gets._credentials is not None and gets._region == "us-east-1"
