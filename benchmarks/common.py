@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -261,6 +262,26 @@ def print_machine_info(libraries: Sequence[str]) -> None:
     print(f"  python {platform.python_version()} ({sys.executable})")
     versions = library_versions(libraries)
     print("  " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    print(f"  {memory_setup()}")
+
+
+def memory_setup() -> str:
+    """The kernel's transparent-huge-page settings, and whether freed memory goes back to a VM's host.
+
+    Under free page reporting (a VM's balloon device), free 2 MiB blocks are
+    handed back to the host, and touching them again costs a fault on the
+    host too: fresh large outputs then show system-time spikes of up to
+    seconds that no implementation controls (see README.md).
+    """
+    thp = Path("/sys/kernel/mm/transparent_hugepage")
+    try:
+        modes = {name: (thp / name).read_text().split("[")[1].split("]")[0] for name in ("enabled", "defrag")}
+    except (OSError, IndexError):
+        modes = {"enabled": "unknown", "defrag": "unknown"}
+    reporting = Path("/sys/module/page_reporting/parameters/reported_kib")
+    returned = reporting.exists() and reporting.read_text().strip() not in ("", "0")
+    host = "freed memory is reported to the VM host" if returned else "no free page reporting"
+    return f"THP enabled={modes['enabled']} defrag={modes['defrag']}; {host}"
 
 
 @dataclass

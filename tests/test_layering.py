@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("metadata", ["metadata"]),
     ("concurrency", ["executor"]),
     ("store", ["store", "store.local", "store.s3_direct", "store.fsspec_store", "store.foreign"]),
-    ("nodes", ["output_memory", "readahead", "attributes", "array", "hierarchy", "creation", "consolidation"]),
+    ("nodes", ["recycled_memory", "output_memory", "readahead", "attributes", "array", "hierarchy", "creation", "consolidation"]),
     ("api", ["api", "validate"]),
     ("adapters", [
         "", "__main__",

@@ -14,10 +14,18 @@ from hypothesis import strategies as st
 
 import zarr3_backend
 from forking import in_forked_child
-from zarr3_backend import output_memory
+from zarr3_backend import output_memory, recycled_memory
 from zarr3_backend.output_memory import HUGE_PAGE_BYTES, MMAP_MIN_BYTES, empty_output, page_pieces
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux memory advice")
+
+
+@pytest.fixture(autouse=True)
+def fresh_maps():
+    """Each test sees new maps, not those earlier tests' outputs left (reuse: ``test_recycled_memory.py``)."""
+    recycled_memory.release_all()
+    yield
+    recycled_memory.release_all()
 
 
 def _mapping(address: int) -> dict[str, str]:

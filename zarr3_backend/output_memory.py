@@ -17,7 +17,9 @@ short-lived ones measured slower on them) and only while
 ``/proc/buddyinfo`` shows free 2 MiB blocks for twice the output, which
 the kernel hands out without compacting; otherwise the
 output is populated plain pages (huge pages refused explicitly where THP is
-``always``). Elsewhere than Linux: a plain anonymous map.
+``always``). Elsewhere than Linux: a plain anonymous map. A map whose
+arrays are all gone serves the next output of its size and kind for a
+second or two (:mod:`~zarr3_backend.recycled_memory`), already populated.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys
 import numpy as np
 
 from .executor import map_concurrently, submit_io, thread_count
+from .recycled_memory import keep, take
 
 #: Outputs from this size on get their own memory map; smaller ones are plain ``np.empty``.
 MMAP_MIN_BYTES = 16 << 20
@@ -52,10 +55,18 @@ def empty_output(shape: tuple[int, ...], dtype: np.dtype, *, background: bool = 
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < MMAP_MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype=dtype)
-    if nbytes >= HUGE_MIN_BYTES and huge_pages_free(nbytes):
-        memory, offset = huge_page_memory(nbytes)
-        return np.frombuffer(memory, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset).reshape(shape)
-    return np.frombuffer(populated_memory(nbytes, background=background), dtype=dtype).reshape(shape)
+    memory = take(nbytes + HUGE_PAGE_BYTES, "huge") if nbytes >= HUGE_MIN_BYTES else None
+    if memory is None and nbytes >= HUGE_MIN_BYTES and huge_pages_free(nbytes):
+        memory = huge_page_memory(nbytes)
+    kind = "plain" if memory is None else "huge"
+    if memory is None:
+        memory = take(nbytes, kind)
+    if memory is None:
+        memory = populated_memory(nbytes, background=background)
+    offset = huge_page_offset(memory) if kind == "huge" else 0
+    out = np.frombuffer(memory, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset).reshape(shape)
+    keep(memory, kind)
+    return out
 
 
 def huge_pages_free(nbytes: int) -> bool:
@@ -89,12 +100,16 @@ def count_huge_blocks(buddyinfo: str) -> int:
     return blocks
 
 
-def huge_page_memory(nbytes: int) -> tuple[mmap.mmap, int]:
-    """An anonymous map asking for huge pages, and the offset in it of ``nbytes`` starting on a 2 MiB boundary."""
+def huge_page_memory(nbytes: int) -> mmap.mmap:
+    """An anonymous map asking for huge pages, with room for ``nbytes`` from a 2 MiB boundary on (see :func:`huge_page_offset`)."""
     memory = mmap.mmap(-1, nbytes + HUGE_PAGE_BYTES, flags=PRIVATE)
     memory.madvise(mmap.MADV_HUGEPAGE)
-    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-    return memory, -address % HUGE_PAGE_BYTES
+    return memory
+
+
+def huge_page_offset(memory: mmap.mmap) -> int:
+    """The offset of the first 2 MiB boundary in ``memory``."""
+    return -ctypes.addressof(ctypes.c_char.from_buffer(memory)) % HUGE_PAGE_BYTES
 
 
 def populated_memory(nbytes: int, *, background: bool = False) -> mmap.mmap:
