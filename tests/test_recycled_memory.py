@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import zarr3_backend
 from forking import in_forked_child
 from zarr3_backend import output_memory, recycled_memory
 from zarr3_backend.output_memory import MMAP_MIN_BYTES, empty_output
@@ -145,3 +146,17 @@ def test_a_forked_child_starts_with_nothing_kept():
     del out
     assert recycled_memory.kept_bytes()[1] == MMAP_MIN_BYTES
     assert in_forked_child(lambda: recycled_memory.kept_bytes() == (0, 0))
+
+
+def test_a_read_after_the_last_one_was_dropped_lands_in_its_memory_with_its_own_values(tmp_path):
+    data = np.arange(SIZE, dtype="float32").reshape(16, -1)
+    array = zarr3_backend.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(4, data.shape[1]))
+    array[...] = data
+    first = np.asarray(array[...])
+    address = first.ctypes.data
+    del first
+    array[:8] = -1
+    second = np.asarray(array[...])
+    assert second.ctypes.data == address
+    np.testing.assert_array_equal(second[:8], -1)
+    np.testing.assert_array_equal(second[8:], data[8:])

@@ -55,18 +55,23 @@ def empty_output(shape: tuple[int, ...], dtype: np.dtype, *, background: bool = 
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < MMAP_MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype=dtype)
-    memory = take(nbytes + HUGE_PAGE_BYTES, "huge") if nbytes >= HUGE_MIN_BYTES else None
-    if memory is None and nbytes >= HUGE_MIN_BYTES and huge_pages_free(nbytes):
-        memory = huge_page_memory(nbytes)
-    kind = "plain" if memory is None else "huge"
-    if memory is None:
-        memory = take(nbytes, kind)
-    if memory is None:
-        memory = populated_memory(nbytes, background=background)
+    memory, kind = _output_map(nbytes, background)
     offset = huge_page_offset(memory) if kind == "huge" else 0
     out = np.frombuffer(memory, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset).reshape(shape)
     keep(memory, kind)
     return out
+
+
+def _output_map(nbytes: int, background: bool) -> tuple[mmap.mmap, str]:
+    """A map for an output of ``nbytes`` and its kind (``"huge"``/``"plain"``): a kept one if any, else a new one."""
+    if nbytes >= HUGE_MIN_BYTES:
+        memory = take(nbytes + HUGE_PAGE_BYTES, "huge")
+        if memory is None and huge_pages_free(nbytes):
+            memory = huge_page_memory(nbytes)
+        if memory is not None:
+            return memory, "huge"
+    memory = take(nbytes, "plain")
+    return (populated_memory(nbytes, background=background) if memory is None else memory), "plain"
 
 
 def huge_pages_free(nbytes: int) -> bool:

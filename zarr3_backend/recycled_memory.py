@@ -1,13 +1,13 @@
 """Large output maps kept for a moment after their last array is gone, for the next read of the same size.
 
-A ``chunks={}`` load gives dask one shard array per task (76 MB in the
-benchmark), which dask copies into the result and drops. Each was a fresh
-anonymous map, populated page by page (~18.5k faults), and its pages went
-back to the kernel as soon as dask dropped it. A loop of loads (a notebook
-going through variables or years) paid that for every shard of every load,
-and on a VM that reports freed memory to its host, touching fresh memory
-costs a fault on the host as well. zarr-python's many small arrays come from
-malloc's heap, which keeps freed memory.
+With ``chunks={}`` each dask task reads one shard array (76 MB in the
+benchmark), which dask reduces or copies into the result and drops. Each was
+a fresh anonymous map, populated page by page (~18.5k faults), and its pages
+went back to the kernel as soon as dask dropped it, so a reduction over many
+shards (or loads one after another) paid that for every shard; on a VM that
+reports freed memory to its host, touching fresh memory costs a fault on the
+host as well. zarr-python's many small arrays come from malloc's heap, which
+keeps freed memory.
 
 So every map :func:`keep` is given stays registered. :func:`take` hands a
 registered map of the asked size and kind to the next read, already
