@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import threading
 import time
@@ -11,6 +12,7 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend.executor import fetch_and_work, io_concurrency
+from zarr3_backend.store import FsspecStore
 from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.store.fsspec_store import with_connection_pool
 
@@ -200,3 +202,53 @@ def test_each_shard_of_a_remote_read_goes_on_as_soon_as_its_own_index_arrives(tm
     array = zarr3_backend.open_array(store)
     np.testing.assert_array_equal(array[:, 5], data[:, 5])  # 4 shards: one inner chunk of each
     assert store.released.is_set()
+
+
+class _SlowIndexS3Store(FsspecStore):
+    """An S3 store whose shard ``c/0/0`` index answers only once every other shard's inner chunks were requested."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.chunks_requested: set[str] = set()
+        self.released = asyncio.Event()
+        self.loops: set[asyncio.AbstractEventLoop] = set()
+        self.sync_batches = 0
+
+    def get_many_versioned(self, requests):
+        self.sync_batches += 1
+        return super().get_many_versioned(requests)
+
+    async def get_many_versioned_async(self, requests):
+        self.loops.add(asyncio.get_running_loop())
+        self.chunks_requested |= {key for key, r in requests if r is not None and r.start >= 0 and key != "c/0/0"}
+        if len(self.chunks_requested) == 3:
+            self.released.set()
+        if any(key == "c/0/0" and r is not None and r.start < 0 for key, r in requests):
+            await asyncio.wait_for(self.released.wait(), 10)
+        return await super().get_many_versioned_async(requests)
+
+
+def test_a_remote_read_drives_each_shards_rounds_on_the_event_loop(s3):
+    import s3fs
+
+    url = s3.create_bucket("loop") + "/a"
+    data = np.arange(32 * 8, dtype="float32").reshape(32, 8)
+    zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8),
+                               storage_options=s3.storage_options)[...] = data  # fmt: skip
+    fs = s3fs.S3FileSystem(**s3.storage_options, skip_instance_cache=True)
+    store = _SlowIndexS3Store(fs, "loop/a", read_only=True)
+    np.testing.assert_array_equal(zarr3_backend.open_array(store)[:, 5], data[:, 5])  # 4 shards: index, then 1 chunk
+    assert store.released.is_set()  # three shards went on to their chunks while the fourth's index was held back
+    assert store.loops == {fs.loop} and store.sync_batches == 0  # no thread woke up between a shard's rounds
+
+
+def test_a_corrupt_shard_read_on_the_event_loop_names_its_key(s3):
+    url = s3.create_bucket("corrupt") + "/a"
+    data = np.arange(32 * 8, dtype="float32").reshape(32, 8)
+    zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8),
+                               storage_options=s3.storage_options)[...] = data  # fmt: skip
+    s3.put("corrupt", "a/c/2/0", b"\x00" * 40)  # shorter than the shard index
+    array = zarr3_backend.open_array(url, storage_options={**s3.storage_options, "skip_instance_cache": True})
+    with pytest.raises(zarr3_backend.CorruptShardError, match="c/2/0"):
+        array[:, 5]
+    np.testing.assert_array_equal(array[:16, 5], data[:16, 5])  # the other shards still read

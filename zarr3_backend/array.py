@@ -11,11 +11,13 @@ value are deleted instead of stored.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from dataclasses import dataclass
 from contextlib import ExitStack, contextmanager
 from functools import partial
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from typing import Any, TypeAlias, TypeVar, cast, overload
 
 import numpy as np
@@ -34,7 +36,7 @@ from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_
 from .output_memory import empty_output
 from .readahead import ReadAhead
 from .storage_transformers import apply_storage_transformers
-from .store.base import Store
+from .store.base import Request, Store, Versioned
 
 T = TypeVar("T")
 
@@ -398,10 +400,11 @@ def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadRes
 
     Used to load many small arrays (coordinates, a group's metadata-sized
     variables) in one round trip instead of one per array. Stored chunks are
-    fetched in groups on the I/O pool (see :func:`fetch_groups`; on a remote
-    store, one group per stored chunk when they fit the lanes, so each shard
-    moves on as soon as its own index arrives) and decoded on the CPU pool
-    as each group arrives.
+    fetched in groups (see :func:`fetch_groups`; on a remote store, one group
+    per stored chunk when they fit the lanes, so each shard moves on as soon
+    as its own index arrives), as coroutines on the store's event loop where
+    it has one (:func:`start_on_loop`), else on the I/O pool, and decoded on
+    the CPU pool as each group arrives.
     """
     with ExitStack() as scans:
         reads = [scans.enter_context(array.planned_read(selection, orthogonal)) for array, selection, orthogonal in requests]
@@ -416,7 +419,8 @@ def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadRes
             remote = is_remote(store)
             held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
             groups = [[item] for item in flat] if remote and len(flat) <= lanes else fetch_groups(flat, per_chunk)
-            fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, lanes, held)
+            start = start_on_loop(store) if remote else None
+            fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, lanes, held, start=start)
     return [read.result() for read in reads]
 
 
@@ -458,6 +462,25 @@ def is_remote(store: Store) -> bool:
     return (getattr(store, "io_concurrency", None) or 1) > 1
 
 
+def start_on_loop(store: Store) -> Callable[[FetchGroup], Future[Fetched]] | None:
+    """Starts a fetch group as a coroutine on ``store``'s event loop (``None``: the store has none, or it is the caller's).
+
+    There each group's next round goes out as soon as its last is answered,
+    without a thread waking up in between.
+    """
+    loop: asyncio.AbstractEventLoop | None = getattr(store, "event_loop", None)
+    if loop is None or not loop.is_running() or _running_loop() is loop:
+        return None
+    return lambda group: asyncio.run_coroutine_threadsafe(_fetch_group_async(group, store), loop)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:
     """Split read plans into fetch groups of about :data:`PIPELINE_MIN_BYTES` of output each (large chunks: one each).
 
@@ -471,9 +494,30 @@ def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _fetch_group(plans: list[tuple[str, ReadPlan, Any]], store: Store) -> tuple[list[tuple[DecodeJob, Any]], int]:
+#: Read plans fetched together, each with its output array; and what fetching them gives: decode jobs and the bytes they hold.
+FetchGroup = list[tuple[str, ReadPlan, Any]]
+Fetched = tuple[Sequence[tuple[DecodeJob, Any]], int]
+
+
+def _fetch_group(plans: FetchGroup, store: Store) -> Fetched:
     jobs = drive_read_plans(plans, store)
-    return jobs, sum(len(job.data) for job, _ in jobs if job.data is not None)
+    return jobs, _held_bytes(jobs)
+
+
+async def _fetch_group_async(plans: FetchGroup, store: Any) -> Fetched:
+    """:func:`_fetch_group` on the store's event loop: each round's requests go out as soon as the last is answered."""
+    rounds = _read_rounds(plans)
+    try:
+        batch = next(rounds)
+        while True:
+            batch = rounds.send(await store.get_many_versioned_async(batch))
+    except StopIteration as done:
+        jobs: list[tuple[DecodeJob, Any]] = done.value
+    return jobs, _held_bytes(jobs)
+
+
+def _held_bytes(jobs: list[tuple[DecodeJob, Any]]) -> int:
+    return sum(len(job.data) for job, _ in jobs if job.data is not None)
 
 
 def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:
@@ -486,13 +530,30 @@ def drive_read_plans(plans: list[tuple[str, ReadPlan, np.ndarray]], store: Store
 
     Each plan comes with its output array; the result pairs every decode job with it.
     """
+    rounds = _read_rounds(plans)
+    try:
+        batch = next(rounds)
+        while True:
+            batch = rounds.send(store.get_many_versioned(batch))
+    except StopIteration as done:
+        jobs: list[tuple[DecodeJob, np.ndarray]] = done.value
+    return jobs
+
+
+_ReadRounds = Generator[list[Request], list[Versioned], list[tuple[DecodeJob, Any]]]
+
+
+def _read_rounds(plans: list[tuple[str, ReadPlan, Any]]) -> _ReadRounds:
+    """Read plans run side by side, sans I/O: yields each round's requests of all plans, receives their values.
+
+    Returns every decode job paired with its plan's output array.
+    """
     jobs: list[tuple[DecodeJob, Any]] = []
     pending: list[tuple[str, ReadPlan, Any, list[Any]]] = []
     for key, plan, out in plans:
         _advance(key, plan, out, None, pending=pending, jobs=jobs)
     while pending:
-        batch = [(key, request) for key, _, _, requests in pending for request in requests]
-        values = iter(store.get_many_versioned(batch))
+        values = iter((yield [(key, request) for key, _, _, requests in pending for request in requests]))
         current, pending = pending, []
         for key, plan, out, requests in current:
             _advance(key, plan, out, [next(values) for _ in requests], pending=pending, jobs=jobs)

@@ -188,12 +188,16 @@ def fetch_and_work(
     work: Callable[[R], None],
     lanes: int,
     max_bytes: int | None = None,
+    *,
+    start: Callable[[T], Future[tuple[Sequence[R], int]]] | None = None,
 ) -> None:
     """``work`` every item of every group; ``fetch(group)`` returns ``(items, bytes held by them)``.
 
-    Up to ``lanes`` fetches run at once on the I/O pool, started as soon as a
-    lane is free; each fetched group's items go to the CPU pool right away,
-    so decoding overlaps fetching. While fetched groups whose items are not
+    Up to ``lanes`` fetches run at once, started as soon as a lane is free:
+    on the I/O pool, or by ``start(group)`` (a future of what ``fetch``
+    would return, such as a coroutine's on an event loop). Each fetched
+    group's items go to the CPU pool right away, so decoding overlaps
+    fetching. While fetched groups whose items are not
     all worked hold ``max_bytes`` (default :func:`io_buffer_bytes`) or more,
     no new fetch starts. The first exception raised by a fetch or a work call
     stops further fetches and propagates once everything started has ended.
@@ -205,18 +209,28 @@ def fetch_and_work(
             map_concurrently(work, fetch(group)[0])
         return
     flow = _Flow(max_bytes or io_buffer_bytes(), _thread_pool(), work)
-    io = _io_pool(lanes)
+    start = start or _on_io_pool(fetch, lanes)
     for group in groups:
         with flow.changed:
             flow.changed.wait_for(lambda: flow.errors or (flow.fetching < lanes and flow.held < flow.max_bytes))
             if flow.errors:
                 break
             flow.fetching += 1
-        io.submit(fetch, group).add_done_callback(flow.fetched)
+        start(group).add_done_callback(flow.fetched)
     with flow.changed:
         flow.changed.wait_for(lambda: flow.fetching == 0 and flow.working == 0)
     if flow.errors:
         raise flow.errors[0]
+
+
+def _on_io_pool(fetch: Callable[[T], R], lanes: int) -> Callable[[T], Future[R]]:
+    """Starts ``fetch(group)`` on the I/O pool."""
+    pool = _io_pool(lanes)
+
+    def start(group: T) -> Future[R]:
+        return pool.submit(fetch, group)
+
+    return start
 
 
 class _Flow:

@@ -243,23 +243,35 @@ class FsspecStore(Store):
             raise FileNotFoundError(path)
         return int(info["size"])
 
+    @property
+    def event_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop :meth:`get_many_versioned_async` runs on; ``None`` on a synchronous file system."""
+        loop: asyncio.AbstractEventLoop | None = self.fs.loop if self.fs.async_impl else None
+        return loop
+
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        if self.fs.async_impl:
+            results: list[Versioned] = sync(self.fs.loop, self.get_many_versioned_async, requests)
+            return results
         paths = [self._path(key) for key, _ in requests]
-        ranges = [byte_range for _, byte_range in requests]
-        results: list[tuple[bytes, Generation | None] | BaseException]
-        if _is_s3(self.fs):
-            results = self._run(self._fetch_s3(p, r) for p, r in zip(paths, ranges, strict=True))
-        elif not self.fs.async_impl:
-            results = [_capture(self._fetch_sync_versioned, p, r) for p, r in zip(paths, ranges, strict=True)]
-        else:
-            return super().get_many_versioned(requests)
-        out = []
-        for (key, _), result in zip(requests, results, strict=True):
-            if isinstance(result, BaseException):
-                out.append(Versioned(self._outcome(key, result)))
-            else:
-                out.append(Versioned(bytes(result[0]), result[1]))
-        return out
+        answers = [_capture(self._fetch_sync_versioned, p, r) for (_, r), p in zip(requests, paths, strict=True)]
+        return [self._versioned(key, answer) for (key, _), answer in zip(requests, answers, strict=True)]
+
+    async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
+        """:meth:`get_many_versioned` as a coroutine on :attr:`event_loop` (asynchronous file systems only)."""
+        paths = [self._path(key) for key, _ in requests]
+        if self._s3:
+            fetches = [self._fetch_s3(p, r) for (_, r), p in zip(requests, paths, strict=True)]
+            answers = await _gather(fetches, self.io_concurrency)
+            return [self._versioned(key, answer) for (key, _), answer in zip(requests, answers, strict=True)]
+        plain = [self._fetch_async(p, r) for (_, r), p in zip(requests, paths, strict=True)]
+        values = await _gather(plain, self.io_concurrency)
+        return [Versioned(self._outcome(key, value)) for (key, _), value in zip(requests, values, strict=True)]
+
+    def _versioned(self, key: str, answer: tuple[bytes, Generation | None] | BaseException) -> Versioned:
+        if isinstance(answer, BaseException):
+            return Versioned(self._outcome(key, answer))
+        return Versioned(bytes(answer[0]), answer[1])
 
     async def _fetch_s3(self, path: str, byte_range: ByteRange | None) -> tuple[bytes, Generation | None]:
         """One GetObject: the bytes and the ETag of the object version they came from."""
@@ -450,7 +462,7 @@ def _capture(func: Callable[..., T], *args: Any) -> T | BaseException:
         return exc
 
 
-async def _gather(coros: list[Awaitable[T]], limit: int) -> list[T | BaseException]:
+async def _gather(coros: Sequence[Awaitable[T]], limit: int) -> list[T | BaseException]:
     """Run ``coros`` concurrently, at most ``limit`` at a time; exceptions are returned."""
     semaphore = asyncio.Semaphore(limit)
 
