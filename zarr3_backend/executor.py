@@ -197,9 +197,9 @@ def fetch_and_work(
     on the I/O pool, or by ``start(group)`` (a future of what ``fetch``
     would return, such as a coroutine's on an event loop). Each fetched
     group's items go to the CPU pool right away, so decoding overlaps
-    fetching. While fetched groups whose items are not
-    all worked hold ``max_bytes`` (default :func:`io_buffer_bytes`) or more,
-    no new fetch starts. The first exception raised by a fetch or a work call
+    fetching. While fetched groups whose items are not all worked hold
+    ``max_bytes`` (default :func:`io_buffer_bytes`) or more, no new fetch
+    starts. The first exception raised by a fetch or a work call
     stops further fetches and propagates once everything started has ended.
     Runs inline (fetch, then work on the pool) for a single group or when
     called from a pool thread.
