@@ -101,7 +101,7 @@ class Counting:
         self.store.get_many_versioned = counted  # type: ignore[method-assign]
 
     def ahead(self, n: int, lanes: int = 32, max_bytes: int = 1 << 20) -> ReadAhead:
-        return ReadAhead(self.store, (n,), lambda c: f"c/{c[0]}", chunk_nbytes=10, lanes=lanes, max_bytes=max_bytes)
+        return ReadAhead(self.store, (n,), (1,), lambda c: f"c/{c[0]}", itemsize=10, lanes=lanes, max_bytes=max_bytes)
 
 
 def _read(ahead: ReadAhead, i: int) -> bytes | None:
@@ -120,7 +120,7 @@ def test_a_scan_that_stops_early_fetched_few_and_keeps_nothing(monkeypatch):
     ahead = counting.ahead(100)
     assert [_read(ahead, i) for i in (0, 1)] == [b"\0" * 10, b"\1" * 10]
     _settle(ahead)
-    assert len(counting.reads) <= 2 + 4  # the window starts at twice the reads
+    assert len(counting.reads) <= 2 + 2 * readahead.WINDOW_PER_READ  # the window grows with the reads
     time.sleep(0.3)
     assert ahead._entries == {} and ahead._reserved == 0
 
@@ -206,3 +206,56 @@ def test_a_forked_child_reads_what_the_parent_was_still_fetching_ahead():
     finally:
         release.set()
     assert _read(ahead, 2) == b"\2" * 10  # the parent still takes its value fetched ahead
+
+
+def test_fetches_ahead_are_re_estimated_from_the_sizes_the_reads_ask_for():
+    counting = Counting(20)
+    held = threading.Event()
+    get_many_versioned = counting.store.get_many_versioned
+
+    def ahead_held(requests: Any) -> Any:
+        if any(key not in ("c/0", "c/1") for key, _ in requests):
+            held.wait(30)  # no fetch ahead ends: only the reads' own sizes can re-estimate
+        return get_many_versioned(requests)
+
+    counting.store.get_many_versioned = ahead_held  # type: ignore[method-assign]
+    # decoded, a chunk is 1000 bytes: room for 2 ahead; stored it is 10, so the window's 8 fit
+    ahead = ReadAhead(counting.store, (20,), (1,), lambda c: f"c/{c[0]}", itemsize=1000, lanes=32, max_bytes=2500)
+    try:
+        assert [_read(ahead, i) for i in (0, 1)] == [b"\0" * 10, b"\1" * 10]
+        assert len(ahead._entries) == 2 * readahead.WINDOW_PER_READ
+        assert ahead._reserved == 10 * len(ahead._entries)
+    finally:
+        held.set()
+    assert [_read(ahead, i) for i in range(2, 10)] == [bytes([i]) * 10 for i in range(2, 10)]
+    assert ahead.fetched_ahead == 8
+
+
+def test_a_chunk_at_the_arrays_edge_is_estimated_as_a_whole_one():
+    store = make_store(f"memory://edge-{id(object())}")
+    ahead = ReadAhead(store, (10,), (4,), lambda c: f"c/{c[0]}", itemsize=1, lanes=4, max_bytes=1 << 20)
+    ahead._learn(2, 10)  # chunk 2 holds elements 8 and 9 of its 4
+    assert ahead._estimate == 20
+    ahead._learn(0, 12)
+    assert ahead._estimate == 20  # the largest seen
+    ahead._learn(1, 30)
+    assert ahead._estimate == 30
+
+
+@pytest.mark.parametrize("index_location", ["end", "start"])
+def test_a_scan_read_from_s3_tells_the_stored_chunk_size(s3, monkeypatch, index_location):
+    url = s3.create_bucket(f"measured-{index_location}") + "/a"
+    options = {**s3.storage_options, "skip_instance_cache": True}
+    a = zarr3_backend.create_array(url, shape=(8, 64), dtype="f8", chunks=(1, 64), shards=(4, 64),
+                                   index_location=index_location, storage_options=options)  # fmt: skip
+    a[...] = np.arange(8 * 64).reshape(8, 64)
+    a = zarr3_backend.open_array(url, storage_options=options)
+    monkeypatch.setattr("zarr3_backend.array.RANGE_PART_BYTES", 256)  # the index, then the chunks' ranges
+    learned: list[int] = []
+    learn = a._readahead._learn
+    monkeypatch.setattr(a._readahead, "_learn", lambda index, nbytes: (learned.append(nbytes), learn(index, nbytes)))
+    assert (a[4:8] == np.arange(4 * 64, 8 * 64).reshape(4, 64)).all()  # one whole shard: a read the read-ahead sees
+    stored = len(a.store.get(a.chunk_key((1, 0))))
+    index_bytes = 4 * 16 + 4  # 4 chunks' offsets and sizes, and a crc32c
+    assert learned and all(stored - index_bytes <= nbytes <= stored for nbytes in learned)  # the data, never the index
+    assert a._readahead._estimate == max(learned)

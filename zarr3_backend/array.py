@@ -97,9 +97,8 @@ class Array:
     def _new_readahead(self) -> ReadAhead:
         """The read-ahead of scans over this array's chunk grid (see :meth:`_scan_read`)."""
         return ReadAhead(
-            self._chunk_store, self.metadata.chunk_grid.grid_shape(self.shape), self.chunk_key,
-            chunk_nbytes=int(np.prod(self.metadata.chunk_shape, dtype=np.int64)) * self.dtype.itemsize,
-            lanes=fetch_lanes(self._chunk_store), max_bytes=io_buffer_bytes(),
+            self._chunk_store, self.shape, self.metadata.chunk_shape, self.chunk_key,
+            itemsize=self.dtype.itemsize, lanes=fetch_lanes(self._chunk_store), max_bytes=io_buffer_bytes(),
         )  # fmt: skip
 
     def __reduce__(self) -> tuple[Any, ...]:
