@@ -76,7 +76,7 @@ def test_huge_pages_are_asked_for_only_for_large_outputs_while_free_blocks_cover
     assert out.sum() == 1.5 * out.size
 
 
-@pytest.mark.parametrize(("huge", "background"), [(True, False), (False, False), (False, True)])
+@pytest.mark.parametrize(("huge", "background"), [(True, False), (True, True), (False, False), (False, True)])
 def test_outputs_are_private_to_the_process(monkeypatch, huge, background):
     # ``mmap.mmap(-1, n)`` alone is MAP_SHARED: a forked child writing to its copy would write to ours
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 1 << 30 if huge else 0)
@@ -105,6 +105,24 @@ def test_populated_whatever_the_thp_setting(monkeypatch, always, background):
         fields = _mapping(np.frombuffer(memory, "u1").ctypes.data)
     assert int(fields["Rss"].split()[0]) * 1024 >= MMAP_MIN_BYTES
     assert ("nh" in fields["VmFlags"].split()) == always
+
+
+def test_a_remote_reads_huge_page_output_is_populated_before_decoding_reaches_it(monkeypatch):
+    # decoding would fault each huge page in, zeroing 2 MiB on the critical path; the requests' latency hides it
+    monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 1 << 30)
+    monkeypatch.setattr(output_memory, "_thp_mode", lambda: "madvise")
+    monkeypatch.setattr(output_memory, "HUGE_MIN_BYTES", MMAP_MIN_BYTES)
+    out = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"), background=True)
+    fields = _mapping(out.ctypes.data)
+    assert "hg" in fields["VmFlags"].split()
+    deadline = time.monotonic() + 30
+    while int(fields["Rss"].split()[0]) * 1024 < out.nbytes and time.monotonic() < deadline:
+        time.sleep(0.02)  # populated on an I/O thread; nothing here writes to it
+        fields = _mapping(out.ctypes.data)
+    assert int(fields["Rss"].split()[0]) * 1024 >= out.nbytes
+    local = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"))
+    time.sleep(0.2)
+    assert int(_mapping(local.ctypes.data)["Rss"].split()[0]) * 1024 < local.nbytes  # local reads: faulted in by decoding
 
 
 def test_small_outputs_are_plain_numpy():

@@ -20,6 +20,8 @@ output is populated plain pages (huge pages refused explicitly where THP is
 ``always``). Elsewhere than Linux: a plain anonymous map. A map whose
 arrays are all gone serves the next output of its size and kind for a
 second or two (:mod:`~zarr3_backend.recycled_memory`), already populated.
+Reads from remote stores have either kind populated on an I/O thread while
+their first requests are in flight (``background``).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def _output_map(nbytes: int, background: bool) -> tuple[mmap.mmap, str]:
     if nbytes >= HUGE_MIN_BYTES:
         memory = take(nbytes + HUGE_PAGE_BYTES, "huge")
         if memory is None and huge_pages_free(nbytes):
-            memory = huge_page_memory(nbytes)
+            memory = huge_page_memory(nbytes, background=background)
         if memory is not None:
             return memory, "huge"
     memory = take(nbytes, "plain")
@@ -105,10 +107,17 @@ def count_huge_blocks(buddyinfo: str) -> int:
     return blocks
 
 
-def huge_page_memory(nbytes: int) -> mmap.mmap:
-    """An anonymous map asking for huge pages, with room for ``nbytes`` from a 2 MiB boundary on (see :func:`huge_page_offset`)."""
+def huge_page_memory(nbytes: int, *, background: bool = False) -> mmap.mmap:
+    """An anonymous map asking for huge pages, with room for ``nbytes`` from a 2 MiB boundary on (see :func:`huge_page_offset`).
+
+    Its pages fault in as decoding writes them; with ``background`` (reads
+    from remote stores) an I/O thread populates them while the first
+    requests are in flight, as :func:`populated_memory` does.
+    """
     memory = mmap.mmap(-1, nbytes + HUGE_PAGE_BYTES, flags=PRIVATE)
     memory.madvise(mmap.MADV_HUGEPAGE)
+    if background:
+        submit_io(_populate, memory, (0, len(memory)))
     return memory
 
 
