@@ -270,17 +270,17 @@ def memory_setup() -> str:
 
     Under free page reporting (a VM's balloon device), free 2 MiB blocks are
     handed back to the host, and touching them again costs a fault on the
-    host too: fresh large outputs then show system-time spikes of up to
-    seconds that no implementation controls (see README.md).
+    host too: fresh large allocations, huge pages above all, then show
+    system-time spikes of up to seconds (see README.md).
     """
+    from zarr3_backend.output_memory import free_memory_reported
+
     thp = Path("/sys/kernel/mm/transparent_hugepage")
     try:
         modes = {name: (thp / name).read_text().split("[")[1].split("]")[0] for name in ("enabled", "defrag")}
     except (OSError, IndexError):
         modes = {"enabled": "unknown", "defrag": "unknown"}
-    reporting = Path("/sys/module/page_reporting/parameters/reported_kib")
-    returned = reporting.exists() and reporting.read_text().strip() not in ("", "0")
-    host = "freed memory is reported to the VM host" if returned else "no free page reporting"
+    host = "freed memory is reported to the VM host" if free_memory_reported() else "no free page reporting"
     return f"THP enabled={modes['enabled']} defrag={modes['defrag']}; {host}"
 
 

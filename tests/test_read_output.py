@@ -58,6 +58,7 @@ def test_without_free_huge_blocks_large_outputs_are_populated_plain_pages(monkey
 @pytest.mark.parametrize("mode", ["always", "madvise", "never"])
 def test_huge_pages_are_asked_for_only_for_large_outputs_while_free_blocks_cover_twice_them(monkeypatch, mode):
     monkeypatch.setattr(output_memory, "_thp_mode", lambda: mode)
+    monkeypatch.setattr(output_memory, "free_memory_reported", lambda: False)
     nbytes = MMAP_MIN_BYTES * 2
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 2 * nbytes // HUGE_PAGE_BYTES - 1)
     assert not output_memory.huge_pages_free(nbytes)
@@ -76,10 +77,48 @@ def test_huge_pages_are_asked_for_only_for_large_outputs_while_free_blocks_cover
     assert out.sum() == 1.5 * out.size
 
 
+def test_no_huge_pages_in_a_vm_whose_host_takes_free_memory_back(monkeypatch):
+    # the host takes back free 2 MiB blocks: huge pages would fault in through a host fault each
+    monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 1 << 30)
+    monkeypatch.setattr(output_memory, "_thp_mode", lambda: "madvise")
+    monkeypatch.setattr(output_memory, "HUGE_MIN_BYTES", MMAP_MIN_BYTES)
+    monkeypatch.setattr(output_memory, "free_memory_reported", lambda: True)
+    assert not output_memory.huge_pages_free(MMAP_MIN_BYTES)
+    out = empty_output((MMAP_MIN_BYTES // 4,), np.dtype("float32"))
+    fields = _mapping(out.ctypes.data)
+    assert "hg" not in fields["VmFlags"].split()
+    assert int(fields["Rss"].split()[0]) * 1024 >= out.nbytes  # populated plain pages instead
+    monkeypatch.setattr(output_memory, "free_memory_reported", lambda: False)
+    assert output_memory.huge_pages_free(MMAP_MIN_BYTES)
+
+
+def _virtio_device(root, name: str, device: str, features: str) -> None:
+    (root / name).mkdir()
+    (root / name / "device").write_text(device + "\n")
+    (root / name / "features").write_text(features + "\n")
+
+
+@pytest.mark.parametrize(
+    ("device", "features", "reported"),
+    [
+        ("0x0005", "0110010" + "0" * 121, True),  # a balloon that negotiated free page reporting (bit 5)
+        ("0x0005", "0110000" + "0" * 121, False),  # a balloon without it
+        ("0x0001", "1100011" + "0" * 121, False),  # a network device: its bit 5 means something else
+    ],
+)
+def test_free_page_reporting_is_read_from_the_virtio_balloons_feature_bits(tmp_path, device, features, reported):
+    _virtio_device(tmp_path, "virtio0", "0x0002", "1" * 128)
+    _virtio_device(tmp_path, "virtio1", device, features)
+    (tmp_path / "virtio2").mkdir()  # a device whose files are unreadable is skipped
+    assert output_memory.free_memory_reported.__wrapped__(str(tmp_path)) is reported
+    assert output_memory.free_memory_reported.__wrapped__(str(tmp_path / "missing")) is False
+
+
 @pytest.mark.parametrize(("huge", "background"), [(True, False), (True, True), (False, False), (False, True)])
 def test_outputs_are_private_to_the_process(monkeypatch, huge, background):
     # ``mmap.mmap(-1, n)`` alone is MAP_SHARED: a forked child writing to its copy would write to ours
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 1 << 30 if huge else 0)
+    monkeypatch.setattr(output_memory, "free_memory_reported", lambda: False)
     monkeypatch.setattr(output_memory, "_thp_mode", lambda: "madvise")
     monkeypatch.setattr(output_memory, "HUGE_MIN_BYTES", MMAP_MIN_BYTES)
     out = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"), background=background)
@@ -110,6 +149,7 @@ def test_populated_whatever_the_thp_setting(monkeypatch, always, background):
 def test_a_remote_reads_huge_page_output_is_populated_before_decoding_reaches_it(monkeypatch):
     # decoding would fault each huge page in, zeroing 2 MiB on the critical path; the requests' latency hides it
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 1 << 30)
+    monkeypatch.setattr(output_memory, "free_memory_reported", lambda: False)
     monkeypatch.setattr(output_memory, "_thp_mode", lambda: "madvise")
     monkeypatch.setattr(output_memory, "HUGE_MIN_BYTES", MMAP_MIN_BYTES)
     out = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"), background=True)
