@@ -252,10 +252,25 @@ def test_a_scan_read_from_s3_tells_the_stored_chunk_size(s3, monkeypatch, index_
     a = zarr3_backend.open_array(url, storage_options=options)
     monkeypatch.setattr("zarr3_backend.array.RANGE_PART_BYTES", 256)  # the index, then the chunks' ranges
     learned: list[int] = []
-    learn = a._readahead._learn
-    monkeypatch.setattr(a._readahead, "_learn", lambda index, nbytes: (learned.append(nbytes), learn(index, nbytes)))
+    learn = a._scan()._learn
+    monkeypatch.setattr(a._scan(), "_learn", lambda index, nbytes: (learned.append(nbytes), learn(index, nbytes)))
     assert (a[4:8] == np.arange(4 * 64, 8 * 64).reshape(4, 64)).all()  # one whole shard: a read the read-ahead sees
     stored = len(a.store.get(a.chunk_key((1, 0))))
     index_bytes = 4 * 16 + 4  # 4 chunks' offsets and sizes, and a crc32c
     assert learned and all(stored - index_bytes <= nbytes <= stored for nbytes in learned)  # the data, never the index
-    assert a._readahead._estimate == max(learned)
+    assert a._scan()._estimate == max(learned)
+
+
+def test_an_array_gets_its_read_ahead_from_its_first_scan_read_only(s3):
+    url = s3.create_bucket("lazy") + "/a"
+    options = {**s3.storage_options, "skip_instance_cache": True}
+    a = zarr3_backend.create_array(url, shape=(8, 4), dtype="int16", chunks=(1, 4), shards=(2, 4), storage_options=options)
+    a[...] = np.arange(32).reshape(8, 4)
+    a = zarr3_backend.open_array(url, mode="r+", storage_options=options)
+    a[0:2, 1:3] = 0  # writes and partial reads make none: opening a 200-variable group makes 200 arrays
+    assert a[0:3].sum() == np.arange(32)[:12].sum() - np.array([1, 2, 5, 6]).sum() and a._readahead is None
+    assert a[2:4].tolist() == np.arange(8, 16).reshape(2, 4).tolist()  # one whole shard: a scan read
+    made = a._readahead
+    assert made is not None and a[4:6].tolist() == np.arange(16, 24).reshape(2, 4).tolist() and a._readahead is made
+    a.resize((10, 4))
+    assert a._readahead is None  # the grid changed: the next scan read makes a new one

@@ -12,6 +12,7 @@ value are deleted instead of stored.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from contextlib import ExitStack, contextmanager
@@ -47,6 +48,7 @@ RANGE_PART_BYTES = 8 << 20
 SPLIT_BELOW_SHARDS = 8
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
+_READAHEAD_MADE = threading.Lock()  # two first scan reads of an array at once make one read-ahead
 
 #: What a read returns: an array, or one element (see :data:`~zarr3_backend.dtypes.Scalar`) when every
 #: axis is selected by an integer.
@@ -92,14 +94,17 @@ class Array:
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
-        self._readahead = self._new_readahead()
+        self._readahead: ReadAhead | None = None  # made by the first scan read: most arrays opened are never scanned
 
-    def _new_readahead(self) -> ReadAhead:
+    def _scan(self) -> ReadAhead:
         """The read-ahead of scans over this array's chunk grid (see :meth:`_scan_read`)."""
-        return ReadAhead(
-            self._chunk_store, self.shape, self.metadata.chunk_shape, self.chunk_key,
-            itemsize=self.dtype.itemsize, lanes=fetch_lanes(self._chunk_store), max_bytes=io_buffer_bytes(),
-        )  # fmt: skip
+        with _READAHEAD_MADE:
+            if self._readahead is None:
+                self._readahead = ReadAhead(
+                    self._chunk_store, self.shape, self.metadata.chunk_shape, self.chunk_key,
+                    itemsize=self.dtype.itemsize, lanes=fetch_lanes(self._chunk_store), max_bytes=io_buffer_bytes(),
+                )  # fmt: skip
+            return self._readahead
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})
@@ -175,7 +180,7 @@ class Array:
         self._check_writable()
         self.store.set(metadata_key(self.path), encode_metadata(metadata))
         self.metadata = metadata
-        self._readahead = self._new_readahead()  # the grid may have changed
+        self._readahead = None  # the grid may have changed
         refresh_consolidated(self.store, [Change(self.path, metadata.to_json())])
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
@@ -254,7 +259,7 @@ class Array:
         if coords is None or on_dask_worker():
             yield self._chunk_store
             return
-        with self._readahead.reading(coords) as store:
+        with self._scan().reading(coords) as store:
             yield store
 
     # -- writing ---------------------------------------------------------
@@ -294,7 +299,8 @@ class Array:
     def _write_chunk(self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
-        self._readahead.discard(key)
+        if self._readahead is not None:
+            self._readahead.discard(key)
         spec = self.chunk_spec
         try:
             encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
@@ -322,7 +328,8 @@ class Array:
         """
         key = self.chunk_key(coords)
         self._index_cache.pop(key, None)
-        self._readahead.discard(key)
+        if self._readahead is not None:
+            self._readahead.discard(key)
         if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
