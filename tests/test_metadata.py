@@ -5,10 +5,12 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import zarr3_backend
 from zarr3_backend import MetadataError, UnknownExtensionError
-from zarr3_backend.metadata import ArrayMetadata, GroupMetadata, parse_node_metadata
+from zarr3_backend.metadata import MAX_DEPTH, ArrayMetadata, GroupMetadata, json_depth, parse_node_metadata
 from zarr3_backend.store import make_store
 
 ARRAY = {
@@ -128,3 +130,38 @@ def test_default_fill_value_is_recorded(tmp_path):
     store = make_store(str(tmp_path))
     zarr3_backend.create_array(store, shape=(2,), dtype="int16")
     assert json.loads(store.get("zarr.json"))["fill_value"] == 0
+
+
+_TRICKY_TEXT = st.text(st.sampled_from(list('[]{}"\\/ab\n\u00b0\u20ac\U0001f600')) | st.characters(), max_size=12)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY_TEXT, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+def _walked_depth(value: object) -> int:
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+    return 0 if children is None else 1 + max(map(_walked_depth, children), default=0)
+
+
+@given(_JSON, st.booleans())
+@example(["a\\", [1]], True)  # a string ending in a backslash: its closing quote follows an escaped backslash
+@example({"\\\"": [{"]": "\\"}]}, False)
+def test_json_depth_on_the_bytes_matches_the_decoded_documents(value, ensure_ascii):
+    # strings full of brackets, quotes and backslashes must not count, however they are escaped
+    raw = json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")  # as zarr.json may hold them
+    assert json_depth(raw) == _walked_depth(value)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+def test_nesting_limit_holds_with_brackets_in_strings(encoding):
+    attributes = {"a": "]" * 200, "b": "[" * 200}  # many brackets, all in strings: nothing nests
+    shallow = json.dumps({"zarr_format": 3, "node_type": "group", "attributes": attributes}).encode(encoding)
+    assert parse_node_metadata(shallow, "g/zarr.json").attributes == attributes
+    deep = {"x": 1}
+    for _ in range(MAX_DEPTH):
+        deep = {"x": deep, "s": "]}"}
+    text = json.dumps({"zarr_format": 3, "node_type": "group", "attributes": deep}).encode(encoding)
+    with pytest.raises(MetadataError, match="nested too deeply"):
+        parse_node_metadata(text, "g/zarr.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 @pytest.fixture(autouse=True)
 def fresh_maps():
     """Each test sees new maps, not those earlier tests' outputs left (reuse: ``test_recycled_memory.py``)."""
+    gc.collect()  # an earlier test's output held in a reference cycle would be kept, and served, once collected
     recycled_memory.release_all()
     yield
     recycled_memory.release_all()
@@ -160,6 +162,7 @@ def test_a_remote_reads_huge_page_output_is_populated_before_decoding_reaches_it
         time.sleep(0.02)  # populated on an I/O thread; nothing here writes to it
         fields = _mapping(out.ctypes.data)
     assert int(fields["Rss"].split()[0]) * 1024 >= out.nbytes
+    monkeypatch.setattr(output_memory, "take", lambda nbytes, kind: None)  # a new map, not an earlier test's
     local = empty_output((MMAP_MIN_BYTES // 4 * 2,), np.dtype("float32"))
     time.sleep(0.2)
     assert int(_mapping(local.ctypes.data)["Rss"].split()[0]) * 1024 < local.nbytes  # local reads: faulted in by decoding

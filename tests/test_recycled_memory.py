@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -23,6 +24,7 @@ SIZE = MMAP_MIN_BYTES // 4  # float32 elements of the smallest mapped output
 @pytest.fixture(autouse=True)
 def nothing_kept(monkeypatch):
     monkeypatch.setattr(output_memory, "free_huge_blocks", lambda: 0)  # plain pages: the sizes stay exact
+    gc.collect()  # an earlier test's output held in a reference cycle would be kept, and counted, once collected
     recycled_memory.release_all()
     yield
     recycled_memory.release_all()
