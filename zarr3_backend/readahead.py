@@ -62,6 +62,7 @@ from functools import partial
 import numpy as np
 
 from .executor import after_fork, submit_io
+from .chunk_grid import RegularChunkGrid
 from .store.base import Request, Store, Value, Versioned
 
 #: Seconds without a read of whole chunks after which values read ahead and not yet read are dropped.
@@ -114,7 +115,7 @@ class ReadAhead:
         self.store = store
         self.shape = shape
         self.chunk_shape = chunk_shape
-        self.grid_shape = tuple(-(-n // c) for n, c in zip(shape, chunk_shape, strict=True))
+        self.grid_shape = RegularChunkGrid(chunk_shape).grid_shape(shape)
         self.key_of = key_of
         self.lanes = lanes
         self.max_bytes = max_bytes
