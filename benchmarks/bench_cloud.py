@@ -5,9 +5,11 @@ child process so that its threads do not compete with the clients for the GIL) t
 first byte of every response by the latency (0, 20 and 50 ms by default) and caps each
 connection at 100 MB/s, close to real S3. Each case builds fresh clients (a new s3fs file system
 with a constructed but unconnected client; a new tensorstore context), so connections and caches
-start cold. The s3fs clients skip TLS verification (``verify=False``): the server speaks plain
-http, but aiobotocore would load the CA bundle on the first request anyway (~20 ms of CPU), which
-tensorstore's curl does not do for http. Every row reports the median time, requests per operation, the most requests in
+start cold. The server speaks plain http unless ``--tls`` (https with a self-signed P-256
+certificate, which every client is told to trust: s3fs's ``verify=``, ``TENSORSTORE_CA_BUNDLE``);
+over plain http the s3fs clients skip TLS verification (``verify=False``), as aiobotocore would load
+the CA bundle on the first request anyway (~20 ms of CPU), which tensorstore's curl does not do for
+http. Real S3 speaks https, where every new connection costs a handshake. Every row reports the median time, requests per operation, the most requests in
 flight and the *rounds* (longest chain of requests each sent after the previous was answered).
 
 Workloads (the ``t2m`` store of ``bench_xarray_open.py``: float32, shards (73, 364, 720), inner
@@ -24,6 +26,7 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -55,7 +58,7 @@ def fresh_fs(server: RemoteServer) -> Any:
     import s3fs
 
     options = server.storage_options
-    client_kwargs = {**options["client_kwargs"], "verify": False}  # plain http: no CA bundle to load (see the docstring)
+    client_kwargs = {"verify": False, **options["client_kwargs"]}  # plain http: no CA bundle to load (see the docstring)
     fs = s3fs.S3FileSystem(**{**options, "client_kwargs": client_kwargs}, skip_instance_cache=True,
                            config_kwargs={"max_pool_connections": io_concurrency()})  # fmt: skip
     fs.connect()
@@ -174,11 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bandwidth", type=float, default=100e6, help="bytes/s per connection (default 100e6)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats after one warm-up")
     parser.add_argument("--only", choices=list(WORKLOADS), action="append")
+    parser.add_argument("--tls", action="store_true", help="serve https (self-signed certificate), as S3 does")
     args = parser.parse_args(argv)
     print_machine_info(["zarr3_backend", "zarr", "tensorstore", "s3fs", "xarray", "dask"])
     shape = QUICK_SHAPE if args.quick else FULL_SHAPE
     rows = []
-    with latency_s3_process(0.0, args.bandwidth) as server:
+    with latency_s3_process(0.0, args.bandwidth, tls=args.tls) as server:
+        print(f"server: {server.endpoint_url}")
+        if server.ca_file:
+            os.environ["TENSORSTORE_CA_BUNDLE"] = server.ca_file  # read when tensorstore first speaks https
         upload(server, shape)
         for latency in args.latency or [0.0, 0.02, 0.05]:
             server.configure(latency, args.bandwidth)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import zarr3_backend
-from zarr3_backend.testing.latency_s3 import latency_s3_server
+from zarr3_backend.testing.latency_s3 import latency_s3_process, latency_s3_server
 
 s3fs = pytest.importorskip("s3fs")
 
@@ -119,6 +119,23 @@ def test_zarr_python_and_tensorstore_read_and_write(s3):
     np.testing.assert_array_equal(ts.open(spec).result().read().result(), data)
     np.testing.assert_array_equal(zarr3_backend.open_array("s3://bkt/ts", storage_options=s3.storage_options)[...], data)
     np.testing.assert_array_equal(zarr.open_array(store, mode="r")[...], data)
+
+
+def test_a_server_process_over_tls_serves_and_counts():
+    """``latency_s3_process(tls=True)``: https with its own certificate, which its storage options trust."""
+    pytest.importorskip("cryptography")
+    data = np.arange(60, dtype="float32").reshape(6, 10)
+    with latency_s3_process(tls=True) as server:
+        assert server.endpoint_url.startswith("https://") and server.ca_file
+        fs = filesystem(server)
+        fs.mkdir("bkt")
+        array = zarr3_backend.create_array(
+            "s3://bkt/a", shape=data.shape, dtype=data.dtype, chunks=(3, 5), storage_options=server.storage_options
+        )
+        array[...] = data
+        server.reset_stats()
+        np.testing.assert_array_equal(zarr3_backend.open_array("s3://bkt/a", storage_options=server.storage_options)[...], data)
+        assert server.stats()["by_kind"]["GET"] >= 1
 
 
 def _open_stats(s3, bucket: str, **kwargs):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from zarr3_backend.errors import StoreError
 from zarr3_backend.store import ByteRange, FsspecStore
 from zarr3_backend.store.s3_direct import DirectGets, Unhandled, direct_gets, sigv4_headers
-from zarr3_backend.testing.latency_s3 import latency_s3_server
+from zarr3_backend.testing.latency_s3 import latency_s3_server, self_signed_certificate
 
 s3fs = pytest.importorskip("s3fs")
 botocore_auth = pytest.importorskip("botocore.auth")
@@ -272,3 +272,38 @@ def test_the_installed_clients_take_the_direct_path(s3) -> None:
     store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
     gets = gets_of(store)
     assert gets._credentials is not None and gets._region == "us-east-1"
+
+
+# -- https, as S3 speaks it ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3_tls(tmp_path_factory: pytest.TempPathFactory):
+    pytest.importorskip("cryptography")
+    tls = self_signed_certificate(tmp_path_factory.mktemp("tls"))
+    with latency_s3_server(tls=tls) as server:
+        server.create_bucket(BUCKET)
+        for key, value in KEYS.items():
+            server.put(BUCKET, f"root/{key}", value)
+        yield server
+
+
+def test_reads_over_https_take_the_direct_path_with_the_clients_tls_settings(s3_tls, monkeypatch) -> None:
+    assert s3_tls.endpoint_url.startswith("https://")
+    store = make_store(s3_tls)  # trusts the server's certificate (storage_options' verify=)
+    calls = botocore_gets(monkeypatch, store)
+    assert store.get("zarr.json") == b"{}" and store.get("c/0/1", ByteRange(7, 9)) == bytes([7, 8])
+    assert store.get("missing") is None
+    assert not calls
+
+
+def test_an_untrusted_certificate_is_refused_on_both_paths(s3_tls, monkeypatch) -> None:
+    options = s3_tls.storage_options
+    store = make_store(  # verify=True: the default CA bundle; one attempt (a failed handshake fails again)
+        s3_tls, client_kwargs={**options["client_kwargs"], "verify": True}, config_kwargs={"retries": {"max_attempts": 1}}
+    )
+    monkeypatch.setattr(store.fs, "retries", 1)
+    calls = botocore_gets(monkeypatch, store)
+    with pytest.raises(StoreError, match="zarr.json"):
+        store.get("zarr.json")
+    assert calls  # the direct path failed the handshake and left the request to botocore, which failed it too

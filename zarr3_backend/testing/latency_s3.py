@@ -18,6 +18,10 @@ It speaks enough S3 for s3fs, zarr-python's ``FsspecStore`` and tensorstore's
 and ``aws-chunked`` upload bodies. No authentication is checked, and no
 multipart uploads.
 
+Real S3 speaks https, and a TLS handshake costs a client far more CPU than
+a request: ``tls=`` (files from :func:`self_signed_certificate`) serves over
+TLS, and ``storage_options`` then trust that certificate.
+
 >>> import fsspec
 >>> with latency_s3_server(latency=0.001) as s3:
 ...     fs = fsspec.filesystem("s3", **s3.storage_options)
@@ -30,12 +34,16 @@ from __future__ import annotations
 
 import argparse
 import base64
+import datetime
 import hashlib
+import ipaddress
 import json
 import os
 import subprocess
 import sys
 import re
+import ssl
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -51,7 +59,10 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
-__all__ = ["LatencyS3Server", "RemoteServer", "RequestStats", "latency_s3_server", "latency_s3_process"]
+__all__ = [
+    "LatencyS3Server", "RemoteServer", "RequestStats", "TlsFiles", "latency_s3_process", "latency_s3_server",
+    "self_signed_certificate",
+]
 
 _RANGE = re.compile(r"bytes=(?:(\d+)-(\d*)|-(\d+))$")
 _XML = "application/xml"
@@ -99,40 +110,92 @@ class RequestStats:
         }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """A server certificate and its private key, PEM files; the certificate is its own CA."""
+
+    certificate: str
+    key: str
+
+
+def self_signed_certificate(directory: str | Path) -> TlsFiles:
+    """Write a one-day P-256 certificate for 127.0.0.1 and its key into ``directory`` (needs ``cryptography``)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    files = TlsFiles(str(Path(directory) / "certificate.pem"), str(Path(directory) / "key.pem"))
+    Path(files.certificate).write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    Path(files.key).write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ))  # fmt: skip
+    return files
+
+
 class LatencyS3Server(ThreadingHTTPServer):
     """The server: in-memory buckets, the delays to inject, and the counters.
 
     ``latency`` seconds pass before the first byte of every response;
     ``bandwidth`` (bytes per second, ``None`` = unlimited) caps how fast one
     connection sends a response body. Both may be changed between requests.
+    ``tls``: serve https with that certificate (each connection's handshake
+    runs on its own thread, as a request does).
     """
 
     daemon_threads = True
     request_queue_size = 512
 
-    def __init__(self, latency: float = 0.0, bandwidth: float | None = None) -> None:
+    def __init__(self, latency: float = 0.0, bandwidth: float | None = None, *, tls: TlsFiles | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.latency = latency
         self.bandwidth = bandwidth
         self.buckets: dict[str, dict[str, _Object]] = {}
         self.stats = RequestStats()
+        self.ca_file = tls.certificate if tls else None
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls.certificate, tls.key)
+            self.socket = context.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            try:
+                request.do_handshake()
+            except (ssl.SSLError, OSError):  # a client that gave up, or does not trust us: nothing to answer
+                return
+        super().finish_request(request, client_address)
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"{'https' if self.ca_file else 'http'}://127.0.0.1:{self.server_address[1]}"
 
     @property
     def storage_options(self) -> dict[str, Any]:
-        """s3fs ``storage_options`` (dummy credentials: nothing is checked)."""
-        return {
-            "key": "foo", "secret": "foo", "anon": False,
-            "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": "us-east-1"},
-        }  # fmt: skip
+        """s3fs ``storage_options`` (dummy credentials: nothing is checked; over TLS, our certificate is trusted)."""
+        client_kwargs: dict[str, Any] = {"endpoint_url": self.endpoint_url, "region_name": "us-east-1"}
+        if self.ca_file:
+            client_kwargs["verify"] = self.ca_file
+        return {"key": "foo", "secret": "foo", "anon": False, "client_kwargs": client_kwargs}
 
     def tensorstore_kvstore(self, bucket: str, path: str = "") -> dict[str, Any]:
-        """A tensorstore ``s3`` kvstore spec for ``bucket``/``path`` on this server."""
+        """A tensorstore ``s3`` kvstore spec for ``bucket``/``path`` on this server.
+
+        Over TLS tensorstore trusts the CA bundle named by ``TENSORSTORE_CA_BUNDLE`` (set it to :attr:`ca_file`).
+        """
         return {
             "driver": "s3", "bucket": bucket, "path": path, "endpoint": self.endpoint_url,
             "aws_region": "us-east-1", "aws_credentials": {"type": "anonymous"},
@@ -491,14 +554,16 @@ def _aws_unchunk(raw: bytes) -> bytes:
 
 
 @contextmanager
-def latency_s3_server(latency: float = 0.0, bandwidth: float | None = None) -> Iterator[LatencyS3Server]:
+def latency_s3_server(
+    latency: float = 0.0, bandwidth: float | None = None, *, tls: TlsFiles | None = None
+) -> Iterator[LatencyS3Server]:
     """Run a :class:`LatencyS3Server` on 127.0.0.1 (free port) in a daemon thread until the block ends.
 
     ``latency`` is the first-byte delay of every request in seconds;
     ``bandwidth`` the per-connection cap in bytes per second (``100e6`` is
-    close to one S3 connection).
+    close to one S3 connection); ``tls``: serve https.
     """
-    server = LatencyS3Server(latency, bandwidth)
+    server = LatencyS3Server(latency, bandwidth, tls=tls)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="latency-s3-server", daemon=True)
     thread.start()
     try:
@@ -517,8 +582,9 @@ class RemoteServer:
     :meth:`RequestStats.snapshot`.
     """
 
-    def __init__(self, endpoint_url: str) -> None:
+    def __init__(self, endpoint_url: str, ca_file: str | None = None) -> None:
         self.endpoint_url = endpoint_url
+        self.ca_file = ca_file
 
     storage_options = LatencyS3Server.storage_options
     tensorstore_kvstore = LatencyS3Server.tensorstore_kvstore
@@ -527,7 +593,11 @@ class RemoteServer:
         import http.client
 
         host, port = urllib.parse.urlsplit(self.endpoint_url).netloc.split(":")
-        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        connection = (
+            http.client.HTTPSConnection(host, int(port), timeout=60, context=ssl.create_default_context(cafile=self.ca_file))
+            if self.ca_file
+            else http.client.HTTPConnection(host, int(port), timeout=60)
+        )
         try:
             connection.request("GET", CONTROL + command + ("?" + urllib.parse.urlencode(query) if query else ""))
             result: dict[str, Any] = json.loads(connection.getresponse().read())
@@ -547,34 +617,42 @@ class RemoteServer:
 
 
 @contextmanager
-def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None) -> Iterator[RemoteServer]:
+def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None, *, tls: bool = False) -> Iterator[RemoteServer]:
     """Run the server in a child process (``python -m zarr3_backend.testing.latency_s3``) until the block ends.
 
     Buckets are created with S3 requests (``PUT /bucket``), e.g. by s3fs's ``mkdir``.
+    ``tls``: serve https with a fresh self-signed certificate (:attr:`RemoteServer.ca_file`).
     """
     command = [sys.executable, "-m", "zarr3_backend.testing.latency_s3", "--latency", str(latency)]
     if bandwidth:
         command += ["--bandwidth", str(bandwidth)]
     package_parent = str(Path(__file__).resolve().parents[2])  # the child imports this very package
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert child.stdout is not None
-        url = child.stdout.readline().strip()
-        if not url:
-            raise RuntimeError(f"the latency S3 server did not start: {' '.join(command)}")
-        yield RemoteServer(url)
-    finally:
-        child.terminate()
-        child.wait(timeout=30)
+    with tempfile.TemporaryDirectory() as directory:
+        files = self_signed_certificate(directory) if tls else None
+        if files is not None:
+            command += ["--tls-certificate", files.certificate, "--tls-key", files.key]
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            assert child.stdout is not None
+            url = child.stdout.readline().strip()
+            if not url:
+                raise RuntimeError(f"the latency S3 server did not start: {' '.join(command)}")
+            yield RemoteServer(url, files.certificate if files else None)
+        finally:
+            child.terminate()
+            child.wait(timeout=30)
 
 
 def _main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="S3-compatible loopback server with latency (prints its URL)")
     parser.add_argument("--latency", type=float, default=0.0, help="first-byte latency per request, seconds")
     parser.add_argument("--bandwidth", type=float, default=None, help="per-connection cap, bytes per second")
+    parser.add_argument("--tls-certificate", help="serve https with this PEM certificate (and --tls-key)")
+    parser.add_argument("--tls-key", help="the certificate's PEM private key")
     args = parser.parse_args(argv)
-    server = LatencyS3Server(args.latency, args.bandwidth)
+    tls = TlsFiles(args.tls_certificate, args.tls_key) if args.tls_certificate else None
+    server = LatencyS3Server(args.latency, args.bandwidth, tls=tls)
     print(server.endpoint_url, flush=True)
     server.serve_forever(0.05)
 
