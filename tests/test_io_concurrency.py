@@ -252,3 +252,74 @@ def test_a_corrupt_shard_read_on_the_event_loop_names_its_key(s3):
     with pytest.raises(zarr3_backend.CorruptShardError, match="c/2/0"):
         array[:, 5]
     np.testing.assert_array_equal(array[:16, 5], data[:16, 5])  # the other shards still read
+
+
+class _LoopStore(FsspecStore):
+    """An S3 store that logs each answered batch of inner-chunk reads, and the loop's next step after it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.events: list[str] = []
+        self.fail = False
+
+    async def get_many_versioned_async(self, requests):
+        answers = await super().get_many_versioned_async(requests)
+        if self.fail:
+            raise asyncio.CancelledError  # as when the loop shuts down under a read
+        if all(r is not None and r.start >= 0 for _, r in requests):  # not a shard index (a suffix)
+            self.events.append("chunk answered")
+            asyncio.get_running_loop().call_soon(self.events.append, "next loop step")
+        return answers
+
+
+def _loop_store(s3, name: str) -> tuple[_LoopStore, np.ndarray]:
+    import s3fs
+
+    url = s3.create_bucket(name) + "/a"
+    data = np.arange(16 * 8, dtype="float32").reshape(16, 8)
+    zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8),
+                               storage_options=s3.storage_options)[...] = data  # fmt: skip
+    fs = s3fs.S3FileSystem(**s3.storage_options, skip_instance_cache=True)
+    return _LoopStore(fs, f"{name}/a", read_only=True), data
+
+
+def test_a_fetched_group_reaches_its_reader_in_the_same_loop_step(s3):
+    """While a read streams, each loop step also decrypts every other connection's data: no step may be spent waiting."""
+    from zarr3_backend.array import start_on_loop
+
+    store, data = _loop_store(s3, "settle")
+    with zarr3_backend.open_array(store).planned_read((slice(None), 5)) as read:
+        start = start_on_loop(store)
+        s3.latency = 0.05  # the reader's callback is in place long before the answer
+        fetches = [start([(key, plan, read.out)]) for key, plan in read.chunk_plans]
+        for fetch in fetches:
+            fetch.add_done_callback(lambda _: store.events.append("settled"))
+        for fetch in fetches:
+            for job, out in fetch.result(10)[0]:
+                job.run(out)
+        s3.latency = 0.0
+    np.testing.assert_array_equal(read.out, data[:, 5])
+    time.sleep(0.05)  # the loop runs its pending steps
+    assert store.events == ["chunk answered", "settled", "next loop step"] * 2
+
+
+def test_a_fetch_cancelled_on_the_loop_fails_the_read_instead_of_hanging(s3):
+    import concurrent.futures
+
+    store, _ = _loop_store(s3, "cancelled")
+    array = zarr3_backend.open_array(store)
+    store.fail = True
+    raised: list[BaseException] = []
+    reader = threading.Thread(target=lambda: raised.extend(_raised(lambda: array[:, 5])), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive()
+    assert [type(exc) for exc in raised] in ([asyncio.CancelledError], [concurrent.futures.CancelledError])
+
+
+def _raised(call) -> list[BaseException]:
+    try:
+        call()
+    except BaseException as exc:
+        return [exc]
+    return []

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from contextlib import ExitStack, contextmanager
 from functools import partial
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeAlias, TypeVar, cast, overload
 
@@ -477,7 +477,32 @@ def start_on_loop(store: Store) -> Callable[[FetchGroup], Future[Fetched]] | Non
     loop: asyncio.AbstractEventLoop | None = getattr(store, "event_loop", None)
     if loop is None or not loop.is_running() or _running_loop() is loop:
         return None
-    return lambda group: asyncio.run_coroutine_threadsafe(_fetch_group_async(group, store), loop)
+
+    def start(group: FetchGroup) -> Future[Fetched]:
+        done: Future[Fetched] = Future()
+        asyncio.run_coroutine_threadsafe(_settle(done, _fetch_group_async(group, store)), loop)
+        return done
+
+    return start
+
+
+async def _settle(done: Future[T], work: Awaitable[T]) -> None:
+    """Await ``work`` and settle ``done`` with its outcome, in the same step of the loop.
+
+    Its callbacks (handing the group to the decoders) then run at once, not
+    after the several loop iterations a task's result takes to reach a
+    ``run_coroutine_threadsafe`` future: each iteration also decrypts and
+    parses what every other connection received, milliseconds while a read
+    streams.
+    """
+    try:
+        result = await work
+    except BaseException as exc:  # cancelled too: the waiting reader must not hang
+        done.set_exception(exc)
+        if not isinstance(exc, Exception):
+            raise
+    else:
+        done.set_result(result)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

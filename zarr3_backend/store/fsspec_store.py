@@ -463,7 +463,12 @@ def _capture(func: Callable[..., T], *args: Any) -> T | BaseException:
 
 
 async def _gather(coros: Sequence[Awaitable[T]], limit: int) -> list[T | BaseException]:
-    """Run ``coros`` concurrently, at most ``limit`` at a time; exceptions are returned."""
+    """Run ``coros`` concurrently, at most ``limit`` at a time; exceptions are returned.
+
+    A single one is awaited in place: no task whose result would take loop iterations to come back.
+    """
+    if len(coros) == 1:
+        return [await _capture_async(coros[0])]
     semaphore = asyncio.Semaphore(limit)
 
     async def bounded(coro: Awaitable[T]) -> T:
@@ -471,3 +476,10 @@ async def _gather(coros: Sequence[Awaitable[T]], limit: int) -> list[T | BaseExc
             return await coro
 
     return await asyncio.gather(*(bounded(coro) for coro in coros), return_exceptions=True)
+
+
+async def _capture_async(coro: Awaitable[T]) -> T | BaseException:
+    try:
+        return await coro
+    except Exception as exc:  # sorted out per request by the caller, as ``gather`` returns it
+        return exc
