@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from zarr3_backend.errors import StoreError
 from zarr3_backend.store import ByteRange, FsspecStore
+from zarr3_backend.store.http_gets import HttpPool
 from zarr3_backend.store.s3_direct import DirectGets, Unhandled, direct_gets, sigv4_headers
 from zarr3_backend.testing.latency_s3 import latency_s3_server, self_signed_certificate
 
@@ -25,6 +26,13 @@ botocore_auth = pytest.importorskip("botocore.auth")
 
 BUCKET = "bkt"
 KEYS = {"zarr.json": b"{}", "c/0/1": bytes(range(200)), "dir/a b+c=\u00fc~.json": b"odd name", "empty": b""}
+
+
+@pytest.fixture(autouse=True, params=["own", "aiohttp"])
+def connections(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on our own connections and on the client's aiohttp session."""
+    monkeypatch.setenv("ZARR3_BACKEND_S3_CONNECTIONS", request.param)
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +151,9 @@ def test_a_connection_failure_is_retried_through_botocore(s3, monkeypatch: pytes
     gets = gets_of(store)
     assert store.get("zarr.json") == b"{}"
     route = gets._routes[BUCKET]
-    monkeypatch.setitem(gets._routes, BUCKET, type(route)("http://127.0.0.1:9/bkt/", None, None))  # nothing listens
+    assert route is not None
+    pool = route.pool and HttpPool("127.0.0.1", 9, None, limit=2, connect_timeout=5, read_timeout=5)
+    monkeypatch.setitem(gets._routes, BUCKET, type(route)("http://127.0.0.1:9/bkt/", None, None, pool))  # nothing listens
     calls = botocore_gets(monkeypatch, store)
     assert store.get("c/0/1", ByteRange(0, 3)) == bytes([0, 1, 2])
     assert [call["Range"] for call in calls] == ["bytes=0-2"]
@@ -267,11 +277,37 @@ def test_whole_object_gets_ask_for_the_checksum(s3, monkeypatch: pytest.MonkeyPa
     assert gets._checksums
 
 
-def test_the_installed_clients_take_the_direct_path(s3) -> None:
+def test_the_installed_clients_take_the_direct_path(s3, connections: str) -> None:
     """If aiobotocore changes what the direct path relies on, this says so (reads stay right, only slower)."""
     store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
     gets = gets_of(store)
     assert gets._credentials is not None and gets._region == "us-east-1"
+    assert sync_get(gets, "zarr.json") == b"{}"
+    route = gets._routes[BUCKET]
+    assert route is not None and (route.pool is not None) == (connections == "own")
+
+
+def test_own_connections_are_kept_alive_and_closed_with_the_client(s3, connections: str) -> None:
+    if connections != "own":
+        pytest.skip("our own connections only")
+    store = make_store(s3)
+    gets = gets_of(store)
+    for _ in range(5):
+        assert store.get("c/0/1", ByteRange(3, 5)) == bytes([3, 4])
+    route = gets._routes[BUCKET]
+    assert route is not None and route.pool is not None
+    assert route.pool._open == 1  # one request at a time: one connection, reused
+    sync(store.fs.loop, store.fs.s3.close)
+    assert route.pool._closed and not route.pool._idle
+
+
+def test_session_settings_our_connections_cannot_honour_keep_aiohttp(s3, connections: str) -> None:
+    config = {"connector_args": {"keepalive_timeout": 5, "use_dns_cache": False}}
+    store = make_store(s3, config_kwargs=config)
+    gets = gets_of(store)
+    assert sync_get(gets, "zarr.json") == b"{}"
+    route = gets._routes[BUCKET]
+    assert route is not None and route.pool is None
 
 
 # -- https, as S3 speaks it ----------------------------------------------------------------

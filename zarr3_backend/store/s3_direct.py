@@ -30,6 +30,7 @@ import hmac
 import inspect
 import os
 import re
+import ssl
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ import crc32c
 from fsspec import AbstractFileSystem
 
 from ..errors import StoreError
+from .http_gets import HttpPool
 
 __all__ = ["DirectGets", "Unhandled", "direct_gets", "sigv4_headers"]
 
@@ -66,6 +68,7 @@ class _Route:
     prefix: str  # the URL of a key in the bucket, up to the key
     proxy: str | None
     proxy_headers: Mapping[str, str] | None
+    pool: HttpPool | None  # our own connections to the bucket's origin; None: the session's (aiohttp)
 
 
 class Unhandled(Exception):
@@ -121,6 +124,7 @@ class DirectGets:
         self._url_type = URL
         self._checksums = getattr(client, "meta").config.response_checksum_validation == "when_supported"
         self._routes: dict[str, _Route | None] = {}  # bucket -> where its GETs go; None: botocore only
+        self._pools: dict[str, HttpPool] = {}  # origin -> our connections to it
 
     async def get(self, bucket: str, key: str, version: str | None, byte_range: str | None) -> tuple[bytes, str | None]:
         """The bytes of ``bucket/key`` (``byte_range``: an HTTP ``Range`` value) and the object's ETag.
@@ -143,12 +147,19 @@ class DirectGets:
                 region=self._region, when=now,
             )
         try:
-            session = await self._http._get_session(route.proxy)
-            async with session.get(
-                self._url_type(url, encoded=True), headers=headers, proxy=route.proxy, proxy_headers=route.proxy_headers
-            ) as response:
-                body = await response.read()
-                status, answer_headers = response.status, response.headers
+            if route.pool is not None:
+                parts = urlsplit(url)
+                target = parts.path + (f"?{parts.query}" if parts.query else "")
+                answer = await route.pool.get(target, {"host": parts.netloc, **headers})
+                status, answer_headers, body = answer.status, answer.headers, answer.body
+            else:
+                session = await self._http._get_session(route.proxy)
+                async with session.get(
+                    self._url_type(url, encoded=True), headers=headers, proxy=route.proxy,
+                    proxy_headers=route.proxy_headers,
+                ) as response:
+                    body = await response.read()
+                    status, answer_headers = response.status, response.headers
         except Exception as exc:  # connection trouble of any kind: botocore's retries decide
             raise Unhandled(f"{type(exc).__name__}: {exc}") from exc
         return self._answer(bucket, f"{bucket}/{key}", url, byte_range, status=status, headers=answer_headers, body=body)
@@ -190,9 +201,39 @@ class DirectGets:
                 return None
             proxies = self._http._proxy_config
             proxy = proxies.proxy_url_for(base)
-            return _Route(base.removesuffix(_PROBE_KEY), proxy, proxies.proxy_headers_for(base) if proxy else None)
+            if proxy:
+                return _Route(base.removesuffix(_PROBE_KEY), proxy, proxies.proxy_headers_for(base), None)
+            return _Route(base.removesuffix(_PROBE_KEY), None, None, await self._pool(base))
         except Exception:  # whatever botocore objects to, it answers itself
             return None
+
+    async def _pool(self, url: str) -> HttpPool | None:
+        """Our connections to ``url``'s origin, with the session's TLS context, timeouts and pool size.
+
+        ``None`` where the session was set up in ways they would not honour
+        (aiohttp connector arguments beyond the keep-alive time; socket
+        options aiobotocore ignores too) or with ``ZARR3_BACKEND_S3_CONNECTIONS=aiohttp``.
+        """
+        if os.environ.get("ZARR3_BACKEND_S3_CONNECTIONS", "own") == "aiohttp":
+            return None
+        http = self._http
+        if set(http._connector_args or ()) - {"keepalive_timeout"}:
+            return None
+        session = await http._get_session(None)
+        context = getattr(session.connector, "_ssl", None)
+        parts = urlsplit(url)
+        secure = parts.scheme == "https"
+        if parts.hostname is None or (secure and not isinstance(context, ssl.SSLContext)):
+            return None
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in self._pools:  # settled without an await in between: one pool per origin
+            timeout = session.timeout
+            self._pools[origin] = pool = HttpPool(
+                parts.hostname, parts.port or (443 if secure else 80), context if secure else None,
+                limit=http._max_pool_connections, connect_timeout=timeout.sock_connect, read_timeout=timeout.sock_read,
+            )  # fmt: skip
+            http._exit_stack.callback(pool.close)  # closed with the client's session
+        return self._pools[origin]
 
 
 async def direct_gets(filesystem: AbstractFileSystem, bucket: str) -> DirectGets | None:

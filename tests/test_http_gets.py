@@ -1,0 +1,242 @@
+"""Our own HTTP/1.1 connections: bodies exact however they arrive, keep-alive, limits, and every answer we do not read refused."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarr3_backend.store import http_gets
+from zarr3_backend.store.http_gets import HttpError, HttpPool
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def answer(body: bytes, *headers: str, status: str = "200 OK", version: str = "HTTP/1.1") -> bytes:
+    head = [f"{version} {status}", f"Content-Length: {len(body)}", *headers]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    return await reader.readuntil(b"\r\n\r\n")
+
+
+def run(handler: Handler, scenario: Callable[[HttpPool], Awaitable[object]], **pool_options: float) -> object:
+    """``scenario(pool)`` against a loopback server whose connections ``handler`` serves."""
+
+    async def main() -> object:
+        handlers: list[asyncio.Task[None]] = []
+        writers: list[asyncio.StreamWriter] = []
+
+        async def serving(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+            writers.append(writer)
+            await handler(reader, writer)
+
+        server = await asyncio.start_server(serving, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        options = {"limit": 4, "connect_timeout": 5.0, "read_timeout": 5.0, **pool_options}
+        pool = HttpPool("127.0.0.1", port, None, **options)  # type: ignore[arg-type]
+        try:
+            return await scenario(pool)
+        finally:
+            pool.close()
+            server.close()
+            for task in handlers:
+                task.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
+            for writer in writers:
+                writer.close()
+            await server.wait_closed()
+            await asyncio.sleep(0)  # the transports' closing callbacks run
+
+    return asyncio.run(main())
+
+
+def serve(*answers: bytes, fragments: list[int] | None = None) -> tuple[Handler, list[bytes], list[int]]:
+    """A handler sending ``answers`` in turn on each connection (cut into ``fragments``), with the requests and connections seen."""
+    requests: list[bytes] = []
+    connections: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            for data in answers:
+                requests.append(await read_request(reader))
+                cuts = fragments or [len(data)]
+                start = 0
+                while start < len(data):
+                    for size in cuts:
+                        writer.write(data[start : start + size])
+                        await writer.drain()
+                        start += size
+            await reader.read()  # until the client closes
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return handler, requests, connections
+
+
+async def get(pool: HttpPool, target: str = "/k") -> tuple[int, dict[str, str], bytes]:
+    got = await pool.get(target, {"host": "h", "range": "bytes=0-9"})
+    return got.status, dict(got.headers), got.body
+
+
+@settings(max_examples=60, deadline=None)
+@given(body=st.binary(max_size=3000), fragments=st.lists(st.integers(1, 700), min_size=1, max_size=6),
+       block=st.integers(1, 1024))  # fmt: skip
+def test_a_body_arrives_exactly_however_it_is_cut(monkeypatch_module, body: bytes, fragments: list[int], block: int):
+    monkeypatch_module.setattr(http_gets, "BLOCK", block)
+    handler, requests, _ = serve(answer(body, "ETag: \"e\""), fragments=fragments)
+    status, headers, got = run(handler, get)  # type: ignore[misc]
+    assert (status, got, headers["etag"]) == (200, body, '"e"')
+    assert requests[0].startswith(b"GET /k HTTP/1.1\r\nhost: h\r\nrange: bytes=0-9\r\n")
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_connections_are_kept_alive_and_reused():
+    handler, requests, connections = serve(*(answer(bytes([i]) * 5) for i in range(3)))
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        return [(await get(pool))[2] for _ in range(3)]
+
+    assert run(handler, scenario) == [bytes([i]) * 5 for i in range(3)]
+    assert len(connections) == 1 and len(requests) == 3
+
+
+@pytest.mark.parametrize("header", ["Connection: close", None])
+def test_a_connection_the_answer_closes_is_not_reused(header):
+    version = "HTTP/1.0" if header is None else "HTTP/1.1"
+    handler, _, connections = serve(answer(b"one", *([header] if header else []), version=version), answer(b"two"))
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        return [(await get(pool))[2] for _ in range(2)]
+
+    assert run(handler, scenario) == [b"one", b"one"]  # the second request went out on a new connection
+    assert len(connections) == 2
+
+
+def test_a_request_a_reused_connection_drops_unanswered_is_sent_again():
+    """A server's idle timeout can close a kept-alive connection just as a request goes out on it."""
+    served: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(1)
+        await read_request(reader)
+        writer.write(answer(b"first" if len(served) == 1 else b"again"))
+        await writer.drain()
+        await read_request(reader)
+        writer.close()  # the second request on this connection: closed unanswered
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        return [(await get(pool))[2] for _ in range(2)]
+
+    assert run(handler, scenario) == [b"first", b"again"]
+    assert len(served) == 2
+
+
+def test_a_new_connection_dropped_unanswered_is_an_error():
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.close()
+
+    with pytest.raises(HttpError, match="closed the connection before answering"):
+        run(handler, get)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\n\r\nno length", "Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntoo long", "more bytes"),
+        (b"ICY 200 OK\r\nContent-Length: 0\r\n\r\n", "status line"),
+        (b"HTTP/1.1 100 Continue\r\n\r\n", "status line"),
+        (b"HTTP/1.1 200 OK\r\nbroken header\r\n\r\n", "header line"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "lost mid-answer"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"x" * (70 << 10), "head longer"),
+    ],
+)
+def test_answers_we_do_not_read_are_refused(data: bytes, reason: str):
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(data)
+        await writer.drain()
+        writer.close()
+
+    with pytest.raises(HttpError, match=reason):
+        run(handler, get)
+
+
+def test_a_stalled_answer_times_out():
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+        await writer.drain()
+        await asyncio.sleep(2)
+        writer.close()
+
+    with pytest.raises(HttpError, match="no data for 0.2 s"):
+        run(handler, get, read_timeout=0.2)
+
+
+def test_nothing_listening_is_an_error_naming_the_address():
+    async def scenario(_: HttpPool) -> object:
+        return await get(HttpPool("127.0.0.1", 9, None, limit=1, connect_timeout=5, read_timeout=5))
+
+    handler, _, _ = serve()
+    with pytest.raises(HttpError, match="cannot connect to 127.0.0.1:9"):
+        run(handler, scenario)
+
+
+def test_requests_beyond_the_limit_wait_for_a_connection():
+    busy = {"now": 0, "most": 0}
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                await read_request(reader)
+                busy["now"] += 1
+                busy["most"] = max(busy["most"], busy["now"])
+                await asyncio.sleep(0.02)
+                busy["now"] -= 1
+                writer.write(answer(b"ok"))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        return [got[2] for got in await asyncio.gather(*(get(pool) for _ in range(12)))]
+
+    assert run(handler, scenario, limit=3) == [b"ok"] * 12
+    assert busy["most"] == 3
+
+
+def test_a_failed_connection_frees_its_place_for_a_waiting_request():
+    attempts: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        attempts.append(1)
+        await read_request(reader)
+        if len(attempts) == 1:
+            writer.write(b"HTTP/1.1 200 OK\r\n\r\n")  # refused: no Content-Length
+        else:
+            writer.write(answer(b"ok"))
+        await writer.drain()
+        writer.close()
+
+    async def scenario(pool: HttpPool) -> list[object]:
+        return await asyncio.gather(get(pool), get(pool), return_exceptions=True)
+
+    first, second = run(handler, scenario, limit=1)  # type: ignore[misc]
+    assert isinstance(first, HttpError) and second[2] == b"ok"
