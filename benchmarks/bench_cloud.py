@@ -148,6 +148,7 @@ WORKLOADS = {
 
 def measure(server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any], Any]) -> tuple[float, dict[str, Any]]:
     clients = setup()
+    server.drop_connections()  # every client starts without connections (tensorstore keeps one pool per process)
     server.reset_stats()
     start = time.perf_counter()
     run(clients)

@@ -240,3 +240,41 @@ def test_a_failed_connection_frees_its_place_for_a_waiting_request():
 
     first, second = run(handler, scenario, limit=1)  # type: ignore[misc]
     assert isinstance(first, HttpError) and second[2] == b"ok"
+
+
+@pytest.mark.parametrize(("handshake", "most_at_once"), [(0.002, http_gets.MIN_CONNECTING), (0.05, 15)])
+def test_connections_are_opened_a_few_at_a_time_unless_each_waits_on_the_network(
+    monkeypatch: pytest.MonkeyPatch, handshake: float, most_at_once: int
+):
+    """Near the server, handshakes are CPU on the loop's thread: opened all at once they would all finish last."""
+    opening = {"now": 0, "most": 0}
+    connect = HttpPool._connect
+
+    async def slow_connect(pool: HttpPool):  # a handshake that takes ``handshake`` seconds
+        opening["now"] += 1
+        opening["most"] = max(opening["most"], opening["now"])
+        try:
+            await asyncio.sleep(handshake)
+            return await connect(pool)
+        finally:
+            opening["now"] -= 1
+
+    monkeypatch.setattr(HttpPool, "_connect", slow_connect)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                await read_request(reader)
+                await asyncio.sleep(0.1)  # every request holds its connection: 16 are needed
+                writer.write(answer(b"ok"))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        first = (await get(pool))[2]  # one connection open: how long it took is known
+        opening["most"] = 0
+        return [first] + [got[2] for got in await asyncio.gather(*(get(pool) for _ in range(16)))]
+
+    assert run(handler, scenario, limit=16) == [b"ok"] * 17
+    assert opening["most"] == most_at_once

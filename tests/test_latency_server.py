@@ -138,6 +138,44 @@ def test_a_server_process_over_tls_serves_and_counts():
         assert server.stats()["by_kind"]["GET"] >= 1
 
 
+@pytest.mark.parametrize("tls", [False, True])
+def test_dropping_connections_ends_the_idle_ones_only(tmp_path, tls: bool):
+    """Benchmarks start every client cold: tensorstore would otherwise reuse its connections from the last run."""
+    import http.client
+    import ssl
+
+    from zarr3_backend.testing.latency_s3 import self_signed_certificate
+
+    files = self_signed_certificate(tmp_path) if tls else None
+    if tls:
+        pytest.importorskip("cryptography")
+    with latency_s3_server(tls=files) as server:
+        server.create_bucket("bkt")
+        server.put("bkt", "k", b"value")
+        port = server.server_address[1]
+
+        def connect() -> http.client.HTTPConnection:
+            if files is None:
+                return http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            return http.client.HTTPSConnection("127.0.0.1", port, timeout=10,
+                                               context=ssl.create_default_context(cafile=files.certificate))  # fmt: skip
+
+        idle, busy = connect(), connect()
+        for connection in (idle, busy):
+            connection.request("GET", "/bkt/k")
+            assert connection.getresponse().read() == b"value"
+        server.latency = 0.3
+        busy.request("GET", "/bkt/k")  # in flight while the idle ones are dropped
+        time.sleep(0.1)
+        assert server.drop_connections() == 1
+        assert busy.getresponse().read() == b"value"
+        idle.request("GET", "/bkt/k")
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+            idle.getresponse()
+        idle.close()
+        busy.close()
+
+
 def _open_stats(s3, bucket: str, **kwargs):
     xr = pytest.importorskip("xarray")
     s3.reset_stats()

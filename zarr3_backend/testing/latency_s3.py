@@ -42,6 +42,7 @@ import os
 import subprocess
 import sys
 import re
+import socket
 import ssl
 import tempfile
 import threading
@@ -166,6 +167,8 @@ class LatencyS3Server(ThreadingHTTPServer):
         self.ca_file = tls.certificate if tls else None
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+        self._connections: set[Any] = set()  # open, after their handshake
+        self._busy: set[Any] = set()  # serving a request
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(tls.certificate, tls.key)
@@ -177,7 +180,33 @@ class LatencyS3Server(ThreadingHTTPServer):
                 request.do_handshake()
             except (ssl.SSLError, OSError):  # a client that gave up, or does not trust us: nothing to answer
                 return
-        super().finish_request(request, client_address)
+        with self._lock:
+            self._connections.add(request)
+        try:
+            super().finish_request(request, client_address)
+        finally:
+            with self._lock:
+                self._connections.discard(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):  # a connection that ended (as drop_connections ends them) is no error
+            super().handle_error(request, client_address)
+
+    def drop_connections(self) -> int:
+        """End every kept-alive connection that is waiting for its next request; how many.
+
+        Benchmarks call it before each timed run, so that every client starts
+        without connections, as in a fresh process (tensorstore keeps its
+        connections across contexts, in one pool for the whole process).
+        """
+        with self._lock:
+            idle = self._connections - self._busy
+        for connection in idle:
+            try:
+                socket.socket.shutdown(connection, socket.SHUT_RDWR)  # the socket's own, not TLS's: its thread reads EOF
+            except OSError:
+                pass
+        return len(idle)
 
     @property
     def endpoint_url(self) -> str:
@@ -278,6 +307,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- dispatch ------------------------------------------------------------
     def _serve(self, method: str) -> None:
+        with self.server._lock:
+            self.server._busy.add(self.connection)
+        try:
+            self._serve_request(method)
+        finally:
+            with self.server._lock:
+                self.server._busy.discard(self.connection)
+
+    def _serve_request(self, method: str) -> None:
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         if url.path.startswith(CONTROL):
@@ -349,12 +387,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", f"{method} on a bucket", method)
 
     def _control(self, command: str, query: dict[str, str]) -> None:
-        """Not S3 and not counted: ``stats``, ``reset`` and ``config?latency=&bandwidth=`` (see :class:`RemoteServer`)."""
+        """Not S3 and not counted: ``stats``, ``reset``, ``drop`` and ``config?latency=&bandwidth=`` (see :class:`RemoteServer`)."""
         self._first_byte_at = 0.0
         self._sent = 0
         server = self.server
         if command == "reset":
             server.reset_stats()
+        elif command == "drop":
+            server.drop_connections()
         elif command == "config":
             server.latency = float(query.get("latency", server.latency))
             if "bandwidth" in query:
@@ -610,6 +650,10 @@ class RemoteServer:
 
     def reset_stats(self) -> None:
         self._call("reset")
+
+    def drop_connections(self) -> None:
+        """:meth:`LatencyS3Server.drop_connections`."""
+        self._call("drop")
 
     def configure(self, latency: float, bandwidth: float | None = None) -> None:
         """Set the first-byte latency (s) and per-connection bandwidth (bytes/s, ``None`` = unlimited)."""
