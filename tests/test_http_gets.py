@@ -89,12 +89,17 @@ async def get(pool: HttpPool, target: str = "/k") -> tuple[int, dict[str, str], 
 
 @settings(max_examples=60, deadline=None)
 @given(body=st.binary(max_size=3000), fragments=st.lists(st.integers(1, 700), min_size=1, max_size=6),
-       block=st.integers(1, 1024))  # fmt: skip
-def test_a_body_arrives_exactly_however_it_is_cut(monkeypatch_module, body: bytes, fragments: list[int], block: int):
+       single=st.integers(0, 3000), block=st.integers(1, 1024))  # fmt: skip
+def test_a_body_arrives_exactly_however_it_is_cut(
+    monkeypatch_module, body: bytes, fragments: list[int], single: int, block: int
+):
+    """Up to ``MAX_SINGLE`` into one buffer that is the answer itself; beyond, in blocks that are joined."""
+    monkeypatch_module.setattr(http_gets, "MAX_SINGLE", single)
     monkeypatch_module.setattr(http_gets, "BLOCK", block)
     handler, requests, _ = serve(answer(body, "ETag: \"e\""), fragments=fragments)
     status, headers, got = run(handler, get)  # type: ignore[misc]
     assert (status, got, headers["etag"]) == (200, body, '"e"')
+    assert type(got) is (bytearray if len(body) <= single else bytes)
     assert requests[0].startswith(b"GET /k HTTP/1.1\r\nhost: h\r\nrange: bytes=0-9\r\n")
 
 

@@ -297,6 +297,9 @@ def test_own_connections_are_kept_alive_and_closed_with_the_client(s3, connectio
     route = gets._routes[BUCKET]
     assert route is not None and route.pool is not None
     assert route.pool._open == 1  # one request at a time: one connection, reused
+    read = store.get_many_versioned([("c/0/1", None)])[0]
+    assert type(read.value) is bytearray and read.value == KEYS["c/0/1"]  # the buffer it was received into
+    assert type(store.get("c/0/1")) is bytes  # what the Store interface promises
     sync(store.fs.loop, store.fs.s3.close)
     assert route.pool._closed and not route.pool._idle
 

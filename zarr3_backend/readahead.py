@@ -63,6 +63,7 @@ import numpy as np
 
 from .executor import after_fork, submit_io
 from .chunk_grid import RegularChunkGrid
+from .values import as_bytes
 from .store.base import Request, Store, Value, Versioned
 
 #: Seconds without a read of whole chunks after which values read ahead and not yet read are dropped.
@@ -299,7 +300,7 @@ class _View(Store):
         return lanes
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [versioned.value for versioned in self.get_many_versioned(requests)]
+        return [as_bytes(versioned.value) for versioned in self.get_many_versioned(requests)]
 
     def set(self, key: str, value: Value) -> None:
         self._check_writable()

@@ -70,5 +70,10 @@ class Versioned:
     ('inode', 7)
     """
 
-    value: bytes | None
+    value: bytes | bytearray | None
     generation: Generation | None = None
+
+
+def as_bytes(value: bytes | bytearray | None) -> bytes | None:
+    """A :class:`Versioned` value as ``bytes`` (a bytearray copied; bytes as they are)."""
+    return None if value is None else bytes(value)

@@ -23,7 +23,7 @@ from ..errors import StoreError
 
 Arrival = tuple[int, bytes | None]
 #: What a request came back with: its bytes, or the exception it raised.
-Answer = bytes | Exception
+Answer = bytes | bytearray | Exception
 
 
 class Arrivals:
@@ -57,7 +57,7 @@ class LaneArrivals(Arrivals):
     """
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, fetch: Callable[[int], Awaitable[bytes]], count: int, lanes: int,
+        self, loop: asyncio.AbstractEventLoop, fetch: Callable[[int], Awaitable[bytes | bytearray]], count: int, lanes: int,
         outcome: Callable[[int, Answer], bytes | None],
     ) -> None:
         self._unsent = deque(range(count))

@@ -182,7 +182,7 @@ class FsspecStore(Store):
             lambda i, answer: self._outcome(requests[i][0], answer),
         )
 
-    def _outcome(self, key: str, result: bytes | BaseException) -> bytes | None:
+    def _outcome(self, key: str, result: bytes | bytearray | BaseException) -> bytes | None:
         if not isinstance(result, BaseException):
             return bytes(result)
         if _is_missing(result):
@@ -191,7 +191,7 @@ class FsspecStore(Store):
             return b""
         raise StoreError(f"could not read key {key!r} from {self.url}: {result}") from result
 
-    async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes:
+    async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes | bytearray:
         fs: Any = self.fs
         if byte_range is None:
             if (direct := await self._direct_get(path, None)) is not None:
@@ -208,7 +208,7 @@ class FsspecStore(Store):
         data = await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
         return data
 
-    async def _direct_get(self, path: str, http_range: str | None) -> tuple[bytes, Generation | None] | None:
+    async def _direct_get(self, path: str, http_range: str | None) -> tuple[bytes | bytearray, Generation | None] | None:
         """One GetObject sent without botocore's per-request work (see :mod:`.s3_direct`); ``None``: send it through botocore."""
         if not self._s3:
             return None
@@ -268,12 +268,13 @@ class FsspecStore(Store):
         values = await _gather(plain, self.io_concurrency)
         return [Versioned(self._outcome(key, value)) for (key, _), value in zip(requests, values, strict=True)]
 
-    def _versioned(self, key: str, answer: tuple[bytes, Generation | None] | BaseException) -> Versioned:
+    def _versioned(self, key: str, answer: tuple[bytes | bytearray, Generation | None] | BaseException) -> Versioned:
         if isinstance(answer, BaseException):
             return Versioned(self._outcome(key, answer))
-        return Versioned(bytes(answer[0]), answer[1])
+        value = answer[0]  # a bytearray is the buffer our own connection received it into: kept, not copied
+        return Versioned(value if isinstance(value, bytearray) else bytes(value), answer[1])
 
-    async def _fetch_s3(self, path: str, byte_range: ByteRange | None) -> tuple[bytes, Generation | None]:
+    async def _fetch_s3(self, path: str, byte_range: ByteRange | None) -> tuple[bytes | bytearray, Generation | None]:
         """One GetObject: the bytes and the ETag of the object version they came from."""
         fs: Any = self.fs
         if byte_range is not None and _needs_size(byte_range):

@@ -5,8 +5,8 @@ pieces: every TLS record is decrypted into bytes of its own, parsed, queued
 and joined. All of that runs on fsspec's one event-loop thread, where it
 delays every other request and the hand-over to the decoders. Here a
 connection is an :class:`asyncio.BufferedProtocol`: the socket (or, over
-TLS, OpenSSL) writes the body into preallocated blocks, and parsing is one
-look at the head.
+TLS, OpenSSL) writes the body into the buffer that becomes the answer, and
+parsing is one look at the head.
 
 :class:`HttpPool` keeps only what it can read plainly: a status line,
 headers, and a ``Content-Length`` body. Anything else (a chunked body, a
@@ -28,8 +28,11 @@ from typing import Any
 
 __all__ = ["Answer", "HttpError", "HttpPool"]
 
-#: Most a response head may take; a body is received in blocks of at most this many bytes.
+#: Most a response head may take.
 MAX_HEAD = 64 << 10
+#: A body up to this size is received into one buffer, which becomes the answer without a copy;
+#: a larger one (a server could claim any length) arrives in blocks as its bytes do, and is joined.
+MAX_SINGLE = 256 << 20
 BLOCK = 8 << 20
 #: How long resolved addresses are used (aiohttp's default).
 DNS_TTL = 10.0
@@ -46,7 +49,7 @@ class HttpError(Exception):
 class Answer:
     status: int
     headers: Mapping[str, str]  # names in lower case
-    body: bytes
+    body: bytes | bytearray  # a bytearray: the buffer it was received into, held by nobody else
 
 
 class HttpPool:
@@ -346,17 +349,18 @@ class _Connection(asyncio.BufferedProtocol):
         if self._missing < 0:
             self._give_up("more bytes than its Content-Length")
             return
-        self._blocks = [bytearray(body)]
-        self._filled = len(body)
-        if self._missing:
-            self._blocks.append(bytearray(min(self._missing, BLOCK)))
-            self._filled = 0
+        if int(length) <= MAX_SINGLE:
+            whole = bytearray(int(length))
+            whole[: len(body)] = body
+            self._blocks, self._filled = [whole], len(body)
         else:
+            self._blocks, self._filled = [bytearray(body), bytearray(min(self._missing, BLOCK))], 0
+        if not self._missing:
             self._finish()
 
     def _finish(self) -> None:
         blocks = self._blocks
-        body = bytes(blocks[0]) if len(blocks) == 1 else b"".join(blocks)
+        body = blocks[0] if len(blocks) == 1 else b"".join(blocks)
         self.served += 1
         if self._answer is not None and not self._answer.done():
             self._answer.set_result(Answer(self._status, self._headers, body))

@@ -34,6 +34,7 @@ from contextlib import suppress
 
 from ..errors import InvalidKeyError, StoreError
 from ..executor import shared_pool
+from ..values import as_bytes
 from .base import TMP_PREFIX, ByteRange, Request, Store, Value, Versioned, is_temporary, validate_key, validate_prefix
 
 _POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
@@ -170,7 +171,7 @@ class LocalStore(Store):
         return _read_file(os.path.realpath(path), byte_range)
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [read.value for read in self.get_many_versioned(requests)]
+        return [as_bytes(read.value) for read in self.get_many_versioned(requests)]
 
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         """Read sequentially; once a value of 1 MiB or more shows up, read the rest in threads.

@@ -53,7 +53,7 @@ _PLAIN_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _PROBE_KEY = "zarr3-direct-probe"
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)$")
 #: Full-object checksums S3 may send, in botocore's order of preference, with how to compute each.
-_CHECKSUMS: dict[str, Callable[[bytes], bytes]] = {
+_CHECKSUMS: dict[str, Callable[[bytes | bytearray], bytes]] = {
     "crc32c": lambda data: crc32c.crc32c(data).to_bytes(4, "big"),
     "crc32": lambda data: zlib.crc32(data).to_bytes(4, "big"),
     "sha1": lambda data: hashlib.sha1(data).digest(),
@@ -126,7 +126,9 @@ class DirectGets:
         self._routes: dict[str, _Route | None] = {}  # bucket -> where its GETs go; None: botocore only
         self._pools: dict[str, HttpPool] = {}  # origin -> our connections to it
 
-    async def get(self, bucket: str, key: str, version: str | None, byte_range: str | None) -> tuple[bytes, str | None]:
+    async def get(
+        self, bucket: str, key: str, version: str | None, byte_range: str | None
+    ) -> tuple[bytes | bytearray, str | None]:
         """The bytes of ``bucket/key`` (``byte_range``: an HTTP ``Range`` value) and the object's ETag.
 
         Raises ``FileNotFoundError`` for a missing key and :class:`Unhandled` for anything botocore must answer.
@@ -166,8 +168,8 @@ class DirectGets:
 
     def _answer(
         self, bucket: str, path: str, url: str, byte_range: str | None, *, status: int, headers: Mapping[str, str],
-        body: bytes,
-    ) -> tuple[bytes, str | None]:
+        body: bytes | bytearray,
+    ) -> tuple[bytes | bytearray, str | None]:
         if status == 200 and byte_range is None:
             _check_length(url, headers, body)
             if self._checksums:
@@ -272,13 +274,13 @@ def _for_client(client: Any) -> DirectGets | None:
     return DirectGets(client, credentials, region, http)
 
 
-def _check_length(url: str, headers: Mapping[str, str], body: bytes) -> None:
+def _check_length(url: str, headers: Mapping[str, str], body: bytes | bytearray) -> None:
     length = headers.get("content-length")
     if length is not None and int(length) != len(body):
         raise StoreError(f"{url}: {len(body)} bytes arrived, Content-Length promised {length}")
 
 
-def _check_range(url: str, byte_range: str, headers: Mapping[str, str], body: bytes) -> None:
+def _check_range(url: str, byte_range: str, headers: Mapping[str, str], body: bytes | bytearray) -> None:
     """A 206's ``Content-Range`` covers the requested range and the body fills it."""
     found = _CONTENT_RANGE.match(headers.get("content-range", ""))
     if found is None:
@@ -295,7 +297,7 @@ def _check_range(url: str, byte_range: str, headers: Mapping[str, str], body: by
         )
 
 
-def _check_checksum(url: str, headers: Mapping[str, str], body: bytes) -> None:
+def _check_checksum(url: str, headers: Mapping[str, str], body: bytes | bytearray) -> None:
     """Check the first whole-object checksum S3 sent that we can compute (composite ones, ``...-N``, cannot be)."""
     for name, compute in _CHECKSUMS.items():
         sent = headers.get(f"x-amz-checksum-{name}")
