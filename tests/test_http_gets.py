@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -247,24 +248,24 @@ def test_a_failed_connection_frees_its_place_for_a_waiting_request():
     assert isinstance(first, HttpError) and second[2] == b"ok"
 
 
-@pytest.mark.parametrize(("handshake", "most_at_once"), [(0.002, http_gets.MIN_CONNECTING), (0.05, 15)])
+@pytest.mark.parametrize(("handshake", "most_at_once"), [(0.001, http_gets.MIN_CONNECTING), (0.05, 15)])
 def test_connections_are_opened_a_few_at_a_time_unless_each_waits_on_the_network(
     monkeypatch: pytest.MonkeyPatch, handshake: float, most_at_once: int
 ):
     """Near the server, handshakes are CPU on the loop's thread: opened all at once they would all finish last."""
     opening = {"now": 0, "most": 0}
-    connect = HttpPool._connect
+    open_connection = HttpPool._open_connection
 
-    async def slow_connect(pool: HttpPool):  # a handshake that takes ``handshake`` seconds
+    async def slow_open(pool: HttpPool, *address):  # a handshake that takes ``handshake`` seconds
         opening["now"] += 1
         opening["most"] = max(opening["most"], opening["now"])
         try:
             await asyncio.sleep(handshake)
-            return await connect(pool)
+            return await open_connection(pool, *address)
         finally:
             opening["now"] -= 1
 
-    monkeypatch.setattr(HttpPool, "_connect", slow_connect)
+    monkeypatch.setattr(HttpPool, "_open_connection", slow_open)
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -283,3 +284,29 @@ def test_connections_are_opened_a_few_at_a_time_unless_each_waits_on_the_network
 
     assert run(handler, scenario, limit=16) == [b"ok"] * 17
     assert opening["most"] == most_at_once
+
+
+@pytest.mark.parametrize(("host", "lookups"), [("127.0.0.1", 0), ("localhost", 1)])
+def test_a_name_is_looked_up_once_for_the_connections_opened_together_and_an_address_never(
+    monkeypatch: pytest.MonkeyPatch, host: str, lookups: int
+):
+    """A lookup waits for a thread of the loop's default executor, which other work may keep busy."""
+    asked: list[str] = []
+    getaddrinfo = asyncio.BaseEventLoop.getaddrinfo
+
+    async def counting(loop, name, *args, **kwargs):
+        asked.append(name)
+        return [info for info in await getaddrinfo(loop, name, *args, **kwargs) if info[0] == socket.AF_INET]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", counting)
+    handler, _, connections = serve(answer(b"ok"))
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        named = HttpPool(host, pool._port, None, limit=4, connect_timeout=5, read_timeout=5)
+        try:
+            return [got[2] for got in await asyncio.gather(*(get(named) for _ in range(4)))]
+        finally:
+            named.close()
+
+    assert run(handler, scenario) == [b"ok"] * 4
+    assert len(connections) == 4 and asked == [host] * lookups

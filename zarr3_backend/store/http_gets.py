@@ -19,6 +19,7 @@ sent once more on a new one.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 import ssl
 from collections import deque
@@ -72,6 +73,7 @@ class HttpPool:
         self._fastest_connect: float | None = None  # seconds
         self._waiting: deque[asyncio.Future[_Connection | None]] = deque()
         self._addresses: tuple[float, asyncio.Future[list[tuple[int, str, int]]]] | None = None
+        self._literal = _ip_literal(host, port)
         self._closed = False
 
     async def get(self, target: str, headers: Mapping[str, str]) -> Answer:
@@ -121,17 +123,11 @@ class HttpPool:
             if self._open < self._limit and self._connecting < self._connect_limit():
                 self._open += 1
                 self._connecting += 1
-                loop = asyncio.get_running_loop()
-                started = loop.time()
                 try:
-                    connection = await self._connect()
+                    return await self._connect()
                 except BaseException:
                     self._open -= 1
                     raise
-                else:
-                    took = loop.time() - started
-                    self._fastest_connect = min(took, self._fastest_connect or took)
-                    return connection
                 finally:
                     self._connecting -= 1
                     self._wake_one()  # a place to open a connection in
@@ -184,21 +180,33 @@ class HttpPool:
         loop = asyncio.get_running_loop()
         errors = []
         for family, address, port in await self._resolve():
+            started = loop.time()
             try:
-                _, connection = await asyncio.wait_for(
-                    loop.create_connection(
-                        lambda: _Connection(loop), address, port, family=family, ssl=self._ssl,
-                        server_hostname=self._host if self._ssl is not None else None,
-                    ),
-                    self._connect_timeout,
-                )
-                return connection
+                connection = await asyncio.wait_for(self._open_connection(family, address, port), self._connect_timeout)
             except (OSError, asyncio.TimeoutError) as exc:
                 errors.append(f"{address}: {type(exc).__name__}: {exc}")
+                continue
+            took = loop.time() - started  # TCP and TLS, not the address lookup
+            self._fastest_connect = min(took, self._fastest_connect or took)
+            return connection
         raise HttpError(f"cannot connect to {self._host}:{self._port}: {'; '.join(errors) or 'no address'}")
 
+    async def _open_connection(self, family: int, address: str, port: int) -> _Connection:
+        loop = asyncio.get_running_loop()
+        _, connection = await loop.create_connection(
+            lambda: _Connection(loop), address, port, family=family, ssl=self._ssl,
+            server_hostname=self._host if self._ssl is not None else None,
+        )  # fmt: skip
+        return connection
+
     async def _resolve(self) -> list[tuple[int, str, int]]:
-        """The origin's addresses, looked up once per :data:`DNS_TTL` by all the connections opened meanwhile."""
+        """The origin's addresses, looked up once per :data:`DNS_TTL` by all the connections opened meanwhile.
+
+        An IP address is its own (no lookup: that would wait for a thread of
+        the loop's default executor, which other work may keep busy).
+        """
+        if self._literal is not None:
+            return [self._literal]
         loop = asyncio.get_running_loop()
         if self._addresses is None or loop.time() - self._addresses[0] > DNS_TTL:
             lookup = asyncio.ensure_future(loop.getaddrinfo(self._host, self._port, type=socket.SOCK_STREAM))
@@ -210,6 +218,14 @@ class HttpPool:
         except OSError as exc:
             self._addresses = None
             raise HttpError(f"cannot resolve {self._host}: {exc}") from exc
+
+
+def _ip_literal(host: str, port: int) -> tuple[int, str, int] | None:
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    return (socket.AF_INET6 if address.version == 6 else socket.AF_INET), str(address), port
 
 
 def _settle_addresses(found: asyncio.Future[list[tuple[int, str, int]]], lookup: asyncio.Future[Any]) -> None:
