@@ -310,3 +310,14 @@ def test_a_name_is_looked_up_once_for_the_connections_opened_together_and_an_add
 
     assert run(handler, scenario) == [b"ok"] * 4
     assert len(connections) == 4 and asked == [host] * lookups
+
+
+def test_a_line_break_in_a_request_is_refused_before_anything_is_sent():
+    handler, requests, connections = serve(answer(b"ok"))
+
+    async def scenario(pool: HttpPool) -> object:
+        return await pool.get("/k", {"host": "h", "x-split": "a\r\nInjected: yes"})
+
+    with pytest.raises(HttpError, match="line break"):
+        run(handler, scenario)
+    assert not requests and not connections

@@ -13,7 +13,7 @@ headers, and a ``Content-Length`` body. Anything else (a chunked body, a
 connection that fails or stalls past the read timeout) raises
 :class:`HttpError`, and the caller sends the request its usual way. A
 request on a reused connection that the server closed while it was idle is
-sent once more on a new one.
+sent again on the next idle connection, or a new one.
 """
 
 from __future__ import annotations
@@ -78,16 +78,18 @@ class HttpPool:
 
     async def get(self, target: str, headers: Mapping[str, str]) -> Answer:
         """GET ``target`` (path and query) with ``headers`` (``host`` among them, as signed)."""
-        head = "".join([f"GET {target} HTTP/1.1\r\n", *(f"{name}: {value}\r\n" for name, value in headers.items()), "\r\n"])
-        request = head.encode("latin-1")
-        for attempt in (0, 1):
+        lines = [f"GET {target} HTTP/1.1", *(f"{name}: {value}" for name, value in headers.items())]
+        if any("\r" in line or "\n" in line for line in lines):
+            raise HttpError(f"a line break in the request for {target[:80]!r}")
+        request = "\r\n".join([*lines, "", ""]).encode("latin-1")
+        while True:
             connection = await self._acquire()
             reused = connection.served > 0
             try:
                 answer = await connection.exchange(request, self._read_timeout)
             except _Stale:
                 self._discard(connection)
-                if reused and attempt == 0:
+                if reused:  # closed while idle: the next idle one, or a new one (each tried once)
                     continue
                 raise HttpError(f"{self._host}:{self._port} closed the connection before answering") from None
             except BaseException:
@@ -98,7 +100,6 @@ class HttpPool:
             else:
                 self._discard(connection)
             return answer
-        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Close the idle connections now and the busy ones as they finish."""

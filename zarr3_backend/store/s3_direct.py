@@ -6,8 +6,9 @@ a dozen event hooks run, and dateutil parses ``Last-Modified``. All of it
 runs on fsspec's one event-loop thread, so an open that sends 200 GETs was
 bound by that CPU, not by latency. :class:`DirectGets` sends the same GET
 to the URL botocore builds for the bucket, signed with SigV4 from the
-client's own credentials, on the client's own HTTP session (its proxies,
-TLS settings, timeouts and pool), for about a sixth of the CPU.
+client's own credentials, for about a sixth of the CPU: on connections of
+our own (:mod:`.http_gets`) with the client's TLS context, timeouts and pool
+size, or, behind a proxy, on the client's own aiohttp session.
 
 It keeps only the answers whose meaning is plain: 200 or 206 with exactly
 the bytes promised (checked against a full object's ``x-amz-checksum-*``
@@ -112,7 +113,7 @@ def _signing_key(secret_key: str, day: str, region: str) -> bytes:
 
 
 class DirectGets:
-    """GetObject requests for one botocore S3 client, sent on its HTTP session; see the module docstring."""
+    """GetObject requests for one botocore S3 client; see the module docstring."""
 
     def __init__(self, client: object, credentials: object | None, region: str, http: object) -> None:
         from yarl import URL  # aiohttp's URL type (aiobotocore's dependency)
