@@ -225,7 +225,7 @@ def test_a_coordinate_listed_last_is_fetched_and_read_while_the_other_documents_
 
 def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
     xr = pytest.importorskip("xarray")
-    rounds = []
+    rounds, chains = [], []
     for n in (2, 8):
         tree = xr.DataTree.from_dict({
             **{f"/g{i}": xr.Dataset({"v": (("t",), np.arange(3.0) + i)}, coords={"t": np.arange(3)}) for i in range(n)},
@@ -237,6 +237,7 @@ def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
         options = {**s3.storage_options, "skip_instance_cache": True}
         back = xr.open_datatree(f"s3://tree{n}/t", engine="zarr3", storage_options=options, consolidated=False)
         rounds.append(s3.stats.rounds)
+        chains.append(s3.stats.chain)
         s3.latency = 0.0
         xr.testing.assert_identical(back.load(), tree)
         assert list(xr.open_groups(f"s3://tree{n}/t", engine="zarr3", storage_options=options)) == [
@@ -244,7 +245,7 @@ def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
         ]  # depth first, as engine="zarr"
     # the root's document and listing; its children's documents; then per level: listings, documents; the
     # coordinates t of the first level are read as their documents arrive, alongside the second level's listings
-    assert rounds == [1 + 1 + 2 + 2] * 2
+    assert rounds == [1 + 1 + 2 + 2] * 2, chains  # each request's depth, kind and path
 
 
 @pytest.mark.parametrize("with_coordinates", [False, True])

@@ -102,6 +102,8 @@ class RequestStats:
     waves: int = 0
     bytes_sent: int = 0
     answered_depth: int = 0
+    #: ``(depth, kind, path)`` of every request in the order they arrived: which request made a chain longer.
+    chain: list[tuple[int, str, str]] = field(default_factory=list)
 
     def snapshot(self) -> dict[str, Any]:
         """A plain copy: ``requests``, ``by_kind``, ``max_in_flight``, ``rounds``, ``waves``, ``bytes_sent``."""
@@ -255,7 +257,7 @@ class LatencyS3Server(ThreadingHTTPServer):
             in_flight = self.stats.in_flight
             self.stats = RequestStats(in_flight=in_flight, max_in_flight=in_flight, waves=int(in_flight > 0))
 
-    def _begin(self, kind: str) -> tuple[RequestStats, int]:
+    def _begin(self, kind: str, path: str = "") -> tuple[RequestStats, int]:
         """Count a request that arrived; the counters it belongs to and its depth (1 + the deepest answered)."""
         with self._lock:
             stats = self.stats
@@ -267,6 +269,7 @@ class LatencyS3Server(ThreadingHTTPServer):
             stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
             depth = stats.answered_depth + 1
             stats.rounds = max(stats.rounds, depth)
+            stats.chain.append((depth, kind, path))
             return stats, depth
 
     def _end(self, counted: RequestStats, sent: int, depth: int) -> None:
@@ -323,7 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         bucket, _, key = urllib.parse.unquote(url.path.lstrip("/")).partition("/")
         kind = "LIST" if method == "GET" and not key and "list-type" in query else method
-        counted, depth = self.server._begin(kind)
+        counted, depth = self.server._begin(kind, url.path)
         self._sent = 0
         started = time.monotonic()
         try:
