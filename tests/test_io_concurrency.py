@@ -300,7 +300,9 @@ def test_a_fetched_group_reaches_its_reader_in_the_same_loop_step(s3):
         s3.latency = 0.0
     np.testing.assert_array_equal(read.out, data[:, 5])
     time.sleep(0.05)  # the loop runs its pending steps
-    assert store.events == ["chunk answered", "settled", "next loop step"] * 2
+    answered = [i for i, event in enumerate(store.events) if event == "chunk answered"]
+    assert len(answered) == 2 and sorted(store.events) == sorted(["chunk answered", "settled", "next loop step"] * 2)
+    assert all(store.events[i + 1] == "settled" for i in answered)  # two answers may share a step; none waits for one
 
 
 def test_a_fetch_cancelled_on_the_loop_fails_the_read_instead_of_hanging(s3):
