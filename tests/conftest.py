@@ -7,6 +7,8 @@ Use ``s3_url`` + ``s3_storage_options`` for a fresh empty bucket, and
 
 from __future__ import annotations
 
+import gc
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -91,6 +93,36 @@ VALIDATED_MODULES = {
     "test_region_lock", "test_to_zarr3_distributed", "test_hierarchy", "test_array", "test_xarray_backend", "test_xarray_parity",
     "test_interop_zarr_python", "test_interop_tensorstore",
 }
+
+
+@pytest.fixture(autouse=True)
+def _s3_filesystems_end_with_their_test() -> Iterator[None]:
+    """Empty s3fs's instance cache after each test.
+
+    Every test's server has its own port, so each cached filesystem is used by one test, and each
+    holds a botocore client with its own copy of the S3 service model (~35k objects). Kept for the
+    whole run, they made each full garbage collection longer than the injected latency the rounds
+    tests measure (1.2 s in test_latency_server.py).
+    """
+    yield
+    s3fs = sys.modules.get("s3fs")
+    if s3fs is not None:
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def settled_heap() -> Iterator[None]:
+    """No garbage collection while the test runs: the tests that count rounds use it.
+
+    Late in the run a full collection takes 0.4-1.2 s on our 2-core machines (botocore clients of
+    earlier tests are cyclic garbage), and one of what a test itself allocates ~0.1 s; the rounds
+    tests inject 0.2-0.3 s of latency, and a request held up by a collection arrives after its
+    round ended and counts as a round of its own. Collected before, then off until the test ends.
+    """
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
 
 
 def _store_roots(directory: Path) -> list[Path]:

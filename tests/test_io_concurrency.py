@@ -97,7 +97,7 @@ def test_io_settings_come_from_the_environment(monkeypatch):
 
 
 @pytest.fixture
-def s3():
+def s3(settled_heap):
     pytest.importorskip("s3fs")
     from zarr3_backend.testing.latency_s3 import latency_s3_server
 

@@ -14,7 +14,7 @@ s3fs = pytest.importorskip("s3fs")
 
 
 @pytest.fixture
-def s3():
+def s3(settled_heap):
     with latency_s3_server() as server:
         yield server
 
@@ -245,7 +245,8 @@ def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
         ]  # depth first, as engine="zarr"
     # the root's document and listing; its children's documents; then per level: listings, documents; the
     # coordinates t of the first level are read as their documents arrive, alongside the second level's listings
-    assert rounds == [1 + 1 + 2 + 2] * 2, chains  # each request's depth, kind and path
+    chain_lines = ["\n".join(f"{depth} {kind} {path}" for depth, kind, path in chain) for chain in chains]
+    assert rounds == [1 + 1 + 2 + 2] * 2, "\n\n".join(chain_lines)  # each request's depth, kind and path
 
 
 @pytest.mark.parametrize("with_coordinates", [False, True])

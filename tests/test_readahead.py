@@ -23,7 +23,7 @@ pytest.importorskip("s3fs")
 
 
 @pytest.fixture
-def s3() -> Any:
+def s3(settled_heap: None) -> Any:
     from zarr3_backend.testing.latency_s3 import latency_s3_server
 
     with latency_s3_server() as server:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import datetime
+import gc
+import weakref
 import zlib
 from typing import Any
 from unittest import mock
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 
 from zarr3_backend.errors import StoreError
 from zarr3_backend.store import ByteRange, FsspecStore
+from zarr3_backend.store import s3_direct
 from zarr3_backend.store.http_gets import HttpPool
 from zarr3_backend.store.s3_direct import DirectGets, Unhandled, direct_gets, sigv4_headers
 from zarr3_backend.testing.latency_s3 import latency_s3_server, self_signed_certificate
@@ -302,6 +305,16 @@ def test_own_connections_are_kept_alive_and_closed_with_the_client(s3, connectio
     assert type(store.get("c/0/1")) is bytes  # what the Store interface promises
     sync(store.fs.loop, store.fs.s3.close)
     assert route.pool._closed and not route.pool._idle
+
+
+def test_a_client_is_freed_with_its_filesystem(s3) -> None:
+    store = make_store(s3)
+    assert store.get("c/0/1", ByteRange(3, 5)) == bytes([3, 4])  # through the direct path
+    client = weakref.ref(sync(store.fs.loop, store.fs.get_s3, BUCKET))
+    assert client() in s3_direct._BY_CLIENT
+    del store
+    gc.collect()
+    assert client() is None  # the client's model alone is ~35k objects
 
 
 def test_session_settings_our_connections_cannot_honour_keep_aiohttp(s3, connections: str) -> None:

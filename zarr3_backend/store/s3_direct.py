@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlsplit
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 import crc32c
 from fsspec import AbstractFileSystem
@@ -61,6 +61,7 @@ _CHECKSUMS: dict[str, Callable[[bytes | bytearray], bytes]] = {
     "sha256": lambda data: hashlib.sha256(data).digest(),
     "sha512": lambda data: hashlib.sha512(data).digest(),
 }
+#: What each client's GETs take; a value refers to its client only weakly, or no client would ever be freed.
 _BY_CLIENT: WeakKeyDictionary[Any, DirectGets | None] = WeakKeyDictionary()
 
 
@@ -118,7 +119,7 @@ class DirectGets:
     def __init__(self, client: object, credentials: object | None, region: str, http: object) -> None:
         from yarl import URL  # aiohttp's URL type (aiobotocore's dependency)
 
-        self._client: Any = client  # botocore's objects are untyped
+        self._client = ref(client)  # the key of this value in _BY_CLIENT
         self._credentials: Any = credentials  # None: an unsigned (anonymous) client
         self._region = region
         self._http: Any = http  # aiobotocore's session: one aiohttp session per proxy, with the client's TLS and timeouts
@@ -198,7 +199,10 @@ class DirectGets:
         if not _PLAIN_BUCKET.fullmatch(bucket) or bucket.endswith("--x-s3"):
             return None
         try:
-            url = await self._client.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": _PROBE_KEY})
+            client: Any = self._client()  # botocore's objects are untyped
+            if client is None:
+                return None
+            url = await client.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": _PROBE_KEY})
             base = url.split("?", 1)[0]
             if not base.endswith("/" + _PROBE_KEY):
                 return None
