@@ -205,10 +205,12 @@ def test_nothing_listening_is_an_error_naming_the_address():
         run(handler, scenario)
 
 
-def test_requests_beyond_the_limit_wait_for_a_connection():
-    busy = {"now": 0, "most": 0}
+def serve_counting() -> tuple[Handler, dict[str, int]]:
+    """A handler answering each request 20 ms late, with the connections it saw and the most requests at once."""
+    busy = {"now": 0, "most": 0, "connections": 0}
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        busy["connections"] += 1
         try:
             while True:
                 await read_request(reader)
@@ -220,6 +222,12 @@ def test_requests_beyond_the_limit_wait_for_a_connection():
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
+
+    return handler, busy
+
+
+def test_requests_beyond_the_limit_wait_for_a_connection():
+    handler, busy = serve_counting()
 
     async def scenario(pool: HttpPool) -> list[bytes]:
         return [got[2] for got in await asyncio.gather(*(get(pool) for _ in range(12)))]
@@ -321,3 +329,59 @@ def test_a_line_break_in_a_request_is_refused_before_anything_is_sent():
     with pytest.raises(HttpError, match="line break"):
         run(handler, scenario)
     assert not requests and not connections
+
+
+def test_warmed_connections_open_in_the_background_and_serve_the_next_wave():
+    handler, requests, connections = serve(answer(b"ok"))
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        pool.warm(9)  # beyond the limit (4): four
+        for _ in range(100):
+            if len(pool._idle) == 4:
+                break
+            await asyncio.sleep(0.01)
+        assert len(connections) == 4 and not requests  # opened, nothing asked yet
+        pool.warm(4)  # already there: nothing more
+        return [got[2] for got in await asyncio.gather(*(get(pool) for _ in range(4)))]
+
+    assert run(handler, scenario) == [b"ok"] * 4
+    assert len(connections) == 4 and len(requests) == 4
+
+
+def test_requests_beside_warming_share_the_limit():
+    handler, busy = serve_counting()
+
+    async def scenario(pool: HttpPool) -> list[bytes]:
+        pool.warm(3)
+        return [got[2] for got in await asyncio.gather(*(get(pool) for _ in range(12)))]
+
+    assert run(handler, scenario, limit=3) == [b"ok"] * 12
+    assert busy["most"] == 3 and busy["connections"] == 3
+
+
+def test_warming_towards_nothing_listening_raises_nothing_and_frees_its_places():
+    async def scenario(_: HttpPool) -> object:
+        pool = HttpPool("127.0.0.1", 9, None, limit=2, connect_timeout=5, read_timeout=5)
+        pool.warm(2)
+        await asyncio.gather(*pool._warming)
+        assert pool._open == 0
+        return await get(pool)  # the request's own attempt reports the failure
+
+    handler, _, _ = serve()
+    with pytest.raises(HttpError, match="cannot connect to 127.0.0.1:9"):
+        run(handler, scenario)
+
+
+def test_a_closed_pool_warms_nothing_and_closes_what_was_warming():
+    handler, _, connections = serve(answer(b"ok"))
+
+    async def scenario(pool: HttpPool) -> int:
+        pool.warm(2)
+        await asyncio.sleep(0)  # both are connecting
+        pool.warm(4)
+        pool.close()
+        await asyncio.gather(*pool._warming)
+        return pool._open + len(pool._idle)
+
+    assert run(handler, scenario) == 0
+    assert len(connections) <= 2  # none opened after the close

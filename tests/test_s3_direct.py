@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import gc
@@ -290,9 +291,10 @@ def test_the_installed_clients_take_the_direct_path(s3, connections: str) -> Non
     assert route is not None and (route.pool is not None) == (connections == "own")
 
 
-def test_own_connections_are_kept_alive_and_closed_with_the_client(s3, connections: str) -> None:
+def test_own_connections_are_kept_alive_and_closed_with_the_client(s3, connections: str, monkeypatch) -> None:
     if connections != "own":
         pytest.skip("our own connections only")
+    monkeypatch.setenv("ZARR3_BACKEND_S3_WARM_CONNECTIONS", "0")
     store = make_store(s3)
     gets = gets_of(store)
     for _ in range(5):
@@ -315,6 +317,29 @@ def test_a_client_is_freed_with_its_filesystem(s3) -> None:
     del store
     gc.collect()
     assert client() is None  # the client's model alone is ~35k objects
+
+
+@pytest.mark.parametrize("warm", [None, "0", "3", "50"])
+def test_a_clients_first_get_warms_connections_for_the_next_wave(s3, connections: str, monkeypatch, warm) -> None:
+    if connections != "own":
+        pytest.skip("our own connections only")
+    if warm is not None:
+        monkeypatch.setenv("ZARR3_BACKEND_S3_WARM_CONNECTIONS", warm)
+    store = make_store(s3, config_kwargs={"max_pool_connections": 12})
+    assert store.get("zarr.json") == b"{}"
+    pool = gets_of(store)._routes[BUCKET].pool  # type: ignore[union-attr]
+    expected = 1 + min({None: 8, "0": 0, "3": 3, "50": 11}[warm], 11)  # the first GET's own, the warmed, the pool size
+    sync(store.fs.loop, asyncio.gather, *pool._warming)
+    assert pool._open == len(pool._idle) == expected
+    reads = store.get_many_versioned([("c/0/1", None)] * expected)
+    assert all(read.value == KEYS["c/0/1"] for read in reads)
+    assert pool._open == expected  # the wave found its connections open
+
+
+def test_a_warm_connections_setting_that_is_no_number_is_an_error(s3, monkeypatch) -> None:
+    monkeypatch.setenv("ZARR3_BACKEND_S3_WARM_CONNECTIONS", "many")
+    with pytest.raises(StoreError, match="ZARR3_BACKEND_S3_WARM_CONNECTIONS must be a whole number, not 'many'"):
+        make_store(s3).get("zarr.json")
 
 
 def test_session_settings_our_connections_cannot_honour_keep_aiohttp(s3, connections: str) -> None:

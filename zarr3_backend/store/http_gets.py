@@ -75,6 +75,7 @@ class HttpPool:
         self._addresses: tuple[float, asyncio.Future[list[tuple[int, str, int]]]] | None = None
         self._literal = _ip_literal(host, port)
         self._closed = False
+        self._warming: set[asyncio.Task[None]] = set()
 
     async def get(self, target: str, headers: Mapping[str, str]) -> Answer:
         """GET ``target`` (path and query) with ``headers`` (``host`` among them, as signed)."""
@@ -100,6 +101,40 @@ class HttpPool:
             else:
                 self._discard(connection)
             return answer
+
+    def warm(self, count: int) -> None:
+        """Open connections in the background until ``count`` (at most the limit) are open or opening."""
+        loop = asyncio.get_running_loop()
+        for _ in range(min(count, self._limit) - self._open):
+            if self._closed:
+                return
+            self._open += 1
+            task = loop.create_task(self._open_idle())
+            self._warming.add(task)
+            task.add_done_callback(self._warming.discard)
+
+    async def _open_idle(self) -> None:
+        """Open one connection (already counted in ``_open``) for the idle list, or for a request waiting for one."""
+        try:
+            while self._closed or self._connecting >= self._connect_limit():
+                if self._closed:
+                    raise HttpError("the connection pool is closed")
+                waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
+                self._waiting.append(waiter)
+                handed = await waiter
+                if handed is not None:  # a request's connection came free: it goes to whoever waits next
+                    self._release(handed)
+            self._connecting += 1
+            try:
+                connection = await self._connect()
+            finally:
+                self._connecting -= 1
+        except (HttpError, asyncio.CancelledError):  # nobody asked for this one: its failure is nobody's error
+            self._open -= 1
+            self._wake_one()
+            return
+        self._wake_one()
+        self._release(connection)
 
     def close(self) -> None:
         """Close the idle connections now and the busy ones as they finish."""

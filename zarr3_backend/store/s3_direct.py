@@ -127,6 +127,7 @@ class DirectGets:
         self._checksums = getattr(client, "meta").config.response_checksum_validation == "when_supported"
         self._routes: dict[str, _Route | None] = {}  # bucket -> where its GETs go; None: botocore only
         self._pools: dict[str, HttpPool] = {}  # origin -> our connections to it
+        self._warm = _warm_connections()
 
     async def get(
         self, bucket: str, key: str, version: str | None, byte_range: str | None
@@ -240,6 +241,7 @@ class DirectGets:
                 limit=http._max_pool_connections, connect_timeout=timeout.sock_connect, read_timeout=timeout.sock_read,
             )  # fmt: skip
             http._exit_stack.callback(pool.close)  # closed with the client's session
+            pool.warm(self._warm)  # alongside the client's first GET: its next wave needs them
         return self._pools[origin]
 
 
@@ -258,6 +260,15 @@ async def direct_gets(filesystem: AbstractFileSystem, bucket: str) -> DirectGets
     if client not in _BY_CLIENT:
         _BY_CLIENT[client] = _for_client(client)
     return _BY_CLIENT[client]
+
+
+def _warm_connections() -> int:
+    """``ZARR3_BACKEND_S3_WARM_CONNECTIONS``: connections a client opens alongside its first GET (default 8, 0: none)."""
+    value = os.environ.get("ZARR3_BACKEND_S3_WARM_CONNECTIONS", "8")
+    try:
+        return max(0, int(value))
+    except ValueError:
+        raise ValueError(f"ZARR3_BACKEND_S3_WARM_CONNECTIONS must be a whole number, not {value!r}") from None
 
 
 def _for_client(client: Any) -> DirectGets | None:
