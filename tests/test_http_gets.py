@@ -151,6 +151,28 @@ def test_a_request_a_reused_connection_drops_unanswered_is_sent_again():
     assert len(served) == 2
 
 
+def test_a_request_a_warmed_connection_drops_unanswered_is_sent_again():
+    """A warmed connection can wait unused until the server's idle timeout, as a kept-alive one can."""
+    served: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(1)
+        await read_request(reader)
+        if len(served) > 1:
+            writer.write(answer(b"again"))
+            await writer.drain()
+            await reader.read()
+        writer.close()  # the first (the warmed one): closed unanswered
+
+    async def scenario(pool: HttpPool) -> bytes:
+        pool.warm(1)
+        await asyncio.gather(*pool._warming)
+        return (await get(pool))[2]
+
+    assert run(handler, scenario) == b"again"
+    assert len(served) == 2
+
+
 def test_a_new_connection_dropped_unanswered_is_an_error():
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)

@@ -85,7 +85,7 @@ class HttpPool:
         request = "\r\n".join([*lines, "", ""]).encode("latin-1")
         while True:
             connection = await self._acquire()
-            reused = connection.served > 0
+            reused = connection.served > 0 or connection.warmed  # it may have waited long enough to time out
             try:
                 answer = await connection.exchange(request, self._read_timeout)
             except _Stale:
@@ -133,6 +133,7 @@ class HttpPool:
             self._open -= 1
             self._wake_one()
             return
+        connection.warmed = True
         self._wake_one()
         self._release(connection)
 
@@ -295,6 +296,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._seen = 0  # ``_received`` when the read timer last looked
         self._timer: asyncio.TimerHandle | None = None
         self.served = 0
+        self.warmed = False  # opened by :meth:`HttpPool.warm`, before any request wanted it
         self.keep_alive = True
         self.is_open = False
 
