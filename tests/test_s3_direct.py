@@ -329,7 +329,11 @@ def test_a_clients_first_get_warms_connections_for_the_next_wave(s3, connections
     assert store.get("zarr.json") == b"{}"
     pool = gets_of(store)._routes[BUCKET].pool  # type: ignore[union-attr]
     expected = 1 + min({None: 8, "0": 0, "3": 3, "50": 11}[warm], 11)  # the first GET's own, the warmed, the pool size
-    sync(store.fs.loop, asyncio.gather, *pool._warming)
+
+    async def warmed() -> None:
+        await asyncio.gather(*pool._warming)
+
+    sync(store.fs.loop, warmed)
     assert pool._open == len(pool._idle) == expected
     reads = store.get_many_versioned([("c/0/1", None)] * expected)
     assert all(read.value == KEYS["c/0/1"] for read in reads)

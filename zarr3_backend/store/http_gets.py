@@ -104,10 +104,10 @@ class HttpPool:
 
     def warm(self, count: int) -> None:
         """Open connections in the background until ``count`` (at most the limit) are open or opening."""
+        if self._closed:
+            return
         loop = asyncio.get_running_loop()
         for _ in range(min(count, self._limit) - self._open):
-            if self._closed:
-                return
             self._open += 1
             task = loop.create_task(self._open_idle())
             self._warming.add(task)
@@ -116,9 +116,11 @@ class HttpPool:
     async def _open_idle(self) -> None:
         """Open one connection (already counted in ``_open``) for the idle list, or for a request waiting for one."""
         try:
-            while self._closed or self._connecting >= self._connect_limit():
+            while True:
                 if self._closed:
                     raise HttpError("the connection pool is closed")
+                if self._connecting < self._connect_limit():
+                    break
                 waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
                 self._waiting.append(waiter)
                 handed = await waiter
