@@ -26,6 +26,8 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
 from __future__ import annotations
 
 import argparse
+import collections
+import gc
 import os
 import statistics
 import sys
@@ -149,11 +151,18 @@ WORKLOADS = {
 def measure(server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any], Any]) -> tuple[float, dict[str, Any]]:
     clients = setup()
     server.drop_connections()  # every client starts without connections (tensorstore keeps one pool per process)
+    gc.collect()  # the earlier calls' leftovers are not collected during this one (see benchmarks/README.md)
     server.reset_stats()
     start = time.perf_counter()
     run(clients)
     elapsed = time.perf_counter() - start
-    return elapsed, server.stats()
+    return elapsed, {**server.stats(), "per_round": requests_per_round(server.chain())}
+
+
+def requests_per_round(chain: list[tuple[int, str, str]]) -> list[int]:
+    """How many requests each round sent: ``[2, 19, 37]`` = 2 at first, 19 after one was answered, ..."""
+    depths = collections.Counter(depth for depth, _, _ in chain)
+    return [depths[depth] for depth in range(1, max(depths, default=0) + 1)]
 
 
 def many_variables_store() -> Path:
@@ -179,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats after one warm-up")
     parser.add_argument("--only", choices=list(WORKLOADS), action="append")
     parser.add_argument("--tls", action="store_true", help="serve https (self-signed certificate), as S3 does")
+    parser.add_argument("--rounds", action="store_true", help="also print the requests of each round (last call)")
     args = parser.parse_args(argv)
     print_machine_info(["zarr3_backend", "zarr", "tensorstore", "s3fs", "xarray", "dask"])
     shape = QUICK_SHAPE if args.quick else FULL_SHAPE
@@ -201,16 +211,19 @@ def main(argv: list[str] | None = None) -> int:
                             times[impl].append(elapsed)
                 for impl in cases:
                     rows.append((latency, workload, impl, statistics.median(times[impl]), stats[impl]))
-                _print_block(latency, workload, rows[-len(cases) :])
+                _print_block(latency, workload, rows[-len(cases) :], args.rounds)
     _print_ratios(rows)
     return 0
 
 
-def _print_block(latency: float, workload: str, rows: list[tuple[Any, ...]]) -> None:
+def _print_block(latency: float, workload: str, rows: list[tuple[Any, ...]], rounds: bool) -> None:
     print(f"\n{workload} @ {latency * 1000:.0f} ms")
     print(f"  {'implementation':<16}{'median s':>10}{'requests':>10}{'in flight':>11}{'rounds':>8}")
     for _, _, impl, median, stats in rows:
         print(f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}")
+    if rounds:
+        for _, _, impl, _, stats in rows:
+            print(f"    {impl} requests per round: {' '.join(map(str, stats['per_round']))}")
 
 
 def _print_ratios(rows: list[tuple[Any, ...]]) -> None:

@@ -390,7 +390,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", f"{method} on a bucket", method)
 
     def _control(self, command: str, query: dict[str, str]) -> None:
-        """Not S3 and not counted: ``stats``, ``reset``, ``drop`` and ``config?latency=&bandwidth=`` (see :class:`RemoteServer`)."""
+        """Not S3 and not counted: ``stats``, ``chain``, ``reset``, ``drop`` and ``config?latency=&bandwidth=`` (see :class:`RemoteServer`)."""
         self._first_byte_at = 0.0
         self._sent = 0
         server = self.server
@@ -402,6 +402,9 @@ class _Handler(BaseHTTPRequestHandler):
             server.latency = float(query.get("latency", server.latency))
             if "bandwidth" in query:
                 server.bandwidth = float(query["bandwidth"]) or None
+        elif command == "chain":
+            self._reply(HTTPStatus.OK, json.dumps(server.stats.chain).encode(), {"Content-Type": "application/json"})
+            return
         elif command != "stats":
             self._reply(HTTPStatus.NOT_FOUND, b"")
             return
@@ -632,7 +635,7 @@ class RemoteServer:
     storage_options = LatencyS3Server.storage_options
     tensorstore_kvstore = LatencyS3Server.tensorstore_kvstore
 
-    def _call(self, command: str, **query: float) -> dict[str, Any]:
+    def _call(self, command: str, **query: float) -> Any:
         import http.client
 
         host, port = urllib.parse.urlsplit(self.endpoint_url).netloc.split(":")
@@ -643,13 +646,17 @@ class RemoteServer:
         )
         try:
             connection.request("GET", CONTROL + command + ("?" + urllib.parse.urlencode(query) if query else ""))
-            result: dict[str, Any] = json.loads(connection.getresponse().read())
-            return result
+            return json.loads(connection.getresponse().read())
         finally:
             connection.close()
 
     def stats(self) -> dict[str, Any]:
-        return self._call("stats")
+        result: dict[str, Any] = self._call("stats")
+        return result
+
+    def chain(self) -> list[tuple[int, str, str]]:
+        """:attr:`RequestStats.chain`: ``(depth, kind, path)`` of every request since the last reset."""
+        return [(depth, kind, path) for depth, kind, path in self._call("chain")]
 
     def reset_stats(self) -> None:
         self._call("reset")
