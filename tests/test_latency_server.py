@@ -19,6 +19,17 @@ def s3(settled_heap):
         yield server
 
 
+@pytest.fixture(params=[False, True], ids=["http", "https"])
+def http_or_https(request, tmp_path):
+    """A server over plain http, and one over TLS."""
+    from zarr3_backend.testing.latency_s3 import self_signed_certificate
+
+    if request.param:
+        pytest.importorskip("cryptography")
+    with latency_s3_server(tls=self_signed_certificate(tmp_path) if request.param else None) as server:
+        yield server
+
+
 def filesystem(server):
     return s3fs.S3FileSystem(**server.storage_options, skip_instance_cache=True)
 
@@ -69,6 +80,43 @@ def test_etag_changes_with_content_and_conditions_hold(s3):
     assert fs.info("bkt/k", refresh=True)["ETag"] != first
     with pytest.raises(OSError):  # 412: the object is not at the generation asked for
         fs.call_s3("get_object", Bucket="bkt", Key="k", IfMatch=first)
+
+
+def test_an_uploads_checksum_is_kept_checked_and_returned_as_s3_does(http_or_https):
+    """botocore sends a CRC32 with every PUT (a header over http, an ``aws-chunked`` trailer over https)."""
+    import base64
+    import zlib
+
+    server, fs = http_or_https, filesystem(http_or_https)
+    fs.mkdir("bkt")
+    fs.pipe_file("bkt/k", b"checked bytes")
+    kept = ("crc32", base64.b64encode(zlib.crc32(b"checked bytes").to_bytes(4, "big")).decode())
+    assert server.buckets["bkt"]["k"].checksum == kept
+    whole = fs.call_s3("get_object", Bucket="bkt", Key="k", ChecksumMode="ENABLED")
+    assert whole["ChecksumCRC32"] == kept[1] and whole["ChecksumType"] == "FULL_OBJECT"
+    assert "ChecksumCRC32" not in fs.call_s3("get_object", Bucket="bkt", Key="k", Range="bytes=0-3", ChecksumMode="ENABLED")
+    with pytest.raises(OSError, match="BadDigest|did not match"):
+        fs.call_s3("put_object", Bucket="bkt", Key="bad", Body=b"abc", ChecksumCRC32="AAAAAA==")
+    assert "bad" not in server.buckets["bkt"]
+
+
+def test_a_checksum_is_returned_only_when_asked_for(s3):
+    """botocore always asks (``x-amz-checksum-mode: ENABLED``); a plain GET does not."""
+    import urllib.request
+
+    s3.put("bkt", "k", b"checked bytes", checksum="crc32")
+    with urllib.request.urlopen(f"{s3.endpoint_url}/bkt/k") as plain:
+        assert plain.read() == b"checked bytes" and plain.headers["x-amz-checksum-crc32"] is None
+    asked = urllib.request.Request(f"{s3.endpoint_url}/bkt/k", headers={"x-amz-checksum-mode": "ENABLED"})
+    with urllib.request.urlopen(asked) as answer:
+        assert answer.headers["x-amz-checksum-crc32"] == s3.buckets["bkt"]["k"].checksum[1]
+
+
+def test_an_object_put_directly_can_keep_a_checksum(s3):
+    s3.put("bkt", "k", b"abc", checksum="sha256")
+    assert s3.buckets["bkt"]["k"].checksum[0] == "sha256" and s3.buckets["bkt"]["k"].checksum[1].endswith("=")
+    with pytest.raises(ValueError, match="crc64nvme"):
+        s3.put("bkt", "k", b"abc", checksum="crc64nvme")
 
 
 def test_counters_count_requests_and_concurrency(s3):
@@ -138,42 +186,36 @@ def test_a_server_process_over_tls_serves_and_counts():
         assert server.stats()["by_kind"]["GET"] >= 1
 
 
-@pytest.mark.parametrize("tls", [False, True])
-def test_dropping_connections_ends_the_idle_ones_only(tmp_path, tls: bool):
+def test_dropping_connections_ends_the_idle_ones_only(http_or_https):
     """Benchmarks start every client cold: tensorstore would otherwise reuse its connections from the last run."""
     import http.client
     import ssl
 
-    from zarr3_backend.testing.latency_s3 import self_signed_certificate
+    server = http_or_https
+    server.create_bucket("bkt")
+    server.put("bkt", "k", b"value")
+    port = server.server_address[1]
 
-    files = self_signed_certificate(tmp_path) if tls else None
-    if tls:
-        pytest.importorskip("cryptography")
-    with latency_s3_server(tls=files) as server:
-        server.create_bucket("bkt")
-        server.put("bkt", "k", b"value")
-        port = server.server_address[1]
+    def connect() -> http.client.HTTPConnection:
+        if server.ca_file is None:
+            return http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        return http.client.HTTPSConnection("127.0.0.1", port, timeout=10,
+                                           context=ssl.create_default_context(cafile=server.ca_file))  # fmt: skip
 
-        def connect() -> http.client.HTTPConnection:
-            if files is None:
-                return http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            return http.client.HTTPSConnection("127.0.0.1", port, timeout=10,
-                                               context=ssl.create_default_context(cafile=files.certificate))  # fmt: skip
-
-        idle, busy = connect(), connect()
-        for connection in (idle, busy):
-            connection.request("GET", "/bkt/k")
-            assert connection.getresponse().read() == b"value"
-        server.latency = 0.3
-        busy.request("GET", "/bkt/k")  # in flight while the idle ones are dropped
-        time.sleep(0.1)
-        assert server.drop_connections() == 1
-        assert busy.getresponse().read() == b"value"
-        idle.request("GET", "/bkt/k")
-        with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
-            idle.getresponse()
-        idle.close()
-        busy.close()
+    idle, busy = connect(), connect()
+    for connection in (idle, busy):
+        connection.request("GET", "/bkt/k")
+        assert connection.getresponse().read() == b"value"
+    server.latency = 0.3
+    busy.request("GET", "/bkt/k")  # in flight while the idle ones are dropped
+    time.sleep(0.1)
+    assert server.drop_connections() == 1
+    assert busy.getresponse().read() == b"value"
+    idle.request("GET", "/bkt/k")
+    with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+        idle.getresponse()
+    idle.close()
+    busy.close()
 
 
 def _open_stats(s3, bucket: str, **kwargs):

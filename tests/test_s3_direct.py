@@ -253,16 +253,50 @@ def _b64(digest: bytes) -> str:
         ("sha256", lambda b: __import__("hashlib").sha256(b).digest()),
     ],
 )
-def test_whole_object_checksums_are_checked(s3, header: str, compute: Any) -> None:
-    store = make_store(s3)  # held: a file system collected mid-test closes its client's connections
-    gets = gets_of(store)
-    body = b"the stored bytes"
+@pytest.mark.parametrize("size", [16, s3_direct.CHECKSUM_ON_THREAD_BYTES])
+def test_whole_object_checksums_are_checked(header: str, compute: Any, size: int) -> None:
+    body = bytes(range(256)) * (size // 256) or b"the stored bytes"
     good = {f"x-amz-checksum-{header}": _b64(compute(body))}
-    assert gets._answer(BUCKET, "bkt/k", "u", None, status=200, headers=good, body=body)[0] == body
-    with pytest.raises(StoreError, match=f"x-amz-checksum-{header}"):
-        gets._answer(BUCKET, "bkt/k", "http://x/k", None, status=200, headers=good, body=body[:-1] + b"!")
+    asyncio.run(s3_direct._check_checksum("u", good, body))
+    with pytest.raises(StoreError, match=f"http://x/k: x-amz-checksum-{header}"):
+        asyncio.run(s3_direct._check_checksum("http://x/k", good, body[:-1] + b"!"))
     composite = {f"x-amz-checksum-{header}": _b64(compute(b"other")) + "-3"}  # of the parts: cannot be checked here
-    assert gets._answer(BUCKET, "bkt/k", "u", None, status=200, headers=composite, body=body)[0] == body
+    asyncio.run(s3_direct._check_checksum("u", composite, body))
+
+
+def test_a_large_bodys_checksum_is_computed_off_the_event_loop_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CRC32 of a 29 MB shard takes ~8 ms: the loop receives other answers meanwhile."""
+    threads: list[int] = []
+
+    def recording(data: bytes | bytearray) -> bytes:
+        threads.append(__import__("threading").get_ident())
+        return zlib.crc32(data).to_bytes(4, "big")
+
+    monkeypatch.setitem(s3_direct._CHECKSUMS, "crc32", recording)
+
+    async def check(size: int) -> int:
+        body = bytes(size)
+        await s3_direct._check_checksum("u", {"x-amz-checksum-crc32": _b64(zlib.crc32(body).to_bytes(4, "big"))}, body)
+        return __import__("threading").get_ident()
+
+    loop_thread = asyncio.run(check(s3_direct.CHECKSUM_ON_THREAD_BYTES - 1))
+    assert threads == [loop_thread]  # a small one: inline, a thread hop would cost more
+    loop_thread = asyncio.run(check(s3_direct.CHECKSUM_ON_THREAD_BYTES))
+    assert len(threads) == 2 and threads[1] != loop_thread
+
+
+def test_the_checksum_an_object_was_uploaded_with_is_checked_on_every_whole_read(s3, connections: str) -> None:
+    """As S3 does, the loopback server returns the CRC32 botocore uploaded with; a corrupted object is refused by name."""
+    store = make_store(s3)
+    big = bytes(range(256)) * (s3_direct.CHECKSUM_ON_THREAD_BYTES // 256 + 1)
+    store.set("big", big)
+    assert s3.buckets[BUCKET]["root/big"].checksum[0] == "crc32"
+    assert store.get("big") == big
+    stored = s3.buckets[BUCKET]["root/big"]
+    stored.data = big[:-1] + b"!"  # the bytes change under the checksum
+    with pytest.raises(StoreError, match="x-amz-checksum-crc32") as caught:
+        store.get("big")
+    assert "root/big" in str(caught.value)
 
 
 def test_whole_object_gets_ask_for_the_checksum(s3, monkeypatch: pytest.MonkeyPatch) -> None:

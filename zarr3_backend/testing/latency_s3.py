@@ -16,7 +16,11 @@ It speaks enough S3 for s3fs, zarr-python's ``FsspecStore`` and tensorstore's
 ``If-Match`` / ``If-None-Match``), ``ListObjectsV2`` (prefix, delimiter,
 ``max-keys``, continuation tokens, ``start-after``, ``encoding-type=url``),
 and ``aws-chunked`` upload bodies. No authentication is checked, and no
-multipart uploads.
+multipart uploads. Like S3, it keeps the checksum an upload came with
+(``x-amz-checksum-*``, as a header or an ``aws-chunked`` trailer: botocore
+sends a CRC32 with every PUT), refuses one that does not match
+(``BadDigest``), and returns it with a whole object asked for with
+``x-amz-checksum-mode: ENABLED``.
 
 Real S3 speaks https, and a TLS handshake costs a client far more CPU than
 a request: ``tls=`` (files from :func:`self_signed_certificate`) serves over
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import zlib
 import datetime
 import hashlib
 import ipaddress
@@ -49,7 +54,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.utils import formatdate
@@ -59,6 +64,8 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
+
+import crc32c
 
 __all__ = [
     "LatencyS3Server", "RemoteServer", "RequestStats", "TlsFiles", "latency_s3_process", "latency_s3_server",
@@ -72,6 +79,14 @@ MAX_BODY_BYTES = 1 << 30
 #: Most requests handled at once; more wait in the accept queue.
 MAX_CONCURRENT = 256
 _PIECE = 64 << 10
+#: The whole-object checksums S3 keeps, each with how to compute it (``None``: kept as sent, not checked).
+CHECKSUMS: dict[str, Callable[[bytes], bytes] | None] = {
+    "crc32": lambda data: zlib.crc32(data).to_bytes(4, "big"),
+    "crc32c": lambda data: crc32c.crc32c(data).to_bytes(4, "big"),
+    "sha1": lambda data: hashlib.sha1(data).digest(),
+    "sha256": lambda data: hashlib.sha256(data).digest(),
+    "crc64nvme": None,
+}
 #: Path prefix of the control requests (not S3, never counted): stats, reset, config.
 CONTROL = "/__control__/"
 
@@ -81,6 +96,7 @@ class _Object:
     data: bytes
     etag: str
     modified: float
+    checksum: tuple[str, str] | None = None  # (name, base64 value), as uploaded
 
 
 @dataclass
@@ -238,10 +254,16 @@ class LatencyS3Server(ThreadingHTTPServer):
             self.buckets.setdefault(name, {})
         return f"s3://{name}"
 
-    def put(self, bucket: str, key: str, data: bytes) -> None:
-        """Store one object directly (not counted as a request)."""
+    def put(self, bucket: str, key: str, data: bytes, *, checksum: str | None = None) -> None:
+        """Store one object directly (not counted as a request); ``checksum``: keep one of :data:`CHECKSUMS`, as an upload with it would."""
+        kept = None
+        if checksum is not None:
+            compute = CHECKSUMS[checksum]
+            if compute is None:
+                raise ValueError(f"cannot compute a {checksum} checksum here")
+            kept = checksum, base64.b64encode(compute(data)).decode()
         with self._lock:
-            self.buckets.setdefault(bucket, {})[key] = _new_object(data)
+            self.buckets.setdefault(bucket, {})[key] = _new_object(data, kept)
 
     def upload_directory(self, directory: str | Path, bucket: str, prefix: str = "") -> int:
         """Copy every file below ``directory`` to ``bucket`` under ``prefix``; the number of files."""
@@ -281,8 +303,8 @@ class LatencyS3Server(ThreadingHTTPServer):
                 counted.answered_depth = max(counted.answered_depth, depth)
 
 
-def _new_object(data: bytes) -> _Object:
-    return _Object(data, f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"', time.time())
+def _new_object(data: bytes, checksum: tuple[str, str] | None = None) -> _Object:
+    return _Object(data, f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"', time.time(), checksum)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -430,6 +452,9 @@ class _Handler(BaseHTTPRequestHandler):
         data, size = found.data, len(found.data)
         match = _RANGE.match(self.headers.get("Range", "").strip())
         if match is None:
+            if found.checksum is not None and self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
+                name, value = found.checksum
+                headers.update({f"x-amz-checksum-{name}": value, "x-amz-checksum-type": "FULL_OBJECT"})
             self._reply(HTTPStatus.OK, data, headers, head=head)
             return
         first, last, suffix = match.groups()
@@ -445,6 +470,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(HTTPStatus.PARTIAL_CONTENT, memoryview(data)[start:stop], headers, head=head)
 
     def _put(self, objects: dict[str, _Object], key: str, body: bytes) -> None:
+        checksum = self._sent_checksum()
+        if checksum is not None and (compute := CHECKSUMS[checksum[0]]) is not None:
+            if base64.b64encode(compute(body)).decode() != checksum[1]:
+                self._error(HTTPStatus.BAD_REQUEST, "BadDigest", f"The {checksum[0].upper()} you specified did not match the calculated checksum.")
+                return
         with self.server._lock:
             current = objects.get(key)
             if_match, if_none = self.headers.get("If-Match"), self.headers.get("If-None-Match")
@@ -454,11 +484,19 @@ class _Handler(BaseHTTPRequestHandler):
                 failed = True
             else:
                 failed = False
-                objects[key] = stored = _new_object(body)
+                objects[key] = stored = _new_object(body, checksum)
         if failed:
             self._error(HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", f"precondition failed for {key!r}")
         else:
             self._reply(HTTPStatus.OK, b"", {"ETag": stored.etag})
+
+    def _sent_checksum(self) -> tuple[str, str] | None:
+        """The checksum an upload came with, ``(name, base64 value)``: a header, or an ``aws-chunked`` trailer."""
+        for name in CHECKSUMS:
+            value = self.headers.get(f"x-amz-checksum-{name}") or self._trailers.get(f"x-amz-checksum-{name}")
+            if value:
+                return name, value.strip()
+        return None
 
     def _delete_objects(self, objects: dict[str, _Object], body: bytes) -> None:
         keys = [e.text or "" for e in ElementTree.fromstring(body).iter() if e.tag.endswith("Key")]
@@ -523,7 +561,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- bodies and responses --------------------------------------------------
     def _read_body(self) -> bytes | None:
-        """The request body, de-chunked (HTTP chunked and ``aws-chunked``); ``None`` if too large."""
+        """The request body, de-chunked (HTTP chunked and ``aws-chunked``, whose trailers go to ``_trailers``); ``None`` if too large."""
+        self._trailers: dict[str, str] = {}
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             raw = self._read_http_chunked()
         else:
@@ -533,7 +572,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return None
             raw = self.rfile.read(length)
         if raw is not None and "aws-chunked" in self.headers.get("Content-Encoding", ""):
-            raw = _aws_unchunk(raw)
+            raw, self._trailers = _aws_unchunk(raw)
         return raw
 
     def _read_http_chunked(self) -> bytes | None:
@@ -586,17 +625,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._sent += len(piece)
 
 
-def _aws_unchunk(raw: bytes) -> bytes:
-    """The payload of an ``aws-chunked`` body: ``<hex size>[;chunk-signature=...]\\r\\n<data>\\r\\n`` ... ``0``."""
+def _aws_unchunk(raw: bytes) -> tuple[bytes, dict[str, str]]:
+    """The payload and trailers of an ``aws-chunked`` body.
+
+    ``<hex size>[;chunk-signature=...]\\r\\n<data>\\r\\n`` ... ``0\\r\\n``, then
+    ``name:value\\r\\n`` trailer lines (names in lower case).
+    """
     out, position = [], 0
     while position < len(raw):
         line_end = raw.index(b"\r\n", position)
         size = int(raw[position:line_end].split(b";")[0], 16)
+        position = line_end + 2
         if size == 0:
             break
-        out.append(raw[line_end + 2 : line_end + 2 + size])
-        position = line_end + 2 + size + 2
-    return b"".join(out)
+        out.append(raw[position : position + size])
+        position += size + 2
+    trailers = {}
+    for line in raw[position:].decode("latin-1").split("\r\n"):
+        name, colon, value = line.partition(":")
+        if colon:
+            trailers[name.strip().lower()] = value.strip()
+    return b"".join(out), trailers
 
 
 @contextmanager
