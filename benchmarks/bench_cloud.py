@@ -223,7 +223,9 @@ def _print_block(latency: float, workload: str, rows: list[tuple[Any, ...]], rou
         print(f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}")
     if rounds:
         for _, _, impl, _, stats in rows:
-            print(f"    {impl} requests per round: {' '.join(map(str, stats['per_round']))}")
+            rounds_sent = stats["per_round"]
+            more = f" ... ({len(rounds_sent)} rounds)" if len(rounds_sent) > 40 else ""
+            print(f"    {impl} requests per round: {' '.join(map(str, rounds_sent[:40]))}{more}")
 
 
 def _print_ratios(rows: list[tuple[Any, ...]]) -> None:
