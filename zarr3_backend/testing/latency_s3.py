@@ -3,7 +3,7 @@
 Object storage is slow in two ways: every request waits for its first byte
 (20-100 ms on S3), and each connection moves a bounded number of bytes per
 second. :func:`latency_s3_server` reproduces both on 127.0.0.1, in memory,
-with the standard library only, and counts what clients do (requests by
+with the standard library (and crc32c) only, and counts what clients do (requests by
 kind, the most requests in flight at once, and *rounds*: the longest chain
 of requests each started after the previous one had been answered, so a
 client pays at least ``rounds * latency``), so tests and benchmarks can tell
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import zlib
 import datetime
 import hashlib
 import ipaddress
@@ -53,6 +52,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -79,7 +79,8 @@ MAX_BODY_BYTES = 1 << 30
 #: Most requests handled at once; more wait in the accept queue.
 MAX_CONCURRENT = 256
 _PIECE = 64 << 10
-#: The whole-object checksums S3 keeps, each with how to compute it (``None``: kept as sent, not checked).
+#: The whole-object checksums S3 keeps, each with how to compute it (``None``: kept as sent, not checked);
+#: computed here, not with the client's own functions, which the server's answers test.
 CHECKSUMS: dict[str, Callable[[bytes], bytes] | None] = {
     "crc32": lambda data: zlib.crc32(data).to_bytes(4, "big"),
     "crc32c": lambda data: crc32c.crc32c(data).to_bytes(4, "big"),
