@@ -259,10 +259,10 @@ class LatencyS3Server(ThreadingHTTPServer):
         """Store one object directly (not counted as a request); ``checksum``: keep one of :data:`CHECKSUMS`, as an upload with it would."""
         kept = None
         if checksum is not None:
-            compute = CHECKSUMS[checksum]
-            if compute is None:
+            value = _checksum(checksum, data)
+            if value is None:
                 raise ValueError(f"cannot compute a {checksum} checksum here")
-            kept = checksum, base64.b64encode(compute(data)).decode()
+            kept = checksum, value
         with self._lock:
             self.buckets.setdefault(bucket, {})[key] = _new_object(data, kept)
 
@@ -302,6 +302,12 @@ class LatencyS3Server(ThreadingHTTPServer):
             if counted is self.stats:
                 counted.bytes_sent += sent
                 counted.answered_depth = max(counted.answered_depth, depth)
+
+
+def _checksum(name: str, data: bytes) -> str | None:
+    """The base64 value of checksum ``name`` of ``data``, as S3 sends it; ``None`` where it is not computed here."""
+    compute = CHECKSUMS[name]
+    return None if compute is None else base64.b64encode(compute(data)).decode()
 
 
 def _new_object(data: bytes, checksum: tuple[str, str] | None = None) -> _Object:
@@ -472,10 +478,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _put(self, objects: dict[str, _Object], key: str, body: bytes) -> None:
         checksum = self._sent_checksum()
-        if checksum is not None and (compute := CHECKSUMS[checksum[0]]) is not None:
-            if base64.b64encode(compute(body)).decode() != checksum[1]:
-                self._error(HTTPStatus.BAD_REQUEST, "BadDigest", f"The {checksum[0].upper()} you specified did not match the calculated checksum.")
-                return
+        if checksum is not None and _checksum(checksum[0], body) not in (None, checksum[1]):
+            self._error(HTTPStatus.BAD_REQUEST, "BadDigest", f"The {checksum[0].upper()} you specified did not match the calculated checksum.")
+            return
         with self.server._lock:
             current = objects.get(key)
             if_match, if_none = self.headers.get("If-Match"), self.headers.get("If-None-Match")
