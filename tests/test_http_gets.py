@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
+import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarr3_backend.store import http_gets
+from zarr3_backend.store import http_gets, tls
 from zarr3_backend.store.http_gets import HttpError, HttpPool
+from zarr3_backend.testing.latency_s3 import TlsFiles, self_signed_certificate
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -25,8 +28,15 @@ async def read_request(reader: asyncio.StreamReader) -> bytes:
     return await reader.readuntil(b"\r\n\r\n")
 
 
-def run(handler: Handler, scenario: Callable[[HttpPool], Awaitable[object]], **pool_options: float) -> object:
-    """``scenario(pool)`` against a loopback server whose connections ``handler`` serves."""
+def run(
+    handler: Handler, scenario: Callable[[HttpPool], Awaitable[object]], *, https: TlsFiles | None = None,
+    trusted: TlsFiles | None = None, host: str = "127.0.0.1", **pool_options: float,
+) -> object:
+    """``scenario(pool)`` against a loopback server whose connections ``handler`` serves.
+
+    ``https``: the server speaks TLS with that certificate, which the pool
+    trusts unless ``trusted`` names another; ``host``: the name the pool connects to.
+    """
 
     async def main() -> object:
         handlers: list[asyncio.Task[None]] = []
@@ -37,10 +47,15 @@ def run(handler: Handler, scenario: Callable[[HttpPool], Awaitable[object]], **p
             writers.append(writer)
             await handler(reader, writer)
 
-        server = await asyncio.start_server(serving, "127.0.0.1", 0)
+        server_context = client_context = None
+        if https is not None:
+            server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            server_context.load_cert_chain(https.certificate, https.key)
+            client_context = ssl.create_default_context(cafile=(trusted or https).certificate)
+        server = await asyncio.start_server(serving, "127.0.0.1", 0, ssl=server_context)
         port = server.sockets[0].getsockname()[1]
         options = {"limit": 4, "connect_timeout": 5.0, "read_timeout": 5.0, **pool_options}
-        pool = HttpPool("127.0.0.1", port, None, **options)  # type: ignore[arg-type]
+        pool = HttpPool(host, port, client_context, **options)  # type: ignore[arg-type]
         try:
             return await scenario(pool)
         finally:
@@ -407,3 +422,129 @@ def test_a_closed_pool_warms_nothing_and_closes_what_was_warming():
 
     assert run(handler, scenario) == 0
     assert len(connections) <= 2  # none opened after the close
+
+
+# -- over TLS (zarr3_backend.store.tls) ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    pytest.importorskip("cryptography")
+    return self_signed_certificate(tmp_path_factory.mktemp("tls"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(body=st.binary(max_size=3000), fragments=st.lists(st.integers(1, 700), min_size=1, max_size=6))
+def test_over_tls_a_body_arrives_exactly_however_its_records_are_cut(certificate: TlsFiles, body: bytes, fragments: list[int]):
+    """Each write of the server is a TLS record of its own: heads and bodies split across records and reads."""
+    handler, requests, _ = serve(answer(body, "ETag: \"e\""), answer(body[::-1]), fragments=fragments)
+
+    async def twice(pool: HttpPool) -> list[tuple[int, dict[str, str], bytes]]:
+        return [await get(pool), await get(pool)]
+
+    first, second = run(handler, twice, https=certificate)  # type: ignore[misc]
+    assert (first[0], first[2], first[1]["etag"]) == (200, body, '"e"') and second[2] == body[::-1]
+    assert requests[0].startswith(b"GET /k HTTP/1.1\r\nhost: h\r\n") and len(requests) == 2
+
+
+def test_over_tls_a_body_larger_than_the_receive_buffer_arrives_whole_on_one_kept_connection(certificate: TlsFiles):
+    body = bytes(range(256)) * (5 * tls.RECEIVE_BYTES // 256 + 7)
+    handler, _, connections = serve(answer(body), answer(b"next"))
+
+    async def twice(pool: HttpPool) -> list[bytes]:
+        return [(await get(pool))[2], (await get(pool))[2]]
+
+    assert run(handler, twice, https=certificate) == [body, b"next"]
+    assert len(connections) == 1
+
+
+def test_handshakes_wait_for_the_server_on_a_thread_not_on_the_event_loop(certificate: TlsFiles, monkeypatch):
+    threads: list[str] = []
+    do_handshake = ssl.SSLObject.do_handshake
+
+    def recorded(self: ssl.SSLObject) -> None:
+        if not self.server_side:  # the test's server is asyncio's, on the loop
+            threads.append(threading.current_thread().name)
+        do_handshake(self)
+
+    monkeypatch.setattr(ssl.SSLObject, "do_handshake", recorded)
+    handler, _, _ = serve(answer(b"ok"))
+    assert run(handler, get, https=certificate)[2] == b"ok"  # type: ignore[index]
+    assert threads[0] == "MainThread"  # the ClientHello leaves at once
+    assert len(threads) >= 2 and all(name.startswith("zarr3-tls") for name in threads[1:])
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"], ids=["untrusted", "another-name"])
+def test_a_certificate_that_fails_its_checks_is_an_error_naming_why(certificate: TlsFiles, tmp_path, host: str):
+    """A certificate not signed by what the context trusts, or not for the host connected to, is refused."""
+    trusted = self_signed_certificate(tmp_path) if host == "127.0.0.1" else certificate
+    handler, requests, _ = serve(answer(b"secret"))
+    with pytest.raises(HttpError, match="cannot connect.*SSLCertVerificationError.*CERTIFICATE_VERIFY_FAILED"):
+        run(handler, get, https=certificate, trusted=trusted, host=host)
+    assert requests == []
+
+
+def test_a_server_that_ends_or_stalls_the_handshake_is_an_error_and_leaves_nothing_open():
+    """Plain TCP servers that a TLS client connects to: one closes at once, one never answers."""
+    ended: list[bool] = []
+
+    async def scenario() -> list[str]:
+        async def close_at_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read(1 << 16)  # the ClientHello (left unread, closing would reset the connection)
+            writer.close()
+
+        async def say_nothing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()  # until the client gives up
+            ended.append(True)
+            writer.close()
+
+        messages = []
+        for handler in (close_at_once, say_nothing):
+            server = await asyncio.start_server(handler, "127.0.0.1", 0)
+            pool = HttpPool("127.0.0.1", server.sockets[0].getsockname()[1], ssl.create_default_context(), limit=2,
+                            connect_timeout=0.3, read_timeout=5.0)  # fmt: skip
+            with pytest.raises(HttpError) as caught:
+                await get(pool)
+            messages.append(str(caught.value))
+            pool.close()
+            await asyncio.sleep(0.05)
+            server.close()
+            await server.wait_closed()
+        return messages
+
+    closed, stalled = asyncio.run(scenario())
+    assert "cannot connect to 127.0.0.1" in closed and "during the TLS handshake" in closed
+    assert "TimeoutError" in stalled and ended == [True]
+
+
+def test_a_record_that_fails_its_check_mid_body_fails_the_answer(certificate: TlsFiles):
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer(b"x" * 100)[:-50])
+        await writer.drain()
+        raw = socket.socket(fileno=writer.get_extra_info("socket").fileno())  # under asyncio's TLS layer
+        raw.send(b"\x17\x03\x03\x00\x20" + bytes(32))  # application data whose tag is wrong
+        raw.detach()
+        await reader.read()
+
+    with pytest.raises(HttpError, match="lost mid-answer.*SSL"):
+        run(handler, get, https=certificate)
+
+
+def test_a_connection_the_server_closes_with_close_notify_is_replaced(certificate: TlsFiles):
+    connections: list[int] = []
+
+    async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        await read_request(reader)
+        writer.write(answer(f"answer {len(connections)}".encode()))
+        await writer.drain()
+        writer.close()  # asyncio's TLS transport sends close_notify first
+
+    async def apart(pool: HttpPool) -> list[bytes]:
+        first = (await get(pool))[2]
+        await asyncio.sleep(0.1)
+        return [first, (await get(pool))[2]]
+
+    assert run(answer_once, apart, https=certificate) == [b"answer 1", b"answer 2"]
+    assert len(connections) == 2

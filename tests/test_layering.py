@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("store interface", ["store.arrivals", "store.base", "storage_transformers"]),
     ("metadata", ["metadata"]),
     ("concurrency", ["executor"]),
-    ("store", ["store", "store.local", "store.http_gets", "store.s3_direct", "store.fsspec_store", "store.foreign"]),
+    ("store", ["store", "store.local", "store.tls", "store.http_gets", "store.s3_direct", "store.fsspec_store", "store.foreign"]),
     ("nodes", ["recycled_memory", "output_memory", "readahead", "attributes", "array", "hierarchy", "creation", "consolidation"]),
     ("api", ["api", "validate"]),
     ("adapters", [

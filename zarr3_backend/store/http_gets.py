@@ -6,7 +6,8 @@ and joined. All of that runs on fsspec's one event-loop thread, where it
 delays every other request and the hand-over to the decoders. Here a
 connection is an :class:`asyncio.BufferedProtocol`: the socket (or, over
 TLS, OpenSSL) writes the body into the buffer that becomes the answer, and
-parsing is one look at the head.
+parsing is one look at the head. Over https, :mod:`.tls` runs OpenSSL
+under that protocol, its handshakes on threads of their own.
 
 :class:`HttpPool` keeps only what it can read plainly: a status line,
 headers, and a ``Content-Length`` body. Anything else (a chunked body, a
@@ -26,6 +27,8 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .tls import RECEIVE_BYTES, open_tls
 
 __all__ = ["Answer", "HttpError", "HttpPool"]
 
@@ -76,6 +79,7 @@ class HttpPool:
         self._literal = _ip_literal(host, port)
         self._closed = False
         self._warming: set[asyncio.Task[None]] = set()
+        self._ciphertext: bytearray | None = None  # over https, every connection's receive buffer (one loop: one at a time)
 
     async def get(self, target: str, headers: Mapping[str, str]) -> Answer:
         """GET ``target`` (path and query) with ``headers`` (``host`` among them, as signed)."""
@@ -179,11 +183,12 @@ class HttpPool:
     def _connect_limit(self) -> int:
         """Connections opened at once: about as many handshakes as our CPU completes while one waits on the network.
 
-        Handshakes run on the event loop's one thread. Near the server (a
-        loopback or in-region S3: a connection in 1-3 ms) 60 of them opened
-        together progressed in lockstep for ~50 ms of CPU, and no request went
-        out until all were done; a few at a time, requests leave as each one
-        is ready. Far from it (100 ms a round trip) the network is the wait,
+        Handshakes are CPU, on few threads, with the GIL taken back between
+        their steps. Near the server (a loopback or in-region S3: a connection
+        in 1-3 ms) 60 of them opened together progressed in lockstep for ~50 ms
+        of CPU, and no request went out until all were done; a few at a time,
+        requests leave as each one is ready (with handshakes on threads, 8 or
+        16 at a time were still slower than 4). Far from it (100 ms a round trip) the network is the wait,
         and all ``limit`` are opened at once. Judged by the fastest
         connection so far; :data:`MIN_CONNECTING` until one is open.
         """
@@ -232,10 +237,14 @@ class HttpPool:
 
     async def _open_connection(self, family: int, address: str, port: int) -> _Connection:
         loop = asyncio.get_running_loop()
-        _, connection = await loop.create_connection(
-            lambda: _Connection(loop), address, port, family=family, ssl=self._ssl,
-            server_hostname=self._host if self._ssl is not None else None,
-        )  # fmt: skip
+        connection = _Connection(loop)
+        if self._ssl is None:
+            await loop.create_connection(lambda: connection, address, port, family=family)
+            return connection
+        if self._ciphertext is None:
+            self._ciphertext = bytearray(RECEIVE_BYTES)
+        await open_tls(connection, address, port, family=family, context=self._ssl, server_hostname=self._host,
+                       receive_buffer=self._ciphertext)  # fmt: skip
         return connection
 
     async def _resolve(self) -> list[tuple[int, str, int]]:
