@@ -188,8 +188,8 @@ class HttpPool:
         in 1-3 ms) 60 of them opened together progressed in lockstep for ~50 ms
         of CPU, and no request went out until all were done; a few at a time,
         requests leave as each one is ready (with handshakes on threads, 8 or
-        16 at a time were still slower than 4). Far from it (100 ms a round trip) the network is the wait,
-        and all ``limit`` are opened at once. Judged by the fastest
+        16 at a time were still slower than 4). Far from it (100 ms a round
+        trip) the network is the wait, and all ``limit`` are opened at once. Judged by the fastest
         connection so far; :data:`MIN_CONNECTING` until one is open.
         """
         if self._fastest_connect is None:

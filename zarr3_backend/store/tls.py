@@ -104,7 +104,7 @@ class TlsLayer(asyncio.BufferedProtocol, asyncio.Transport):
         return self._receive
 
     def buffer_updated(self, nbytes: int) -> None:
-        if self._stepping or not self.handshake.done():
+        if not self.handshake.done():
             self._unread.append(bytes(self._receive[:nbytes]))
             if not self._stepping:
                 self._step_on_thread()
@@ -134,9 +134,7 @@ class TlsLayer(asyncio.BufferedProtocol, asyncio.Transport):
         self._shaken()
 
     def _step_on_thread(self) -> None:
-        for data in self._unread:
-            self._incoming.write(data)
-        self._unread.clear()
+        self._take_unread()
         self._stepping = True
         step = self._loop.run_in_executor(shared_pool("tls", HANDSHAKE_THREADS, inline=False), self._tls.do_handshake)
         step.add_done_callback(self._stepped)
@@ -163,10 +161,13 @@ class TlsLayer(asyncio.BufferedProtocol, asyncio.Transport):
         self.handshake.set_result(None)
         self._app.connection_made(self)
         if self._unread:  # what the server sent after its last handshake message (TLS 1.3 session tickets)
-            for data in self._unread:
-                self._incoming.write(data)
-            self._unread.clear()
+            self._take_unread()
             self._decrypt()
+
+    def _take_unread(self) -> None:
+        for data in self._unread:
+            self._incoming.write(data)
+        self._unread.clear()
 
     def _fail(self, exc: Exception) -> None:
         self._send()  # the alert, if OpenSSL wrote one
