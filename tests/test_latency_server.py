@@ -337,3 +337,30 @@ def test_object_storage_counts_as_remote_however_many_cpu_threads(s3, monkeypatc
     ds.to_zarr3(s3.create_bucket("big-node") + "/g", storage_options=s3.storage_options, consolidated=False)
     s3.latency = 0.3
     assert _open_stats(s3, "big-node").rounds == 3  # document and listing at once, as on any remote store
+
+
+def test_a_dataset_written_and_opened_through_xarray_reads_as_engine_zarr_reads_it(http_or_https, monkeypatch):
+    """The public path end to end, over http and https (there through our own TLS layer, store/tls.py)."""
+    xr = pytest.importorskip("xarray")
+    from zarr3_backend.store import http_gets
+
+    layers = []
+    open_tls = http_gets.open_tls
+
+    async def counted(*args, **kwargs):
+        layers.append(1)
+        return await open_tls(*args, **kwargs)
+
+    monkeypatch.setattr(http_gets, "open_tls", counted)
+    server = http_or_https
+    rng = np.random.default_rng(0)
+    ds = xr.Dataset({"t2m": (("time", "lat", "lon"), rng.normal(280, 5, (12, 9, 16)).astype("f4"))},
+                    coords={"time": np.arange(12), "lat": np.linspace(-40, 40, 9), "lon": np.arange(16) * 22.5})  # fmt: skip
+    url = server.create_bucket("era") + "/x.zarr"
+    ds.to_zarr3(url, storage_options=server.storage_options, encoding={"t2m": {"chunks": (4, 9, 8), "shards": (12, 9, 16)}})
+    options = {**server.storage_options, "skip_instance_cache": True}
+    ours = xr.open_dataset(url, engine="zarr3", chunks={}, storage_options=options)
+    theirs = xr.open_dataset(url, engine="zarr", consolidated=False, zarr_format=3, storage_options=options)
+    xr.testing.assert_identical(ours.load(), theirs.load())
+    xr.testing.assert_identical(ours.t2m.sel(lat=10.0, lon=45.0, method="nearest").load(), ds.t2m.isel(lat=5, lon=2))
+    assert bool(layers) == server.endpoint_url.startswith("https://")
