@@ -18,7 +18,8 @@ from fsspec.asyn import sync
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarr3_backend.errors import StoreError
+from zarr3_backend.errors import InvalidKeyError, StoreError
+from zarr3_backend.keys import validate_key
 from zarr3_backend.store import ByteRange, FsspecStore
 from zarr3_backend.store import s3_direct
 from zarr3_backend.store.http_gets import HttpPool
@@ -105,6 +106,28 @@ def test_the_signature_is_the_one_botocore_computes(key, byte_range, version, to
     assert ours["authorization"] == request.headers["Authorization"]
     assert ours["x-amz-date"] == request.headers["X-Amz-Date"]
     assert ours.get("x-amz-security-token") == request.headers.get("X-Amz-Security-Token")
+
+
+def _is_valid_key(key: str) -> bool:
+    try:
+        return validate_key(key) == key
+    except InvalidKeyError:
+        return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    root=st.sampled_from(["bkt", "bkt/root", "bkt/a/b", "s3://bkt/root", "arn:aws:s3:us-east-1:123456789012:accesspoint/ap/root",
+                          "arn:aws:s3:us-east-1:123456789012:accesspoint:ap/root"]),
+    key=st.text("ab/?=.~+ \u00fc", min_size=1, max_size=20).filter(_is_valid_key),
+    version_aware=st.booleans(),
+)
+def test_the_store_splits_paths_as_s3fs_does(root: str, key: str, version_aware: bool) -> None:
+    """The store splits its own paths into bucket and key without s3fs's work, to the same result."""
+    fs = s3fs.S3FileSystem(anon=True, version_aware=version_aware, skip_instance_cache=True)
+    store = FsspecStore(fs, root, read_only=True)
+    path = store._path(key)
+    assert store._split(path) == tuple(fs.split_path(path))
 
 
 # -- reads through the store ---------------------------------------------------------------

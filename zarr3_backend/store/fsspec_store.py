@@ -111,6 +111,7 @@ class FsspecStore(Store):
         self._io_concurrency = io_concurrency
         self._full_kwargs = _single_get_kwargs(fs)
         self._s3 = _is_s3(fs)
+        self._bucket = _plain_bucket(fs, self.root) if self._s3 else None  # the bucket of every key, where plain
 
     @property
     def io_concurrency(self) -> int:
@@ -208,11 +209,20 @@ class FsspecStore(Store):
         data = await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
         return data
 
+    def _split(self, path: str) -> tuple[str, str, str | None]:
+        """s3fs's ``split_path``: bucket, key and version; a plain path in the store's bucket without its work."""
+        bucket = self._bucket
+        if bucket is not None and path.startswith(f"{bucket}/") and "?" not in path:
+            return bucket, path[len(bucket) + 1 :], None
+        fs: Any = self.fs
+        split: tuple[str, str, str | None] = fs.split_path(path)
+        return split
+
     async def _direct_get(self, path: str, http_range: str | None) -> tuple[bytes | bytearray, Generation | None] | None:
         """One GetObject sent without botocore's per-request work (see :mod:`.s3_direct`); ``None``: send it through botocore."""
         if not self._s3:
             return None
-        bucket, key, version = self.fs.split_path(path)
+        bucket, key, version = self._split(path)
         gets = await direct_gets(self.fs, bucket)
         if gets is None:
             return None
@@ -279,7 +289,7 @@ class FsspecStore(Store):
         fs: Any = self.fs
         if byte_range is not None and _needs_size(byte_range):
             byte_range = _resolve(byte_range, await self._size_async(path))
-        bucket, key, version = fs.split_path(path)
+        bucket, key, version = self._split(path)
         target = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {})}
         empty = byte_range is not None and _is_empty(byte_range)
         ranged = {} if byte_range is None else {"Range": "bytes=0-0" if empty else _http_range(byte_range)}
@@ -405,6 +415,12 @@ def with_connection_pool(protocol: str, storage_options: dict[str, Any]) -> dict
     config = dict(storage_options.get("config_kwargs") or {})
     config.setdefault("max_pool_connections", io_concurrency())
     return {**storage_options, "config_kwargs": config}
+
+
+def _plain_bucket(fs: Any, root: str) -> str | None:
+    """The bucket of the store's keys where s3fs splits every path below ``root`` at its first ``/`` (no ARN)."""
+    bucket, key, _ = fs.split_path(f"{root}/k")
+    return bucket if "/" not in bucket and f"{bucket}/{key}" == f"{root}/k".lstrip("/") else None
 
 
 def _is_s3(fs: AbstractFileSystem) -> bool:
