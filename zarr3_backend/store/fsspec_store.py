@@ -418,7 +418,7 @@ def with_connection_pool(protocol: str, storage_options: dict[str, Any]) -> dict
 
 
 def _plain_bucket(fs: Any, root: str) -> str | None:
-    """The bucket of the store's keys where s3fs splits every path below ``root`` at its first ``/`` (no ARN)."""
+    """The bucket that s3fs splits off every path below ``root`` at its first ``/``; ``None`` where it splits otherwise."""
     bucket, key, _ = fs.split_path(f"{root}/k")
     return bucket if "/" not in bucket and f"{bucket}/{key}" == f"{root}/k".lstrip("/") else None
 
