@@ -3,7 +3,8 @@
 The data sits in a loopback S3-compatible server (``zarr3_backend.testing.latency_s3``, run in a
 child process so that its threads do not compete with the clients for the GIL) that delays the
 first byte of every response by the latency (0, 20 and 50 ms by default) and caps each
-connection at 100 MB/s, close to real S3. Each case builds fresh clients (a new s3fs file system
+connection at 100 MB/s, close to real S3. Each case builds fresh clients (ours: an obstore
+client made by the first request after ``clear_store_cache()``; zarr-python: a new s3fs file system
 with a constructed but unconnected client; a new tensorstore context), so connections and caches
 start cold. The server speaks plain http unless ``--tls`` (https with a self-signed P-256
 certificate, which every client is told to trust: s3fs's ``verify=``, ``TENSORSTORE_CA_BUNDLE``);
@@ -46,7 +47,8 @@ from common import print_machine_info  # noqa: E402
 from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
 
 from zarr3_backend.executor import io_concurrency  # noqa: E402
-from zarr3_backend.store import FsspecStore  # noqa: E402
+from zarr3_backend import clear_store_cache  # noqa: E402
+from zarr3_backend.store import ObstoreStore  # noqa: E402
 from zarr3_backend.testing.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
 
 OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
@@ -68,6 +70,12 @@ def fresh_fs(server: RemoteServer) -> Any:
     return fs
 
 
+def fresh_store(server: RemoteServer, path: str) -> ObstoreStore:
+    """Our store of ``path``, read through obstore with a client that does not exist yet (made by its first request)."""
+    clear_store_cache()
+    return ObstoreStore(f"s3://{BUCKET}/{path}", server.storage_options, read_only=True)
+
+
 def ts_spec(server: RemoteServer, path: str) -> dict[str, Any]:
     return {"driver": "zarr3", "kvstore": server.tensorstore_kvstore(BUCKET, path.rstrip("/") + "/")}
 
@@ -82,7 +90,7 @@ def full_read(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
     import zarr3_backend
 
     return {
-        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/t2m.zarr", read_only=True),
+        OURS: (lambda: fresh_store(server, "t2m.zarr"),
                lambda store: zarr3_backend.open_array(store, "t2m")[...]),
         ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/t2m.zarr", read_only=True),
                lambda store: zarr.open_array(store, path="t2m", mode="r")[...]),
@@ -97,7 +105,7 @@ def full_read_dask(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], C
         return lambda store: xr.open_dataset(store, engine=engine, chunks={}, **kwargs).t2m.values
 
     return {
-        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/t2m.zarr", read_only=True), xarray_values("zarr3")),
+        OURS: (lambda: fresh_store(server, "t2m.zarr"), xarray_values("zarr3")),
         ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/t2m.zarr", read_only=True),
                xarray_values("zarr", consolidated=False, zarr_format=3)),
     }  # fmt: skip
@@ -109,7 +117,7 @@ def point_series(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Cal
     import zarr3_backend
 
     return {
-        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/t2m.zarr", read_only=True),
+        OURS: (lambda: fresh_store(server, "t2m.zarr"),
                lambda store: zarr3_backend.open_array(store, "t2m")[POINT]),
         ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/t2m.zarr", read_only=True),
                lambda store: zarr.open_array(store, path="t2m", mode="r")[POINT]),
@@ -129,7 +137,7 @@ def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
         return len([future.result() for future in opened])
 
     return {
-        OURS: (lambda: FsspecStore(fresh_fs(server), f"{BUCKET}/many.zarr", read_only=True),
+        OURS: (lambda: fresh_store(server, "many.zarr"),
                lambda store: xr.open_dataset(store, engine="zarr3", consolidated=False)),  # as zarr-python's
         ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/many.zarr", read_only=True),
                lambda store: xr.open_dataset(store, engine="zarr", consolidated=False, zarr_format=3)),

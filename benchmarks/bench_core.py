@@ -48,6 +48,7 @@ from common import (  # noqa: E402
     ResultTable,
     climate_field,
     print_machine_info,
+    write_results,
     time_interleaved,
 )
 
@@ -333,6 +334,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-ours", action="store_true", help=f"skip {OURS} even if importable")
     parser.add_argument("--keep-writes", action="store_true", help="keep the written stores")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     return parser.parse_args(argv)
 
 
@@ -377,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     table = ResultTable(OURS, [FLOOR, ZARR, TS])
     to_profile = run_workloads(ctx, args, table)
     table.print()
+    if args.json:
+        write_results(args.json, "benchmarks/bench_core.py", LIBRARIES, {"local": table.to_json()}, argv or sys.argv[1:])
     if ctx.ours and (not args.only or "point" in args.only):
         report_requests(ctx)
     for workload, case in to_profile:

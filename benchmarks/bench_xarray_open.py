@@ -31,13 +31,16 @@ import xarray as xr
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # a checkout works uninstalled
 
 from floor import CHUNKS, FULL_SHAPE, QUICK_SHAPE, SHARDS, Layout, floor_point, floor_read  # noqa: E402
-from common import CLIMATE_FIELD_VERSION, Case, ResultTable, climate_field, print_machine_info, time_interleaved  # noqa: E402
+from common import (  # noqa: E402
+    CLIMATE_FIELD_VERSION, Case, ResultTable, climate_field, print_machine_info, time_interleaved, write_results,
+)
 
 from zarr3_backend.store import make_store  # noqa: E402
 from zarr3_backend.testing.stores import CountingStore  # noqa: E402
 
 CACHE = Path("/tmp/zarr3_backend_bench")
 OURS, ZARR, FLOOR = "zarr3 (ours)", "zarr (zarr-python)", "floor"
+LIBRARIES = ["zarr3_backend", "xarray", "zarr", "dask", "numcodecs", "numpy", "s3fs", "moto"]
 N_VARS = 200
 warnings.filterwarnings("ignore")
 
@@ -182,9 +185,10 @@ def _many_cases(table: ResultTable, workload: str, target: str, options: dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller array, fewer repeats")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     args = parser.parse_args()
     shape, repeats = (QUICK_SHAPE, 1) if args.quick else (FULL_SHAPE, 3)
-    print_machine_info(["zarr3_backend", "xarray", "zarr", "dask", "numcodecs", "numpy", "s3fs", "moto"])
+    print_machine_info(LIBRARIES)
     CACHE.mkdir(parents=True, exist_ok=True)
     path = climate_store(shape)
     table = ResultTable(OURS, [ZARR], floor=FLOOR)
@@ -193,6 +197,8 @@ def main() -> None:
     many_open(table, repeats * 3)
     table.print()
     _print_targets(table)
+    if args.json:
+        write_results(args.json, "benchmarks/bench_xarray_open.py", LIBRARIES, {"xarray": table.to_json()}, sys.argv[1:])
 
 
 def _print_targets(table: ResultTable) -> None:

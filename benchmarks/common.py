@@ -266,22 +266,13 @@ def print_machine_info(libraries: Sequence[str]) -> None:
 
 
 def memory_setup() -> str:
-    """The kernel's transparent-huge-page settings, and whether freed memory goes back to a VM's host.
-
-    Under free page reporting (a VM's balloon device), free 2 MiB blocks are
-    handed back to the host, and touching them again costs a fault on the
-    host too: fresh large allocations, huge pages above all, then show
-    system-time spikes of up to seconds (see README.md).
-    """
-    from zarr3_backend.output_memory import free_memory_reported
-
+    """The kernel's transparent-huge-page settings: plain numpy allocations fault their pages in under them."""
     thp = Path("/sys/kernel/mm/transparent_hugepage")
     try:
         modes = {name: (thp / name).read_text().split("[")[1].split("]")[0] for name in ("enabled", "defrag")}
     except (OSError, IndexError):
         modes = {"enabled": "unknown", "defrag": "unknown"}
-    host = "freed memory is reported to the VM host" if free_memory_reported() else "no free page reporting"
-    return f"THP enabled={modes['enabled']} defrag={modes['defrag']}; {host}"
+    return f"THP enabled={modes['enabled']} defrag={modes['defrag']}"
 
 
 @dataclass
@@ -319,6 +310,21 @@ class ResultTable:
                 )
         self._print_ratios()
 
+    def to_json(self) -> dict[str, object]:
+        """The table as plain data: per workload, each implementation's medians and its ratio to ``ours``."""
+        workloads = []
+        for workload, timings in self.rows.items():
+            ours = timings.get(self.ours)
+            cells = {}
+            for impl, t in timings.items():
+                cells[impl] = {
+                    "median_s": t.median, "min_s": min(t.seconds), "cpu_s": t.cpu_median, "system_s": t.system_median,
+                    "minor_faults": t.faults_median, "peak_rss_mb": t.peak_rss_bytes / MB,
+                    "ours_over_this": ours.median / t.median if ours is not None and impl != self.ours else None,
+                }
+            workloads.append({"workload": workload, "logical_mb": self.nbytes[workload] / MB, "results": cells})
+        return {"ours": self.ours, "baselines": list(self.baselines), "floor": self.floor, "workloads": workloads}
+
     def _print_ratios(self) -> None:
         stats = [("medians", lambda t: t.median), ("minimums", lambda t: min(t.seconds)),
                  ("median CPU seconds", lambda t: t.cpu_median or float("nan"))]
@@ -332,3 +338,28 @@ class ResultTable:
                         for b in self.baselines
                     ]
                     print(f"  {workload:<34}" + "".join(cells))
+
+
+def machine_info(libraries: Sequence[str]) -> dict[str, object]:
+    """What :func:`print_machine_info` prints, as plain data for a results file."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {
+        "machine": platform.machine(), "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
+        "ram_gb": round(total / 1e9, 1), "python": platform.python_version(), "versions": library_versions(libraries),
+    }
+
+
+def write_results(path: Path, benchmark: str, libraries: Sequence[str], tables: dict[str, object],
+                  argv: Sequence[str]) -> None:
+    """Write one run's tables to ``path`` as JSON, with the date, the command line, the machine and the versions.
+
+    ``docs/render_performance.py`` builds the documentation's performance page from these files.
+    """
+    import json
+
+    document = {
+        "benchmark": benchmark, "date": time.strftime("%Y-%m-%d"), "command": " ".join(["python", benchmark, *argv]),
+        "machine": machine_info(libraries), "tables": tables,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1) + "\n")

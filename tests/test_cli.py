@@ -191,6 +191,7 @@ def test_validate_a_good_store(store: Path) -> None:
         "hierarchy          0         0\n"
         "consolidated       0         0\n"
         "keys               0         0\n"
+        "integrity          0         0\n"
         "chunks             0         0\n"
         "valid: 0 errors, 0 warnings\n"
     )
@@ -235,6 +236,15 @@ def test_validate_stray_files_warn_and_strict_fails(store: Path) -> None:
     assert result.returncode == 0
     assert "WARNING  .DS_Store: stray key in group '/'" in result.stdout and "valid: 0 errors, 1 warning" in result.stdout
     assert zarr3("validate", store, "--strict").returncode == 1
+
+
+def test_validate_warns_about_an_array_without_a_checksum(store: Path) -> None:
+    zarr3_backend.create_array(store, "plain", shape=(4,), dtype="int8", compressors="zstd")[:] = 1
+    result = zarr3("validate", store, "--deep")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("WARNING  plain/zarr.json: array '/plain': its chunks carry no checksum") for line in lines)
+    assert "integrity          0         1" in lines and "valid: 0 errors, 1 warning" in lines
 
 
 def test_counter_progress_without_tqdm(capsys: pytest.CaptureFixture[str]) -> None:

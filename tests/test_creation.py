@@ -44,12 +44,18 @@ def test_defaults_are_those_recorded_before():
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}}, "fill_value": 0,
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                   {"name": "zstd", "configuration": {"level": 0, "checksum": False}}],
+                   {"name": "zstd", "configuration": {"level": 0, "checksum": False}}, {"name": "crc32c"}],
         "attributes": {},
     }
     sharded = build_array_metadata("a", shape=(8,), dtype="int8", chunks=(2,), shards=(4,), index_location="start",
                                    dimension_names=["x"], attributes={"u": 1}, chunk_key_encoding="v2")
     assert sharded.codecs[0]["configuration"]["index_location"] == "start"
+    assert sharded.codecs[0]["configuration"]["codecs"] == [  # inner chunks: checksummed (int8: no endian)
+        {"name": "bytes"}, {"name": "zstd", "configuration": {"level": 0, "checksum": False}}, {"name": "crc32c"}]
+    assert sharded.codecs[0]["configuration"]["index_codecs"] == [
+        {"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+    text = build_array_metadata("a", shape=(4,), dtype=str)
+    assert text.codecs == ({"name": "vlen-utf8", "configuration": {}}, *metadata.to_json()["codecs"][1:])
     assert (sharded.dimension_names, sharded.attributes, sharded.chunk_key_encoding.to_json()["name"]) == (("x",), {"u": 1}, "v2")
 
 

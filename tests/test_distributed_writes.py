@@ -1,9 +1,8 @@
-"""Distributed writes: graph size, shard progress, and the workers' malloc settings."""
+"""Distributed writes: graph size and shard progress."""
 
 from __future__ import annotations
 
 import re
-import resource
 
 import numpy as np
 import pytest
@@ -11,7 +10,6 @@ import xarray as xr
 
 import zarr3_backend
 import zarr3_backend.xarray_backend.writer  # noqa: F401  (registers .to_zarr3)
-from zarr3_backend import worker_memory
 from zarr3_backend.write_progress import ShardProgress, is_shard_key
 
 da = pytest.importorskip("dask.array")
@@ -86,43 +84,6 @@ def test_progress_line_format():
     progress.update(np.array([[2_000_000]]))
     progress.close()
     assert PROGRESS.search(stream.getvalue()).groups()[:4] == ("1", "4", "25", "2")
-
-
-def _faults_of_buffer_churn() -> int:
-    """Minor page faults of allocating and freeing a 8 MiB buffer 40 times (the worker's malloc decides)."""
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(40):
-        buffer = bytearray(8 << 20)
-        del buffer
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-
-
-@pytest.mark.skipif(not worker_memory.mallopt_function() is not None, reason="needs glibc's mallopt")
-def test_writing_tunes_worker_malloc_so_buffers_are_reused(client, tmp_path):
-    assert set(client.run(lambda: __import__("os").environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == {"65536"}
-    small_dataset().to_zarr3(tmp_path / "a.zarr", encoding=ENCODING)
-    assert all(client.run(lambda: worker_memory._state.get("tuned")).values())
-    pages = 40 * (8 << 20) // 4096
-    for faults in client.run(_faults_of_buffer_churn).values():
-        assert faults < pages // 10  # untuned, every buffer is a fresh mmap: ~1 fault per 4 KiB page
-
-
-def _opt_out_and_ask(value: str) -> bool:
-    import os
-
-    os.environ[worker_memory.OPT_OUT_VARIABLE] = value
-    try:
-        return worker_memory.should_tune()
-    finally:
-        del os.environ[worker_memory.OPT_OUT_VARIABLE]
-
-
-@pytest.mark.skipif(worker_memory.mallopt_function() is None, reason="needs glibc's mallopt")
-def test_malloc_is_left_alone_outside_workers_and_when_opted_out(client):
-    assert not worker_memory.should_tune()  # the test process is no worker
-    assert worker_memory.tune_worker_malloc() is False
-    asked = {value: client.submit(_opt_out_and_ask, value, pure=False).result() for value in ("0", "off", "1", "")}
-    assert asked == {"0": False, "off": False, "1": True, "": True}
 
 
 def _first_block_fails(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:

@@ -79,6 +79,36 @@ def test_we_update_zarr_python_array(case: Any, tmp_path: Path) -> None:
     assert_same(array[...], case.expected_after_update(), f"{case.id}: after our update")
 
 
+@pytest.mark.parametrize("shards", [None, (4, 6)], ids=["unsharded", "sharded"])
+def test_zarr_python_reads_our_default_codecs(shards: tuple[int, ...] | None, tmp_path: Path) -> None:
+    """Default codecs (zstd then crc32c, inside the shards too): zarr-python reads them and finds no flaw."""
+    values = np.random.default_rng(3).random((9, 12)).astype("float32")
+    ours = zarr3_backend.create_array(str(tmp_path / "f"), shape=values.shape, dtype="float32", chunks=(2, 3), shards=shards)
+    ours[...] = values
+    text = zarr3_backend.create_array(str(tmp_path / "s"), shape=(5,), dtype=str, chunks=(2,),
+                                      shards=None if shards is None else (4,))
+    text[...] = ["a", "", "ccc", "dé", "e"]
+    codecs = ours.metadata.codecs[0]["configuration"]["codecs"] if shards else ours.metadata.codecs
+    assert [c["name"] for c in codecs] == ["bytes", "zstd", "crc32c"]
+    assert_same(zarr.open_array(str(tmp_path / "f"), mode="r")[...], values, "zarr-python reading our default codecs")
+    assert zarr.open_array(str(tmp_path / "s"), mode="r")[...].tolist() == ["a", "", "ccc", "dé", "e"]
+
+
+def test_engine_zarr_reads_to_zarr3_defaults(tmp_path: Path) -> None:
+    """A dataset written with to_zarr3's default codecs (checksummed) reads back through xarray's zarr engine."""
+    xr = pytest.importorskip("xarray")
+    ds = xr.Dataset(
+        {"t": (("x", "y"), np.random.default_rng(4).random((6, 8)).astype("float32")),
+         "name": (("x",), np.array(["a", "bb", "c", "d", "e", "ff"], dtype=object))},
+        coords={"x": np.arange(6), "y": np.linspace(0, 1, 8)},
+    )
+    ds.to_zarr3(tmp_path / "d.zarr", encoding={"t": {"chunks": (2, 4), "shards": (6, 8)}})
+    stored = zarr3_backend.open_array(tmp_path / "d.zarr", "x").metadata.codecs
+    assert [c["name"] for c in stored] == ["bytes", "zstd", "crc32c"]
+    back = xr.open_dataset(tmp_path / "d.zarr", engine="zarr").load()
+    xr.testing.assert_identical(back, ds)
+
+
 def test_resize_and_attributes_both_ways(tmp_path: Path) -> None:
     data = np.arange(35, dtype="int32").reshape(7, 5)
     ours = zarr3_backend.create_array(str(tmp_path / "ours"), shape=(7, 5), dtype="int32", chunks=(3, 2), fill_value=-1)

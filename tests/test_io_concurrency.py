@@ -288,16 +288,16 @@ def test_a_fetched_group_reaches_its_reader_in_the_same_loop_step(s3):
     from zarr3_backend.array import start_on_loop
 
     store, data = _loop_store(s3, "settle")
-    with zarr3_backend.open_array(store).planned_read((slice(None), 5)) as read:
-        start = start_on_loop(store)
-        s3.latency = 0.05  # the reader's callback is in place long before the answer
-        fetches = [start([(key, plan, read.out)]) for key, plan in read.chunk_plans]
-        for fetch in fetches:
-            fetch.add_done_callback(lambda _: store.events.append("settled"))
-        for fetch in fetches:
-            for job, out in fetch.result(10)[0]:
-                job.run(out)
-        s3.latency = 0.0
+    read = zarr3_backend.open_array(store).planned_read((slice(None), 5))
+    start = start_on_loop(store)
+    s3.latency = 0.05  # the reader's callback is in place long before the answer
+    fetches = [start([(key, plan, read.out)]) for key, plan in read.chunk_plans]
+    for fetch in fetches:
+        fetch.add_done_callback(lambda _: store.events.append("settled"))
+    for fetch in fetches:
+        for job, out in fetch.result(10)[0]:
+            job.run(out)
+    s3.latency = 0.0
     np.testing.assert_array_equal(read.out, data[:, 5])
     time.sleep(0.05)  # the loop runs its pending steps
     answered = [i for i, event in enumerate(store.events) if event == "chunk answered"]

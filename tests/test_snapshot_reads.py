@@ -22,7 +22,7 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend import ConcurrentModificationError
-from zarr3_backend.store import LocalStore, Store, Versioned, make_store
+from zarr3_backend.store import LocalStore, ObstoreStore, Store, Versioned, make_store
 from zarr3_backend.store.base import Request
 from zarr3_backend.testing.stores import CountingStore
 
@@ -86,6 +86,27 @@ def test_long_lived_array_reads_the_rewritten_shard(tmp_path, columns):
     for v in (1, 2, 3):
         writer[...] = version(v)
         np.testing.assert_array_equal(reader[:, columns], version(v)[:, columns])
+
+
+@pytest.mark.parametrize("columns", [slice(2, 6), slice(0, 16)], ids=["partial", "all"])
+def test_in_place_same_size_rewrite_with_mtime_set_back_is_not_read_through_a_stale_index(tmp_path, columns):
+    """As ``cp -p`` or ``rsync --inplace -t`` leave a shard: same inode, same size, same mtime, new bytes."""
+    create(str(tmp_path / "old"))
+    new = create(str(tmp_path / "new"))
+    new[...] = version(1)
+    shard, replacement = tmp_path / "old" / "v" / "c" / "0" / "0", (tmp_path / "new" / "v" / "c" / "0" / "0").read_bytes()
+    reader = zarr3_backend.open_array(str(tmp_path / "old"), "v")
+    np.testing.assert_array_equal(reader[:, 2:6], version(0)[:, 2:6])  # caches the index of shard (0, 0)
+    before = os.stat(shard)
+    time.sleep(0.05)  # past the file system's timestamp granularity, so the rewrite gets a later ctime
+    with open(shard, "r+b") as file:
+        file.write(replacement)
+    os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(shard)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    expected = version(0)
+    expected[:, :8] = version(1)[:, :8]  # shard (0, 0) rewritten, shard (0, 1) as it was
+    np.testing.assert_array_equal(reader[:, columns], expected[:, columns])
 
 
 def test_warm_point_read_stays_one_request_per_shard(tmp_path):
@@ -250,21 +271,33 @@ def test_long_lived_xarray_dataset_reads_the_rewritten_shard(tmp_path):
 # -- (d) object stores: the ETag of the ranged GET is the generation -----------------------
 
 
-def test_s3_long_lived_array_uses_the_etag(s3_url, s3_storage_options):
-    store = make_store(s3_url + "/snap.zarr", storage_options=s3_storage_options)
+def _etag(store, key):
+    obstore = pytest.importorskip("obstore")
+    """The ETag of ``key`` asked of the server, and the generation a read of it reports."""
+    if isinstance(store, ObstoreStore):
+        etag = obstore.head(store.client, key)["e_tag"]
+        return etag, (etag, None)
+    etag = store.fs.info(store._path(key), refresh=True)["ETag"]
+    return etag, etag
+
+
+@pytest.mark.parametrize("backend", ["obstore", "fsspec"])
+def test_s3_long_lived_array_uses_the_etag(s3_url, s3_storage_options, backend):
+    options = {**s3_storage_options, "backend": backend}
+    store = make_store(s3_url + "/snap.zarr", storage_options=options)
     create(store)
-    counting = CountingStore(make_store(s3_url + "/snap.zarr", storage_options=s3_storage_options))
+    counting = CountingStore(make_store(s3_url + "/snap.zarr", storage_options=options))
     reader = zarr3_backend.open_array(counting, "v")
     reader[:, 2:6]
-    etag = store.fs.info(store._path("v/c/0/0"))["ETag"]
-    assert reader._index_cache["v/c/0/0"].generation == etag
+    etag, generation = _etag(store, "v/c/0/0")
+    assert reader._index_cache["v/c/0/0"].generation == generation
     counting.reset()
     np.testing.assert_array_equal(reader[:, 2:6], version(0)[:, 2:6])
     assert counting.counts["get_many"] == 1 and len(counting.requests) == 1  # the ranged GET carries the ETag
     zarr3_backend.open_array(store, "v", mode="r+")[...] = version(1)
     np.testing.assert_array_equal(reader[:, 2:6], version(1)[:, 2:6])
-    new_etag = store.fs.info(store._path("v/c/0/0"), refresh=True)["ETag"]
-    assert new_etag != etag and reader._index_cache["v/c/0/0"].generation == new_etag
+    new_etag, new_generation = _etag(store, "v/c/0/0")
+    assert new_etag != etag and reader._index_cache["v/c/0/0"].generation == new_generation
 
 
 def test_memory_store_long_lived_array_reads_the_rewritten_shard():

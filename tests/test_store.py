@@ -22,8 +22,10 @@ from zarr3_backend.store.fsspec_store import _is_missing
 from zarr3_backend.testing.stores import SAMPLE, CountingStore, ReadOnlyStoreContract, StoreContract
 
 
-def _fsspec_store(url: str, **kwargs: Any) -> FsspecStore:
-    store = make_store(url, **kwargs)
+def _fsspec_store(url: str, storage_options: dict[str, Any] | None = None) -> FsspecStore:
+    """The fsspec store of ``url``, also where obstore would serve it (``"backend": "fsspec"``)."""
+    options = {**(storage_options or {}), "backend": "fsspec"} if url.startswith(("s3:", "http")) else storage_options
+    store = make_store(url, storage_options=options)
     assert isinstance(store, FsspecStore)
     return store
 
@@ -64,7 +66,7 @@ class TestMemoryStore(StoreContract):
 class TestS3Store(StoreContract):
     @pytest.fixture(params=["", "/nested/root.zarr"], ids=["bucket", "nested"])
     def store(self, request: pytest.FixtureRequest, s3_url: str, s3_storage_options: dict[str, Any]) -> Store:
-        return make_store(s3_url + request.param, storage_options=s3_storage_options)
+        return _fsspec_store(s3_url + request.param, storage_options=s3_storage_options)
 
     def read_only_view(self, store: Store) -> Store:
         assert isinstance(store, FsspecStore)
@@ -72,6 +74,8 @@ class TestS3Store(StoreContract):
 
 
 class TestHttpStore(ReadOnlyStoreContract):
+    """http(s) URLs: obstore's store by default."""
+
     supports_listing = False
     reports_generations = False
 
@@ -79,6 +83,13 @@ class TestHttpStore(ReadOnlyStoreContract):
     def store(self, http_dir: Any) -> Store:
         LocalStore(http_dir.path).set_many(SAMPLE)
         return make_store(http_dir.url)
+
+
+class TestFsspecHttpStore(TestHttpStore):
+    @pytest.fixture
+    def store(self, http_dir: Any) -> Store:
+        LocalStore(http_dir.path).set_many(SAMPLE)
+        return _fsspec_store(http_dir.url)
 
 
 class TestZipStore(ReadOnlyStoreContract):
@@ -261,7 +272,6 @@ def _spy_calls(monkeypatch: pytest.MonkeyPatch, fs: Any) -> list[tuple[str, dict
 def test_s3_requests_are_single_gets(
     s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ZARR3_BACKEND_S3_DIRECT", "0")  # botocore's path; tests/test_s3_direct.py has the direct one
     store = _fsspec_store(s3_url, storage_options=s3_storage_options)
     store.set("k", bytes(100))
     calls = _spy_calls(monkeypatch, store.fs)
@@ -276,24 +286,22 @@ def test_s3_get_many_is_one_concurrent_batch(
 ) -> None:
     import asyncio
 
-    monkeypatch.setenv("ZARR3_BACKEND_S3_DIRECT", "0")
     store = _fsspec_store(s3_url, storage_options=s3_storage_options)
     store.set_many({f"c/{i}": bytes([i]) * 10 for i in range(30)})
     in_flight = peak = 0
-    original = store.fs._cat_file
+    original = store.fs._call_s3
 
-    async def tracking(*args: Any, **kwargs: Any) -> bytes:
+    async def tracking(*args: Any, **kwargs: Any) -> Any:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)
         try:
             await asyncio.sleep(0.01)
-            data: bytes = await original(*args, **kwargs)
-            return data
+            return await original(*args, **kwargs)
         finally:
             in_flight -= 1
 
-    monkeypatch.setattr(store.fs, "_cat_file", tracking)
+    monkeypatch.setattr(store.fs, "_call_s3", tracking)
     requests = [(f"c/{i}", ByteRange(0, 2) if i % 2 else None) for i in range(40)]
     expected = [None if i >= 30 else bytes([i]) * (2 if i % 2 else 10) for i in range(40)]
     assert store.get_many(requests) == expected
@@ -303,13 +311,12 @@ def test_s3_get_many_is_one_concurrent_batch(
 def test_s3_other_errors_become_store_error(
     s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ZARR3_BACKEND_S3_DIRECT", "0")
     store = _fsspec_store(s3_url, storage_options=s3_storage_options)
 
     async def broken(*args: Any, **kwargs: Any) -> bytes:
         raise RuntimeError("connection reset")
 
-    monkeypatch.setattr(store.fs, "_cat_file", broken)
+    monkeypatch.setattr(store.fs, "_call_s3", broken)
     with pytest.raises(StoreError, match=r"'chunk/0'.*connection reset"):
         store.get_many([("chunk/0", None)])
 

@@ -194,7 +194,7 @@ def test_fill_value_encoding_and_write_empty_chunks(tmp_path):
 def test_invalid_encoding_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="unexpected encoding keys for 't2m': \\['bogus'\\]"):
         sample_dataset().to_zarr3(tmp_path / "a.zarr", encoding={"t2m": {"bogus": 1}})
-    with pytest.raises(ValueError, match="not a variable"):
+    with pytest.raises(KeyError, match="not a variable"):  # as engine="zarr"
         sample_dataset().to_zarr3(tmp_path / "b.zarr", encoding={"nope": {}})
 
 

@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend
-from zarr3_backend import WriteError, WriteTypeError
+from zarr3_backend import WriteError, WriteKeyError, WriteTypeError
 from zarr3_backend.xarray_backend.write_encoding import InnerChunksWarning
 
 pytest.importorskip("zarr")
@@ -36,17 +36,17 @@ def written(path: Path) -> list[str]:
 @pytest.mark.parametrize(
     ("encoding", "exc", "message"),
     [
-        ({"v": {"chunks": (5, 4.5)}}, WriteError, r"encoding\['v'\]\['chunks'\]=\(5, 4.5\): every size must be a positive integer, got 4.5"),
+        ({"v": {"chunks": (5, 4.5)}}, WriteTypeError, r"encoding\['v'\]\['chunks'\]=\(5, 4.5\): every size must be a positive integer, got 4.5"),
         ({"v": {"chunks": (5, 0)}}, WriteError, r"positive integer, got 0"),
         ({"v": {"shards": (10, -2)}}, WriteError, r"\['shards'\].*positive integer, got -2"),
-        ({"v": {"chunks": (5, True)}}, WriteError, r"positive integer, got True"),
+        ({"v": {"chunks": (5, True)}}, WriteTypeError, r"positive integer, got True"),
         ({"v": {"chunks": (5,)}}, WriteError, r"\(5,\) has 1 entries, but 'v' has 2 dimensions \('t', 'x'\)"),
         ({"v": {"shards": (10, 4, 1)}}, WriteError, r"'shards'\]=\(10, 4, 1\) has 3 entries"),
         ({"v": {"chunks": {"time": 5}}}, WriteError, r"names dimensions \['time'\] that 'v' does not have"),
         ({"v": {"chunks": "big"}}, WriteTypeError, r"must be an int, a tuple of ints or a dict by dimension name"),
-        ({"v": "foo"}, WriteTypeError, r"encoding\['v'\] must be a dict of encoding keys.*got str 'foo'"),
+        ({"v": "foo"}, WriteError, r"encoding\['v'\] must be castable to a dict of encoding keys.*got str 'foo'"),
         ("foo", WriteTypeError, r"encoding must be a dict"),
-        ({"nope": {}}, WriteError, r"encoding given for 'nope', which is not a variable"),
+        ({"nope": {}}, WriteKeyError, r"encoding given for 'nope', which is not a variable"),
         ({"v": {"compression": "zstd"}}, WriteError, r"unexpected encoding keys for 'v': \['compression'\]"),
         ({"v": {"units": "K"}}, WriteError, r"encoding \['units'\] of 'v' does not apply to a float64 variable"),
     ],

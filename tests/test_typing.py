@@ -64,8 +64,6 @@ ALLOWED_ANY: dict[tuple[str, str], str] = {
         "xarray's decoding keywords, passed to StoreBackendEntrypoint.open_dataset, which leaves them unannotated",
     ("zarr3_backend.xarray_backend.entrypoint", "Zarr3BackendEntrypoint.open_datatree"):
         "keywords passed on to open_groups_as_dict, xarray's unannotated decoding keywords among them",
-    ("zarr3_backend.store.tls", "TlsLayer.get_extra_info"):
-        "asyncio's transport interface: typeshed types BaseTransport.get_extra_info's default and value as Any",
     ("zarr3_backend.xarray_backend.methods", "open_zarr3"):
         "keywords passed on to xarray.open_dataset, each of its own type",
 }

@@ -23,7 +23,11 @@ def errors(problems: list[Problem]) -> list[Problem]:
 
 
 def only(problems: list[Problem], check: str) -> tuple[str, str]:
-    """The single problem found, as ``(key, message)``, after checking its kind."""
+    """The single problem found, as ``(key, message)``, after checking its kind.
+
+    Integrity warnings (arrays written without a checksum on purpose) are left out unless ``check`` asks for them.
+    """
+    problems = [p for p in problems if p.check == check or p.check != "integrity"]
     assert len(problems) == 1, problems
     assert problems[0].check == check, problems
     return problems[0].key, problems[0].message
@@ -86,16 +90,56 @@ def write_xarray_dataarray(root: Path) -> None:  # xarray's engine names an unna
     xr.DataArray(np.arange(3.0)).to_zarr(root, zarr_format=3, consolidated=True)
 
 
-@pytest.mark.parametrize("writer", [write_core, write_to_zarr3, write_zarr_python, write_tensorstore, write_xarray_dataarray])
-def test_stores_from_every_writer_have_no_problems(writer: Any, tmp_path: Path) -> None:
+UNCHECKED = "no checksum, so a changed byte may read as wrong values without an error; add 'crc32c' after the compressors"
+
+
+@pytest.mark.parametrize(("writer", "unchecked"), [
+    (write_core, {}), (write_to_zarr3, {}), (write_tensorstore, {}), (write_xarray_dataarray, {}),
+    # zarr-python's default compressor is zstd without a checksum
+    (write_zarr_python, {"plain/zarr.json": "its chunks carry", "nested/sharded/zarr.json": "its inner chunks carry"}),
+])
+def test_stores_from_every_writer_have_no_problems(writer: Any, unchecked: dict[str, str], tmp_path: Path) -> None:
     writer(tmp_path / "s.zarr")
-    assert validate_store(tmp_path / "s.zarr", deep=True) == []
+    problems = validate_store(tmp_path / "s.zarr", deep=True)
+    assert {p.key: p.message.split(": ", 1)[1].removesuffix(" (as the default codecs do)") for p in problems} == {
+        key: f"{what} {UNCHECKED}" for key, what in unchecked.items()}
+    assert all((p.check, p.severity) == ("integrity", "warning") for p in problems)
 
 
 @pytest.mark.parametrize("store", sorted(p for p in GOLDEN.glob("*/*") if p.is_dir()), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_golden_stores_have_no_problems_but_their_expected_files(store: Path) -> None:
-    problems = validate_store(store, deep=True)
+    problems = [p for p in validate_store(store, deep=True) if p.check != "integrity"]  # those: see below
     assert all(p.key.startswith("expected.") and p.severity == "warning" and "stray key" in p.message for p in problems)
+
+
+@pytest.mark.parametrize(("codecs", "unchecked"), [
+    ({}, None),
+    ({"compressors": "zstd"}, "its chunks carry"),
+    ({"compressors": None}, "its chunks carry"),
+    ({"compressors": ["crc32c", "zstd"]}, None),  # a checksum before the compressor covers it too
+    ({"compressors": [{"name": "zstd", "configuration": {"level": 1, "checksum": True}}]}, None),
+    ({"compressors": "gzip"}, None),  # gzip's CRC-32
+    ({"compressors": "blosc"}, "its chunks carry"),
+    ({"compressors": "numcodecs.crc32"}, None),
+    ({"compressors": "numcodecs.zlib"}, None),  # zlib's Adler-32
+    ({"compressors": "numcodecs.lz4"}, "its chunks carry"),
+    ({"shards": (4,)}, None),
+    ({"shards": (4,), "compressors": "zstd"}, "its inner chunks carry"),
+    ({"shards": (4,), "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}, "its shard index carries"),
+    ({"shards": (4,), "compressors": None, "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]},
+     "its inner chunks and shard index carry"),
+    ({"codecs": [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [2], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}]}}, "crc32c"]}, None),
+])
+def test_integrity_warns_per_array_without_a_checksum(codecs: dict[str, Any], unchecked: str | None, tmp_path: Path) -> None:
+    root = zarr3_backend.create_group(tmp_path / "s.zarr")
+    root.create_array("a", shape=(8,), dtype="int32", chunks=(2,), **codecs)[:] = np.arange(8)
+    root.create_array("b", shape=(8,), dtype="int32")[:] = 1  # default codecs: checked
+    problems = validate_store(tmp_path / "s.zarr", deep=True)
+    if unchecked is None:
+        assert problems == []
+    else:
+        assert problems == [Problem("a/zarr.json", "integrity", f"array '/a': {unchecked} {UNCHECKED} (as the default codecs do)", "warning")]
 
 
 # -- chunks and shards (--deep) -----------------------------------------------------------
@@ -240,7 +284,8 @@ def test_optional_extensions_are_fine(tmp_path: Path) -> None:
     document = _array_document(extra={"must_understand": False}, codecs=[
         {"name": "bytes", "configuration": {"endian": "little"}}, {"name": "no-such-codec", "must_understand": False}])
     (tmp_path / "s.zarr" / "ok" / "zarr.json").write_text(json.dumps(document))
-    assert validate_store(tmp_path / "s.zarr") == []
+    key, message = only(validate_store(tmp_path / "s.zarr"), "integrity")  # bytes alone carries no checksum
+    assert key == "ok/zarr.json" and message.startswith("array '/ok': its chunks carry no checksum")
 
 
 def test_hierarchy_problems(tmp_path: Path) -> None:

@@ -19,10 +19,12 @@ from .errors import (
     BoundsError,
     ChecksumError,
     ConcurrentModificationError,
+    ConcurrentWriteError,
     CodecError,
     CorruptShardError,
     GroupNotFoundError,
     InvalidKeyError,
+    MemoryLimitError,
     MetadataError,
     NodeExistsError,
     NodeNameError,
@@ -30,27 +32,31 @@ from .errors import (
     ReadOnlyError,
     RegionKeyError,
     StoreError,
+    UnfinishedWriteError,
     UnknownExtensionError,
     UnsafeCodecError,
     WriteError,
+    WriteKeyError,
     WriteNotImplementedError,
     WriteTypeError,
     Zarr3Error,
 )
 from .hierarchy import Group, consolidate_metadata
+from .store import clear_store_cache
 
 __version__ = "0.1.0"
 
 if importlib.util.find_spec("xarray") is not None:
     from .xarray_backend.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
     from .xarray_backend.writer import to_zarr3
+    from .xarray_backend.commit import finish_pending_write
 
 __all__ = [
-    "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "CorruptShardError",
-    "Group", "GroupNotFoundError", "InvalidKeyError", "MetadataError", "NodeExistsError", "NodeNameError",
-    "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnknownExtensionError",
-    "UnsafeCodecError", "WriteError", "WriteNotImplementedError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
-    "create_array", "create_group", "open", "open_array", "open_group",
+    "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "ConcurrentWriteError", "CorruptShardError",
+    "Group", "GroupNotFoundError", "InvalidKeyError", "MemoryLimitError", "MetadataError", "NodeExistsError", "NodeNameError",
+    "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnfinishedWriteError", "UnknownExtensionError",
+    "UnsafeCodecError", "WriteError", "WriteKeyError", "WriteNotImplementedError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
+    "clear_store_cache", "create_array", "create_group", "open", "open_array", "open_group",
 ]
 if importlib.util.find_spec("xarray") is not None:
-    __all__ += ["open_zarr3", "to_zarr3"]
+    __all__ += ["finish_pending_write", "open_zarr3", "to_zarr3"]

@@ -15,6 +15,7 @@ from .creation import ArrayDefinition, build_array_metadata
 from .errors import ArgumentError, ArrayNotFoundError, GroupNotFoundError, NodeNotFoundError
 from .hierarchy import Group, create_array_at, create_group_at, normalize_path, open_node
 from .store import StoreLike, make_store
+from .unfinished import check_opened
 from .store.base import Store
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
@@ -43,9 +44,14 @@ def open(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options:
 
     A path without ``zarr.json`` opens as an implicit group only if arrays sit
     directly inside; otherwise :class:`NodeNotFoundError` (naming any Zarr
-    stores found further down).
+    stores found further down). A group that an unfinished ``to_zarr3`` first
+    write marked raises :class:`~zarr3_backend.errors.UnfinishedWriteError`
+    (a ``compute=False`` template, or a group opened for writing, warns; see
+    :mod:`zarr3_backend.unfinished`).
     """
-    return open_node(_store(store, storage_options, mode), normalize_path(path), read_only=mode == "r", strict=True)
+    node = open_node(_store(store, storage_options, mode), normalize_path(path), read_only=mode == "r", strict=True)
+    check_opened(node)
+    return node
 
 
 def open_array(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array:
@@ -76,6 +82,7 @@ def open_group(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_op
         return create_group(target, path)
     if not isinstance(node, Group):
         raise GroupNotFoundError(f"{node.name!r} in {target!r} is an array, not a group")
+    check_opened(node)
     return node
 
 
@@ -98,7 +105,11 @@ def create_array(
     ``chunks`` is the inner chunk shape when ``shards`` is given. ``codecs``,
     when given, is the complete outer codec list and overrides ``filters``,
     ``serializer``, ``compressors`` and ``shards``. Ancestor groups carrying
-    consolidated metadata are refreshed to include the new array.
+    consolidated metadata are refreshed to include the new array. By default
+    every chunk (every inner chunk of a shard) is zstd-compressed and then
+    CRC32C-checksummed, so a changed byte raises
+    :class:`~zarr3_backend.errors.ChecksumError` on read; pass ``compressors``
+    without ``crc32c`` to turn the checksum off.
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/create", shape=(100, 100), dtype="float32",

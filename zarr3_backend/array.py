@@ -12,12 +12,11 @@ value are deleted instead of stored.
 from __future__ import annotations
 
 import asyncio
-import threading
+import math
 from collections import defaultdict
 from dataclasses import dataclass
-from contextlib import ExitStack, contextmanager
 from functools import partial
-from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeAlias, TypeVar, cast, overload
 
@@ -28,14 +27,13 @@ from .codecs.base import ChunkSpec
 from .consolidation import Change, refresh_consolidated
 from .dtypes import Scalar, is_fill
 from .errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
-from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, on_dask_worker, thread_count
+from .executor import fetch_and_work, io_buffer_bytes, map_concurrently, thread_count
 from .indexing import ChunkSelection, Selection, SelectionLike, plan_selection
+from .memory_limit import check_allocation, out_of_memory
 from .attributes import Attributes
 from .metadata import ArrayMetadata, encode_metadata, metadata_key
 from .codecs.chain import CodecChain
 from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
-from .output_memory import empty_output
-from .readahead import ReadAhead
 from .storage_transformers import apply_storage_transformers
 from .store.base import Request, Store, Versioned
 
@@ -48,7 +46,6 @@ RANGE_PART_BYTES = 8 << 20
 SPLIT_BELOW_SHARDS = 8
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
-_READAHEAD_MADE = threading.Lock()  # two first scan reads of an array at once make one read-ahead
 
 #: What a read returns: an array, or one element (see :data:`~zarr3_backend.dtypes.Scalar`) when every
 #: axis is selected by an integer.
@@ -94,17 +91,6 @@ class Array:
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
-        self._readahead: ReadAhead | None = None  # made by the first scan read: most arrays opened are never scanned
-
-    def _scan(self) -> ReadAhead:
-        """The read-ahead of scans over this array's chunk grid (see :meth:`_scan_read`)."""
-        with _READAHEAD_MADE:
-            if self._readahead is None:
-                self._readahead = ReadAhead(
-                    self._chunk_store, self.shape, self.metadata.chunk_shape, self.chunk_key,
-                    itemsize=self.dtype.itemsize, lanes=fetch_lanes(self._chunk_store), max_bytes=io_buffer_bytes(),
-                )  # fmt: skip
-            return self._readahead
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})
@@ -180,7 +166,6 @@ class Array:
         self._check_writable()
         self.store.set(metadata_key(self.path), encode_metadata(metadata))
         self.metadata = metadata
-        self._readahead = None  # the grid may have changed
         refresh_consolidated(self.store, [Change(self.path, metadata.to_json())])
 
     def replace_attributes(self, attributes: dict[str, Any]) -> None:
@@ -205,21 +190,21 @@ class Array:
         integer/boolean arrays on any axes, each applied independently (``a.oindex[...]``)."""
         return read_many([(self, selection, orthogonal)])[0]
 
-    @contextmanager
-    def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> Iterator[PlannedRead]:
-        """``selection`` planned for a batched read (:func:`read_many`), valid while the block runs."""
+    def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> PlannedRead:
+        """``selection`` planned for a batched read (:func:`read_many`)."""
         plan, out, chunk_plans = self._read_plans(selection, orthogonal)
-        with self._scan_read(plan) as store:
-            yield PlannedRead(plan, out, store, chunk_plans)
+        return PlannedRead(plan, out, self._chunk_store, chunk_plans)
 
     def _read_plans(
         self, selection: SelectionLike, orthogonal: bool
     ) -> tuple[Selection, np.ndarray, list[tuple[str, ReadPlan]]]:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
+        self.check_memory(plan.out_shape)
         lanes = fetch_lanes(self._chunk_store)
         remote = is_remote(self._chunk_store)
-        out = empty_output(plan.out_shape, self.dtype, background=remote)
+        with out_of_memory(f"array {self.name!r}: reading a selection of shape {plan.out_shape}"):
+            out = np.empty(plan.out_shape, self.dtype)
         ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
         pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
         for piece in plan.chunks():
@@ -234,6 +219,21 @@ class Array:
             plans.append((key, self._chain.plan_read(spec, reads, self._read_context(key, split))))
         return plan, out, plans
 
+    def check_memory(self, out_shape: tuple[int, ...] | None = None) -> None:
+        """Raise :class:`~zarr3_backend.errors.MemoryLimitError` before allocating what no read or write of this array
+        could hold: a selection of ``out_shape``, one chunk (inner chunk, when sharded) or a shard index.
+
+        The limit is this machine's physical memory (see :mod:`zarr3_backend.memory_limit`).
+        """
+        where, item = f"array {self.name!r}", self.dtype.itemsize
+        if out_shape is not None:
+            check_allocation(math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})")
+        field = "sharding_indexed.configuration.chunk_shape" if self.shards is not None else "chunk_grid.configuration.chunk_shape"
+        check_allocation(math.prod(self.chunks) * item, f"{where}: a chunk of shape {self.chunks} ({field}) of {self.dtype}")
+        if self.shards is not None:
+            inner = math.prod(s // c for s, c in zip(self.shards, self.chunks))
+            check_allocation(16 * inner, f"{where}: the index of a shard of shape {self.shards} ({inner} inner chunks)")
+
     def _read_context(self, key: str, split: bool) -> ReadContext:
         """With ``split``, large shards are fetched as side-by-side ranges.
 
@@ -245,22 +245,6 @@ class Array:
         if split:
             return ReadContext(key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES)
         return ReadContext(key, self._index_cache)
-
-    @contextmanager
-    def _scan_read(self, plan: Selection) -> Iterator[Store]:
-        """Around a read planned as ``plan``: the store to read from (see :mod:`~zarr3_backend.readahead`).
-
-        A read of exactly one whole stored chunk from a remote store (what a
-        dask task of ``chunks={}`` does) goes through the array's read-ahead,
-        except on dask.distributed workers; any other read uses the chunk
-        store directly.
-        """
-        coords = whole_chunk(plan, self.metadata.chunk_shape) if is_remote(self._chunk_store) else None
-        if coords is None or on_dask_worker():
-            yield self._chunk_store
-            return
-        with self._scan().reading(coords) as store:
-            yield store
 
     # -- writing ---------------------------------------------------------
     def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
@@ -274,16 +258,18 @@ class Array:
         """
         self._check_writable()
         plan = plan_selection(selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name)
-        value = self._as_selection_value(value, plan.out_shape)
-        pieces = list(plan.chunks())
-        partial = [p for p in pieces if not p.is_complete]
-        existing = dict(zip(
-            (p.coords for p in partial),
-            self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
-        ))
-        map_concurrently(
-            lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks), pieces
-        )
+        self.check_memory()
+        with out_of_memory(f"array {self.name!r}: writing a selection of shape {plan.out_shape}"):
+            value = self._as_selection_value(value, plan.out_shape)
+            pieces = list(plan.chunks())
+            partial = [p for p in pieces if not p.is_complete]
+            existing = dict(zip(
+                (p.coords for p in partial),
+                self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
+            ))
+            map_concurrently(
+                lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks), pieces
+            )
 
     def _as_selection_value(self, value: npt.ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
         """``value`` as this array's dtype, broadcast to the selection's ``shape``; refused by name if it cannot be."""
@@ -299,8 +285,6 @@ class Array:
     def _write_chunk(self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
-        if self._readahead is not None:
-            self._readahead.discard(key)
         spec = self.chunk_spec
         try:
             encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
@@ -316,6 +300,7 @@ class Array:
     def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray:
         """The whole stored chunk (a shard, when sharded) at grid ``coords``, decoded; fill value if absent."""
         key = self.chunk_key(coords)
+        self.check_memory(self.metadata.chunk_shape)
         raw = self._chunk_store.get(key)
         if raw is None:
             return np.full(self.chunk_spec.shape, self.fill_value, dtype=self.dtype)
@@ -328,8 +313,6 @@ class Array:
         """
         key = self.chunk_key(coords)
         self._index_cache.pop(key, None)
-        if self._readahead is not None:
-            self._readahead.discard(key)
         if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
@@ -412,60 +395,40 @@ def read_many(requests: list[tuple[Array, SelectionLike, bool]]) -> list[ReadRes
     it has one (:func:`start_on_loop`), else on the I/O pool, and decoded on
     the CPU pool as each group arrives.
     """
-    with ExitStack() as scans:
-        reads = [scans.enter_context(array.planned_read(selection, orthogonal)) for array, selection, orthogonal in requests]
-        by_store: dict[int, list[PlannedRead]] = defaultdict(list)
-        for read in reads:
-            by_store[id(read.store)].append(read)
-        for group in by_store.values():
-            store = group[0].store
-            flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
-            per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
-            lanes = fetch_lanes(store)
-            remote = is_remote(store)
-            held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
-            groups = [[item] for item in flat] if remote and len(flat) <= lanes else fetch_groups(flat, per_chunk)
-            start = start_on_loop(store) if remote else None
-            fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, lanes, held, start=start)
+    reads = [array.planned_read(selection, orthogonal) for array, selection, orthogonal in requests]
+    by_store: dict[int, list[PlannedRead]] = defaultdict(list)
+    for read in reads:
+        by_store[id(read.store)].append(read)
+    for group in by_store.values():
+        store = group[0].store
+        flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
+        per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
+        lanes = fetch_lanes(store)
+        remote = is_remote(store)
+        held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
+        groups = [[item] for item in flat] if remote and len(flat) <= lanes else fetch_groups(flat, per_chunk)
+        start = start_on_loop(store) if remote else None
+        fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, lanes, held, start=start)
     return [read.result() for read in reads]
 
 
-def whole_chunk(plan: Selection, chunk_shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The grid coordinates of the one stored chunk ``plan`` reads completely, or ``None``.
-
-    >>> whole_chunk(plan_selection((slice(4, 8), slice(None)), (10, 3), (2, 3)), (4, 3))
-    (1, 0)
-    >>> whole_chunk(plan_selection((slice(4, 7), slice(None)), (10, 3), (2, 3)), (4, 3)) is None
-    True
-    """
-    coords = []
-    for dim, length in zip(plan.dims, chunk_shape, strict=True):
-        items = dim.chunk_items(length)
-        if len(items) != 1 or not items[0].complete:
-            return None
-        coords.append(items[0].chunk_index)
-    return tuple(coords)
-
-
 def fetch_lanes(store: Store) -> int:
-    """Fetches a read keeps in flight on ``store``: its ``io_concurrency`` if it has one, else the CPU threads.
+    """Fetches a read keeps in flight on ``store``: its :attr:`~Store.io_concurrency` if remote, else the CPU threads.
 
-    Remote stores (:class:`~zarr3_backend.store.FsspecStore` on an asynchronous
-    file system) declare ``ZARR3_BACKEND_IO_CONCURRENCY``; local reads are
-    memory copies, for which more lanes than decoding threads only buffer more
-    (they also hold at most :data:`LOCAL_HELD_BYTES` of undecoded data).
+    Local reads are memory copies, for which more lanes than decoding threads
+    only buffer more (they also hold at most :data:`LOCAL_HELD_BYTES` of
+    undecoded data).
     """
-    lanes = getattr(store, "io_concurrency", None)
-    return int(lanes) if lanes else thread_count()
+    return store.io_concurrency if is_remote(store) else thread_count()
 
 
 def is_remote(store: Store) -> bool:
-    """Whether ``store`` declares more than one request in flight (``io_concurrency``): object storage, where rounds cost time.
+    """Whether ``store`` declares more than one request in flight (:attr:`~Store.io_concurrency`): object storage, where rounds cost time.
 
     Not "more lanes than CPU threads": a 64-core machine has more threads than
     the 64 default lanes, and its reads from S3 pay for rounds all the same.
     """
-    return (getattr(store, "io_concurrency", None) or 1) > 1
+    return store.io_concurrency > 1
 
 
 def start_on_loop(store: Store) -> Callable[[FetchGroup], Future[Fetched]] | None:
@@ -474,7 +437,7 @@ def start_on_loop(store: Store) -> Callable[[FetchGroup], Future[Fetched]] | Non
     There each group's next round goes out as soon as its last is answered,
     without a thread waking up in between.
     """
-    loop: asyncio.AbstractEventLoop | None = getattr(store, "event_loop", None)
+    loop = store.event_loop
     if loop is None or not loop.is_running() or _running_loop() is loop:
         return None
 
@@ -535,7 +498,7 @@ def _fetch_group(plans: FetchGroup, store: Store) -> Fetched:
     return jobs, _held_bytes(jobs)
 
 
-async def _fetch_group_async(plans: FetchGroup, store: Any) -> Fetched:
+async def _fetch_group_async(plans: FetchGroup, store: Store) -> Fetched:
     """:func:`_fetch_group` on the store's event loop: each round's requests go out as soon as the last is answered."""
     rounds = _read_rounds(plans)
     try:

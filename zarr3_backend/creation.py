@@ -24,6 +24,10 @@ from .codecs.chain import CodecChain
 
 CodecLike = Codec | dict[str, Any] | str
 DEFAULT_INDEX_CODECS: list[CodecLike] = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+#: ``compressors="auto"``: zstd, then a CRC32C of the compressed bytes, so that any changed byte of a chunk
+#: raises :class:`~zarr3_backend.errors.ChecksumError` naming its key on read (zstd's own checksum would
+#: report a flipped byte as a plain decoding error, or not at all when the flip clears its frame flag).
+DEFAULT_COMPRESSORS: list[CodecLike] = [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}, {"name": "crc32c"}]
 TARGET_CHUNK_BYTES = 4 << 20
 
 
@@ -42,7 +46,9 @@ class ArrayOptions(TypedDict, total=False):
     fill_value : optional
         Default: the data type's default, recorded in ``zarr.json``.
     compressors, filters, serializer : codecs, optional
-        Default ``"auto"`` (zstd level 0; no filters; ``bytes`` or ``vlen-utf8``).
+        Default ``"auto"`` (compressors zstd level 0 then ``crc32c``, so every chunk is checksummed;
+        no filters; ``bytes`` or ``vlen-utf8``). ``compressors=[{"name": "zstd"}]`` keeps zstd without the
+        checksum, ``compressors=None`` stores chunks uncompressed and unchecked.
     codecs : sequence of codecs, optional
         The complete outer chain; overrides filters, serializer, compressors and shards.
     index_codecs, index_location
@@ -183,7 +189,7 @@ def _build_chain(
         serializer = {"name": "vlen-utf8", "configuration": {}} if data_type.item_size is None else {
             "name": "bytes", "configuration": {"endian": "little"}}
     if compressors == "auto":
-        compressors = [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}]
+        compressors = DEFAULT_COMPRESSORS
     inner = [*_as_codecs(filters), *_as_codecs(serializer), *_as_codecs(compressors)]
     if not sharded:
         return CodecChain(inner)

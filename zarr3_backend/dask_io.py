@@ -9,8 +9,7 @@ data between tasks. :func:`store_graph` maps every block to one shard task
 :func:`~zarr3_backend.shard_writes.write_block` (one atomic store ``set``;
 partial shards are read, merged and rewritten, under the write's ``lock``)
 and returns the bytes it wrote (counted by ``progress=True``, see
-:mod:`zarr3_backend.write_progress`). On dask.distributed workers the first
-shard task adjusts the worker's malloc once (:mod:`zarr3_backend.worker_memory`).
+:mod:`zarr3_backend.write_progress`).
 :mod:`zarr3_backend.dask_compute` runs the graph.
 
 Everything in the graph pickles (``Array`` is store + path + metadata), so

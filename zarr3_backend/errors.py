@@ -93,8 +93,29 @@ class BoundsError(Zarr3Error, IndexError):
     """A selection lies outside the array or is otherwise not a valid index."""
 
 
+class MemoryLimitError(Zarr3Error, MemoryError):
+    """A read or write needs more memory than this machine has: a selection, chunk or shard index too large.
+
+    Raised before allocating when the size is known in advance (see
+    :mod:`zarr3_backend.memory_limit`), and in place of the ``MemoryError`` of
+    an allocation that failed; the message names the array and what is too large.
+    """
+
+
 class WriteError(Zarr3Error, ValueError):
     """A ``to_zarr3`` write was refused before anything was written (encoding, region, names, append)."""
+
+
+class ConcurrentWriteError(WriteError):
+    """Another writer changed the arrays a ``mode="a"`` write planned from (e.g. two appends at once); not published."""
+
+
+class UnfinishedWriteError(Zarr3Error, OSError):
+    """A group holds a ``to_zarr3`` first write that did not finish: some of its data may be missing.
+
+    Raised on opening it, and by writes that would build on it; the message
+    names the group, its mark and the fix (re-run the write, or ``mode="w"``).
+    """
 
 
 class WriteTypeError(Zarr3Error, TypeError):
@@ -113,11 +134,15 @@ class WriteNotImplementedError(Zarr3Error, NotImplementedError):
     """A ``to_zarr3`` combination xarray's engine does not implement either (e.g. ``append_dim`` for a DataTree)."""
 
 
-class RegionKeyError(Zarr3Error, KeyError):
-    """``region="auto"``: coordinate values to write are missing from the stored coordinate."""
+class WriteKeyError(Zarr3Error, KeyError):
+    """A ``to_zarr3`` argument names something the dataset lacks (e.g. ``encoding`` for a variable it does not have)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class RegionKeyError(WriteKeyError):
+    """``region="auto"``: coordinate values to write are missing from the stored coordinate."""
 
 
 class ScratchBufferError(Zarr3Error, RuntimeError):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -287,15 +286,3 @@ class _Flow:
             worked(finished)
         for item in items:
             self.pool.submit(self.work, item).add_done_callback(worked)
-
-
-def on_dask_worker() -> bool:
-    """Whether the calling thread runs a task of a dask.distributed worker (never imports distributed)."""
-    distributed = sys.modules.get("distributed")
-    if distributed is None:
-        return False
-    try:
-        distributed.get_worker()
-    except ValueError:
-        return False
-    return True

@@ -502,16 +502,18 @@ def create_group_at(store: Store, path: str, attributes: dict[str, Any] | None, 
 def _prepare_path(store: Store, path: str, overwrite: bool) -> list[Change]:
     """Make room for a new node at ``path``: erase (``overwrite``) or refuse an existing one.
 
-    Returns the ancestor groups it had to create.
+    ``overwrite`` erases whatever is there without reading it, so a node whose
+    metadata is invalid can always be replaced. Returns the ancestor groups
+    it had to create.
     """
-    existing = read_node_metadata(store, path)
-    if existing is not None and not overwrite:
+    existing = None if overwrite else read_node_metadata(store, path)
+    if existing is not None:
         raise NodeExistsError(
-            f"a {existing.node_type} already exists at {path or '/'!r} in {store!r}; pass overwrite=True (mode='w') to replace it"
+            f"a {existing.node_type} already exists at {path or '/'!r} in {store!r}; pass overwrite=True (mode='w') "
+            "to replace it (this deletes it and everything below it)"
         )
     if overwrite:
         if path:
-            store.delete_prefix(path + "/")
-        else:
-            store.delete_prefix("")
+            missing_parents(store, path)  # refuses to nest under an array before anything is erased
+        store.delete_prefix(f"{path}/" if path else "")
     return ensure_parents(store, path) if path else []

@@ -11,7 +11,10 @@ in-memory array one shard per call on the thread pool; the dask graphs of
 Blocks that cover only part of their shard (region and append edges) are
 read, merged and rewritten by their owning call; the part of the shard
 outside the array's shape is reset to the fill value. Blocks covering the
-whole in-bounds part of a shard are encoded without reading.
+whole in-bounds part of a shard are encoded without reading. ``to_zarr3``
+appends write through arrays whose grown axis is rounded up to whole shards,
+so a later append's rows in their last shard are kept, and
+:func:`clear_rows` undoes exactly an append's rows.
 
 Two independent writers (processes, clusters) may write disjoint regions of
 one array safely when the regions are aligned to shards. A block covering
@@ -31,6 +34,7 @@ the read-modify-write exclusive per shard across processes.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeAlias, runtime_checkable
 
@@ -38,9 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .array import Array, reset_outside
+from .dtypes import is_fill
 from .errors import BoundsError
 from .executor import map_concurrently
-from .worker_memory import tune_worker_malloc
 
 
 class PartialShardWarning(UserWarning):
@@ -83,6 +87,20 @@ class Lock(Protocol):
 ShardLock: TypeAlias = Lock | Callable[[str], Lock] | None
 
 
+_LOCAL_LOCKS: dict[str, threading.Lock] = {}
+_LOCAL_LOCKS_GUARD = threading.Lock()
+
+
+def local_lock(key: str) -> threading.Lock:
+    """This process's lock for ``key`` (one per key, created on first use): the default guard of append shards.
+
+    A module-level function, so it pickles; on other processes (dask.distributed
+    workers) it guards only the tasks of that process.
+    """
+    with _LOCAL_LOCKS_GUARD:
+        return _LOCAL_LOCKS.setdefault(key, threading.Lock())
+
+
 def shard_lock(lock: ShardLock, key: str) -> contextlib.AbstractContextManager[None]:
     """The lock guarding the shard ``key``: ``lock`` itself when it has ``acquire``/``release`` (one lock
     for every shard), else ``lock(key)`` (a callable returning a lock per shard); nothing when ``None``."""
@@ -120,7 +138,6 @@ def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_emp
     the stored shard (read-modify-write, holding :func:`shard_lock` of the
     shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
     """
-    tune_worker_malloc()
     block = np.asarray(block, dtype=array.dtype)
     grid = array.metadata.chunk_shape
     coords = tuple(s // n for s, n in zip(start, grid))
@@ -141,6 +158,31 @@ def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_emp
         chunk[inside] = block
         reset_outside(chunk, in_bounds, array.fill_value)
         array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
+
+
+def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -> None:
+    """Reset what lies beyond ``old_shape`` inside ``array.shape`` (the rows an append wrote) to the fill value.
+
+    Only those rows change: a stored chunk (shard) lying wholly among them is
+    deleted; one they share with other rows (older data, or a later append's
+    rows in the same shard) is read, reset there and rewritten, holding
+    :func:`shard_lock` of its key.
+    """
+    grid = array.metadata.chunk_grid
+    chunk_shape = grid.chunk_shape
+    for coords in grid.chunk_coords(array.shape):
+        origin = grid.chunk_origin(coords)
+        ends = [o + c for o, c in zip(origin, chunk_shape)]
+        if all(e <= old for e, old in zip(ends, old_shape)):
+            continue  # wholly inside the old shape
+        with shard_lock(lock, array.chunk_key(coords)):
+            chunk = array.read_chunk(coords)  # the fill value when absent
+            ours = np.zeros(chunk.shape, dtype=bool)
+            ours[tuple(slice(0, max(0, min(n, e) - o)) for o, e, n in zip(origin, ends, array.shape))] = True
+            ours[tuple(slice(0, max(0, old - o)) for o, old in zip(origin, old_shape))] = False
+            if not is_fill(chunk[ours], array.fill_value):
+                chunk[ours] = array.fill_value
+                array.store_chunk(coords, chunk)  # deleted when nothing else is left in it
 
 
 def write_numpy(

@@ -8,6 +8,15 @@ problem. On top come the structural checks no single document shows:
 - node names, nodes inside arrays, implicit groups (removed in Zarr v3.0);
 - consolidated metadata describing exactly the nodes below its group, as they are;
 - every other key is a chunk key inside its array's chunk grid (else: stray);
+- no group carries the mark of an unfinished ``to_zarr3`` first write
+  (:mod:`zarr3_backend.unfinished`; a ``compute=False`` template: a warning);
+- integrity: a warning for each array whose stored bytes no checksum covers (no
+  ``crc32c``, zstd ``checksum``, gzip or numcodecs checksum in its chain; for a
+  sharded array, in both its inner ``codecs`` and its ``index_codecs``, or after
+  ``sharding_indexed``), since a changed byte may then read as wrong values;
+- a pending-write record of an interrupted ``to_zarr3`` (an error, with advice
+  to finish it instead of consolidating half-published documents), and rows
+  a deferred append reserved but has not written (a warning);
 - with ``deep=True``, every stored chunk: shard index structure (size,
   bounds, overlaps, empty markers), checksums, and that each chunk and
   inner chunk decodes to its expected shape.
@@ -25,7 +34,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -33,17 +42,20 @@ import numpy as np
 from .array import Array
 from .codecs.base import Buffer, ChunkSpec
 from .codecs.sharding import ShardingCodec
+from .consolidation import PENDING_KEY
 from .errors import InvalidKeyError, NodeNameError, Zarr3Error
 from .hierarchy import validate_node_name
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, metadata_key, parse_node_metadata
+from .reservations import appending_key, describe, parse_reservations
 from .codecs.chain import CodecChain
 from .storage_transformers import apply_storage_transformers
 from .store import StoreLike, make_store
 from .store.base import Store
+from .unfinished import unfinished_group
 
 Severity = Literal["error", "warning"]
-Check = Literal["metadata", "hierarchy", "consolidated", "keys", "chunks"]
-CHECKS: tuple[Check, ...] = ("metadata", "hierarchy", "consolidated", "keys", "chunks")
+Check = Literal["metadata", "hierarchy", "consolidated", "keys", "integrity", "chunks"]
+CHECKS: tuple[Check, ...] = ("metadata", "hierarchy", "consolidated", "keys", "integrity", "chunks")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 FETCH_BATCH = 32
 STALE = "stale: re-run consolidate_metadata"
@@ -90,12 +102,41 @@ def validate_store(
         return [_no_metadata(keys)]
     problems: list[Problem] = []
     nodes = _parse_nodes(store, documents, problems)
+    problems += _check_unfinished(nodes)
     problems += _check_tree(documents, nodes)
     problems += _check_consolidated(documents, nodes)
     chunk_keys = _check_keys([k for k in keys if not is_metadata_key(k)], nodes, documents, problems)
+    problems += [_unchecked(path, node) for path, node in nodes.items()
+                 if isinstance(node, Array) and not node.codecs.detects_corruption()]
     if deep:
         problems += _check_chunks(store, nodes, chunk_keys, progress)
+    problems += _reserved_rows(store, [path for path, node in nodes.items() if isinstance(node, GroupMetadata)])
+    if store.exists(PENDING_KEY):
+        problems = _while_pending(problems)
     return sorted(problems, key=lambda p: p.key)
+
+
+def _reserved_rows(store: Store, groups: list[str]) -> list[Problem]:
+    """A warning for each group holding rows a deferred append reserved and has not written yet."""
+    raws = store.get_many([(appending_key(path), None) for path in groups])
+    return [Problem(appending_key(path), "metadata", describe(path, parse_reservations(raw)), "warning")
+            for path, raw in zip(groups, raws) if raw is not None]
+
+
+def _check_unfinished(nodes: dict[str, Array | NodeMetadata]) -> list[Problem]:
+    """An error for each group an unfinished ``to_zarr3`` first write marked (a warning for a ``compute=False`` template)."""
+    found = [unfinished_group(None, path, node) for path, node in nodes.items() if not isinstance(node, Array)]
+    return [Problem(u.key, "hierarchy", u.message(), "warning" if u.template else "error") for u in found if u is not None]
+
+
+def _while_pending(problems: list[Problem]) -> list[Problem]:
+    """The pending-write record as an error; advice to consolidate (which would copy half-published documents) replaced."""
+    finish = "finish the pending to_zarr3 write first: zarr3_backend.finish_pending_write(store)"
+    found = [replace(p, message=p.message.replace(STALE, finish)) for p in problems]
+    message = (f"a to_zarr3 call was interrupted while publishing its metadata, so the nodes' own zarr.json may "
+               f"disagree (readers not using consolidated metadata refuse the store); {finish}, or run any "
+               "to_zarr3 call on the store. Do not run consolidate_metadata before that")
+    return [*found, Problem(PENDING_KEY, "metadata", message)]
 
 
 def describe_error(exc: BaseException) -> str:
@@ -157,6 +198,20 @@ def _parse_nodes(
         except Exception as exc:  # as above: report, then go on with the other nodes
             problems.append(Problem(key, "metadata", describe_error(exc)))
     return nodes
+
+
+def _unchecked(path: str, array: Array) -> Problem:
+    """The warning for an array whose stored bytes no checksum covers, naming the parts without one."""
+    sharding = array.codecs.array_bytes
+    if isinstance(sharding, ShardingCodec):
+        parts = [part for part, chain in (("inner chunks", sharding.codecs), ("shard index", sharding.index_codecs))
+                 if not chain.detects_corruption()]
+        what = f"its {' and '.join(parts)} {'carries' if parts == ['shard index'] else 'carry'}"
+    else:
+        what = "its chunks carry"
+    message = (f"array {array.name!r}: {what} no checksum, so a changed byte may read as wrong values without an "
+               "error; add 'crc32c' after the compressors (as the default codecs do)")
+    return Problem(metadata_key(path), "integrity", message, "warning")
 
 
 def _check_tree(documents: dict[str, Any], nodes: dict[str, Array | NodeMetadata]) -> list[Problem]:

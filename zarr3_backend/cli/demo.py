@@ -33,7 +33,7 @@ def run_demo(args: argparse.Namespace) -> int:
     data = climate_field()
     start = time.perf_counter()
     t2m = create_array(path, "t2m", shape=data.shape, dtype="float32", chunks=(24, 46, 90), shards=(96, 92, 180),
-                       compressors=[BLOSC_ZSTD], dimension_names=["time", "lat", "lon"], attributes={"units": "K"})
+                       compressors=[BLOSC_ZSTD, "crc32c"], dimension_names=["time", "lat", "lon"], attributes={"units": "K"})
     t2m[...] = data
     written = time.perf_counter() - start
     start = time.perf_counter()

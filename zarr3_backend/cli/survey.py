@@ -12,7 +12,7 @@ from ..errors import Zarr3Error
 from ..hierarchy import Group, node_from_metadata, normalize_path, open_node
 from ..metadata import parse_node_metadata
 from ..storage_transformers import apply_storage_transformers
-from ..store import FsspecStore, LocalStore
+from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store
 from ..validate import assign_keys, is_metadata_key, node_path
 
@@ -62,6 +62,8 @@ def value_sizes(store: Store, keys: list[str]) -> int:
         return sum(os.path.getsize(os.path.join(store.root, key)) for key in keys)
     if isinstance(store, FsspecStore) and keys:
         return sum(int(n or 0) for n in store.fs.sizes([f"{store.root}/{key}" if store.root else key for key in keys]))
+    if isinstance(store, ObstoreStore) and keys:
+        return sum(n or 0 for n in store.sizes(keys))
     return sum(len(value or b"") for value in store.get_many([(key, None) for key in keys]))
 
 

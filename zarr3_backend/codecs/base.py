@@ -92,6 +92,14 @@ class Codec(ABC):
         except CodecError:
             return None
 
+    def detects_corruption(self) -> bool:
+        """Whether decoding this codec's output raises when any of its bytes changed (it carries a checksum).
+
+        A checksum covers everything stored after it too: later codecs' bytes
+        decode either to an error or to changed input for it. Default ``False``.
+        """
+        return False
+
 
 class ArrayArrayCodec(Codec):
     """ndarray -> ndarray. ``decode(encode(a, spec), spec) == a``."""

@@ -113,6 +113,14 @@ class CodecChain:
             encoded = bytes_codec.max_encoded_size(encoded, bytes_spec)
         return encoded
 
+    def detects_corruption(self) -> bool:
+        """Whether a changed byte of an encoded chunk makes decoding raise (see :meth:`Codec.detects_corruption`).
+
+        >>> CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"]).detects_corruption()
+        True
+        """
+        return self.array_bytes.detects_corruption() or any(c.detects_corruption() for c in self.bytes_bytes)
+
     def evolve(self, spec: ChunkSpec) -> CodecChain:
         """Fill automatic parameters for ``spec`` (recorded in metadata)."""
         evolved: list[Codec] = []

@@ -35,6 +35,9 @@ class Crc32cCodec(BytesBytesCodec):
     def compute_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
         return input_size + CHECKSUM_SIZE
 
+    def detects_corruption(self) -> bool:
+        return True
+
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         view = memoryview(data).cast("B")
         out = bytearray(view.nbytes + CHECKSUM_SIZE)

@@ -37,6 +37,10 @@ class GzipCodec(BytesBytesCodec):
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         return cast(Buffer, numcodecs.GZip(self.level).encode(data))
 
+    def detects_corruption(self) -> bool:
+        """True: gzip's trailer holds a CRC-32 of the decompressed data, checked on decode."""
+        return True
+
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         try:
             return cast(Buffer, numcodecs.GZip(self.level).decode(data))

@@ -119,6 +119,11 @@ class NumcodecsBytesBytesCodec(_NumcodecsCodec, BytesBytesCodec):
             return input_size + 4
         return super().compute_encoded_size(input_size, spec)
 
+    def detects_corruption(self) -> bool:
+        if self.codec_id == "zstd":
+            return self.configuration.get("checksum") is True
+        return self.codec_id in CHECKSUM_IDS or self.codec_id in ("gzip", "zlib")  # gzip: CRC-32, zlib: Adler-32
+
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
         bound = _ENCODED_BOUNDS.get(self.codec_id)
         return bound(input_size) if bound is not None else super().max_encoded_size(input_size, spec)

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import CodecError, Zarr3Error, with_location
+from ..errors import CodecError, MemoryLimitError, Zarr3Error, with_location
 from ..indexing import DimIndex
 from ..scratch import borrow
 from ..values import Buffer, ByteRange, Versioned
@@ -133,7 +133,10 @@ def whole_chunk_plan(codec: ChunkDecoder, spec: ChunkSpec, reads: list[SubRead],
 
 
 def decode_chunk(codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str) -> np.ndarray:
-    """Decode one chunk, turning any failure into a :class:`CodecError` naming ``where``."""
+    """Decode one chunk, turning any failure into a :class:`CodecError` naming ``where``.
+
+    A failed allocation becomes a :class:`MemoryLimitError` instead: the chunk is not corrupt.
+    """
     with _decoding(where):
         return codec.decode(data, spec)
 
@@ -150,6 +153,8 @@ def _decoding(where: str) -> Iterator[None]:
         yield
     except Zarr3Error as exc:
         raise with_location(exc, where) from exc
+    except MemoryError as exc:
+        raise MemoryLimitError(f"{where}: out of memory decoding the chunk ({type(exc).__name__}: {exc})") from exc
     except Exception as exc:  # numcodecs/numpy raise RuntimeError, ValueError, ...
         raise CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})") from exc
 

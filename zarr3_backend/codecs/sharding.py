@@ -81,6 +81,10 @@ class ShardingCodec(ArrayBytesCodec):
             "index_location": self.index_location,
         }
 
+    def detects_corruption(self) -> bool:
+        """Whether both the inner chunks' codecs and the index codecs carry a checksum."""
+        return self.codecs.detects_corruption() and self.index_codecs.detects_corruption()
+
     # -- geometry ------------------------------------------------------------
     def chunks_per_shard(self, spec: ChunkSpec) -> tuple[int, ...]:
         return tuple(s // c for s, c in zip(spec.shape, self.chunk_shape))

@@ -68,6 +68,9 @@ class ZstdCodec(BytesBytesCodec):
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         return cast(Buffer, numcodecs.zstd.compress(data, self.level, self.checksum))
 
+    def detects_corruption(self) -> bool:
+        return self.checksum
+
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         try:
             return cast(Buffer, numcodecs.zstd.decompress(data))

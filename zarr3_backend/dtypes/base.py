@@ -61,6 +61,8 @@ class DataType(ABC):
 
     def default_fill_value(self) -> Scalar:
         """The fill value used when none is given (zero, ``False``, ``""`` or NaT)."""
+        if self.numpy.kind in "US":
+            return cast(np.generic, self.numpy.type())  # "" or b"", without allocating a (up to 2 GiB) zeroed item
         return cast(np.generic, np.zeros((), self.numpy)[()])  # numpy types a 0-d array's [()] as an array
 
     def _fill_error(self, expected: str, got: object) -> MetadataError:

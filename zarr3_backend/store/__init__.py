@@ -1,8 +1,10 @@
-"""Stores: the :class:`Store` protocol, a local and an fsspec backend, and :func:`make_store`."""
+"""Stores: the :class:`Store` protocol, local, obstore and fsspec backends, and :func:`make_store`."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import warnings
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -16,6 +18,8 @@ from .base import (
 from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_store import FsspecStore, with_connection_pool
 from .local import LocalStore
+from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
+from .obstore_store import ObstoreStore, UnsupportedOptionError, clear_store_cache
 
 #: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
 #: local path or URL, a zarr-python ``LocalStore``, ``FsspecStore`` or ``MemoryStore``, or an fsspec
@@ -38,12 +42,14 @@ __all__ = [
     "FsspecStore",
     "Generation",
     "LocalStore",
+    "ObstoreStore",
     "Request",
     "Store",
     "StoreLike",
     "Value",
     "Versioned",
     "ZarrMemoryStore",
+    "clear_store_cache",
     "join_value",
     "make_store",
     "validate_key",
@@ -62,10 +68,15 @@ def make_store(
     """The store behind a path, URL or existing store (a :data:`StoreLike`; anything else raises).
 
     A :class:`Store` passes through unchanged. Plain paths and ``file://``
-    URLs give a :class:`LocalStore`; any other URL (``s3://``, ``memory://``,
-    ``zip::file:///a.zip``, ...) an :class:`FsspecStore` built by
-    ``fsspec.core.url_to_fs(url, **storage_options)``. http(s) and zip stores
-    are always read-only. zarr-python stores (``LocalStore``, ``FsspecStore``,
+    URLs give a :class:`LocalStore`. ``s3://``, ``gs://``, ``az://``,
+    ``abfs://`` and ``http(s)://`` URLs give an :class:`ObstoreStore` when
+    obstore is installed, its ``storage_options`` translated from their
+    fsspec names; ``storage_options={"backend": "fsspec"}`` (or an option
+    obstore has no equivalent for, with a warning naming it) gives an
+    :class:`FsspecStore` instead. Any other URL (``memory://``,
+    ``zip::file:///a.zip``, ...) gives an :class:`FsspecStore` built by
+    ``fsspec.core.url_to_fs(url, **storage_options)``. http(s) and zip
+    stores are always read-only. zarr-python stores (``LocalStore``, ``FsspecStore``,
     ``MemoryStore``) and fsspec mappers (``fsspec.get_mapper(url)``) become
     the matching store here (see :mod:`zarr3_backend.store.foreign`).
 
@@ -90,6 +101,17 @@ def make_store(
             raise ArgumentTypeError(f"storage_options do not apply to the local path {url!r}")
         return LocalStore(url, read_only=read_only)
     protocol = fsspec.core.split_protocol(url)[0] or ""
-    fs, root = fsspec.core.url_to_fs(url, **with_connection_pool(protocol, storage_options or {}))
+    options = dict(storage_options or {})
+    backend = options.pop("backend", None)
+    if backend not in (None, "obstore", "fsspec"):
+        raise ArgumentTypeError(f"storage_options 'backend' must be 'obstore' or 'fsspec', not {backend!r}")
+    if backend != "fsspec" and protocol in OBSTORE_PROTOCOLS and "::" not in url and importlib.util.find_spec("obstore"):
+        try:
+            return ObstoreStore(url, options, read_only=read_only or protocol in _READ_ONLY_PROTOCOLS)
+        except UnsupportedOptionError as exc:
+            if backend == "obstore":
+                raise
+            warnings.warn(f"{exc}: reading {url} through fsspec", stacklevel=2)
+    fs, root = fsspec.core.url_to_fs(url, **with_connection_pool(protocol, options))
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     return FsspecStore(fs, root, read_only=read_only or bool(protocols & _READ_ONLY_PROTOCOLS))

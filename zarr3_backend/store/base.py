@@ -9,6 +9,7 @@ The value types (:class:`ByteRange`, :class:`Versioned`, ``Value``) live in
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -40,9 +41,57 @@ class Store(ABC):
     Implementations provide :meth:`get_many`, :meth:`set`, :meth:`delete`,
     :meth:`list_prefix` and :meth:`list_dir`; everything else is derived.
     Stores must pickle (they travel inside dask graphs).
+
+    What a store can do is declared by :attr:`io_concurrency`,
+    :attr:`versioned_reads` and :attr:`event_loop`; readers use these
+    members and nothing else to choose how to read.
     """
 
     read_only: bool = False
+
+    @property
+    def versioned_reads(self) -> bool:
+        """Whether :meth:`get_many_versioned` reports a generation (not ``None``) with every value it finds."""
+        return False
+
+    @property
+    def io_concurrency(self) -> int:
+        """Requests this store keeps in flight at once.
+
+        1 (this default: local files, memory) means each request is answered
+        about as fast as it is asked, and a read runs its fetches on the CPU
+        threads. More means object storage, where every round of requests
+        costs a round trip: a read sends every request it can at once, up to
+        this many.
+        """
+        return 1
+
+    @property
+    def atomic_create(self) -> bool:
+        """Whether :meth:`create` is atomic: of writers creating one key at once, exactly one succeeds."""
+        return False
+
+    def create(self, key: str, value: Value) -> bool:
+        """Store ``value`` under ``key`` only if no value is there; whether it was stored.
+
+        Atomic where :attr:`atomic_create` says so (a local file linked into
+        place, a conditional PUT). This default checks, then sets: another
+        writer may create the key in between, and both calls return ``True``.
+        """
+        self._check_writable()
+        if self.exists(key):
+            return False
+        self.set(key, value)
+        return True
+
+    @property
+    def event_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop :meth:`get_many_versioned_async` runs on, or ``None`` (this default) if the store has none."""
+        return None
+
+    async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
+        """:meth:`get_many_versioned` as a coroutine on :attr:`event_loop`; only stores that have one provide it."""
+        raise NotImplementedError(f"{type(self).__name__} has no event loop to read on")
 
     @abstractmethod
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:

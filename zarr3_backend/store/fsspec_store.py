@@ -6,9 +6,15 @@ Keys are paths below ``root`` in the file system's own terms (for s3:
 loop; a whole-value read is one plain GET. Ranges keep Python slice
 semantics everywhere: suffixes go out as ``bytes=-n``, ranges past the end
 read as ``b""`` (an HTTP 416 is not an error here), and ranges that need the
-size (a negative ``end``) cost one extra HEAD. On s3fs the GETs go out
-through :mod:`.s3_direct` (without botocore's per-request CPU) wherever it
-can answer them, and through botocore otherwise.
+size (a negative ``end``) cost one extra HEAD.
+
+A ranged read returns exactly its range or raises :class:`StoreError`: on
+S3 the answer's ``Content-Range`` must name the bytes asked for (from a 200
+with the whole object, the range is sliced out), and everywhere a body longer than the
+range, or shorter without the value ending there, is refused. (fsspec's
+http file system does not show the headers: an answer shifted by a few
+bytes but of the right length cannot be seen there; obstore's http store
+checks it.)
 
 :meth:`~FsspecStore.get_many_versioned` returns each value with its
 generation: on S3 the ETag of the very GET that read the bytes (no extra
@@ -28,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -40,10 +47,10 @@ from .arrivals import Arrivals, LaneArrivals
 from .base import (
     ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix,
 )
-from .s3_direct import Unhandled, direct_gets
 
 T = TypeVar("T")
 
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 _MISSING_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
 #: ``info`` fields that change when a value is rewritten, whatever the file system calls them.
 _VERSION_FIELDS = (
@@ -97,6 +104,8 @@ class FsspecStore(Store):
         (default: ``ZARR3_BACKEND_IO_CONCURRENCY``, 64). Synchronous ones
         (memory, zip) are read one request at a time.
 
+    Examples
+    --------
     >>> import fsspec
     >>> FsspecStore(fsspec.filesystem("memory"), "/x").url
     'memory:///x'
@@ -119,6 +128,11 @@ class FsspecStore(Store):
         if not self.fs.async_impl:
             return 1
         return self._io_concurrency or io_concurrency()
+
+    @property
+    def versioned_reads(self) -> bool:
+        """Generations are known on S3 (ETags) and on synchronous file systems (``info``), not on http or gcs."""
+        return self._s3 or not self.fs.async_impl
 
     @property
     def url(self) -> str:
@@ -194,9 +208,9 @@ class FsspecStore(Store):
 
     async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes | bytearray:
         fs: Any = self.fs
+        if self._s3:
+            return (await self._fetch_s3(path, byte_range))[0]
         if byte_range is None:
-            if (direct := await self._direct_get(path, None)) is not None:
-                return direct[0]
             data: bytes = await fs._cat_file(path, **self._full_kwargs)
             return data
         if _needs_size(byte_range):
@@ -204,10 +218,11 @@ class FsspecStore(Store):
         if _is_empty(byte_range):  # probe existence; past-the-end reads as b""
             await fs._cat_file(path, start=0, end=1)
             return b""
-        if (direct := await self._direct_get(path, _http_range(byte_range))) is not None:
-            return direct[0]
         data = await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
-        return data
+        expected = _expected_length(byte_range, len(data))
+        if expected is None:
+            expected = _span_length(byte_range, await self._size_async(path))
+        return _exactly(path, byte_range, data, expected)
 
     def _split(self, path: str) -> tuple[str, str, str | None]:
         """s3fs's ``split_path``: bucket, key and version; a plain path in the store's bucket without its work."""
@@ -217,19 +232,6 @@ class FsspecStore(Store):
         fs: Any = self.fs
         split: tuple[str, str, str | None] = fs.split_path(path)
         return split
-
-    async def _direct_get(self, path: str, http_range: str | None) -> tuple[bytes | bytearray, Generation | None] | None:
-        """One GetObject sent without botocore's per-request work (see :mod:`.s3_direct`); ``None``: send it through botocore."""
-        if not self._s3:
-            return None
-        bucket, key, version = self._split(path)
-        gets = await direct_gets(self.fs, bucket)
-        if gets is None:
-            return None
-        try:
-            return await gets.get(bucket, key, version, http_range)
-        except Unhandled:
-            return None
 
     async def _size_async(self, path: str) -> int:
         info = await self.fs._info(path)
@@ -243,9 +245,14 @@ class FsspecStore(Store):
         if byte_range is not None and _is_empty(byte_range):
             self.fs.cat_file(path, start=0, end=1)
             return b""
-        start, end = (None, None) if byte_range is None else (byte_range.start, byte_range.end)
-        data: bytes = self.fs.cat_file(path, start=start, end=end)
-        return data
+        if byte_range is None:
+            data: bytes = self.fs.cat_file(path)
+            return data
+        data = self.fs.cat_file(path, start=byte_range.start, end=byte_range.end)
+        expected = _expected_length(byte_range, len(data))
+        if expected is None:
+            expected = _span_length(byte_range, self._size_sync(path))
+        return _exactly(path, byte_range, data, expected)
 
     def _size_sync(self, path: str) -> int:
         info = self.fs.info(path)
@@ -294,23 +301,22 @@ class FsspecStore(Store):
         empty = byte_range is not None and _is_empty(byte_range)
         ranged = {} if byte_range is None else {"Range": "bytes=0-0" if empty else _http_range(byte_range)}
 
-        if (direct := await self._direct_get(path, ranged.get("Range"))) is not None:
-            return (b"" if empty else direct[0]), direct[1]
-
-        async def get_and_read() -> tuple[bytes, Generation | None]:
+        async def get_and_read() -> tuple[bytes, Generation | None, str | None]:
             response = await fs._call_s3("get_object", **target, **ranged)
             try:
-                return await response["Body"].read(), response.get("ETag")
+                return await response["Body"].read(), response.get("ETag"), response.get("ContentRange", response.get("ContentLength"))
             finally:
                 response["Body"].close()
 
         try:
-            data, etag = await _s3_with_retries(fs, get_and_read)
+            data, etag, content_range = await _s3_with_retries(fs, get_and_read)
         except OSError as exc:
             if not _is_unsatisfiable(exc):
                 raise
             head = await fs._call_s3("head_object", **target)  # past the end: the ETag says which version
             return b"", head.get("ETag")
+        if byte_range is not None and not empty:
+            data = _check_content_range(path, byte_range, data, content_range)
         return (b"" if empty else data), etag
 
     def _fetch_sync_versioned(self, path: str, byte_range: ByteRange | None) -> tuple[bytes, Generation | None]:
@@ -442,6 +448,59 @@ def _http_range(byte_range: ByteRange) -> str:
     if byte_range.is_suffix:
         return f"bytes={byte_range.start}"
     return f"bytes={byte_range.start}-{'' if byte_range.end is None else byte_range.end - 1}"
+
+
+def _expected_length(byte_range: ByteRange, received: int) -> int | None:
+    """The body length a read of ``byte_range`` must have, when ``received`` bytes tell; ``None``: it takes the size.
+
+    A range of known length (or a suffix) is complete at that length, and a
+    longer body is never right; a shorter one is right only if the value ends
+    there, and a range open at the end always needs the size.
+    """
+    asked = -byte_range.start if byte_range.is_suffix else None if byte_range.end is None else byte_range.end - byte_range.start
+    if asked is None or received < asked:
+        return None
+    return asked
+
+
+def _span_length(byte_range: ByteRange, size: int) -> int:
+    start, stop, _ = byte_range.slice().indices(size)
+    return max(0, stop - start)
+
+
+def _exactly(path: str, byte_range: ByteRange, data: bytes, expected: int) -> bytes:
+    if len(data) != expected:
+        raise StoreError(
+            f"could not read {path!r}: asked for {_http_range(byte_range)} ({expected} bytes), "
+            f"the server answered {len(data)} bytes"
+        )
+    return data
+
+
+def _check_content_range(path: str, byte_range: ByteRange, data: bytes, content_range: str | int | None) -> bytes:
+    """The bytes ``byte_range`` reads, from an answer whose ``Content-Range`` is ``content_range``.
+
+    A ``Content-Range`` must name exactly those bytes, and ``data`` hold them
+    all. An answer without one (an int: its ``Content-Length``) is the whole
+    object: the range is sliced out of it when its length is that of the body.
+    Anything else raises :class:`StoreError`.
+    """
+    if isinstance(content_range, int) and content_range == len(data):
+        return data[byte_range.slice()]
+    match = _CONTENT_RANGE.fullmatch(content_range) if isinstance(content_range, str) else None
+    if match is None:
+        raise StoreError(
+            f"could not read {path!r}: asked for {_http_range(byte_range)}, the server answered "
+            f"{'an incomplete whole object' if content_range is not None else 'without a Content-Range'}"
+        )
+    first, last, size = (int(group) for group in match.groups())
+    start, stop, _ = byte_range.slice().indices(size)
+    if (first, last + 1) != (start, stop) or len(data) != stop - start:
+        raise StoreError(
+            f"could not read {path!r}: asked for bytes {start}-{stop - 1} of {size}, the server answered "
+            f"{content_range!r} with {len(data)} bytes"
+        )
+    return data
 
 
 def _info_generation(info: Mapping[str, Any]) -> Generation | None:

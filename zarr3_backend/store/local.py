@@ -65,8 +65,10 @@ def _pread_all(fd: int, length: int, offset: int) -> bytes:
 def _read_file(path: str, byte_range: ByteRange | None) -> Versioned:
     """The bytes of ``path`` (or a range of them) and their generation; ``None`` if it is not a regular file.
 
-    The generation (inode, size, mtime_ns) comes from ``fstat`` on the descriptor the bytes
-    are read from: writes replace files by rename, so an open descriptor pins one version.
+    The generation (device, inode, size, mtime_ns, ctime_ns) comes from ``fstat`` on the descriptor
+    the bytes are read from: writes replace files by rename, so an open descriptor pins one version.
+    ``ctime`` catches what the rest cannot: an in-place, same-size rewrite whose mtime was set back
+    (``cp -p``, ``rsync --inplace -t``); no user call sets ctime, and setting mtime updates it.
     A symbolic link as the last component is not followed (the store checks
     such links before reading through them).
     """
@@ -82,7 +84,7 @@ def _read_file(path: str, byte_range: ByteRange | None) -> Versioned:
             return Versioned(None)
         start, stop, _ = (byte_range or ByteRange(0)).slice().indices(st.st_size)
         data = _pread_all(fd, max(0, stop - start), start)
-        return Versioned(data, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        return Versioned(data, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     except OSError as exc:
         raise StoreError(f"could not read {path!r}: {exc}") from exc
     finally:
@@ -99,6 +101,8 @@ class LocalStore(Store):
     read_only : bool
         Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
     """
+
+    versioned_reads = True
 
     def __init__(self, root: str | os.PathLike[str], read_only: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root).removeprefix("file://"))
@@ -176,7 +180,7 @@ class LocalStore(Store):
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         """Read sequentially; once a value of 1 MiB or more shows up, read the rest in threads.
 
-        Generations are ``(st_dev, st_ino, st_size, st_mtime_ns)`` of the file read: free.
+        Generations are ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of the file read: free.
         """
         jobs = [(key, self._path(key), byte_range) for key, byte_range in requests]
         out: list[Versioned] = []
@@ -204,10 +208,26 @@ class LocalStore(Store):
         except OSError as exc:
             raise StoreError(f"could not write key {key!r} to {self.root!r}: {exc}") from exc
 
-    def _write_atomic(self, path: str, value: Value) -> None:
+    @property
+    def atomic_create(self) -> bool:
+        return True
+
+    def create(self, key: str, value: Value) -> bool:
+        """The file is written in full under a temporary name, then hard-linked into place, which fails if one exists."""
+        self._check_writable()
+        path = self._path(key)
+        try:
+            return self._write_atomic(path, value, replace=False)
+        except OSError as exc:
+            raise StoreError(f"could not create key {key!r} in {self.root!r}: {exc}") from exc
+
+    def _write_atomic(self, path: str, value: Value, *, replace: bool = True) -> bool:
+        """Write ``value`` to a temporary file, then move it to ``path`` (``replace=False``: only if nothing is there)."""
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, TMP_PREFIX + uuid.uuid4().hex)
-        for attempt in range(_WRITE_ATTEMPTS):
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 with _dir_lock:  # once the temp file exists, pruning keeps the directory
                     os.makedirs(directory, exist_ok=True)
@@ -220,11 +240,19 @@ class LocalStore(Store):
                     file.flush()  # then stamp a full-resolution mtime: part of the generation readers check
                     now = time.time_ns()
                     os.utime(file.fileno(), ns=(now, now))
-                os.replace(tmp, path)
-                return
+                if replace:
+                    os.replace(tmp, path)
+                    return True
+                try:
+                    os.link(tmp, path)  # fails, atomically, if path exists
+                except FileExistsError:
+                    return False
+                finally:
+                    _remove_quietly(tmp)
+                return True
             except (FileNotFoundError, FileExistsError):  # raced with another process's prune: retry
                 _remove_quietly(tmp)
-                if attempt == _WRITE_ATTEMPTS - 1:
+                if attempt == _WRITE_ATTEMPTS:
                     raise
             except BaseException:
                 _remove_quietly(tmp)

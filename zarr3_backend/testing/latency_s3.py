@@ -132,31 +132,54 @@ class RequestStats:
 
 @dataclass(frozen=True)
 class TlsFiles:
-    """A server certificate and its private key, PEM files; the certificate is its own CA."""
+    """A server certificate (chain) and its private key, and the CA certificate that signed it: PEM files.
+
+    ``ca`` defaults to ``certificate`` (a certificate that is its own CA).
+    """
 
     certificate: str
     key: str
+    ca: str = ""
+
+    @property
+    def ca_file(self) -> str:
+        """The file a client trusts to reach the server."""
+        return self.ca or self.certificate
 
 
 def self_signed_certificate(directory: str | Path) -> TlsFiles:
-    """Write a one-day P-256 certificate for 127.0.0.1 and its key into ``directory`` (needs ``cryptography``)."""
+    """Write a one-day P-256 CA, a certificate for 127.0.0.1 it signed, and that certificate's key into ``directory``.
+
+    Needs ``cryptography``. The server's certificate is no CA itself: rustls
+    (obstore) refuses a CA certificate used as a server's.
+    """
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    key = ec.generate_private_key(ec.SECP256R1())
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "zarr3_backend test CA")])
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+
+    def signed(subject: x509.Name, public_key: Any, *extensions: tuple[Any, bool]) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(public_key)
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+        )  # fmt: skip
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical=critical)
+        return builder.sign(ca_key, hashes.SHA256())
+
+    ca = signed(ca_name, ca_key.public_key(), (x509.BasicConstraints(ca=True, path_length=0), True))
+    certificate = signed(
+        name, key.public_key(), (x509.BasicConstraints(ca=False, path_length=None), True),
+        (x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False),
     )  # fmt: skip
-    files = TlsFiles(str(Path(directory) / "certificate.pem"), str(Path(directory) / "key.pem"))
+    files = TlsFiles(*(str(Path(directory) / file) for file in ("certificate.pem", "key.pem", "ca.pem")))
+    Path(files.ca).write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     Path(files.certificate).write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     Path(files.key).write_bytes(key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -182,8 +205,11 @@ class LatencyS3Server(ThreadingHTTPServer):
         self.latency = latency
         self.bandwidth = bandwidth
         self.buckets: dict[str, dict[str, _Object]] = {}
+        #: A fault to inject into object GETs, for tests: ``"extra"`` bytes after every body, ``"whole"``
+        #: objects (a 200) for Range requests, ``"short"`` or ``"shifted"`` 206 answers (one byte).
+        self.misbehave: str | None = None
         self.stats = RequestStats()
-        self.ca_file = tls.certificate if tls else None
+        self.ca_file = tls.ca_file if tls else None
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
         self._connections: set[Any] = set()  # open, after their handshake
@@ -473,6 +499,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE, "InvalidRange", "range not satisfiable",
                         "HEAD" if head else "GET", {"Content-Range": f"bytes */{size}"})
             return
+        misbehave = self.server.misbehave
+        if misbehave == "whole":
+            self._reply(HTTPStatus.OK, data, headers, head=head)
+            return
+        if misbehave == "short" and stop - start > 1:
+            stop -= 1
+        elif misbehave == "shifted" and stop < size:
+            start, stop = start + 1, stop + 1
         headers["Content-Range"] = f"bytes {start}-{stop - 1}/{size}"
         self._reply(HTTPStatus.PARTIAL_CONTENT, memoryview(data)[start:stop], headers, head=head)
 
@@ -629,6 +663,8 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(ahead)
             self.wfile.write(piece)
             self._sent += len(piece)
+        if self.server.misbehave == "extra":
+            self.wfile.write(b"0123456789" * 10)  # bytes after the body: part of no response
 
 
 def _aws_unchunk(raw: bytes) -> tuple[bytes, dict[str, str]]:
@@ -747,7 +783,7 @@ def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None, *, 
             url = child.stdout.readline().strip()
             if not url:
                 raise RuntimeError(f"the latency S3 server did not start: {' '.join(command)}")
-            yield RemoteServer(url, files.certificate if files else None)
+            yield RemoteServer(url, files.ca_file if files else None)
         finally:
             child.terminate()
             child.wait(timeout=30)

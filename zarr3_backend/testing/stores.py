@@ -16,6 +16,7 @@ Read-only stores (http, zip) use :class:`ReadOnlyStoreContract`, whose
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import pickle
 import threading
@@ -197,6 +198,16 @@ class _ReadChecks:
         assert [read.value for read in reads] == store.get_many(requests)
         assert reads[2] == Versioned(None)
 
+    def test_declares_its_capabilities(self, store: Store) -> None:
+        store = self.populated(store)
+        assert store.versioned_reads is self.reports_generations
+        assert isinstance(store.io_concurrency, int) and store.io_concurrency >= 1
+        requests: list[Request] = [("a/c/0", ByteRange(2, 6)), ("missing/key", None)]
+        loop = store.event_loop
+        if loop is not None:
+            reads = asyncio.run_coroutine_threadsafe(store.get_many_versioned_async(requests), loop).result()
+            assert [read.value for read in reads] == [_VALUE[2:6], None]
+
     def test_generation_is_the_same_for_every_range_of_one_version(self, store: Store) -> None:
         if not self.reports_generations:
             pytest.skip("store does not report generations")
@@ -278,6 +289,34 @@ class StoreContract(_ReadChecks):
         store.set("a/k", b"xyz")
         assert store.get("a/k") == b"xyz"
 
+    def test_create_stores_only_where_nothing_is(self, store: Store) -> None:
+        assert store.create("a/new", b"first") is True
+        assert store.create("a/new", b"second") is False
+        assert store.get("a/new") == b"first"
+        store.delete("a/new")
+        assert store.create("a/new", b"third") is True and store.get("a/new") == b"third"
+
+    def test_atomic_create_has_one_winner(self, store: Store) -> None:
+        """Where :attr:`Store.atomic_create` holds, of many threads creating one key exactly one succeeds."""
+        if not store.atomic_create:
+            return
+        import threading
+
+        won = [False] * 16
+        start = threading.Barrier(len(won))
+
+        def create(i: int) -> None:
+            start.wait()
+            won[i] = store.create("a/race", b"%d" % i)
+
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(len(won))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert won.count(True) == 1
+        assert store.get("a/race") == b"%d" % won.index(True)
+
     def test_delete(self, store: Store) -> None:
         store = self.populated(store)
         store.delete("a/c/0")
@@ -348,8 +387,9 @@ class ReadOnlyStoreContract(_ReadChecks):
 
 
 def _check_writes_refused(store: Store) -> None:
-    calls: list[Callable[[], None]] = [
+    calls: list[Callable[[], object]] = [
         lambda: store.set("a/c/0", b"new"),
+        lambda: store.create("new", b"x"),
         lambda: store.set_many({"new": b"x"}),
         lambda: store.delete("a/c/0"),
         lambda: store.delete_many(["a/c/0"]),

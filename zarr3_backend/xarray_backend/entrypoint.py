@@ -20,6 +20,7 @@ from xarray.backends.store import StoreBackendEntrypoint
 
 from ..array import fetch_lanes
 from ..executor import map_io
+from ..unfinished import check_opened
 from .root import Location, ReadOptions, holds_v3_metadata, normalize_location, open_root_group
 from .store import Zarr3DataStore, load_index_coordinates
 
@@ -82,11 +83,18 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         storage_options: dict[str, Any] | None = None, consolidated: bool | None = None, zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None, cache_members: bool = True, **decode: Any,
     ) -> dict[str, Dataset]:
-        """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path."""
+        """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path.
+
+        A group an unfinished ``to_zarr3`` first write marked raises
+        :class:`~zarr3_backend.errors.UnfinishedWriteError` (a template warns).
+        """
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
         root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
         drop = _names(drop_variables)
         stores = _walk(Zarr3DataStore(root, drop, options.fill_value_as_mask), "/", drop, options.fill_value_as_mask)
+        for found in stores.values():
+            if found.group is not root:  # (checked when opened)
+                check_opened(found.group)
         load_index_coordinates(list(stores.values()))
         entry = StoreBackendEntrypoint()
         return {path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()}

@@ -129,7 +129,7 @@ def place(name: str, var: xr.Variable, array: Array, *, region: Mapping[Hashable
             raise WriteError(
                 f"to_zarr3: variable {name!r} has {sizes[dim]} elements along {dim!r}, but the stored array "
                 f"{array.shape} has {stop - start} there; write a part of it with region={{{dim!r}: slice(start, stop)}}, "
-                "grow it with append_dim, or overwrite it with mode='w'"
+                "grow it with append_dim, or rewrite the whole group with mode='w' (which deletes everything stored in it first)"
             )
         origin.append(start)
     return Placement(tuple(origin), tuple(shape), tuple(str(d) for d in dims))

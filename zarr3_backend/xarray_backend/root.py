@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
@@ -16,9 +17,13 @@ from xarray.backends.common import T_PathFileOrDataStore
 
 from ..array import Array, is_remote
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
+from ..executor import submit_io
 from ..hierarchy import Group, normalize_path, open_node_consolidated, open_node_listed
 from ..store import StoreLike, make_store
 from ..store.base import Store
+from ..reservations import HINT, describe, read_reservations
+from ..unfinished import UnfinishedWriteWarning, check_opened
+from .commit import PENDING_KEY, pending_error
 
 T = TypeVar("T")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
@@ -79,6 +84,12 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     without, the group is listed when its members are asked for.
     A sub-group is described by the root's consolidated metadata when the
     root has it (as for the root itself), so it reads the same snapshot.
+    A group an unfinished ``to_zarr3`` first write marked raises
+    :class:`~zarr3_backend.errors.UnfinishedWriteError` (a template warns).
+    A store whose metadata publication was interrupted (a pending-write
+    record) raises unless the group is read from consolidated metadata, and
+    rows reserved by a deferred append not computed yet warn
+    (:mod:`zarr3_backend.reservations`).
 
     >>> import zarr3_backend
     >>> _ = zarr3_backend.create_group("memory://doc/root_group")
@@ -88,8 +99,10 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     store = make_store(filename_or_obj, storage_options=storage_options, read_only=True)
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
+    listed = consolidated is False or (consolidated is None and is_remote(store))
+    pending = submit_io(store.get, PENDING_KEY) if listed else None  # in the same round as the document and listing
     try:
-        if consolidated is False or (consolidated is None and is_remote(store)):
+        if listed:
             node = open_node_listed(store, path, read_only=True, strict=True, consolidated=consolidated is not False)
         else:
             node = open_node_consolidated(store, path, read_only=True, strict=True)
@@ -102,6 +115,14 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
             f"{where} is a Zarr array, not a group; engine='zarr3' opens groups as Datasets. "
             "Open the group that contains it (group=...), or read the array with zarr3_backend.open_array()"
         )
+    check_opened(node)
+    if node.metadata.consolidated is None:  # its members' own documents may be half published
+        if (pending.result() if pending is not None else store.get(PENDING_KEY)) is not None:
+            raise pending_error(f"cannot open {where} with engine='zarr3'")
+    elif pending is not None:
+        pending.exception()  # unneeded: waited for (no request outlives the open), its outcome ignored
+    if HINT in node.metadata.attributes and (reserved := read_reservations(store, path)):
+        warnings.warn(describe(path, reserved), UnfinishedWriteWarning, stacklevel=2)
     return node
 
 

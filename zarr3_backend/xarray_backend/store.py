@@ -28,6 +28,8 @@ from ..array import Array, ReadResult, is_remote, read_many
 from ..errors import CodecError, UnknownExtensionError
 from ..executor import submit_io
 from ..hierarchy import Group, explain_stale
+from ..reservations import HINT
+from ..unfinished import FLAG
 from .backend_array import Zarr3BackendArray, variable_dtype
 from .dims import DIMENSION_KEY, array_dims, group_dims
 from .encoding import decode_fill_value, variable_encoding
@@ -99,7 +101,8 @@ class Zarr3DataStore(AbstractDataStore):
         return Variable(dims.names, data, attrs, encoding)
 
     def get_attrs(self) -> dict[str, Any]:
-        return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith("_nc")}
+        hidden = ("_nc", FLAG, HINT)  # netCDF internals; marks of unfinished writes (reported when opened)
+        return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith(hidden)}
 
     def get_dimensions(self) -> Frozen[str, int]:
         return FrozenDict((d, n) for name, a in self.arrays.items() for d, n in zip(self.dims[name].names, a.shape))

@@ -21,10 +21,10 @@ import xarray as xr
 from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 
-from .. import api
 from ..api import WriteMode
 from ..array import Array
-from ..hierarchy import Group
+from ..errors import GroupNotFoundError
+from ..hierarchy import Group, open_node
 from ..store.base import Store
 from .backend_array import variable_dtype
 from .encoding import decode_fill_value
@@ -41,10 +41,14 @@ def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array
     if mode in ("w", "w-"):
         return {}
     try:
-        group = api.open_group(store, path, mode="r+")
+        group = open_node(store, path, read_only=False, strict=True)  # unfinished writes: checked by .first_write
     except FileNotFoundError:
         if mode == "r+":
             raise
+        return {}
+    if not isinstance(group, Group):
+        if mode == "r+":
+            raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
         return {}
     fresh = Group(store, path, group.metadata.with_consolidated(None))  # never trust stale consolidated shapes
     return fresh.arrays()

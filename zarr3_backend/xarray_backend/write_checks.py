@@ -5,7 +5,10 @@ Each check raises a :class:`~zarr3_backend.errors.WriteError` (a
 variable and the fix:
 
 - variable names must be non-empty strings without ``/`` (a ``/`` would make
-  a nested group and the variable would vanish on reopen);
+  a nested group and the variable would vanish on reopen), and valid node
+  names by the spec's and the store's key rules
+  (:func:`~zarr3_backend.hierarchy.validate_node_name`: not ``.``/``..``, no
+  backslash or NUL, none of these once percent-decoded, no ``__`` prefix);
 - an append must include every stored variable having the append dimension
   (else the store ends with conflicting sizes), and needs something to append to;
 - fixed-length strings (``U``/``S``) must fit the stored length (numpy would
@@ -37,15 +40,25 @@ from xarray.backends.zarr import encode_zarr_attr_value
 
 from ..api import WRITE_MODES, WriteMode
 from ..array import Array
-from ..errors import WriteError, WriteTypeError
+from ..errors import NodeNameError, WriteError, WriteTypeError
+from ..hierarchy import validate_node_name
 
 PROGRESS_VALUES = (False, True, "tqdm")
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def check_names(ds: xr.Dataset) -> None:
-    """Every variable name is a non-empty string without ``/`` (``TypeError`` for non-strings, as xarray)."""
+    """Every variable name is a non-empty string without ``/`` (``TypeError`` for non-strings, as xarray).
+
+    ``None``, which xarray's engine stores as ``__values__``, is refused too:
+    the Zarr v3 spec reserves node names starting with ``__``.
+    """
     for name in ds.variables:
+        if name is None:
+            raise WriteTypeError(
+                "to_zarr3: a variable is named None, which engine='zarr' stores as '__values__', a node name the "
+                "Zarr v3 spec reserves ('__' prefix); rename it (e.g. ds.rename({None: 'values'}))"
+            )
         if not isinstance(name, str):
             raise WriteTypeError(f"to_zarr3: variable names must be strings, got {type(name).__name__} {name!r}; rename it (ds.rename(...))")
         if not name:
@@ -55,6 +68,10 @@ def check_names(ds: xr.Dataset) -> None:
                 f"to_zarr3: variable name {name!r} contains '/', which would make a nested group; "
                 f"rename it (e.g. ds.rename({{{name!r}: {name.replace('/', '_')!r}}}))"
             )
+        try:
+            validate_node_name(name)
+        except NodeNameError as exc:
+            raise WriteError(f"to_zarr3: variable {name!r} cannot be stored: {exc}; rename it (ds.rename(...))") from exc
 
 
 def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hashable, where: str) -> None:
@@ -62,7 +79,7 @@ def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hash
     if not existing:
         raise WriteError(
             f"to_zarr3: append_dim={append_dim!r}, but there is nothing to append to at {where}: no arrays there. "
-            "Write the first part without append_dim (mode='w-' or 'w'), then append"
+            "Write the first part without append_dim (mode='w-', which writes only into an empty location), then append"
         )
     stored_dims = {d for a in existing.values() for d in a.dimension_names or ()}
     if append_dim not in stored_dims:
@@ -90,7 +107,7 @@ def check_fits(name: str, var: xr.Variable, array: Array) -> xr.Variable:
     if var.dtype.kind in "US" and stored.kind not in "USOT":
         raise WriteError(
             f"to_zarr3: variable {name!r} holds strings ({var.dtype.str}), but the stored array has data type "
-            f"{stored}; convert them (ds[name].astype({str(stored)!r})) or rewrite the variable with mode='w'"
+            f"{stored}; convert them (ds[name].astype({str(stored)!r})) or rewrite the whole group with mode='w' (which deletes everything stored in it first)"
         )
     if stored.kind not in "US" or var.dtype.kind not in "USO":
         return var
@@ -111,7 +128,8 @@ def _refuse_longer(name: str, need: int, have: int, stored: str) -> None:
         raise WriteError(
             f"to_zarr3: variable {name!r} holds strings of up to {need} characters, but the stored array has "
             f"fixed length {have} ({stored}); they would be truncated. Shorten them, or rewrite the variable "
-            "as variable-length strings (ds[name].astype(object)) with mode='w'"
+            "as variable-length strings (ds[name].astype(object)) by rewriting the whole group with mode='w' "
+            "(which deletes everything stored in it first)"
         )
 
 

@@ -7,9 +7,10 @@ variable, the key, what was given and what is accepted:
 - the zarr keys (:data:`VALID_ENCODING`) go to the array; the CF keys
   (:data:`CF_ENCODING`) are consumed by xarray's CF encoders (``_FillValue:
   None`` means "no ``_FillValue`` attribute", as with ``engine="zarr"``);
-- ``chunks`` and ``shards`` are a positive int (every dimension), a sequence
-  with one positive int per dimension, or a dict by dimension name (missing
-  dimensions, ``-1`` and ``None`` mean the full length, as in dask);
+- ``chunks`` and ``shards`` are parsed by :mod:`.chunk_encoding`; those a
+  variable carries from its source that no longer fit it are dropped there;
+- as with ``engine="zarr"``, an encoding for a variable the dataset lacks
+  raises ``KeyError``, a non-dict ``encoding[name]`` ``ValueError``;
 - ``shards`` without ``chunks`` warns and picks inner chunks: the regular dask
   chunks when they divide the shard, else the shard split along its largest
   dimension until an inner chunk holds ~4 MiB or less
@@ -19,15 +20,15 @@ variable, the key, what was given and what is accepted:
   attribute JSON-encoded by xarray's ``FillValueCoder``).
 
 >>> import numpy as np, xarray as xr
->>> var = xr.Variable(("t", "x"), np.zeros((10, 6)))
->>> parse_shape({"t": 5}, var, "chunks", "v")
-(5, 6)
+>>> var = xr.Variable(("t", "x"), np.zeros((10, 6)), encoding={"chunks": (5, 6, 1)})
+>>> new_array_metadata("v", var, path="v", explicit=False, where="the root").chunk_shape
+(10, 6)
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -39,9 +40,9 @@ from ..codecs.base import Codec
 from ..codecs.registry import codec_from_json
 from ..codecs.chain import CodecChain
 from ..codecs.foreign import codec_document
-from ..errors import WriteError, WriteTypeError
-from ..integers import is_int
+from ..errors import WriteError, WriteKeyError, WriteTypeError
 from ..metadata import ArrayMetadata
+from .chunk_encoding import fitting_encoding, parse_shape, regular_dask_chunks
 from .encoding import codec_parts
 from .write_checks import encode_attributes, user_stacklevel
 
@@ -65,21 +66,28 @@ def parse_encodings(encoding: object, variables: Mapping[Hashable, xr.Variable])
         raise WriteTypeError(f"to_zarr3: encoding must be a dict of {{variable: {{key: value}}}}, got {type(encoding).__name__}")
     parsed = {}
     for name, keys in encoding.items():
-        if name not in variables:
-            raise WriteError(f"to_zarr3: encoding given for {name!r}, which is not a variable of the dataset {sorted(map(str, variables))}")
-        if not isinstance(keys, Mapping):
-            raise WriteTypeError(
-                f"to_zarr3: encoding[{name!r}] must be a dict of encoding keys (e.g. {{'chunks': (10,)}}), "
-                f"got {type(keys).__name__} {keys!r}"
-            )
+        if name not in variables:  # KeyError and ValueError below: what engine="zarr" raises
+            raise WriteKeyError(f"to_zarr3: encoding given for {name!r}, which is not a variable of the dataset {sorted(map(str, variables))}")
+        keys = _as_dict(name, keys)
         unknown = sorted(set(keys) - VALID_ENCODING - CF_ENCODING - IGNORED_ENCODING)
         if unknown:
             raise WriteError(
                 f"to_zarr3: unexpected encoding keys for {name!r}: {unknown}; valid are "
                 f"{sorted(VALID_ENCODING)} and the CF keys {sorted(CF_ENCODING)}"
             )
-        parsed[name] = dict(keys)
+        parsed[name] = keys
     return parsed
+
+
+def _as_dict(name: Hashable, keys: Any) -> dict[Any, Any]:
+    """``encoding[name]`` cast to a dict as xarray casts it (a mapping or ``(key, value)`` pairs), else ``ValueError``."""
+    try:
+        return dict(keys)
+    except (TypeError, ValueError) as exc:
+        raise WriteError(
+            f"to_zarr3: encoding[{name!r}] must be castable to a dict of encoding keys (e.g. {{'chunks': (10,)}}), "
+            f"got {type(keys).__name__} {keys!r}"
+        ) from exc
 
 
 def zarr_encoding(name: str, var: xr.Variable, explicit: bool) -> dict[str, Any]:
@@ -142,31 +150,6 @@ def codec_json(value: object) -> object:
     return codec_document(value) if codec is None else codec.to_json()
 
 
-def parse_shape(value: object, var: xr.Variable, key: str, name: str) -> tuple[int, ...] | None:
-    """``encoding[name][key]`` (``chunks`` or ``shards``) as one positive int per dimension, or None."""
-    if value is None or (isinstance(value, str) and value == "auto"):
-        return None
-    where = f"to_zarr3: encoding[{name!r}][{key!r}]"
-    if isinstance(value, Mapping):
-        if unknown := sorted(map(str, set(value) - set(var.dims))):
-            raise WriteError(f"{where} names dimensions {unknown} that {name!r} does not have; its dimensions are {var.dims}")
-        value = tuple(value.get(dim, -1) for dim in var.dims)
-        value = tuple(size if v is None or (is_int(v) and v == -1) else v for v, size in zip(value, var.shape))
-    elif is_int(value):
-        value = (value,) * var.ndim
-    elif not isinstance(value, Sequence) or isinstance(value, str):
-        raise WriteTypeError(f"{where} must be an int, a tuple of ints or a dict by dimension name, got {value!r}")
-    if len(value) != var.ndim:
-        raise WriteError(
-            f"{where}={tuple(value)} has {len(value)} entries, but {name!r} has {var.ndim} dimensions {var.dims}; "
-            "give one size per dimension (or a dict by dimension name)"
-        )
-    bad = [v for v in value if not is_int(v) or v <= 0]
-    if bad:
-        raise WriteError(f"{where}={tuple(value)}: every size must be a positive integer, got {bad[0]!r}")
-    return tuple(int(v) for v in value)
-
-
 def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks."""
     chunks, shards = parse_shape(encoding.get("chunks"), var, "chunks", name), parse_shape(encoding.get("shards"), var, "shards", name)
@@ -185,22 +168,17 @@ def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit:
     return chunks, shards
 
 
-def regular_dask_chunks(var: xr.Variable) -> tuple[int, ...] | None:
-    """The dask chunk shape of ``var`` when it is regular (all blocks equal but the last), else None."""
-    if var.chunks is None or not var.ndim:
-        return None
-    if any(len(set(c[:-1])) > 1 or c[-1] > c[0] for c in var.chunks):
-        return None
-    return tuple(max(1, int(c[0])) for c in var.chunks)
-
-
 def new_array_metadata(name: str, var: xr.Variable, *, path: str, explicit: bool, where: str) -> ArrayMetadata:
     """The metadata of the new array at ``path`` for the CF-encoded ``var``; every encoding check runs here.
 
     ``explicit``: the user gave ``encoding[name]`` (unused CF keys are refused,
-    ``shards`` without ``chunks`` warns); ``where`` names the group in errors.
+    ``shards`` without ``chunks`` warns, chunk shapes that do not fit raise
+    instead of being dropped by :func:`fitting_encoding`); ``where`` names the
+    group in errors.
     """
     encoding = zarr_encoding(name, var, explicit)
+    if not explicit:
+        encoding = fitting_encoding(var, encoding)
     attrs = dict(var.attrs)
     fill_value = encoding.pop("fill_value", None)
     if fill_value is None and var.dtype.kind == "f":

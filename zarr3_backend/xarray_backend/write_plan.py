@@ -7,9 +7,9 @@ documents to publish, and the arrays an append grows or the call creates
 (what a failed ``mode="a"`` write rolls back). Plans of several groups
 combine with :meth:`WritePlan.then`.
 
-Every check runs while planning, before anything is written; the one store
-change planning makes is ``mode="w"`` erasing a group, after every check of
-that group's dataset.
+Every check runs while planning, and planning never changes the store:
+``mode="w"`` erases the group later, once every group of the write has
+passed every check (:mod:`.first_write`).
 
 >>> import numpy as np, xarray as xr
 >>> from zarr3_backend.store import make_store
@@ -102,7 +102,8 @@ def plan_tree(tree: xr.DataTree, store: Store, path: str, *, encoding: object, o
     for relative, node in tree.subtree_with_keys:
         dataset = node.to_dataset(inherit=options.inherited_coords or node is tree)
         node_path = normalize_path(join_path(path, relative) if relative != "." else path)
-        node_plan = plan_dataset(dataset, store, node_path, encoding=encodings.get(node.path), options=options)
+        node_plan = plan_dataset(dataset, store, node_path, encoding=encodings.get(node.path), options=options,
+                                 nested=relative != ".")
         plan = plan.then(node_plan)
     return plan
 
@@ -115,8 +116,12 @@ def _tree_encoding(encoding: object) -> dict[str, Any]:
     return dict(encoding)
 
 
-def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: object, options: WriteOptions) -> WritePlan:
-    """The plan for writing ``ds`` as the group at ``path``: checks, CF encoding, target arrays, documents."""
+def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: object, options: WriteOptions,
+                 nested: bool = False) -> WritePlan:
+    """The plan for writing ``ds`` as the group at ``path``: checks, CF encoding, target arrays, documents.
+
+    ``nested``: a group below the top of a DataTree, whose parents are groups of the tree.
+    """
     check_names(ds)
     explicit = parse_encodings(encoding, ds.variables)
     where = f"group {path or '/'!r} of {store!r}"
@@ -130,11 +135,11 @@ def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: object, o
     attributes = encode_attributes(attrs, f"the attributes of {where}")
     group = _GroupWrite(store, path, where, existing, region, frozenset(explicit), options)
     writes = [w for name, var in variables.items() if (w := group.plan_variable(str(name), var)) is not None]
-    grown = tuple((w.data.array, w.grown_from) for w in writes if w.grown_from is not None)
+    grown = tuple((w.grown, w.grown_from) for w in writes if w.grown is not None and w.grown_from is not None)
     created = tuple(w.data.array for w in writes if w.created)
     data = WritePlan(tuple(w.data for w in writes), _documents(a for a, _ in grown), grown=grown)
     if options.mode != "r+":
-        data = data.then(_group_plan(store, path, options.mode, attributes))  # mode="w" erases the group here
+        data = data.then(_group_plan(store, path, options.mode, attributes, nested))
     return data.then(WritePlan(documents=_documents(created), created=tuple(a.path for a in created)))
 
 
@@ -159,7 +164,20 @@ def _documents(arrays: Iterable[Array]) -> dict[str, dict[str, Any]]:
 class _VariableWrite:
     data: DataWrite
     grown_from: Shape | None = None  # the stored shape, when an append grows the array
+    grown: Array | None = None  # then the array with its new shape (``data.array`` is its append view)
     created: bool = False
+
+
+def _append_view(grown: Array, old_shape: Shape) -> Array:
+    """The array an append writes through: ``grown`` with each grown axis rounded up to whole shards.
+
+    Its last shard's rows beyond the new shape are then kept as stored, not
+    reset to the fill value: they may hold the rows of a later deferred
+    append that reserved them (see :mod:`.commit`).
+    """
+    grid = grown.metadata.chunk_shape
+    shape = tuple(n if n == old else -(-n // c) * c for n, old, c in zip(grown.shape, old_shape, grid))
+    return Array(grown.store, grown.path, grown.metadata.with_shape(shape))
 
 
 @dataclass(frozen=True)
@@ -192,7 +210,8 @@ class _GroupWrite:
         if placement.shape == array.shape:
             return _VariableWrite(self._data(array, placement.origin, name, encoded))
         grown = Array(array.store, array.path, array.metadata.with_shape(placement.shape))
-        return _VariableWrite(self._data(grown, placement.origin, name, encoded), grown_from=array.shape)
+        return _VariableWrite(self._data(_append_view(grown, array.shape), placement.origin, name, encoded),
+                              grown_from=array.shape, grown=grown)
 
     def _keeps(self, name: str, variable: xr.Variable, array: Array) -> bool:
         """``mode="a-"`` outside an append, or ``mode="a"`` on unchanged values, skips a stored variable."""
@@ -208,19 +227,17 @@ class _GroupWrite:
         return DataWrite(name, array, origin, encoded, write_empty)
 
 
-def _group_plan(store: Store, path: str, mode: WriteMode, attributes: dict[str, Any]) -> WritePlan:
-    """The group's document and its missing ancestors' (defaults); ``mode="w"`` erases the group now."""
-    existing = read_node_metadata(store, path)
-    if mode == "w-" and existing is not None:
-        raise NodeExistsError(
-            f"a {existing.node_type} already exists at {path or '/'!r} in {store!r}; pass mode='w' to replace it"
-        )
-    if mode == "w":
-        store.delete_prefix(f"{path}/" if path else "")
-        existing = None
-    if mode in ("a", "a-") and existing is not None and not isinstance(existing, GroupMetadata):
+def _group_plan(store: Store, path: str, mode: WriteMode, attributes: dict[str, Any], nested: bool) -> WritePlan:
+    """The group's document and its missing ancestors' (defaults; the tree plans a ``nested`` group's parents).
+
+    What is at ``path`` is read for ``mode="a"``/``"a-"`` only: ``mode="w"``
+    replaces whatever is there (valid or not), ``mode="w-"`` writes only where
+    nothing is (both checked by :mod:`.first_write`).
+    """
+    existing = read_node_metadata(store, path) if mode in ("a", "a-") else None
+    if existing is not None and not isinstance(existing, GroupMetadata):
         raise NodeExistsError(f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups")
-    parents = missing_parents(store, path) if path else []
+    parents = missing_parents(store, path) if path and not nested else []
     documents: Documents = {parent: GroupMetadata().to_json() for parent in parents}
     documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
     return WritePlan(documents=documents, defaults=frozenset(parents))

@@ -17,8 +17,9 @@ Dimension names go to the arrays' ``dimension_names``.
 Writes follow :mod:`zarr3_backend.dask_io`: one dask task per stored chunk
 (shard) writes it whole. Metadata is published by
 :mod:`~zarr3_backend.xarray_backend.commit`: before the data for
-``mode="w"``/``"w-"`` (so ``compute=False`` leaves an openable template),
-after every data task succeeded for ``mode="a"``/``"a-"`` (so a failed
+``mode="w"``/``"w-"`` (so ``compute=False`` leaves an openable template;
+the group stays marked unfinished until its data is written, see
+:mod:`.first_write`), after every data task succeeded for ``mode="a"``/``"a-"`` (so a failed
 append or new variable leaves the store as it was). Either way the store
 root's consolidated metadata is rebuilt once per call.
 In-memory (numpy) variables are written on the client, as xarray does.
@@ -32,25 +33,25 @@ In-memory (numpy) variables are written on the client, as xarray does.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-import numpy as np
 import xarray as xr
 from xarray.backends.api import DATAARRAY_NAME
 
 from ..api import WriteMode
-from ..dask_compute import check_reachable, compute_writes
-from ..dask_io import WriteRequest, store_graph
+from ..dask_compute import check_reachable
 from ..errors import WriteNotImplementedError
 from ..hierarchy import normalize_path
-from ..shard_writes import ShardLock, write_numpy
+from ..shard_writes import ShardLock
 from ..store import StoreLike, make_store
-from ..store.base import Store
-from .commit import Commit, publish, roll_back, roll_forward
+from .commit import Commit, roll_forward
+from .first_write import Finish, check_target
 from .region import Region
 from .write_checks import check_format, check_progress, parse_mode
-from .write_plan import WriteOptions, WritePlan, plan_dataset, plan_tree
+from .write_data import write_data, writer_lock
+from .write_plan import WriteOptions, plan_dataset, plan_tree
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -94,7 +95,8 @@ def to_zarr3(
         A local path, an fsspec URL (with ``storage_options``) or a
         zarr3_backend ``Store``.
     mode : {"w-", "w", "a", "a-", "r+"}, optional
-        ``"w-"`` create (default), ``"w"`` overwrite the group, ``"a"``
+        ``"w-"`` create (default; only into an empty location, or to complete
+        the same write left unfinished), ``"w"`` overwrite the group, ``"a"``
         add/overwrite variables (or append along ``append_dim``), ``"a-"`` as
         ``"a"`` but leave stored variables without ``append_dim`` alone,
         ``"r+"`` write into existing variables only (default with ``region``).
@@ -110,13 +112,19 @@ def to_zarr3(
         objects or numcodecs codecs. CF keys: ``dtype``, ``_FillValue``
         (``None``: no ``_FillValue`` attribute), ``missing_value``,
         ``scale_factor``, ``add_offset``, and ``units``/``calendar`` for times.
-        Without ``chunks``, dask-backed variables use their (regular) dask
+        Default compressors: zstd then ``crc32c`` (every chunk checksummed;
+        give ``compressors`` without ``crc32c`` to turn that off, as
+        :func:`~zarr3_backend.create_array`). Without ``chunks``, dask-backed variables use their (regular) dask
         chunks; ``shards`` without ``chunks`` warns and picks inner chunks.
         For DataTrees ``encoding`` is keyed by group path (``"/"``, ``"/child"``).
     compute : bool, default True
         With ``False`` return a ``dask.delayed`` whose computation writes the
         data (metadata is written already for ``mode="w"``/``"w-"``; for
-        ``"a"``/``"a-"`` that computation publishes it, all or nothing).
+        ``"a"``/``"a-"`` that computation publishes it, all or nothing). An
+        append (``append_dim``) reserves its rows at once instead, as
+        ``engine="zarr"`` does: the arrays grow when it is called and the
+        new rows read as fill values until it is computed, so several
+        deferred appends keep all their rows, in call order.
     consolidated : bool, optional
         Consolidate the group's metadata after writing; ``None`` consolidates
         unless ``mode="r+"``.
@@ -146,6 +154,11 @@ def to_zarr3(
         shards) or a callable returning a lock for a shard's store key (e.g.
         ``lambda key: distributed.Lock(key)``). Without it, a region covering
         part of a shard warns with :class:`~zarr3_backend.shard_writes.PartialShardWarning`.
+        ``mode="a"``/``"a-"`` writes also hold it (or ``lock("__zarr3_backend_pending.json")``)
+        from planning to publishing (a deferred append: while it reserves its
+        rows), so appends from several processes sharing it never collide;
+        without it they raise :class:`~zarr3_backend.errors.ConcurrentWriteError`
+        when a conflict is seen, and threads of one process are serialised anyway.
 
     Returns
     -------
@@ -174,43 +187,26 @@ def to_zarr3(
     )
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
-    token = _request_token(obj, path, options, encoding) if options.mode in ("a", "a-") else ""
-    if roll_forward(target, token or None):
-        return _done(compute)  # this exact request was committed by an earlier, interrupted call
-    if isinstance(obj, xr.DataTree):
-        plan = plan_tree(obj, target, path, encoding=encoding, options=options)
-    else:
-        plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
-    consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
-    finalize = None
-    if options.mode in ("w", "w-"):
-        publish(target, dict(plan.documents), consolidate)
-    elif plan.documents:
-        finalize = Commit(target, dict(plan.documents), consolidate, token)
-    if any(write.variable.chunks is not None for write in plan.data):
-        check_reachable(target)
-    return _write_data(target, plan, finalize, lock=lock, compute=compute, progress=progress)
-
-
-def _write_data(store: Store, plan: WritePlan, finalize: Commit | None, *, lock: ShardLock, compute: bool,
-                progress: bool | Literal["tqdm"]) -> Delayed | None:
-    """In-memory data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write."""
-    try:
-        requests = []
-        for write in plan.data:
-            if write.variable.chunks is None:
-                write_numpy(write.array, write.origin, np.asarray(write.variable.data), write.write_empty, lock)
-            else:
-                requests.append(WriteRequest(write.variable.data, write.array, write.origin, write.write_empty, write.name, lock))
-        delayed = store_graph(requests, finalize)
-        if not compute:
-            return delayed
-        compute_writes(delayed, progress)
-    except BaseException:
-        if finalize is not None:
-            roll_back(store, list(plan.grown), list(plan.created))
-        raise
-    return None
+    appending = options.mode in ("a", "a-")
+    token = _request_token(obj, path, options, encoding) if appending else ""
+    with writer_lock(target, lock) if appending else contextlib.nullcontext(lock) as shard_locks:
+        if (options.mode != "w" or path) and roll_forward(target, token or None, skip_broken=options.mode == "w"):
+            return _done(compute)  # this exact request was committed by an earlier, interrupted call
+        start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what would hide data
+        if isinstance(obj, xr.DataTree):
+            plan = plan_tree(obj, target, path, encoding=encoding, options=options)
+        else:
+            plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+        consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
+        if any(write.variable.chunks is not None for write in plan.data):
+            check_reachable(target)
+        finalize: Commit | Finish | None = start(dict(plan.documents), consolidate)  # a first write publishes here
+        if finalize is None and plan.documents:
+            expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
+            finalize = Commit(target, dict(plan.documents), consolidate, token, expected, locked=lock is not None or target.atomic_create)
+        deferred = not compute and plan.grown and options.append_dim is not None
+        reserve = (path, options.append_dim, lock is None) if deferred else None
+        return write_data(target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve)
 
 
 def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:

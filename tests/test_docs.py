@@ -1,0 +1,77 @@
+"""The README and the documentation: every Python example runs, the pages stay what they promise.
+
+Each page's ```` ```python ```` blocks run in order, in one namespace, in a
+fresh working directory, with the loopback S3 server (moto) standing in for
+AWS: the standard AWS environment variables point at it and a bucket named
+``bucket`` exists, empty, so ``s3://bucket/...`` examples run as written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import runpy
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zarr3_backend.testing.servers import S3Endpoint, patched_env
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+README_LIMIT = 16_000
+#: A timing figure: a number with a unit of time or a speed ratio ("0.8x", "12 ms", "1.5 s").
+TIMING = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|µs|s|x)\b(?![\w/])")
+
+
+def python_blocks(page: Path) -> list[str]:
+    """The page's Python examples, in order."""
+    return BLOCK.findall(page.read_text())
+
+
+@pytest.fixture
+def aws_bucket(s3_server: S3Endpoint) -> Iterator[None]:
+    """The AWS environment pointing at the loopback server, with an empty bucket named ``bucket``."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_server.storage_options)
+    if fs.exists("bucket"):
+        fs.rm("bucket", recursive=True)
+    fs.mkdir("bucket")
+    env = {"AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": "foo", "AWS_SECRET_ACCESS_KEY": "foo",
+           "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    with patched_env(env):
+        yield
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(REPO)))
+def test_examples_run(page: Path, aws_bucket: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    for number, block in enumerate(python_blocks(page), 1):
+        code = compile(block, f"{page.name} example {number}", "exec")
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(code, namespace)
+
+
+def test_readme_is_a_short_user_guide() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert len(readme) <= README_LIMIT, f"README.md has {len(readme)} characters; at most {README_LIMIT}"
+    figures = TIMING.findall(readme)
+    assert len(figures) <= 15, f"README.md holds {len(figures)} timing figures (at most 15): {figures}"
+
+
+def test_performance_page_is_rendered_from_the_results() -> None:
+    """docs/performance.md's tables are exactly what the benchmarks' JSON results render to."""
+    assert runpy.run_path(str(REPO / "docs" / "render_performance.py"))["main"](["--check"]) == 0
+
+
+def test_every_page_is_in_the_navigation() -> None:
+    nav = (REPO / "mkdocs.yml").read_text()
+    pages = [p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*.md")]
+    assert [p for p in pages if p not in nav] == []

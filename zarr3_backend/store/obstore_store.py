@@ -1,0 +1,585 @@
+"""A store on obstore (Python bindings to the Rust ``object_store`` crate): S3, GCS, Azure and HTTP(S).
+
+obstore signs requests, refreshes credentials, verifies TLS and retries;
+this module maps the :class:`Store` interface onto its synchronous API. A
+batch of requests goes out from up to :attr:`ObstoreStore.io_concurrency`
+threads at once (obstore's blocking calls release the GIL, and cost far
+less CPU per request than its asyncio API). Every answer to a ranged read
+is checked: a body whose span or length differs from the range asked for
+raises :class:`StoreError`, never reaching a decoder.
+
+fsspec-style ``storage_options`` (s3fs, gcsfs, adlfs names) are translated
+to obstore's configuration by :func:`obstore_settings`; an option without an
+equivalent raises :class:`UnsupportedOptionError` (``make_store`` then falls
+back to fsspec). Clients are cached per store description, so that stores
+unpickled by dask tasks share connections; :func:`clear_store_cache` drops them.
+
+>>> obstore_settings("s3", {"key": "k", "secret": "s", "client_kwargs": {"region_name": "eu-west-1"}}).config
+{'access_key_id': 'k', 'secret_access_key': 's', 'region': 'eu-west-1'}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from ..errors import ArgumentError, StoreError
+from ..executor import after_fork, io_concurrency, shared_pool
+from .arrivals import Arrival, Arrivals
+from .base import ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix
+
+if TYPE_CHECKING:
+    from obstore import GetOptions, ObjectMeta
+    from obstore.store import ObjectStore
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: URL schemes an :class:`ObstoreStore` serves.
+PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "http", "https"})
+#: Values up to this size are one PUT; larger ones go up as a multipart upload of parts this size
+#: (obstore's ``put``), as s3fs does. Either way the object appears whole, never in part.
+PUT_PART_BYTES = 100 << 20
+_POOL = "obstore"  # leaf pool of request threads: they only wait for obstore
+_clients: dict[str, ObjectStore] = {}
+_clients_lock = threading.Lock()
+#: Whether this process made an obstore client, and whether it was forked from one that had: obstore's
+#: runtime does not survive ``fork``, and a request in such a child waits forever.
+_state = {"used": False, "forked_after_use": False}
+
+
+class UnsupportedOptionError(ArgumentError):
+    """A storage option that obstore has no equivalent for; ``option`` names it."""
+
+    def __init__(self, option: str, protocol: str) -> None:
+        super().__init__(f"storage option {option!r} has no obstore equivalent for {protocol}:// URLs")
+        self.option = option
+
+
+@dataclass
+class ObstoreSettings:
+    """obstore's configuration for one store: ``config`` (per backend), ``client_options`` and an AWS profile."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    client_options: dict[str, Any] = field(default_factory=dict)
+    profile: str | None = None
+
+
+_S3_NAMES = {
+    "key": "access_key_id", "secret": "secret_access_key", "token": "session_token", "endpoint_url": "endpoint",
+    "aws_access_key_id": "access_key_id", "aws_secret_access_key": "secret_access_key",
+    "aws_session_token": "session_token", "region_name": "region",
+}  # fmt: skip
+#: fsspec's own caching knobs: they shape fsspec's file system objects, not the requests sent.
+_FSSPEC_ONLY = frozenset({
+    "skip_instance_cache", "use_listings_cache", "listings_expiry_time", "max_paths", "default_block_size",
+    "default_fill_cache", "default_cache_type", "cache_regions",
+})  # fmt: skip
+_AZURE_NAMES = {
+    "account_name": "account_name", "account_key": "account_key", "sas_token": "sas_key", "tenant_id": "tenant_id",
+    "client_id": "client_id", "client_secret": "client_secret",
+}  # fmt: skip
+
+
+def obstore_settings(protocol: str, storage_options: Mapping[str, Any]) -> ObstoreSettings:
+    """obstore's configuration for fsspec-style ``storage_options`` of a ``protocol`` URL.
+
+    S3 (s3fs's names): ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url``,
+    ``profile``, ``requester_pays``, ``client_kwargs`` (``region_name``,
+    ``endpoint_url``, ``verify``: ``False`` or a CA bundle file) and
+    ``config_kwargs={"max_pool_connections": ...}`` (requests in flight are
+    :attr:`ObstoreStore.io_concurrency` here). GCS (gcsfs): ``token`` (a
+    service-account file or dict, ``"anon"``, ``"google_default"``,
+    ``"cloud"``). Azure (adlfs): ``account_name``, ``account_key``,
+    ``sas_token``, ``tenant_id``, ``client_id``, ``client_secret``, ``anon``.
+    Everywhere, ``client_options`` passes obstore's own client options
+    through, and fsspec's caching options are ignored. Anything else raises
+    :class:`UnsupportedOptionError`.
+    """
+    settings = ObstoreSettings()
+    kind = _kind(protocol)
+    for name, value in storage_options.items():
+        if name == "client_options":
+            settings.client_options.update(value)
+        elif name == "backend" or name in _FSSPEC_ONLY:
+            continue  # make_store's choice of backend; fsspec's caches
+        elif name == "anon" and kind in ("s3", "azure"):
+            if value:
+                settings.config["skip_signature"] = True
+        elif kind == "s3":
+            _s3_option(name, value, settings, protocol)
+        elif kind == "azure" and name in _AZURE_NAMES:
+            settings.config[_AZURE_NAMES[name]] = value
+        elif kind == "gcs" and name == "token":
+            _gcs_token(value, settings)
+        else:
+            raise UnsupportedOptionError(name, protocol)
+    if kind == "s3":
+        _s3_environment(storage_options, settings)
+    if protocol == "http":
+        settings.client_options.setdefault("allow_http", True)
+    return settings
+
+
+def _kind(protocol: str) -> str:
+    if protocol in ("s3", "s3a"):
+        return "s3"
+    if protocol in ("gs", "gcs"):
+        return "gcs"
+    return "http" if protocol in ("http", "https") else "azure"
+
+
+def _s3_option(name: str, value: Any, settings: ObstoreSettings, protocol: str) -> None:
+    if name in ("key", "secret", "token", "endpoint_url"):
+        if value is not None:
+            settings.config[_S3_NAMES[name]] = value
+    elif name == "requester_pays":
+        if value:
+            settings.config["request_payer"] = True
+    elif name == "profile":
+        settings.profile = value
+    elif name == "client_kwargs":
+        for inner, inner_value in value.items():
+            if inner == "verify":
+                _verify(inner_value, settings)
+            elif inner in _S3_NAMES:
+                settings.config[_S3_NAMES[inner]] = inner_value
+            else:
+                raise UnsupportedOptionError(f"client_kwargs.{inner}", protocol)
+    elif name == "config_kwargs":
+        for inner in value:
+            if inner != "max_pool_connections":
+                raise UnsupportedOptionError(f"config_kwargs.{inner}", protocol)
+    else:
+        raise UnsupportedOptionError(name, protocol)
+
+
+def _s3_environment(storage_options: Mapping[str, Any], settings: ObstoreSettings) -> None:
+    """What botocore takes from the environment and obstore does not: a profile, a CA bundle, an http endpoint."""
+    config = settings.config
+    explicit = {"key", "secret", "anon", "profile"} & storage_options.keys()
+    if not explicit and "AWS_PROFILE" in os.environ and "AWS_ACCESS_KEY_ID" not in os.environ:
+        settings.profile = os.environ["AWS_PROFILE"]
+    endpoint = config.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    if endpoint.startswith("http://"):
+        settings.client_options.setdefault("allow_http", True)
+    elif "AWS_CA_BUNDLE" in os.environ and not {"root_certificate", "allow_invalid_certificates"} & settings.client_options.keys():
+        _verify(os.environ["AWS_CA_BUNDLE"], settings)
+
+
+def _verify(value: Any, settings: ObstoreSettings) -> None:
+    """botocore's ``verify``: ``False`` turns certificate checks off, a path names a CA bundle to trust."""
+    if value is False:
+        settings.client_options["allow_invalid_certificates"] = True
+    elif isinstance(value, str | os.PathLike):
+        settings.client_options["root_certificate"] = Path(value).read_text()
+
+
+def _gcs_token(token: Any, settings: ObstoreSettings) -> None:
+    if token == "anon":
+        settings.config["skip_signature"] = True
+    elif isinstance(token, dict):
+        settings.config["service_account_key"] = json.dumps(token)
+    elif isinstance(token, str | os.PathLike) and token not in ("google_default", "cloud"):
+        settings.config["service_account"] = os.fspath(token)
+
+
+def clear_store_cache() -> None:
+    """Drop every cached obstore client: the next request of any store connects afresh (a cold client)."""
+    with _clients_lock:
+        _clients.clear()
+
+
+def _forget_clients_after_fork() -> None:
+    """In a forked child: the parent's clients (their connections and runtime) are not the child's; nor is the lock."""
+    global _clients_lock
+    _clients_lock = threading.Lock()
+    _clients.clear()
+    _state["forked_after_use"] = bool(_state["used"] or _state["forked_after_use"])
+
+
+after_fork(_forget_clients_after_fork)
+
+
+class ObstoreStore(Store):
+    """Keys under the URL ``url`` (``s3://bucket/prefix``, ``gs://``, ``az://``, ``https://host/path``) on obstore.
+
+    Parameters
+    ----------
+    url : str
+        The store root.
+    storage_options : dict, optional
+        fsspec-style options, translated by :func:`obstore_settings`.
+    read_only : bool
+        Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
+    io_concurrency : int, optional
+        Requests in flight at once (default: ``ZARR3_BACKEND_IO_CONCURRENCY``, 64).
+
+    Plain HTTP has no listing: over http(s) :meth:`list_prefix` and
+    :meth:`list_dir` find nothing, and generations are ETags where the
+    server sends them. Pickles as its description.
+
+    >>> ObstoreStore("s3://bucket/data.zarr", {"anon": True})
+    ObstoreStore('s3://bucket/data.zarr')
+    """
+
+    def __init__(
+        self, url: str, storage_options: Mapping[str, Any] | None = None, *, read_only: bool = False,
+        io_concurrency: int | None = None,
+    ) -> None:  # fmt: skip
+        self.url = url.rstrip("/")
+        self.protocol = urlsplit(self.url).scheme
+        if self.protocol not in PROTOCOLS:
+            raise ArgumentError(f"ObstoreStore serves {sorted(PROTOCOLS)} URLs, not {url!r}")
+        self.storage_options = dict(storage_options or {})
+        self.settings = obstore_settings(self.protocol, self.storage_options)
+        self.read_only = read_only
+        self._io_concurrency = io_concurrency
+        self._http = _kind(self.protocol) == "http"
+        settings = self.settings
+        self._key = repr((self.url, sorted(settings.config.items()), sorted(settings.client_options.items()), settings.profile))
+
+    def __repr__(self) -> str:
+        mode = ", read_only=True" if self.read_only else ""
+        return f"ObstoreStore({self.url!r}{mode})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ObstoreStore):
+            return NotImplemented
+        return (self._key, self.read_only) == (other._key, other.read_only)
+
+    def __hash__(self) -> int:
+        return hash((ObstoreStore, self._key, self.read_only))
+
+    @property
+    def io_concurrency(self) -> int:
+        return self._io_concurrency or io_concurrency()
+
+    @property
+    def versioned_reads(self) -> bool:
+        """Object stores return the ETag (or version) with every GET; plain HTTP servers need not."""
+        return not self._http
+
+    @property
+    def client(self) -> ObjectStore:
+        """The obstore client of this store's description, shared by equal stores until :func:`clear_store_cache`."""
+        client = _clients.get(self._key)
+        if client is None:
+            if _state["forked_after_use"]:
+                raise StoreError(
+                    f"{self.url}: this process was forked from one that used obstore, whose runtime does not survive "
+                    "fork; start processes with 'spawn' or 'forkserver', or pass storage_options={'backend': 'fsspec'}"
+                )
+            _state["used"] = True
+            with _clients_lock:
+                client = _clients.get(self._key)
+                if client is None:
+                    client = _clients[self._key] = self._connect()
+        return client
+
+    def _connect(self) -> ObjectStore:
+        from obstore.store import from_url
+
+        settings = self.settings
+        client_options: Any = settings.client_options or None
+        if self._http:
+            return from_url(self.url, client_options=client_options)
+        provider = None
+        if settings.profile is not None:
+            import boto3
+            from obstore.auth.boto3 import Boto3CredentialProvider
+
+            provider = Boto3CredentialProvider(boto3.Session(profile_name=settings.profile))
+        config: Any = settings.config or None
+        return from_url(self.url, config=config, client_options=client_options, credential_provider=provider)
+
+    def _failed(self, doing: str, key: str, exc: BaseException) -> StoreError:
+        message = str(exc).split("\n\nDebug source", 1)[0].strip()
+        return StoreError(f"could not {doing} key {key!r} of {self.url}: {type(exc).__name__}: {message}")
+
+    def _pool(self) -> ThreadPoolExecutor:
+        return shared_pool(_POOL, self.io_concurrency, inline=False, grow=True)
+
+    def _each(self, function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[function(item) for item in items]``, up to :attr:`io_concurrency` at once on the request threads."""
+        if len(items) <= 1:
+            return [function(item) for item in items]
+        results: list[Any] = [None] * len(items)
+        unsent = deque(range(len(items)))
+
+        def lane() -> None:
+            while unsent:
+                try:
+                    index = unsent.popleft()
+                except IndexError:
+                    return
+                results[index] = function(items[index])
+
+        lanes = [self._pool().submit(lane) for _ in range(min(self.io_concurrency, len(items)))]
+        wait(lanes)
+        for done in lanes:
+            done.result()  # the first error, once no request is running any more
+        return results
+
+    # -- reads ------------------------------------------------------------------
+
+    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
+        return [None if read.value is None else bytes(read.value) for read in self.get_many_versioned(requests)]
+
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        for key, _ in requests:
+            validate_key(key)
+        return self._each(self._read, requests)
+
+    def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
+        """Values as they arrive; :attr:`io_concurrency` request threads each take the next unsent request."""
+        if len(requests) <= 1:
+            return super().fetch_each(requests)
+        for key, _ in requests:
+            validate_key(key)
+
+        def read(index: int) -> bytes | None:
+            value = self._read(requests[index]).value
+            return None if value is None else bytes(value)
+
+        return _LaneArrivals(read, len(requests), min(self.io_concurrency, len(requests)), self._pool())
+
+    def _read(self, request: Request) -> Versioned:
+        """One GET, its body checked against the range asked for."""
+        import obstore
+
+        key, byte_range = request
+        if byte_range is not None and byte_range.end is not None and (byte_range.end < 0 or byte_range.start < 0):
+            meta = self._head(key)  # a range that needs the size
+            if meta is None:
+                return Versioned(None)
+            byte_range = _resolve(byte_range, meta["size"])
+        if byte_range is not None and byte_range.end is not None and byte_range.end <= byte_range.start:
+            meta = self._head(key)
+            return Versioned(None) if meta is None else Versioned(b"", _generation(meta))
+        try:
+            result = obstore.get(self.client, key, options=_get_options(byte_range))
+            data = result.bytes()
+        except FileNotFoundError:
+            return Versioned(None)
+        except Exception as exc:
+            return self._past_the_end(key, byte_range, exc)
+        meta = result.meta
+        expected = _span(byte_range, meta["size"])
+        if tuple(result.range) != expected or len(data) != expected[1] - expected[0]:
+            raise StoreError(
+                f"key {key!r} of {self.url}: asked for bytes [{expected[0]}, {expected[1]}) of {meta['size']}, "
+                f"the server answered bytes {list(result.range)} with a body of {len(data)} bytes"
+            )
+        return Versioned(bytes(data), _generation(meta))
+
+    def _past_the_end(self, key: str, byte_range: ByteRange | None, exc: Exception) -> Versioned:
+        """A ranged GET that failed: ``b""`` if the range starts at or past the end (an HTTP 416), else the error."""
+        if byte_range is not None:
+            meta = self._head(key)
+            if meta is None:
+                return Versioned(None)
+            if byte_range.start >= meta["size"] or (byte_range.is_suffix and meta["size"] == 0):
+                return Versioned(b"", _generation(meta))
+        raise self._failed("read", key, exc) from exc
+
+    def _head(self, key: str) -> ObjectMeta | None:
+        import obstore
+
+        try:
+            return obstore.head(self.client, key)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:
+            raise self._failed("read", key, exc) from exc
+
+    def sizes(self, keys: Sequence[str]) -> list[int | None]:
+        """The stored size of each key (``None``: missing), one HEAD each, :attr:`io_concurrency` at once."""
+        for key in keys:
+            validate_key(key)
+        return [None if meta is None else meta["size"] for meta in self._each(self._head, keys)]
+
+    # -- writes -----------------------------------------------------------------
+
+    def set(self, key: str, value: Value) -> None:
+        self.set_many({key: value})
+
+    def set_many(self, items: Mapping[str, Value]) -> None:
+        self._check_writable()
+        for key in items:
+            validate_key(key)
+        self._each(self._put, list(items.items()))
+
+    @property
+    def atomic_create(self) -> bool:
+        """Object stores refuse a conditional PUT (``If-None-Match: *``) where an object exists; plain HTTP need not."""
+        return not self._http
+
+    def create(self, key: str, value: Value) -> bool:
+        """One conditional PUT (obstore's ``mode="create"``), never a multipart upload."""
+        import obstore
+        from obstore.exceptions import AlreadyExistsError
+
+        self._check_writable()
+        validate_key(key)
+        try:
+            obstore.put(self.client, key, join_value(value), mode="create")
+        except AlreadyExistsError:
+            return False
+        except Exception as exc:
+            raise self._failed("create", key, exc) from exc
+        return True
+
+    def _put(self, item: tuple[str, Value]) -> None:
+        import obstore
+
+        key, value = item
+        try:
+            obstore.put(self.client, key, join_value(value), chunk_size=PUT_PART_BYTES)
+        except Exception as exc:
+            raise self._failed("write", key, exc) from exc
+
+    def delete(self, key: str) -> None:
+        self.delete_many([key])
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        import obstore
+
+        self._check_writable()
+        paths = [validate_key(key) for key in keys]
+        if not paths:
+            return
+        try:
+            obstore.delete(self.client, paths)
+        except FileNotFoundError:
+            pass
+        except Exception as exc:
+            raise self._failed("delete", paths[0] if len(paths) == 1 else f"{paths[0]} (of {len(paths)})", exc) from exc
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Erase every key under ``prefix``, leftover temporary files of atomic writes included."""
+        self._check_writable()
+        self.delete_many(self._find(prefix))
+
+    # -- listing ----------------------------------------------------------------
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        """Every key under ``prefix``; temporary files of atomic writes are never keys."""
+        yield from (key for key in self._find(prefix) if not is_temporary(key.rsplit("/", 1)[-1]))
+
+    def _find(self, prefix: str) -> list[str]:
+        import obstore
+
+        validate_prefix(prefix)
+        if self._http:
+            return []
+        try:
+            found = [meta["path"] for chunk in obstore.list(self.client, prefix or None, chunk_size=1000) for meta in chunk]
+        except FileNotFoundError:
+            return []
+        except Exception as exc:
+            raise self._failed("list", prefix, exc) from exc
+        return sorted(path for path in found if path.startswith(prefix))
+
+    def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
+        import obstore
+
+        validate_prefix(prefix)
+        if self._http:
+            return [], []
+        try:
+            listing = obstore.list_with_delimiter(self.client, prefix or None)
+        except FileNotFoundError:
+            return [], []
+        except Exception as exc:
+            raise self._failed("list", prefix, exc) from exc
+        keys = [meta["path"] for meta in listing["objects"] if not is_temporary(meta["path"].rsplit("/", 1)[-1])]
+        prefixes = [path.rstrip("/") + "/" for path in listing["common_prefixes"]]
+        return sorted(k for k in keys if k.startswith(prefix)), sorted(p for p in prefixes if p.startswith(prefix))
+
+
+class _LaneArrivals(Arrivals):
+    """``count`` requests read by ``lanes`` threads of ``pool``, each taking the next unsent one.
+
+    :meth:`prefer` moves unsent requests to the front. A consumer that stops
+    early (an error, a ``break``) stops the sending and waits for the
+    requests in flight.
+    """
+
+    def __init__(self, read: Callable[[int], bytes | None], count: int, lanes: int, pool: ThreadPoolExecutor) -> None:
+        super().__init__(())
+        self._unsent = deque(range(count))
+        self._lock = threading.Lock()
+        self._answers: queue.SimpleQueue[tuple[int, bytes | None | Exception]] = queue.SimpleQueue()
+        self._count = count
+        self._lanes: list[Future[None]] = [pool.submit(self._lane, read) for _ in range(lanes)]
+
+    def _lane(self, read: Callable[[int], bytes | None]) -> None:
+        while True:
+            with self._lock:
+                if not self._unsent:
+                    return
+                index = self._unsent.popleft()
+            try:
+                answer: bytes | None | Exception = read(index)
+            except Exception as exc:  # raised to the consumer when it gets there
+                answer = exc
+            self._answers.put((index, answer))
+
+    def prefer(self, indices: Iterable[int]) -> None:
+        with self._lock:
+            chosen = [i for i in dict.fromkeys(indices) if i in self._unsent]
+            for index in reversed(chosen):
+                self._unsent.remove(index)
+                self._unsent.appendleft(index)
+
+    def __iter__(self) -> Iterator[Arrival]:
+        try:
+            for _ in range(self._count):
+                index, answer = self._answers.get()
+                if isinstance(answer, Exception):
+                    raise answer
+                yield index, answer
+        finally:
+            with self._lock:
+                self._unsent.clear()
+            wait(self._lanes)
+
+
+def _resolve(byte_range: ByteRange, size: int) -> ByteRange:
+    start, stop, _ = byte_range.slice().indices(size)
+    return ByteRange(start, max(start, stop))
+
+
+def _get_options(byte_range: ByteRange | None) -> GetOptions | None:
+    if byte_range is None:
+        return None
+    if byte_range.is_suffix:
+        return {"range": {"suffix": -byte_range.start}}
+    if byte_range.end is None:
+        return {"range": {"offset": byte_range.start}}
+    return {"range": (byte_range.start, byte_range.end)}
+
+
+def _span(byte_range: ByteRange | None, size: int) -> tuple[int, int]:
+    """The ``[start, stop)`` of a value of ``size`` bytes that ``byte_range`` reads."""
+    if byte_range is None:
+        return 0, size
+    start, stop, _ = byte_range.slice().indices(size)
+    return start, max(start, stop)
+
+
+def _generation(meta: ObjectMeta) -> Generation | None:
+    """The object's version and ETag, or ``None`` if the server sent neither."""
+    if meta["e_tag"] is None and meta["version"] is None:
+        return None
+    return (meta["e_tag"], meta["version"])

@@ -1,0 +1,100 @@
+"""The store-wide lease that serialises ``to_zarr3`` appends from several processes.
+
+An append plans from the stored shapes, writes its rows beyond them, then
+commits. Two appends to one store at once would plan from the same length
+and write the same rows, and one would lose its data to the other. When no
+``lock=`` is given, each ``mode="a"`` call holds a :class:`StoreLease` from
+planning to commit: the key :data:`LEASE_KEY` at the store root, created
+with :meth:`~zarr3_backend.store.Store.create` (atomic on local files and
+object storage) and holding who took it. A second writer waits for it, up
+to ``ZARR3_BACKEND_LEASE_WAIT`` seconds (default 600), then raises
+:class:`~zarr3_backend.errors.ConcurrentWriteError` naming the holder. A
+lease whose holder is gone (a process of this host that no longer runs,
+e.g. killed) is taken over; any other is removed by hand, as the message
+says.
+
+>>> from zarr3_backend.store import make_store
+>>> store = make_store("memory://doc/lease")
+>>> with StoreLease(store):
+...     store.exists(LEASE_KEY)
+True
+>>> store.exists(LEASE_KEY)
+False
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from types import TracebackType
+
+from ..errors import ConcurrentWriteError
+from ..store.base import Store
+
+LEASE_KEY = "__zarr3_backend_writing.json"
+DEFAULT_WAIT = 600.0
+
+
+class StoreLease:
+    """Hold :data:`LEASE_KEY` of ``store`` for a ``with`` block, waiting up to ``wait`` seconds for it."""
+
+    def __init__(self, store: Store, wait: float | None = None) -> None:
+        self.store = store
+        self.wait = float(os.environ.get("ZARR3_BACKEND_LEASE_WAIT", DEFAULT_WAIT)) if wait is None else wait
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "id": uuid.uuid4().hex}
+        self.record = json.dumps(holder).encode()
+
+    def __enter__(self) -> StoreLease:
+        deadline = time.monotonic() + self.wait
+        pause = 0.01
+        while not self.store.create(LEASE_KEY, self.record):
+            held = self.store.get(LEASE_KEY)
+            if held is not None and _abandoned(held):
+                self.store.delete(LEASE_KEY)  # its writer is gone; the next create decides who takes it
+                continue
+            if time.monotonic() >= deadline:
+                raise ConcurrentWriteError(
+                    f"to_zarr3: another append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
+                    f"({_describe(held)}); nothing of this write was done. If that writer no longer runs, delete "
+                    f"{LEASE_KEY} at the store root; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
+                )
+            time.sleep(pause)
+            pause = min(2 * pause, 1.0)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        if self.store.get(LEASE_KEY) == self.record:
+            self.store.delete(LEASE_KEY)
+
+
+def _holder(raw: bytes) -> dict[str, object]:
+    try:
+        holder = json.loads(raw)
+    except ValueError:
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _abandoned(raw: bytes) -> bool:
+    """Whether the lease ``raw`` was taken by a process of this host that no longer runs."""
+    holder = _holder(raw)
+    pid = holder.get("pid")
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it runs, under another user
+        return False
+    return False
+
+
+def _describe(raw: bytes | None) -> str:
+    holder = _holder(raw) if raw is not None else {}
+    since = holder.get("since")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if isinstance(since, int | float) else "unknown"
+    return f"taken by process {holder.get('pid', '?')} on {holder.get('host', '?')} at {when}"
