@@ -43,7 +43,7 @@ import xarray as xr
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 from bench_xarray_open import CACHE, N_VARS, climate_store, many_variables  # noqa: E402
-from common import print_machine_info  # noqa: E402
+from common import print_machine_info, write_results  # noqa: E402
 from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
 
 from zarr3_backend.executor import io_concurrency  # noqa: E402
@@ -52,6 +52,7 @@ from zarr3_backend.store import ObstoreStore  # noqa: E402
 from zarr3_backend.testing.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
 
 OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
+LIBRARIES = ["zarr3_backend", "zarr", "tensorstore", "obstore", "s3fs", "xarray", "dask"]
 BUCKET = "bench"
 _CLIENTS: list[Any] = []
 warnings.filterwarnings("ignore")
@@ -161,10 +162,12 @@ def measure(server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any],
     server.drop_connections()  # every client starts without connections (tensorstore keeps one pool per process)
     gc.collect()  # the earlier calls' leftovers are not collected during this one (see benchmarks/README.md)
     server.reset_stats()
+    cpu = time.process_time()  # this process's threads only: the server runs in a child process
     start = time.perf_counter()
     run(clients)
     elapsed = time.perf_counter() - start
-    return elapsed, {**server.stats(), "per_round": requests_per_round(server.chain())}
+    cpu = time.process_time() - cpu
+    return elapsed, {**server.stats(), "cpu_s": cpu, "per_round": requests_per_round(server.chain())}
 
 
 def requests_per_round(chain: list[tuple[int, str, str]]) -> list[int]:
@@ -197,8 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=list(WORKLOADS), action="append")
     parser.add_argument("--tls", action="store_true", help="serve https (self-signed certificate), as S3 does")
     parser.add_argument("--rounds", action="store_true", help="also print the requests of each round (last call)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
-    print_machine_info(["zarr3_backend", "zarr", "tensorstore", "s3fs", "xarray", "dask"])
+    print_machine_info(LIBRARIES)
     shape = QUICK_SHAPE if args.quick else FULL_SHAPE
     rows = []
     with latency_s3_process(0.0, args.bandwidth, tls=args.tls) as server:
@@ -212,23 +216,49 @@ def main(argv: list[str] | None = None) -> int:
                 cases = WORKLOADS[workload](server)
                 times: dict[str, list[float]] = {impl: [] for impl in cases}
                 stats: dict[str, dict[str, Any]] = {}
+                cpus: dict[str, list[float]] = {impl: [] for impl in cases}
                 for repeat in range(1 + args.repeats):  # round-robin, first round is a warm-up
                     for impl, (setup, run) in cases.items():
                         elapsed, stats[impl] = measure(server, setup, run)
                         if repeat:
                             times[impl].append(elapsed)
+                            cpus[impl].append(stats[impl]["cpu_s"])
                 for impl in cases:
+                    stats[impl]["cpu_s"] = statistics.median(cpus[impl])
                     rows.append((latency, workload, impl, statistics.median(times[impl]), stats[impl]))
                 _print_block(latency, workload, rows[-len(cases) :], args.rounds)
     _print_ratios(rows)
+    if args.json:
+        transport = "https" if args.tls else "http"
+        write_results(args.json, "benchmarks/bench_cloud.py", LIBRARIES, _tables(rows, transport), argv or sys.argv[1:])
     return 0
+
+
+def _tables(rows: list[tuple[Any, ...]], transport: str) -> dict[str, object]:
+    """One results table per latency, in ``common.ResultTable.to_json``'s shape, with requests and rounds."""
+    tables: dict[str, Any] = {}
+    for latency, workload, impl, median, stats in rows:
+        name = f"S3 over {transport}, {latency * 1000:.0f} ms per request"
+        table = tables.setdefault(name, {"ours": OURS, "baselines": [ZARR, TS], "floor": None, "workloads": []})
+        if not table["workloads"] or table["workloads"][-1]["workload"] != workload:
+            table["workloads"].append({"workload": workload, "logical_mb": None, "results": {}})
+        table["workloads"][-1]["results"][impl] = {
+            "median_s": median, "cpu_s": stats["cpu_s"], "requests": stats["requests"], "rounds": stats["rounds"],
+        }
+    for table in tables.values():
+        for row in table["workloads"]:
+            ours = row["results"].get(OURS)
+            for impl, cell in row["results"].items():
+                cell["ours_over_this"] = ours["median_s"] / cell["median_s"] if ours and impl != OURS else None
+    return tables
 
 
 def _print_block(latency: float, workload: str, rows: list[tuple[Any, ...]], rounds: bool) -> None:
     print(f"\n{workload} @ {latency * 1000:.0f} ms")
     print(f"  {'implementation':<16}{'median s':>10}{'requests':>10}{'in flight':>11}{'rounds':>8}")
     for _, _, impl, median, stats in rows:
-        print(f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}")
+        print(f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}"
+              f"{stats['cpu_s']:>8.3f} s CPU ({1000 * stats['cpu_s'] / max(1, stats['requests']):.2f} ms/request)")
     if rounds:
         for _, _, impl, _, stats in rows:
             rounds_sent = stats["per_round"]

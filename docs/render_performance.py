@@ -30,23 +30,26 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+#: Our own resources shown after the times, where the benchmark measured them: (key, heading, digits).
+RESOURCES = (("cpu_s", "our CPU s", 3), ("system_s", "our sys s", 3), ("minor_faults", "our faults", 0),
+             ("peak_rss_mb", "our peak MB", 0), ("requests", "our requests", 0), ("rounds", "our rounds", 0))
+
+
 def render_table(table: dict[str, Any]) -> list[str]:
     """One Markdown table: a row per workload, a column per implementation, then our own resources."""
-    ours, others = table["ours"], [b for b in table["baselines"]]
-    head = ["workload", f"{ours} s", *[f"{o}: s (ours / it)" for o in others],
-            "our CPU s", "our sys s", "our faults", "our peak MB"]
+    ours, others = table["ours"], list(table["baselines"])
+    rows = table["workloads"]
+    measured = [r for r in RESOURCES if any(row["results"].get(ours, {}).get(r[0]) is not None for row in rows)]
+    head = ["workload", f"{ours} s", *[f"{o}: s (ours / it)" for o in others], *[heading for _, heading, _ in measured]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in table["workloads"]:
+    for row in rows:
         results = row["results"]
         mine = results.get(ours, {})
         cells = [row["workload"], _number(mine.get("median_s"))]
         for other in others:
             theirs = results.get(other)
-            ratio = theirs and theirs.get("ours_over_this")
-            cells.append("-" if theirs is None else f"{_number(theirs['median_s'])} ({_number(ratio, 2)})")
-        faults = mine.get("minor_faults")
-        cells += [_number(mine.get("cpu_s")), _number(mine.get("system_s")),
-                  "-" if faults is None else f"{faults:.0f}", _number(mine.get("peak_rss_mb"), 0)]
+            cells.append("-" if theirs is None else f"{_number(theirs['median_s'])} ({_number(theirs.get('ours_over_this'), 2)})")
+        cells += [_number(mine.get(key), digits) for key, _, digits in measured]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -141,6 +141,17 @@ def test_info_describes_every_node(store: Path) -> None:
     assert "/sub/flag  array bool (3,)" in result.stdout
 
 
+def test_info_shows_a_cf_fill_value_as_xarray_decodes_it(tmp_path: Path) -> None:
+    xr = pytest.importorskip("xarray")
+    ds = xr.Dataset({"t": ("x", np.array([1.0, np.nan])), "p": ("x", np.array([1.0, 2.0]))})
+    ds.p.encoding["_FillValue"] = -9999.0
+    ds.to_zarr3(tmp_path / "cf.zarr")
+    assert xr.open_dataset(tmp_path / "cf.zarr", engine="zarr").p.encoding["_FillValue"] == -9999.0  # the oracle
+    result = zarr3("info", tmp_path / "cf.zarr")
+    assert result.returncode == 0, result.stderr
+    assert "    _FillValue = nan\n" in result.stdout and "    _FillValue = -9999.0\n" in result.stdout
+
+
 def test_info_json_and_path(store: Path) -> None:
     result = zarr3("info", store, "t2m", "--json")
     assert result.returncode == 0, result.stderr

@@ -43,11 +43,41 @@ def open(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options:
     """Open the array or group at ``path``.
 
     A path without ``zarr.json`` opens as an implicit group only if arrays sit
-    directly inside; otherwise :class:`NodeNotFoundError` (naming any Zarr
-    stores found further down). A group that an unfinished ``to_zarr3`` first
-    write marked raises :class:`~zarr3_backend.errors.UnfinishedWriteError`
-    (a ``compute=False`` template, or a group opened for writing, warns; see
-    :mod:`zarr3_backend.unfinished`).
+    directly inside it.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, Store or a store you already have
+        A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
+        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+    path : str, default ""
+        The node's path inside the store (``""``: the root).
+    mode : {"r", "r+", "a", "w", "w-"}, default "r"
+        ``"r"`` read-only; the others open for writing (see :func:`open_group`
+        for the ones that create).
+    storage_options : dict, optional
+        Options for an fsspec URL's file system (credentials, endpoint).
+
+    Returns
+    -------
+    Array or Group
+
+    Raises
+    ------
+    NodeNotFoundError
+        Nothing is at ``path`` (the message names any Zarr stores found further down).
+    MetadataError
+        Its ``zarr.json`` is invalid (the message names the key and field).
+    UnfinishedWriteError
+        The group was marked by a ``to_zarr3`` first write that did not finish
+        (a ``compute=False`` template, or a group opened for writing, only warns).
+
+    Examples
+    --------
+    >>> import zarr3_backend
+    >>> _ = zarr3_backend.create_array("memory://doc/open_any", "x", shape=(2,), dtype="int8")
+    >>> zarr3_backend.open("memory://doc/open_any", "x").shape
+    (2,)
     """
     node = open_node(_store(store, storage_options, mode), normalize_path(path), read_only=mode == "r", strict=True)
     check_opened(node)
@@ -57,6 +87,31 @@ def open(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options:
 def open_array(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array:
     """Open an existing array.
 
+    Parameters
+    ----------
+    store : str, os.PathLike, Store or a store you already have
+        A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
+        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+    path : str, default ""
+        The node's path inside the store (``""``: the root).
+    mode : {"r", "r+", "a", "w", "w-"}, default "r"
+        ``"r"`` read-only, anything else read and write.
+    storage_options : dict, optional
+        Options for an fsspec URL's file system (credentials, endpoint).
+
+    Returns
+    -------
+    Array
+
+    Raises
+    ------
+    ArrayNotFoundError
+        ``path`` is a group.
+    NodeNotFoundError
+        Nothing is at ``path``.
+
+    Examples
+    --------
     >>> import zarr3_backend
     >>> _ = zarr3_backend.create_array("memory://doc/open", shape=(3,), dtype="uint8")
     >>> zarr3_backend.open_array("memory://doc/open").shape
@@ -69,7 +124,43 @@ def open_array(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_op
 
 
 def open_group(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Group:
-    """Open a group (``mode="a"``/``"w"``/``"w-"`` create it when missing)."""
+    """Open a group, or create it.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, Store or a store you already have
+        A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
+        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+    path : str, default ""
+        The node's path inside the store (``""``: the root).
+    mode : {"r", "r+", "a", "w", "w-"}, default "r"
+        ``"r"`` read-only and ``"r+"`` read/write an existing group; ``"a"``
+        also creates it when missing; ``"w"`` creates it, deleting what is
+        there; ``"w-"`` creates it and fails if something is there.
+    storage_options : dict, optional
+        Options for an fsspec URL's file system (credentials, endpoint).
+
+    Returns
+    -------
+    Group
+
+    Raises
+    ------
+    GroupNotFoundError
+        ``path`` is an array.
+    NodeNotFoundError
+        Nothing is at ``path`` (modes ``"r"`` and ``"r+"``).
+    UnfinishedWriteError
+        The group was marked by a ``to_zarr3`` first write that did not finish.
+
+    Examples
+    --------
+    >>> import zarr3_backend
+    >>> g = zarr3_backend.open_group("memory://doc/open_group", mode="a")
+    >>> _ = g.create_array("t", shape=(4,), dtype="float32")
+    >>> "t" in zarr3_backend.open_group("memory://doc/open_group")
+    True
+    """
     if _parse_mode(mode) in ("w", "w-"):
         return create_group(store, path, overwrite=mode == "w", storage_options=storage_options)
     target = _store(store, storage_options, mode)
@@ -90,7 +181,40 @@ def create_group(
     store: StoreLike, path: str = "", *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
     storage_options: dict[str, Any] | None = None,
 ) -> Group:
-    """Create a group (and any missing ancestor groups); consolidated ancestors are refreshed."""
+    """Create a group, and any missing ancestor groups.
+
+    Ancestor groups that carry consolidated metadata are refreshed to include it.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, Store or a store you already have
+        A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
+        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+    path : str, default ""
+        The node's path inside the store (``""``: the root).
+    attributes : dict, optional
+        The group's attributes (JSON values).
+    overwrite : bool, default False
+        Replace whatever is at ``path`` (it is deleted, also when its metadata
+        is damaged); otherwise a node there raises.
+    storage_options : dict, optional
+        Options for an fsspec URL's file system (credentials, endpoint).
+
+    Returns
+    -------
+    Group
+
+    Raises
+    ------
+    NodeExistsError
+        A node is at ``path`` and ``overwrite`` is false.
+
+    Examples
+    --------
+    >>> import zarr3_backend
+    >>> zarr3_backend.create_group("memory://doc/create_group", "a/b", attributes={"k": 1}).attrs["k"]
+    1
+    """
     return create_group_at(_store(store, storage_options, "w"), normalize_path(path), attributes, overwrite)
 
 
@@ -98,19 +222,64 @@ def create_array(
     store: StoreLike, path: str = "", *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
     **options: Unpack[ArrayDefinition],
 ) -> Array:
-    """Create an array; automatic codec parameters are resolved and recorded.
+    """Create an array; automatic codec parameters are resolved and recorded in its ``zarr.json``.
 
-    Takes ``shape`` and ``dtype`` and the keywords of
-    :class:`~zarr3_backend.creation.ArrayOptions` (defaults listed there).
-    ``chunks`` is the inner chunk shape when ``shards`` is given. ``codecs``,
-    when given, is the complete outer codec list and overrides ``filters``,
-    ``serializer``, ``compressors`` and ``shards``. Ancestor groups carrying
-    consolidated metadata are refreshed to include the new array. By default
-    every chunk (every inner chunk of a shard) is zstd-compressed and then
-    CRC32C-checksummed, so a changed byte raises
-    :class:`~zarr3_backend.errors.ChecksumError` on read; pass ``compressors``
-    without ``crc32c`` to turn the checksum off.
+    Ancestor groups carrying consolidated metadata are refreshed to include
+    the new array. The keywords after ``storage_options`` are those of
+    :class:`~zarr3_backend.creation.ArrayOptions`.
 
+    Parameters
+    ----------
+    store : str, os.PathLike, Store or a store you already have
+        A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
+        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+    path : str, default ""
+        The node's path inside the store (``""``: the root).
+    overwrite : bool, default False
+        Replace whatever is at ``path``; otherwise a node there raises.
+    storage_options : dict, optional
+        Options for an fsspec URL's file system (credentials, endpoint).
+    **options
+        ``shape`` (an int or a sequence of ints) and ``dtype`` (a Zarr v3 data
+        type name such as ``"float32"`` or ``"string"``, or anything numpy
+        accepts), then, all optional:
+
+        - ``chunks``: the chunk shape; the inner chunk shape when ``shards`` is
+          given. Default: the shape halved along its largest dimension until
+          a chunk holds about 4 MiB.
+        - ``shards``: the shard shape, a whole number of chunks per
+          dimension. Default: no sharding.
+        - ``fill_value``: default the data type's (zero, ``False`` or empty),
+          recorded in ``zarr.json``.
+        - ``compressors``, ``filters``, ``serializer``: JSON objects, short
+          names, numcodecs or zarr-python codec objects. Default (``"auto"``):
+          zstd level 0 then ``crc32c``, so every chunk (every inner chunk of
+          a shard) is checksummed and a changed byte raises
+          :class:`~zarr3_backend.errors.ChecksumError`; pass ``compressors``
+          without ``"crc32c"`` to turn the checksum off.
+        - ``codecs``: the complete outer codec chain (for example nested
+          sharding); overrides the three above and ``shards``.
+        - ``index_codecs`` (default ``bytes`` then ``crc32c``) and
+          ``index_location`` (``"end"``, the default, or ``"start"``): the
+          shard index.
+        - ``chunk_key_encoding``: ``"default"`` (keys ``c/0/0``) or ``"v2"``
+          (keys ``0.0``), or their JSON objects.
+        - ``dimension_names``: one name (or ``None``) per dimension.
+        - ``attributes``: the array's attributes (JSON values).
+
+    Returns
+    -------
+    Array
+
+    Raises
+    ------
+    MetadataError
+        An argument does not make a valid array (named in the message).
+    NodeExistsError
+        A node is at ``path`` and ``overwrite`` is false.
+
+    Examples
+    --------
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/create", shape=(100, 100), dtype="float32",
     ...                                chunks=(10, 10), shards=(50, 50))

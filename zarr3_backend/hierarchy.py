@@ -465,7 +465,33 @@ def consolidate_metadata(store: StoreLike, path: str = "", *, storage_options: d
     """Write the metadata of every node below the group at ``path`` into its ``zarr.json``.
 
     Readers then discover the whole hierarchy from one document (the layout
-    zarr-python and xarray write and read). ``store`` is a path, URL or Store.
+    zarr-python and xarray write and read): an open is one request.
+
+    Parameters
+    ----------
+    store : str, os.PathLike or Store
+        A local path, an fsspec URL or a store.
+    path : str, default ""
+        The group to consolidate (``""``: the root).
+    storage_options : dict, optional
+        Options for an fsspec URL's file system (credentials, endpoint).
+
+    Returns
+    -------
+    Group
+        The group, with its consolidated metadata.
+
+    Raises
+    ------
+    GroupNotFoundError
+        ``path`` is an array.
+
+    Examples
+    --------
+    >>> import zarr3_backend
+    >>> _ = zarr3_backend.create_array("memory://doc/consolidate", "a/x", shape=(2,), dtype="int8")
+    >>> sorted(consolidate_metadata("memory://doc/consolidate").metadata.consolidated)
+    ['a', 'a/x']
     """
     store = make_store(store, storage_options=storage_options)
     group = open_node(store, normalize_path(path), read_only=False)

@@ -86,11 +86,41 @@ def validate_store(
     storage_options: dict[str, Any] | None = None,
     progress: Callable[[int], Progress] | None = None,
 ) -> list[Problem]:
-    """Every problem found in a store (a path, URL or store), errors and warnings, in key order.
+    """Every problem found in a store, errors and warnings, in key order.
 
-    ``progress(total)`` is called once before the deep chunk checks with the
-    number of stored chunks and must return an object with ``update(n)``
-    and ``close()``.
+    Checks every ``zarr.json`` by parsing it as opening does, node names,
+    the hierarchy, consolidated metadata against the nodes it describes,
+    unfinished and pending writes, arrays without an integrity check
+    (warnings), and that every other key is a chunk key inside its array's
+    grid. ``deep=True`` also reads every chunk: shard indexes, checksums,
+    and that every chunk and inner chunk decodes to its expected shape.
+
+    Parameters
+    ----------
+    store : str, os.PathLike or Store
+        A local path, an fsspec URL or a store; opened read-only.
+    deep : bool, default False
+        Also read and decode every stored chunk.
+    storage_options : dict, optional
+        Options for an fsspec URL's file system (credentials, endpoint).
+    progress : callable, optional
+        ``progress(total)`` is called once before the deep chunk checks with
+        the number of stored chunks and returns an object with ``update(n)``
+        and ``close()`` (for example ``tqdm.tqdm``).
+
+    Returns
+    -------
+    list of Problem
+        Empty when the store is valid. A problem's ``severity`` is
+        ``"error"`` or ``"warning"``; ``key`` names the store key and
+        ``message`` what is wrong and how to fix it.
+
+    Examples
+    --------
+    >>> import zarr3_backend
+    >>> _ = zarr3_backend.create_array("memory://doc/validate_store", "v", shape=(4,), dtype="int8", chunks=(2,))
+    >>> validate_store("memory://doc/validate_store", deep=True)
+    []
     """
     store = make_store(store, storage_options=storage_options, read_only=True)
     keys = sorted(k for k in store.list() if not _reserved(k))

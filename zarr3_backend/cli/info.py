@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,8 +70,28 @@ def _entry_lines(entry: Entry) -> list[str]:
         ]
     attributes = entry["attributes"]
     lines.append("  attributes" + ("" if attributes else "  {}"))
-    lines += [f"    {name} = {json.dumps(value, default=str)}" for name, value in attributes.items()]
+    lines += [f"    {name} = {_shown(name, value)}" for name, value in attributes.items()]
     return lines
+
+
+def _shown(name: str, value: Any) -> str:
+    """An attribute's value as xarray decodes it: a CF ``_FillValue`` of floats is stored base64-encoded.
+
+    xarray's zarr engine stores a float ``_FillValue`` as the base64 text of
+    its little-endian float64 bytes (a complex one as a pair of them);
+    shown here as the number it is (``nan``, ``-9999.0``). Everything else is JSON.
+
+    >>> _shown("_FillValue", "AAAAAAAA+H8="), _shown("_FillValue", ["AAAAAAAA8D8=", "AAAAAAAAAAA="]), _shown("units", "K")
+    ('nan', '(1+0j)', '"K"')
+    """
+    if name == "_FillValue":
+        parts = value if isinstance(value, list) and len(value) == 2 else [value]
+        try:
+            numbers = [struct.unpack("<d", base64.b64decode(part, validate=True))[0] for part in parts]
+        except (TypeError, ValueError, struct.error):  # not xarray's encoding: shown as stored
+            return json.dumps(value, default=str)
+        return str(numbers[0] if len(numbers) == 1 else complex(*numbers))
+    return json.dumps(value, default=str)
 
 
 def _dtype(data_type: Any) -> str:

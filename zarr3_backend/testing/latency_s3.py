@@ -374,6 +374,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server._busy.discard(self.connection)
 
     def _serve_request(self, method: str) -> None:
+        self._ended = True  # control requests are not counted
         url = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         if url.path.startswith(CONTROL):
@@ -383,6 +384,8 @@ class _Handler(BaseHTTPRequestHandler):
         kind = "LIST" if method == "GET" and not key and "list-type" in query else method
         counted, depth = self.server._begin(kind, url.path)
         self._sent = 0
+        self._ended = False
+        self._counted = counted, depth
         started = time.monotonic()
         try:
             with self.server._slots:
@@ -390,6 +393,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._first_byte_at = started + self.server.latency
                 self._dispatch(method, bucket, key, query, body)
         finally:
+            self._answered()
+
+    def _answered(self) -> None:
+        """Count the request as answered (once): called just before its last bytes leave, so that a client
+        that reads them and sends its next request at once never finds this one still counted in flight."""
+        if not self._ended:
+            self._ended = True
+            counted, depth = self._counted
             self.server._end(counted, self._sent, depth)
 
     def _dispatch(self, method: str, bucket: str, key: str, query: dict[str, str], body: bytes | None) -> None:
@@ -651,9 +662,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("x-amz-request-id", base64.b16encode(hashlib.md5(self.path.encode(), usedforsecurity=False).digest()[:8]).decode())
         if status not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED):
             self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
         if head or not body:
+            self._answered()
+            self.end_headers()
             return
+        self.end_headers()
         view, bandwidth, start = memoryview(body), self.server.bandwidth, time.monotonic()
         for offset in range(0, len(view), _PIECE):
             piece = view[offset : offset + _PIECE]
@@ -661,8 +674,10 @@ class _Handler(BaseHTTPRequestHandler):
                 ahead = start + (self._sent + len(piece)) / bandwidth - time.monotonic()
                 if ahead > 0:
                     time.sleep(ahead)
-            self.wfile.write(piece)
             self._sent += len(piece)
+            if offset + _PIECE >= len(view):
+                self._answered()
+            self.wfile.write(piece)
         if self.server.misbehave == "extra":
             self.wfile.write(b"0123456789" * 10)  # bytes after the body: part of no response
 
