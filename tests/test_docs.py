@@ -75,3 +75,24 @@ def test_every_page_is_in_the_navigation() -> None:
     nav = (REPO / "mkdocs.yml").read_text()
     pages = [p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").rglob("*.md")]
     assert [p for p in pages if p not in nav] == []
+
+
+#: A measurement log in prose: a timing reported as taken or compared, or a before -> after pair of numbers.
+MEASUREMENT = re.compile(
+    r"\b(?:took|takes|measured|faster|slower|against|versus)\b[^.]{0,80}?\b\d+(?:\.\d+)?\s?(?:ms|µs|s|x)\b"
+    r"|\b\d+(?:\.\d+)?\s?(?:ms|µs|s)?\s?->\s?\d+(?:\.\d+)?\s?(?:ms|µs|s)\b"
+)
+
+
+def test_no_docstring_holds_a_measurement_log() -> None:
+    """Docstrings state contracts; timings live in the benchmarks' output and the performance page."""
+    import ast
+
+    found = []
+    for path in sorted((REPO / "zarr3_backend").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node) or ""
+                found += [f"{path.relative_to(REPO)}: {m.group(0)!r}" for m in MEASUREMENT.finditer(doc)]
+    assert found == []
