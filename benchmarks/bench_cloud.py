@@ -18,6 +18,8 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
 - full read, no dask: ``open_array(...)[...]`` / ``zarr.open_array(...)[...]`` / tensorstore read;
 - full read, ``chunks={}``: ``xr.open_dataset(..., chunks={}).t2m.values`` (not tensorstore);
 - open + point series: open the array and read ``[:, 180, 360]`` (one inner chunk per shard);
+- xarray open + point series (and ``, consolidated``: a copy of the store with consolidated
+  metadata): ``xr.open_dataset(...).t2m[:, 180, 360]``, both engines; tensorstore as above;
 - open a 200-variable group: ``xr.open_dataset(..., consolidated=False)``, both engines
   (tensorstore: list the group, open every array).
 
@@ -47,6 +49,7 @@ from common import print_machine_info, write_results  # noqa: E402
 from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
 
 from zarr3_backend.executor import io_concurrency  # noqa: E402
+import zarr3_backend  # noqa: E402
 from zarr3_backend import clear_store_cache  # noqa: E402
 from zarr3_backend.store import ObstoreStore  # noqa: E402
 from zarr3_backend.testing.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
@@ -146,10 +149,33 @@ def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
     }  # fmt: skip
 
 
+def xarray_point_series(path: str, consolidated: bool) -> Callable[[RemoteServer], dict[str, Any]]:
+    """``xr.open_dataset`` then the point series, each engine; tensorstore opens the array and reads it."""
+
+    def cases(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+        import tensorstore as ts
+        import zarr
+
+        def series(engine: str, **kwargs: Any) -> Callable[[Any], Any]:
+            return lambda store: xr.open_dataset(store, engine=engine, **kwargs).t2m[POINT].values
+
+        return {
+            OURS: (lambda: fresh_store(server, path), series("zarr3")),
+            ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/{path}", read_only=True),
+                   series("zarr", consolidated=consolidated, zarr_format=3)),
+            TS: (ts.Context,
+                 lambda ctx: ts.open(ts_spec(server, f"{path}/t2m"), context=ctx).result()[POINT].read().result()),
+        }  # fmt: skip
+
+    return cases
+
+
 WORKLOADS = {
     "full read, no dask": full_read,
     "full read, chunks={}": full_read_dask,
     "open + point series": point_series,
+    "xarray open + point series": xarray_point_series("t2m.zarr", consolidated=False),
+    "xarray open + point series, consolidated": xarray_point_series("t2m_consolidated.zarr", consolidated=True),
     f"open {N_VARS}-variable group": open_many,
 }
 
@@ -188,6 +214,8 @@ def upload(server: RemoteServer, shape: tuple[int, ...]) -> None:
     fs = fresh_fs(server)
     fs.mkdir(BUCKET)
     fs.put(str(climate_store(shape)) + "/", f"{BUCKET}/t2m.zarr", recursive=True)
+    fs.put(str(climate_store(shape)) + "/", f"{BUCKET}/t2m_consolidated.zarr", recursive=True)
+    zarr3_backend.consolidate_metadata(f"s3://{BUCKET}/t2m_consolidated.zarr", storage_options=server.storage_options)
     fs.put(str(many_variables_store()) + "/", f"{BUCKET}/many.zarr", recursive=True)
 
 
