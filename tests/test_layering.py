@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("store interface", ["store.arrivals", "store.base", "storage_transformers"]),
     ("metadata", ["metadata"]),
     ("concurrency", ["executor"]),
-    ("store", ["store", "store.local", "store.obstore_store", "store.fsspec_store", "store.foreign"]),
+    ("store", ["store", "store.local", "store.obstore_options", "store.obstore_store", "store.fsspec_store", "store.foreign"]),
     ("nodes", ["attributes", "array", "hierarchy", "creation", "consolidation", "unfinished", "reservations"]),
     ("api", ["api", "validate"]),
     ("adapters", [

@@ -16,7 +16,7 @@ pytest.importorskip("obstore")
 
 from zarr3_backend.errors import StoreError
 from zarr3_backend.store import ByteRange, FsspecStore, ObstoreStore, Store, clear_store_cache, make_store
-from zarr3_backend.store.obstore_store import UnsupportedOptionError, obstore_settings
+from zarr3_backend.store.obstore_options import UnsupportedOptionError, obstore_settings
 from zarr3_backend.testing.latency_s3 import LatencyS3Server, latency_s3_server, self_signed_certificate
 from zarr3_backend.testing.stores import SAMPLE, StoreContract
 

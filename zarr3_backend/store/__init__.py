@@ -19,7 +19,8 @@ from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_store import FsspecStore, with_connection_pool
 from .local import LocalStore
 from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
-from .obstore_store import ObstoreStore, UnsupportedOptionError, clear_store_cache
+from .obstore_options import UnsupportedOptionError
+from .obstore_store import ObstoreStore, clear_store_cache
 
 #: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
 #: local path or URL, a zarr-python ``LocalStore``, ``FsspecStore`` or ``MemoryStore``, or an fsspec
