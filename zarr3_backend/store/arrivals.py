@@ -43,6 +43,20 @@ class Arrivals:
         """Send the requests at ``indices`` before the others not sent yet (those sent are unaffected)."""
 
 
+def move_forward(unsent: deque[int], indices: Iterable[int]) -> list[int]:
+    """Move those of ``indices`` still in ``unsent`` to its front, in their order; return them.
+
+    >>> queue = deque([0, 1, 2, 3])
+    >>> move_forward(queue, [3, 9, 2]), list(queue)
+    ([3, 2], [3, 2, 0, 1])
+    """
+    chosen = [i for i in dict.fromkeys(indices) if i in unsent]
+    for index in reversed(chosen):
+        unsent.remove(index)
+        unsent.appendleft(index)
+    return chosen
+
+
 class LaneArrivals(Arrivals):
     """Requests sent on an event loop by ``lanes`` senders, each taking the next unsent request once its last is answered.
 
@@ -100,11 +114,7 @@ class LaneArrivals(Arrivals):
 
     def prefer(self, indices: Iterable[int]) -> None:
         with self._ready:
-            chosen = [i for i in dict.fromkeys(indices) if i in self._unsent]
-            for index in reversed(chosen):
-                self._unsent.remove(index)
-                self._unsent.appendleft(index)
-            self._preferred.update(chosen)
+            self._preferred.update(move_forward(self._unsent, indices))
 
     def __iter__(self) -> Iterator[Arrival]:
         delivered = 0

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ArgumentError, StoreError
 from ..executor import after_fork, io_concurrency, shared_pool
-from .arrivals import Arrival, Arrivals
+from .arrivals import Arrival, Arrivals, move_forward
 from .base import ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix
 from .obstore_options import obstore_settings, protocol_kind
 
@@ -398,10 +398,7 @@ class _LaneArrivals(Arrivals):
 
     def prefer(self, indices: Iterable[int]) -> None:
         with self._lock:
-            chosen = [i for i in dict.fromkeys(indices) if i in self._unsent]
-            for index in reversed(chosen):
-                self._unsent.remove(index)
-                self._unsent.appendleft(index)
+            move_forward(self._unsent, indices)
 
     def __iter__(self) -> Iterator[Arrival]:
         try:
