@@ -11,8 +11,13 @@ All of these run interleaved round-robin in one :func:`time_interleaved` call:
 * the same two on ``LocalCluster(n_workers=2, threads_per_worker=1,
   processes=True)`` with the dataset persisted in worker memory beforehand
   (only the write is timed). Workers run with distributed's default
-  ``MALLOC_TRIM_THRESHOLD_=65536`` (see PERFORMANCE.md); nothing is tuned
-  by the benchmark.
+  ``MALLOC_TRIM_THRESHOLD_=65536``; the library tunes no allocator;
+* the same two on clusters whose workers get ``MALLOC_TRIM_THRESHOLD_`` = 64 MiB
+  and ``MALLOC_MMAP_THRESHOLD_`` = 32 MiB through dask's
+  ``distributed.nanny.pre-spawn-environ`` setting, the user-facing way
+  docs/guide/dask.md describes (the workers' values are printed). The trim
+  threshold alone changes nothing: setting it also freezes glibc's mmap
+  threshold at 128 KiB, so chunk-sized buffers are still fresh maps.
 
 Printed per case: median seconds, ratio to the floor, MB/s, CPU seconds,
 peak RSS growth, and (medians per write) user and system CPU seconds and
@@ -52,6 +57,12 @@ from floor import BLOSC_JSON, CHUNKS, SHARDS, Layout, floor_write  # noqa: E402
 FULL_SHAPE = (730, 361, 720)
 QUICK_SHAPE = (146, 361, 720)
 FLOOR, OURS, ZARR = "floor", "to_zarr3", "xarray+zarr-python"
+#: The cluster rows: suffix of their case names, and the environment variables given to their workers through
+#: dask's ``distributed.nanny.pre-spawn-environ`` on top of its defaults (which hold ``MALLOC_TRIM_THRESHOLD_=65536``).
+CLUSTERS: dict[str, dict[str, int | None]] = {
+    " (cluster)": {},
+    " (cluster, malloc thresholds)": {"MALLOC_TRIM_THRESHOLD_": 64 << 20, "MALLOC_MMAP_THRESHOLD_": 32 << 20},
+}
 LIBRARIES = ["zarr3_backend", "xarray", "zarr", "dask", "distributed", "numcodecs", "numpy", "s3fs"]
 
 
@@ -266,29 +277,37 @@ def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> No
     import dask
     from distributed import Client, LocalCluster, wait
 
-    threaded, cluster_rows = "write, threaded (2 threads)", "write, LocalCluster 2 procs x 1 thread"
+    rows = {" (threads)": "write, threaded (2 threads)"}
+    rows.update({s: "write, LocalCluster 2 procs x 1 thread" + s.removeprefix(" (cluster").removesuffix(")") for s in CLUSTERS})
     here = Measured()
     clusters: dict[str, Measured] = {}
     cases = {f"{FLOOR} (threads)": here.wrap(f"{FLOOR} (threads)", floor_case(data, out, failures))}
     for name, case in local_cases(ds, data, out, failures, "threads").items():
         cases[f"{name} (threads)"] = here.wrap(f"{name} (threads)", case)
     with ExitStack() as stack:
-        for name in (OURS, ZARR):  # one cluster per writer: to_zarr3 tunes the malloc of its workers
-            cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                                       dashboard_address=None))
-            client = stack.enter_context(Client(cluster, set_as_default=False))
-            clusters[name] = Measured(client)
-            with dask.config.set(scheduler="dask.distributed"), client.as_current():
-                persisted = ds.persist()
-                wait(persisted)
-            case = local_cases(persisted, data, out, failures, "cluster", client)[name]
-            cases[f"{name} (cluster)"] = clusters[name].wrap(f"{name} (cluster)", as_current(client, case))
+        for name in (OURS, ZARR):  # one cluster per writer and setting: a writer's leftovers never slow the other
+            for suffix, environ in CLUSTERS.items():
+                for variable in {"MALLOC_TRIM_THRESHOLD_", *environ}:  # a nanny copies them into this process's
+                    os.environ.pop(variable, None)  # environment, which then overrides the setting for later nannies
+                settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
+                with dask.config.set(settings):  # read by the nannies as they start their workers
+                    cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                               dashboard_address=None))
+                client = stack.enter_context(Client(cluster, set_as_default=False))
+                seen = {k: sorted(set(client.run(os.environ.get, k).values())) for k in {"MALLOC_TRIM_THRESHOLD_", *environ}}
+                print(f"  {name}{suffix}: workers' environment {seen}")
+                clusters[name + suffix] = Measured(client)
+                with dask.config.set(scheduler="dask.distributed"), client.as_current():
+                    persisted = ds.persist()
+                    wait(persisted)
+                case = local_cases(persisted, data, out, failures, "cluster", client)[name]
+                cases[name + suffix] = clusters[name + suffix].wrap(name + suffix, as_current(client, case))
         timings = time_interleaved(cases, repeats=repeats)
     table = ResultTable(ours=OURS, baselines=[ZARR, FLOOR])
-    for label, suffix in ((threaded, " (threads)"), (cluster_rows, " (cluster)")):
+    for suffix, label in rows.items():
         table.add(label, FLOOR, here.timing(f"{FLOOR} (threads)", timings[f"{FLOOR} (threads)"]), data.nbytes)
         for name in (OURS, ZARR):
-            measured = here if suffix == " (threads)" else clusters[name]
+            measured = here if suffix == " (threads)" else clusters[name + suffix]
             table.add(label, name, measured.timing(name + suffix, timings[name + suffix]), data.nbytes)
     table.print()
     here.print()

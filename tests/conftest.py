@@ -91,7 +91,7 @@ VALIDATED_MODULES = {
     "test_to_zarr3", "test_to_zarr3_properties", "test_to_zarr3_validation", "test_xarray_parity_roundtrip",
     "test_xarray_parity_kwargs", "test_consolidated_truth", "test_append_atomic", "test_store_inputs", "test_synthetic",
     "test_region_lock", "test_to_zarr3_distributed", "test_hierarchy", "test_array", "test_xarray_backend", "test_xarray_parity",
-    "test_interop_zarr_python", "test_interop_tensorstore",
+    "test_interop_zarr_python", "test_interop_tensorstore", "test_partial_shard_writes",
 }
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import zarr3_backend as z3
 from zarr3_backend.errors import InvalidKeyError, MetadataError, NodeNameError, StoreError, Zarr3Error
-from zarr3_backend.hierarchy import validate_node_name
+from zarr3_backend.node_paths import validate_node_name
 from zarr3_backend.store import FsspecStore, LocalStore, validate_key
 from zarr3_backend.store.base import TMP_PREFIX
 

@@ -29,29 +29,36 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("primitives", [
         "dtypes", "dtypes.base", "dtypes.core", "dtypes.extensions", "dtypes.fill", "dtypes.parse",
         "extension", "json_types", "integers", "chunk_grid", "chunk_keys", "indexing", "keys", "scratch", "values",
-        "memory_limit",
+        "memory_limit", "v2_dtypes", "stacklevel",
     ]),
     ("codecs", [
         "codecs", "codecs.base", "codecs.chain", "codecs.registry", "codecs.foreign", "codecs.bounded",
         "codecs.bytes", "codecs.blosc", "codecs.crc32c", "codecs.gzip", "codecs.zstd", "codecs.transpose",
         "codecs.vlen_utf8", "codecs.numcodecs_adapter", "codecs.shard_index", "codecs.sharding",
-        "codecs.read_plan", "codecs.spec",
+        "codecs.read_plan", "codecs.spec", "codecs.v2",
     ]),
     ("store interface", ["store.arrivals", "store.base", "storage_transformers"]),
-    ("metadata", ["metadata"]),
+    ("metadata", ["metadata", "v2_metadata"]),
     ("concurrency", ["executor"]),
-    ("store", ["store", "store.local", "store.obstore_options", "store.obstore_store", "store.fsspec_store", "store.foreign"]),
-    ("nodes", ["attributes", "array", "hierarchy", "creation", "consolidation", "unfinished", "reservations"]),
+    ("store", [
+        "store", "store.local", "store.obstore_options", "store.obstore_store", "store.fsspec_store", "store.foreign",
+        "store.read_ahead",
+    ]),
+    ("nodes", [
+        "attributes", "array", "array_kinds", "node_paths", "node_lookup", "placement", "hierarchy", "opening",
+        "consolidate", "creation", "consolidation", "unfinished", "reservations",
+    ]),
     ("api", ["api", "validate"]),
     ("adapters", [
         "", "__main__",
-        "xarray_backend", "xarray_backend.backend_array", "xarray_backend.chunk_encoding", "xarray_backend.commit", "xarray_backend.dims",
+        "xarray_backend", "xarray_backend.backend_array", "xarray_backend.chunk_encoding", "xarray_backend.commit", "xarray_backend.dask_slices", "xarray_backend.dims",
         "xarray_backend.encoding", "xarray_backend.entrypoint", "xarray_backend.first_write", "xarray_backend.lease", "xarray_backend.methods",
         "xarray_backend.pending", "xarray_backend.region", "xarray_backend.staged",
         "xarray_backend.root", "xarray_backend.store", "xarray_backend.stored", "xarray_backend.write_checks",
         "xarray_backend.write_data", "xarray_backend.write_encoding", "xarray_backend.write_plan", "xarray_backend.writer",
         "shard_writes", "dask_io", "dask_compute", "write_progress",
-        "cli", "cli.check", "cli.demo", "cli.info", "cli.options", "cli.survey",
+        "conversion", "conversion.plan", "conversion.record", "conversion.shards",
+        "cli", "cli.check", "cli.convert", "cli.demo", "cli.info", "cli.options", "cli.survey",
         "synthetic", "synthetic.era5", "synthetic.fields", "synthetic.sentinel2",
         "testing", "testing.codecs", "testing.latency_s3", "testing.servers", "testing.stores",
     ]),
@@ -68,6 +75,8 @@ DEFERRED: dict[tuple[str, str], str] = {
         "write_progress imports dask at module level; dask_io stays importable without dask",
     ("zarr3_backend.dask_compute", "zarr3_backend.write_progress"):
         "write_progress imports dask at module level; dask_compute stays importable without dask",
+    ("zarr3_backend.conversion.shards", "zarr3_backend.write_progress"):
+        "write_progress imports dask at module level; conversion (and the zarr3 command) stay importable without dask",
 }
 
 

@@ -1,9 +1,11 @@
-"""Region writes from independent writers: partial-shard regions warn, and ``lock=`` makes them safe."""
+"""Independent region writers: partial-shard regions warn where writers may race, ``lock=`` keeps them safe."""
 
 from __future__ import annotations
 
 import fcntl
 import multiprocessing
+import re
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -88,16 +90,74 @@ def test_two_processes_sharing_a_shard_lose_no_rows_with_a_lock(tmp_path: Path) 
         assert _race(path, str(lock_dir)) == 0
 
 
-def test_partial_shard_region_warns_and_names_the_shard(tmp_path: Path) -> None:
+def _in_thread(write: Any) -> list[warnings.WarningMessage]:
+    """The warnings ``write()`` issues when called from a thread other than the main one (as parallel writers do)."""
+    caught: list[warnings.WarningMessage] = []
+
+    def run() -> None:
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            write()
+        caught.extend(got)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return [w for w in caught if issubclass(w.category, PartialShardWarning)]
+
+
+def test_partial_shard_region_warns_once_where_writers_may_race(tmp_path: Path) -> None:
     path = tmp_path / "w.zarr"
     _template(path)
     ds = xr.Dataset({"v": (("row", "x"), np.ones((2, WIDTH)))})
-    with pytest.warns(PartialShardWarning, match=r"'v'.*1 stored shard.*'v/c/0/0'.*lose"):
-        ds.to_zarr3(path, region={"row": slice(2, 4)})
+    (caught,) = _in_thread(lambda: ds.to_zarr3(path, region={"row": slice(2, 4)}))
+    assert re.search(r"'v'.*1 stored shard.*'v/c/0/0'.*lose.*thread", str(caught.message))
+    with pytest.warns(PartialShardWarning, match=r"compute=False"):
+        ds.chunk().to_zarr3(path, region={"row": slice(2, 4)}, compute=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PartialShardWarning)
-        xr.Dataset({"v": (("row", "x"), np.ones((ROWS, WIDTH)))}).to_zarr3(path, region={"row": slice(0, ROWS)})
-        ds.to_zarr3(path, region={"row": slice(2, 4)}, lock=FileLocks(str(tmp_path)))
+        ds.to_zarr3(path, region={"row": slice(2, 4)})  # numpy, from the main thread: nothing runs beside it
+        ds.chunk().to_zarr3(path, region={"row": slice(2, 4)})  # one call's tasks never share a shard
+        ds.chunk().to_zarr3(path, region={"row": slice(2, 4)}, compute=False, lock=FileLocks(str(tmp_path)))
+        xr.Dataset({"v": (("row", "x"), np.ones((ROWS, WIDTH)))}).chunk().to_zarr3(
+            path, region={"row": slice(0, ROWS)}, compute=False
+        )
+    assert _in_thread(lambda: ds.to_zarr3(path, region={"row": slice(2, 4)}, lock=FileLocks(str(tmp_path)))) == []
+
+
+def _child_write(path: str, queue: Any) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        xr.Dataset({"v": (("row", "x"), np.ones((2, WIDTH)))}).to_zarr3(path, region={"row": slice(2, 4)})
+    queue.put([str(w.message) for w in caught if issubclass(w.category, PartialShardWarning)])
+
+
+def test_a_partial_shard_region_from_a_child_process_warns(tmp_path: Path) -> None:
+    path = tmp_path / "w.zarr"
+    _template(path)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=_child_write, args=(str(path), queue))
+    child.start()
+    (message,) = queue.get(timeout=120)
+    child.join(120)
+    assert child.exitcode == 0
+    assert "'v/c/0/0'" in message and "child process" in message
+
+
+def test_one_warning_per_write_naming_every_variable(tmp_path: Path) -> None:
+    path = tmp_path / "w.zarr"
+    names = ["a", "b", "c"]
+    encoding = {n: {"chunks": (2, 4), "shards": (4, 8)} for n in names}
+    xr.Dataset({n: (("row", "x"), np.zeros((8, 8))) for n in names}).to_zarr3(path, encoding=encoding)
+    part = xr.Dataset({n: (("row", "x"), np.ones((2, 8))) for n in names})
+    (caught,) = _in_thread(lambda: part.to_zarr3(path, region={"row": slice(1, 3)}))
+    assert "'a', 'b', 'c' covers 3 stored shard(s)" in str(caught.message)
+    expected = np.zeros((8, 8))
+    expected[1:3] = 1
+    stored = xr.open_dataset(path, engine="zarr3")
+    for name in names:
+        np.testing.assert_array_equal(stored[name].values, expected)
 
 
 def test_partial_shards_counts_edges() -> None:

@@ -56,14 +56,20 @@ ALLOWED_ANY: dict[tuple[str, str], str] = {
         (module, f"{cls}.__reduce__"): "the pickle protocol: typeshed types object.__reduce__ as str | tuple[Any, ...]"
         for module, cls in [
             ("zarr3_backend.array", "Array"),
-            ("zarr3_backend.hierarchy", "ConsolidatedArray"),
+            ("zarr3_backend.array_kinds", "ConsolidatedArray"),
+            ("zarr3_backend.array_kinds", "V2Array"),
             ("zarr3_backend.hierarchy", "Group"),
+            ("zarr3_backend.hierarchy", "V2Group"),
         ]
     },
     ("zarr3_backend.xarray_backend.entrypoint", "Zarr3BackendEntrypoint.open_groups_as_dict"):
         "xarray's decoding keywords, passed to StoreBackendEntrypoint.open_dataset, which leaves them unannotated",
     ("zarr3_backend.xarray_backend.entrypoint", "Zarr3BackendEntrypoint.open_datatree"):
         "keywords passed on to open_groups_as_dict, xarray's unannotated decoding keywords among them",
+    ("zarr3_backend.xarray_backend.dask_slices", "PushSelections.__call__"):
+        "dask's array_optimize protocol: its graphs, keys and keywords are unannotated in dask",
+    ("zarr3_backend.xarray_backend.dask_slices", "push_selections"):
+        "a dask graph and its keys, which dask leaves unannotated",
     ("zarr3_backend.xarray_backend.methods", "open_zarr3"):
         "keywords passed on to xarray.open_dataset, each of its own type",
 }

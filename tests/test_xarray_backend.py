@@ -288,11 +288,12 @@ def test_error_missing_store(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.zarr").exists()
 
 
-def test_error_v2_store(tmp_path: Path) -> None:
+def test_v2_store_opens(tmp_path: Path) -> None:
     (tmp_path / "v2.zarr").mkdir()
     (tmp_path / "v2.zarr" / ".zgroup").write_text('{"zarr_format": 2}')
-    with pytest.raises(MetadataError, match=r"v2\.zarr.*Zarr v2 store.*engine='zarr'"):
-        xr.open_dataset(tmp_path / "v2.zarr", engine="zarr3")
+    (tmp_path / "v2.zarr" / ".zattrs").write_text('{"title": "empty"}')
+    opened = xr.open_dataset(tmp_path / "v2.zarr", engine="zarr3")
+    assert dict(opened.variables) == {} and opened.attrs == {"title": "empty"}
 
 
 def test_error_array_at_root(tmp_path: Path) -> None:

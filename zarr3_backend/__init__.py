@@ -12,6 +12,7 @@ import importlib.util
 from .codecs import allow_unsafe_codecs  # (importing codecs registers the built-in codecs)
 from .api import create_array, create_group, open, open_array, open_group
 from .array import Array
+from .conversion import ConvertSummary, convert
 from .errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -41,7 +42,8 @@ from .errors import (
     WriteTypeError,
     Zarr3Error,
 )
-from .hierarchy import Group, consolidate_metadata
+from .consolidate import consolidate_metadata
+from .hierarchy import Group
 from .store import clear_store_cache
 
 __version__ = "0.1.0"
@@ -52,11 +54,11 @@ if importlib.util.find_spec("xarray") is not None:
     from .xarray_backend.commit import finish_pending_write
 
 __all__ = [
-    "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "ConcurrentWriteError", "CorruptShardError",
+    "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "ConcurrentWriteError", "ConvertSummary", "CorruptShardError",
     "Group", "GroupNotFoundError", "InvalidKeyError", "MemoryLimitError", "MetadataError", "NodeExistsError", "NodeNameError",
     "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnfinishedWriteError", "UnknownExtensionError",
     "UnsafeCodecError", "WriteError", "WriteKeyError", "WriteNotImplementedError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
-    "clear_store_cache", "create_array", "create_group", "open", "open_array", "open_group",
+    "clear_store_cache", "convert", "create_array", "create_group", "open", "open_array", "open_group",
 ]
 if importlib.util.find_spec("xarray") is not None:
     __all__ += ["finish_pending_write", "open_zarr3", "to_zarr3"]

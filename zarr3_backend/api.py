@@ -13,7 +13,9 @@ from typing import Any, Literal, Unpack, get_args
 from .array import Array
 from .creation import ArrayDefinition, build_array_metadata
 from .errors import ArgumentError, ArrayNotFoundError, GroupNotFoundError, NodeNotFoundError
-from .hierarchy import Group, create_array_at, create_group_at, normalize_path, open_node
+from .hierarchy import Group, create_group_at, open_node
+from .node_paths import normalize_path
+from .placement import create_array_at
 from .store import StoreLike, make_store
 from .unfinished import check_opened
 from .store.base import Store

@@ -36,6 +36,8 @@ from .codecs.chain import CodecChain
 from .codecs.read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, decode_chunk
 from .storage_transformers import apply_storage_transformers
 from .store.base import Request, Store, Versioned
+from .store.read_ahead import ReadAhead
+from .values import Buffer, Value, join_value
 
 T = TypeVar("T")
 
@@ -91,6 +93,7 @@ class Array:
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
+        self._read_ahead = ReadAhead(self._chunk_store, math.prod(metadata.chunk_shape) * self.dtype.itemsize)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})
@@ -193,7 +196,8 @@ class Array:
     def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> PlannedRead:
         """``selection`` planned for a batched read (:func:`read_many`)."""
         plan, out, chunk_plans = self._read_plans(selection, orthogonal)
-        return PlannedRead(plan, out, self._chunk_store, chunk_plans)
+        store = self._read_ahead.store_for(plan, self.metadata.chunk_shape, self.chunk_key)  # a scan's chunk fetched ahead
+        return PlannedRead(plan, out, store, chunk_plans)
 
     def _read_plans(
         self, selection: SelectionLike, orthogonal: bool
@@ -288,10 +292,53 @@ class Array:
         spec = self.chunk_spec
         try:
             encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
-            if encoded is None and write_empty:
-                encoded = self._chain.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
+        self._put(key, encoded, write_empty)
+
+    def update_chunk(
+        self, coords: tuple[int, ...], pieces: Sequence[tuple[tuple[slice, ...], npt.ArrayLike]], *,
+        write_empty_chunks: bool = False,
+    ) -> None:
+        """Write ``pieces`` into the stored chunk (shard) at ``coords``: one read of it, then one atomic write.
+
+        Each ``(box, value)`` writes ``value`` (broadcast) into ``box``, slices
+        of the whole stored chunk that may reach past the array's edge; later
+        pieces overwrite earlier ones. Every piece goes through the codec
+        chain's ``update``: a sharded array decodes and re-encodes only the
+        inner chunks the boxes touch and keeps the other inner chunks' encoded
+        bytes as stored. A chunk left all fill is deleted instead, unless
+        ``write_empty_chunks``. Callers serialise concurrent updates of one
+        chunk themselves (see :func:`~zarr3_backend.shard_writes.shard_lock`).
+
+        >>> import zarr3_backend
+        >>> a = zarr3_backend.create_array("memory://doc/update_chunk", shape=(6,), dtype="int8", chunks=(2,), shards=(4,))
+        >>> a.update_chunk((1,), [((slice(0, 1),), 5), ((slice(2, 4),), 0)])  # the second box lies past the edge
+        >>> a[:].tolist()
+        [0, 0, 0, 0, 5, 0]
+        """
+        self._check_writable()
+        self.check_memory()
+        key = self.chunk_key(coords)
+        spec = self.chunk_spec
+        self._index_cache.pop(key, None)
+        encoded: Value | None = self._chunk_store.get(key)
+        try:
+            for box, value in pieces:
+                plan = plan_selection(box, spec.shape, spec.shape, where=self.name)
+                data = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
+                for piece in plan.chunks():
+                    existing = None if encoded is None else _one_buffer(encoded)
+                    encoded = self._chain.update(existing, spec, piece, data[(*piece.out_selection, Ellipsis)])
+        except Zarr3Error as exc:
+            raise with_location(exc, key) from exc
+        self._put(key, encoded, write_empty_chunks)
+
+    def _put(self, key: str, encoded: Value | None, write_empty: bool) -> None:
+        """Store ``encoded`` at ``key``; ``None`` (all fill) deletes it, or stores a fill chunk with ``write_empty``."""
+        if encoded is None and write_empty:
+            spec = self.chunk_spec
+            encoded = self._chain.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
         if encoded is None:
             self._chunk_store.delete(key)
         else:
@@ -371,6 +418,11 @@ class _OrthogonalIndexer:
 
     def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
         self.array.set(selection, value, orthogonal=True)
+
+
+def _one_buffer(value: Value) -> Buffer:
+    """``value`` as one buffer: itself, or its pieces joined."""
+    return value if isinstance(value, bytes | bytearray | memoryview) else join_value(value)
 
 
 def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Scalar) -> None:

@@ -61,8 +61,8 @@ def _protocols(store: FsspecStore) -> set[str]:
     return {protocol} if isinstance(protocol, str) else set(protocol)
 
 
-def compute_writes(delayed: Delayed, progress: bool | str = False) -> None:
-    """Compute a :func:`store_graph` on the current scheduler, with ``progress``.
+def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str = "to_zarr3") -> None:
+    """Compute a :func:`store_graph` on the current scheduler, with ``progress`` (its lines start with ``label``).
 
     ``True`` prints shards done out of the total and the data rate
     (:mod:`zarr3_backend.write_progress`), on any scheduler; ``"tqdm"``
@@ -78,17 +78,17 @@ def compute_writes(delayed: Delayed, progress: bool | str = False) -> None:
     if client is not None:
         from .write_progress import compute_on_cluster
 
-        compute_on_cluster(delayed, client, progress=bool(progress))
+        compute_on_cluster(delayed, client, progress=bool(progress), label=label)
         return
     with _own_pool() as options:
         if progress is True:
             from .write_progress import compute_with_progress
 
-            compute_with_progress(delayed, **options)
+            compute_with_progress(delayed, label=label, **options)
         elif progress == "tqdm":
             from tqdm.dask import TqdmCallback
 
-            with TqdmCallback(desc="to_zarr3"):
+            with TqdmCallback(desc=label):
                 delayed.compute(**options)
         else:
             delayed.compute(**options)

@@ -62,7 +62,7 @@ def parse_shape(value: object, where: str, field_name: str = "shape", low: int =
     return tuple(value)
 
 
-def _check_chunk_bytes(chunk_shape: tuple[int, ...], data_type: DataType, where: str) -> None:
+def check_chunk_bytes(chunk_shape: tuple[int, ...], data_type: DataType, where: str) -> None:
     """Refuse chunks no process could hold, before anything tries to allocate one."""
     nbytes = math.prod(chunk_shape) * data_type.numpy.itemsize
     if nbytes > ADDRESS_SPACE:
@@ -176,7 +176,7 @@ class ArrayMetadata:
             if len(grid.chunk_shape) != len(shape):
                 raise _fail(where, "chunk_grid.configuration.chunk_shape", f"{len(shape)} dimensions", list(grid.chunk_shape))
             parse_shape(list(grid.chunk_shape), where, "chunk_grid.configuration.chunk_shape", low=1)
-            _check_chunk_bytes(grid.chunk_shape, data_type, where)
+            check_chunk_bytes(grid.chunk_shape, data_type, where)
             encoding = parse_chunk_key_encoding(_require(document, "chunk_key_encoding", where))
             fill_value = data_type.parse_fill_value(_require(document, "fill_value", where))
             codecs = parse_extension_list(_require(document, "codecs", where), "codecs", where)
@@ -284,6 +284,11 @@ NodeMetadata = ArrayMetadata | GroupMetadata
 
 def parse_node_metadata(raw: bytes, where: str) -> NodeMetadata:
     """Decode a ``zarr.json`` value into array or group metadata, within the parse limits."""
+    return node_metadata_from_json(decode_document(raw, where), where)
+
+
+def decode_document(raw: bytes, where: str) -> object:
+    """A JSON metadata document decoded within the parse limits (depth, integer length); :class:`MetadataError` if not."""
     encoding = json.detect_encoding(raw)
     try:
         document = _DECODER.decode(raw.decode(encoding, "surrogatepass"))  # as json.loads
@@ -293,7 +298,7 @@ def parse_node_metadata(raw: bytes, where: str) -> NodeMetadata:
         raise MetadataError(f"{where}: not valid JSON ({exc})") from exc
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # fewer brackets cannot nest deeper
         _check_depth(raw, encoding, document, where)
-    return node_metadata_from_json(document, where)
+    return document
 
 
 def _parse_int(literal: str) -> int:

@@ -9,9 +9,11 @@ in-memory array one shard per call on the thread pool; the dask graphs of
 :mod:`zarr3_backend.dask_io` call :func:`write_block` once per shard task.
 
 Blocks that cover only part of their shard (region and append edges) are
-read, merged and rewritten by their owning call; the part of the shard
-outside the array's shape is reset to the fill value. Blocks covering the
-whole in-bounds part of a shard are encoded without reading. ``to_zarr3``
+read, merged and rewritten by their owning call, at the cost of the inner
+chunks they touch: those are decoded, merged and re-encoded, the others'
+encoded bytes are copied as stored, and the index is rewritten. The part of
+the shard outside the array's shape is reset to the fill value. Blocks
+covering the whole in-bounds part of a shard are encoded without reading. ``to_zarr3``
 appends write through arrays whose grown axis is rounded up to whole shards,
 so a later append's rows in their last shard are kept, and
 :func:`clear_rows` undoes exactly an append's rows.
@@ -20,8 +22,8 @@ Two independent writers (processes, clusters) may write disjoint regions of
 one array safely when the regions are aligned to shards. A block covering
 only part of a shard is a read-modify-write of the whole shard: a second
 writer doing the same to that shard at the same time can lose its rows.
-:func:`partial_shards` finds such shards (``to_zarr3`` warns with
-:class:`PartialShardWarning`), and a ``lock`` (see :func:`shard_lock`) makes
+:func:`partial_shards` finds such shards (``to_zarr3`` warns once with
+:class:`PartialShardWarning` where writers may race), and a ``lock`` (see :func:`shard_lock`) makes
 the read-modify-write exclusive per shard across processes.
 
 >>> import zarr3_backend
@@ -41,7 +43,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from .array import Array, reset_outside
+from .array import Array
 from .dtypes import is_fill
 from .errors import BoundsError
 from .executor import map_concurrently
@@ -137,6 +139,9 @@ def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_emp
     The shard is stored with one atomic write; partial blocks are merged into
     the stored shard (read-modify-write, holding :func:`shard_lock` of the
     shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
+    A partial block of a sharded array decodes and re-encodes only the inner
+    chunks it touches (and those beyond the array's edge, which are reset to
+    the fill value); the other inner chunks keep their encoded bytes.
     """
     block = np.asarray(block, dtype=array.dtype)
     grid = array.metadata.chunk_shape
@@ -154,10 +159,22 @@ def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_emp
         array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
         return
     with shard_lock(lock, array.chunk_key(coords)):
-        chunk = array.read_chunk(coords)
-        chunk[inside] = block
-        reset_outside(chunk, in_bounds, array.fill_value)
-        array.store_chunk(coords, chunk, write_empty_chunks=write_empty_chunks)
+        beyond = [(box, array.fill_value) for box in outside_boxes(in_bounds, grid)]
+        array.update_chunk(coords, [(inside, block), *beyond], write_empty_chunks=write_empty_chunks)
+
+
+def outside_boxes(in_bounds: Sequence[int], shape: Sequence[int]) -> list[tuple[slice, ...]]:
+    """Disjoint boxes covering the part of a chunk of ``shape`` beyond its first ``in_bounds`` elements per axis.
+
+    >>> outside_boxes((3, 2), (4, 4))
+    [(slice(3, None, None), slice(None, None, None)), (slice(0, 3, None), slice(2, None, None))]
+    """
+    boxes = []
+    for axis, (n, size) in enumerate(zip(in_bounds, shape)):
+        if n < size:
+            before = tuple(slice(0, m) for m in in_bounds[:axis])
+            boxes.append((*before, slice(n, None), *(slice(None),) * (len(shape) - axis - 1)))
+    return boxes
 
 
 def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -> None:
@@ -189,15 +206,31 @@ def write_numpy(
     array: Array, origin: Sequence[int], data: npt.ArrayLike, write_empty_chunks: bool = False, lock: ShardLock = None
 ) -> None:
     """Write an in-memory array at ``origin``, one shard per call of :func:`write_block` on the thread pool."""
-    data = np.asarray(data)
-    if data.size == 0:
-        return
-    chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
-    offsets = [np.cumsum([0, *c[:-1]]) for c in chunks]
-    blocks = []
-    for index in np.ndindex(*(len(c) for c in chunks)):
-        local = tuple(int(offsets[d][i]) for d, i in enumerate(index))
-        selection = tuple(slice(o, o + chunks[d][i]) for d, (o, i) in enumerate(zip(local, index)))
-        blocks.append((tuple(s + o for s, o in zip(local, origin)), selection))
-    map_concurrently(lambda item: write_block(array, item[0], data[item[1]], write_empty_chunks, lock), blocks)
+    write_numpy_many([(array, origin, data, write_empty_chunks)], lock)
 
+
+def write_numpy_many(
+    writes: Sequence[tuple[Array, Sequence[int], npt.ArrayLike, bool]], lock: ShardLock = None
+) -> None:
+    """:func:`write_numpy` for several ``(array, origin, data, write_empty_chunks)`` at once: all their shards
+    share the thread pool (a region write of several variables, each touching one shard, runs them side by side).
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/many/a", shape=(4,), dtype="int8", chunks=(2,))
+    >>> b = zarr3_backend.create_array("memory://doc/many/b", shape=(4,), dtype="int8", chunks=(2,))
+    >>> write_numpy_many([(a, (1,), [1, 2], False), (b, (0,), [3], False)])
+    >>> a[:].tolist(), b[:].tolist()
+    ([0, 1, 2, 0], [3, 0, 0, 0])
+    """
+    blocks = []
+    for array, origin, data, write_empty in writes:
+        data = np.asarray(data)
+        if data.size == 0:
+            continue
+        chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
+        offsets = [np.cumsum([0, *c[:-1]]) for c in chunks]
+        for index in np.ndindex(*(len(c) for c in chunks)):
+            local = tuple(int(offsets[d][i]) for d, i in enumerate(index))
+            selection = tuple(slice(o, o + chunks[d][i]) for d, (o, i) in enumerate(zip(local, index)))
+            blocks.append((array, tuple(s + o for s, o in zip(local, origin)), data[selection], write_empty))
+    map_concurrently(lambda item: write_block(item[0], item[1], item[2], item[3], lock), blocks)

@@ -28,8 +28,6 @@ True
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,11 +38,10 @@ from .consolidation import Change, consolidated_entry, refresh_consolidated
 from .errors import UnfinishedWriteError
 from .hierarchy import Group
 from .metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key, parse_node_metadata
+from .stacklevel import caller_stacklevel
 from .store.base import Store
 
 FLAG = "_zarr3_backend_unfinished"
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-XARRAY = f"{os.sep}xarray{os.sep}"  # opened through xr.open_dataset: the user's line is above xarray's frames
 
 
 class UnfinishedWriteWarning(UserWarning):
@@ -115,7 +112,7 @@ def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
         return
     if not unfinished.template and not writable:
         raise UnfinishedWriteError(unfinished.message())
-    warnings.warn(unfinished.message(), UnfinishedWriteWarning, stacklevel=_caller_level())
+    warnings.warn(unfinished.message(), UnfinishedWriteWarning, stacklevel=caller_stacklevel("zarr3_backend", "xarray"))  # above xr.open_dataset's frames
 
 
 def check_opened(node: Array | Group) -> None:
@@ -136,10 +133,3 @@ def unmark(store: Store, paths: Sequence[str]) -> None:
             changes.append(Change(path, consolidated_entry(metadata.to_json())))
     refresh_consolidated(store, changes)
 
-
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside zarr3_backend and xarray: the user's line that opened the node."""
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and (frame.f_code.co_filename.startswith(PACKAGE_DIR) or XARRAY in frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level

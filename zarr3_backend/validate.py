@@ -44,7 +44,7 @@ from .codecs.base import Buffer, ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .consolidation import PENDING_KEY
 from .errors import InvalidKeyError, NodeNameError, Zarr3Error
-from .hierarchy import validate_node_name
+from .node_paths import validate_node_name
 from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, metadata_key, parse_node_metadata
 from .reservations import appending_key, describe, parse_reservations
 from .codecs.chain import CodecChain

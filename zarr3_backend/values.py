@@ -70,10 +70,10 @@ class Versioned:
     ('inode', 7)
     """
 
-    value: bytes | bytearray | None
+    value: Buffer | None
     generation: Generation | None = None
 
 
-def as_bytes(value: bytes | bytearray | None) -> bytes | None:
-    """A :class:`Versioned` value as ``bytes`` (a bytearray copied; bytes as they are)."""
+def as_bytes(value: Buffer | None) -> bytes | None:
+    """A :class:`Versioned` value as ``bytes`` (other buffers copied; bytes as they are)."""
     return None if value is None else bytes(value)

@@ -72,9 +72,9 @@ def shard_keys(delayed: Delayed) -> list[Hashable]:
     return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
 
 
-def compute_with_progress(delayed: Delayed, **options: object) -> None:
+def compute_with_progress(delayed: Delayed, label: str = "to_zarr3", **options: object) -> None:
     """Compute a write graph on a local scheduler (``options`` go to ``delayed.compute``), printing progress."""
-    progress = ShardProgress(len(shard_keys(delayed)))
+    progress = ShardProgress(len(shard_keys(delayed)), label)
     try:
         with _ShardCallback(progress):
             delayed.compute(**options)
@@ -82,7 +82,7 @@ def compute_with_progress(delayed: Delayed, **options: object) -> None:
         progress.close()
 
 
-def compute_on_cluster(delayed: Delayed, client: Client, progress: bool = False) -> None:
+def compute_on_cluster(delayed: Delayed, client: Client, progress: bool = False, label: str = "to_zarr3") -> None:
     """Compute a write graph on a distributed ``client``, printing :class:`ShardProgress` if ``progress``.
 
     The shard tasks and the final task are submitted together (one graph),
@@ -93,7 +93,7 @@ def compute_on_cluster(delayed: Delayed, client: Client, progress: bool = False)
     from distributed import as_completed, wait
 
     keys = shard_keys(delayed)
-    counter = ShardProgress(len(keys)) if progress else None
+    counter = ShardProgress(len(keys), label) if progress else None
     futures = client.get(dict(delayed.__dask_graph__()), [*keys, delayed.key], sync=False)
     final = futures.pop()
     try:

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..validate import describe_error
-from . import check, demo, info
+from . import check, convert, demo, info
 
-DESCRIPTION = "Inspect, validate and try out Zarr v3 stores."
+DESCRIPTION = "Inspect, validate, convert and try out Zarr v3 stores."
 EPILOG = (
     "STORE is a path or an fsspec URL (s3://bucket/x.zarr, https://..., memory://...). "
     "Pass credentials and endpoints with --storage-option key=value or --storage-options-file. "
@@ -68,5 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info.add_commands(commands, store_options)
     check.add_command(commands, store_options)
+    convert.add_command(commands, store_options)
     demo.add_command(commands, common)
     return parser

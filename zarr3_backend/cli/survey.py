@@ -9,12 +9,16 @@ from typing import Any, Literal, TypedDict, final
 
 from ..array import Array
 from ..errors import Zarr3Error
-from ..hierarchy import Group, node_from_metadata, normalize_path, open_node
-from ..metadata import parse_node_metadata
+from ..hierarchy import Group, node_from_metadata, open_node
+from ..node_paths import normalize_path
+from ..metadata import ArrayMetadata, parse_node_metadata
 from ..storage_transformers import apply_storage_transformers
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store
+from ..v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, is_v2
 from ..validate import assign_keys, is_metadata_key, node_path
+
+V2_DOCUMENTS = frozenset({ZARRAY, ZGROUP, ZATTRS, ZMETADATA})
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ def survey(store: Store, path: str) -> Survey:
     path = normalize_path(path)
     top = open_node(store, path, read_only=True, strict=True)
     keys = list(store.list_prefix(f"{path}/" if path else ""))
+    if is_v2(top.metadata):
+        return _survey_v2(path, top, keys)
     metadata_keys = [k for k in keys if is_metadata_key(k)]
     nodes: dict[str, Array | Group | Zarr3Error] = {path: top}
     for key, raw in zip(metadata_keys, store.get_many([(k, None) for k in metadata_keys])):
@@ -45,6 +51,15 @@ def survey(store: Store, path: str) -> Survey:
         implicit.add(path)
     owned, _ = assign_keys((k for k in keys if not is_metadata_key(k)), nodes)
     return Survey(path, dict(sorted(nodes.items())), frozenset(implicit), owned)
+
+
+def _survey_v2(path: str, top: Array | Group, keys: list[str]) -> Survey:
+    """A Zarr v2 hierarchy: its nodes as the group lists them (or its ``.zmetadata``), other keys owned by them."""
+    nodes: dict[str, Array | Group | Zarr3Error] = {path: top}
+    if isinstance(top, Group):
+        nodes.update((f"{path}/{relative}" if path else relative, node) for relative, node in top.walk())
+    owned, _ = assign_keys((k for k in keys if k.rpartition("/")[2] not in V2_DOCUMENTS), nodes)
+    return Survey(path, dict(sorted(nodes.items())), frozenset(), owned)
 
 
 def _ancestors(path: str) -> list[str]:
@@ -120,7 +135,7 @@ def describe(store: Store, found: Survey) -> list[Entry]:
         else:
             keys = found.owned.get(path, [])
             chunk_store = apply_storage_transformers(store, node.metadata.storage_transformers)
-            document = node.metadata.to_json()
+            document = ArrayMetadata.to_json(node.metadata)  # for a Zarr v2 array: the v3 description that reads it
             entries.append({
                 "path": "/" + path, "node_type": "array", "shape": list(node.shape), "data_type": document["data_type"],
                 "dimension_names": document.get("dimension_names"), "chunks": list(node.chunks),

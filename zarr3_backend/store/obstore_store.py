@@ -241,7 +241,7 @@ class ObstoreStore(Store):
                 f"key {key!r} of {self.url}: asked for bytes [{expected[0]}, {expected[1]}) of {meta['size']}, "
                 f"the server answered bytes {list(result.range)} with a body of {len(data)} bytes"
             )
-        return Versioned(bytes(data), _generation(meta))
+        return Versioned(memoryview(data), _generation(meta))  # obstore's buffer itself: the body is never copied
 
     def _past_the_end(self, key: str, byte_range: ByteRange | None, exc: Exception) -> Versioned:
         """A ranged GET that failed: ``b""`` if the range starts at or past the end (an HTTP 416), else the error."""

@@ -66,9 +66,11 @@ from typing import Any
 
 from ..array import Array
 from ..consolidation import PENDING_KEY as PENDING_KEY
+from ..consolidate import tree_documents
 from ..consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
 from ..errors import ConcurrentWriteError, MetadataError
-from ..hierarchy import Group, read_node_metadata, tree_documents
+from ..hierarchy import Group
+from ..node_lookup import read_node_metadata
 from ..metadata import ArrayMetadata, GroupMetadata, encode_metadata, node_metadata_from_json, metadata_key, parse_node_metadata
 from ..reservations import appending_key, hint_groups
 from ..shard_writes import ShardLock, clear_rows

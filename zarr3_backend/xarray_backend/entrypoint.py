@@ -1,11 +1,14 @@
-"""``engine="zarr3"``: xarray's entry point for Zarr v3 stores.
+"""``engine="zarr3"``: xarray's entry point for Zarr v3 stores (and Zarr v2 stores, read-only).
 
 >>> import xarray as xr
 >>> ds = xr.open_dataset("path/to/data.zarr", engine="zarr3", chunks={})  # doctest: +SKIP
 
 ``open_dataset`` builds a :class:`Zarr3DataStore` and lets xarray's
 :class:`StoreBackendEntrypoint` do CF decoding; ``chunks`` is handled by
-xarray from each variable's ``preferred_chunks`` (the shard shape).
+xarray from each variable's ``preferred_chunks`` (the shard shape, unless the
+``preferred_chunks`` option says otherwise). Opening installs
+:mod:`~zarr3_backend.xarray_backend.dask_slices`' pass, so that a selection of
+a shard-sized dask chunk reads only the inner chunks it touches.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from xarray.backends.store import StoreBackendEntrypoint
 from ..array import fetch_lanes
 from ..executor import map_io
 from ..unfinished import check_opened
+from . import dask_slices
 from .root import Location, ReadOptions, holds_v3_metadata, normalize_location, open_root_group
+from .encoding import PreferredChunks, check_preferred_chunks
 from .store import Zarr3DataStore, load_index_coordinates
 
 
@@ -31,11 +36,19 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     Besides xarray's decoding options, ``open_dataset`` takes the keywords code
     written for ``engine="zarr"`` passes: ``consolidated`` (``False`` ignores
     a root's consolidated metadata and reads the members' own ``zarr.json``;
-    ``None``/``True`` use it when present), ``zarr_format`` (``None`` or ``3``;
-    ``2`` raises), ``use_zarr_fill_value_as_mask`` (``True`` masks values
-    equal to an array's ``fill_value`` when it has no CF ``_FillValue``
-    attribute, as the zarr engine does for v2 stores) and
+    ``None``/``True`` use it when present), ``zarr_format`` (``None``, ``2`` or
+    ``3``: the format the store must have), ``use_zarr_fill_value_as_mask``
+    (``True`` masks values equal to an array's ``fill_value`` when it has no
+    CF ``_FillValue`` attribute; the default, as for the zarr engine, is
+    ``True`` for Zarr v2 stores, which are read as ``engine="zarr"`` reads them, and ``False`` for v3) and
     ``cache_members`` (accepted; members are always read once, at open).
+
+    ``preferred_chunks`` chooses the dask chunks ``chunks={}`` gives (each
+    variable's ``preferred_chunks`` encoding, which xarray also checks other
+    ``chunks=`` against): ``"shard"`` (default, one task per shard),
+    ``"inner"`` (one per inner chunk), or a number of inner chunks, for all
+    dimensions or as a dict by dimension name (see
+    :func:`~zarr3_backend.xarray_backend.encoding.preferred_chunks`).
     """
 
     description = "Open Zarr v3 stores lazily with zarr3_backend (pure Python, shard-aware)"
@@ -44,7 +57,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     open_dataset_parameters = (
         "filename_or_obj", "group", "drop_variables", "mask_and_scale", "decode_times", "decode_timedelta",
         "use_cftime", "concat_characters", "decode_coords", "storage_options", "consolidated", "zarr_format",
-        "use_zarr_fill_value_as_mask", "cache_members",
+        "use_zarr_fill_value_as_mask", "cache_members", "preferred_chunks",
     )
 
     def guess_can_open(self, filename_or_obj: Location) -> bool:
@@ -67,11 +80,14 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
         cache_members: bool = True,
+        preferred_chunks: PreferredChunks = "shard",
     ) -> Dataset:
         """Open one group as a lazy Dataset; the decoding options are those of ``xr.open_dataset``."""
+        dask_slices.install()
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
         root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
-        store = Zarr3DataStore(root, _names(drop_variables), options.fill_value_as_mask)
+        store = Zarr3DataStore(root, _names(drop_variables), options.mask_for(root))
+        store.preferred = check_preferred_chunks(preferred_chunks, store.get_dimensions())
         return StoreBackendEntrypoint().open_dataset(
             store, drop_variables=drop_variables, mask_and_scale=mask_and_scale, decode_times=decode_times,
             decode_timedelta=decode_timedelta, use_cftime=use_cftime, concat_characters=concat_characters,
@@ -81,18 +97,23 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     def open_groups_as_dict(
         self, filename_or_obj: Location, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
         storage_options: dict[str, Any] | None = None, consolidated: bool | None = None, zarr_format: int | None = None,
-        use_zarr_fill_value_as_mask: bool | None = None, cache_members: bool = True, **decode: Any,
+        use_zarr_fill_value_as_mask: bool | None = None, cache_members: bool = True,
+        preferred_chunks: PreferredChunks = "shard", **decode: Any,
     ) -> dict[str, Dataset]:
         """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path.
 
         A group an unfinished ``to_zarr3`` first write marked raises
         :class:`~zarr3_backend.errors.UnfinishedWriteError` (a template warns).
         """
+        dask_slices.install()
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
         root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
         drop = _names(drop_variables)
-        stores = _walk(Zarr3DataStore(root, drop, options.fill_value_as_mask), "/", drop, options.fill_value_as_mask)
+        mask = options.mask_for(root)
+        stores = _walk(Zarr3DataStore(root, drop, mask), "/", drop, mask)
+        dims = list(dict.fromkeys(dim for found in stores.values() for dim in found.get_dimensions()))
         for found in stores.values():
+            found.preferred = check_preferred_chunks(preferred_chunks, dims)
             if found.group is not root:  # (checked when opened)
                 check_opened(found.group)
         load_index_coordinates(list(stores.values()))

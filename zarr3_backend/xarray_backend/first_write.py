@@ -177,7 +177,7 @@ def _v2_message(store: Store, group: str, path: str, key: str) -> str:
     return (
         f"to_zarr3: {where}{above} is a Zarr v2 store ({_key(group, key)} found, no zarr.json); Zarr v3 metadata "
         "there would hide its data from readers. Write to another location, write this store with engine='zarr' "
-        "(ds.to_zarr(...)), or convert it to Zarr v3 first"
+        "(ds.to_zarr(...)), or convert it to Zarr v3 first ('zarr3 convert SRC DST')"
         + (" (mode='w' replaces it, deleting the Zarr v2 data)" if group == path else "")
     )
 

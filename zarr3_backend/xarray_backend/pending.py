@@ -22,7 +22,7 @@ from typing import Any
 
 from ..consolidation import PENDING_KEY
 from ..errors import MetadataError, Zarr3Error
-from ..hierarchy import normalize_path
+from ..node_paths import normalize_path
 from ..metadata import metadata_key, node_metadata_from_json
 
 

@@ -15,8 +15,10 @@ missing from the store a ``KeyError`` (:class:`~zarr3_backend.errors.RegionKeyEr
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
 import warnings
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,7 +30,7 @@ from xarray import conventions
 from ..array import Array
 from ..errors import RegionKeyError, WriteError, WriteTypeError
 from ..shard_writes import PartialShardWarning, partial_shards
-from .write_checks import user_stacklevel
+from ..stacklevel import caller_stacklevel
 
 Shape = tuple[int, ...]
 Region = Mapping[Hashable, slice | Literal["auto"]] | Literal["auto"] | None  # to_zarr3's region=, unchecked
@@ -135,16 +137,44 @@ def place(name: str, var: xr.Variable, array: Array, *, region: Mapping[Hashable
     return Placement(tuple(origin), tuple(shape), tuple(str(d) for d in dims))
 
 
-def warn_partial(name: str, array: Array, origin: Shape, shape: Shape) -> None:
-    """Warn (:class:`PartialShardWarning`) when a region write covers stored chunks (shards) only partly."""
-    count, example = partial_shards(array, origin, shape)
-    if count:
-        unit = "shard" if array.shards else "chunk"
-        warnings.warn(
-            f"to_zarr3: the region write of {name!r} covers {count} stored {unit}(s) only partly, e.g. {example!r}; "
-            f"each is read, merged and rewritten, so another process writing the same {unit} at the same time can "
-            f"lose its rows. Align regions to the {unit} grid {array.metadata.chunk_shape}, or pass lock= "
-            "(e.g. lock=lambda key: distributed.Lock(key))",
-            PartialShardWarning,
-            stacklevel=user_stacklevel(),
-        )
+def concurrent_writers(deferred: bool) -> str | None:
+    """Why other writers of the same store may run while this write does, or ``None`` when nothing suggests it.
+
+    One ``to_zarr3`` call never races itself (each shard is written by one
+    task), so only independent writes can lose each other's rows: a
+    ``deferred`` write (``compute=False`` with dask-backed data) may be
+    computed together with others, and a call from a thread other than the
+    main one or from a child process (multiprocessing, dask workers) usually
+    runs beside sibling calls. Independent programs (e.g. batch jobs) cannot
+    be seen from here.
+
+    >>> concurrent_writers(deferred=True)
+    'compute=False returns a graph that may be computed together with other writes'
+    """
+    if deferred:
+        return "compute=False returns a graph that may be computed together with other writes"
+    if threading.current_thread() is not threading.main_thread():
+        return f"it runs in the thread {threading.current_thread().name!r}, likely beside other writers"
+    if multiprocessing.parent_process() is not None:
+        return "it runs in a child process (a worker), likely beside other writers"
+    return None
+
+
+def warn_partial(writes: Sequence[tuple[str, Array, Shape, Shape]], reason: str) -> None:
+    """Warn once (:class:`PartialShardWarning`) when region writes ``(name, array, origin, shape)`` cover stored
+    chunks (shards) only partly; ``reason`` says why other writers may rewrite the same shards meanwhile."""
+    partial = [(name, array, *partial_shards(array, origin, shape)) for name, array, origin, shape in writes]
+    partial = [p for p in partial if p[2]]
+    if not partial:
+        return
+    names = ", ".join(repr(p[0]) for p in partial)
+    name, array, _, example = partial[0]
+    unit = "shard" if array.shards else "chunk"
+    warnings.warn(
+        f"to_zarr3: the region write of {names} covers {sum(p[2] for p in partial)} stored {unit}(s) only partly, "
+        f"e.g. {example!r}; each is read, merged and rewritten, so another process writing the same {unit} at the "
+        f"same time can lose its rows ({reason}). Align regions to the {unit} grid ({array.metadata.chunk_shape} for "
+        f"{name!r}), or pass lock= (e.g. lock=lambda key: distributed.Lock(key))",
+        PartialShardWarning,
+        stacklevel=caller_stacklevel("zarr3_backend"),
+    )

@@ -18,11 +18,14 @@ from xarray.backends.common import T_PathFileOrDataStore
 from ..array import Array, is_remote
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..executor import submit_io
-from ..hierarchy import Group, normalize_path, open_node_consolidated, open_node_listed
+from ..hierarchy import Group
+from ..node_paths import normalize_path
+from ..opening import open_node_consolidated, open_node_listed
 from ..store import StoreLike, make_store
 from ..store.base import Store
 from ..reservations import HINT, describe, read_reservations
 from ..unfinished import UnfinishedWriteWarning, check_opened
+from ..v2_metadata import is_v2
 from .commit import PENDING_KEY, pending_error
 
 T = TypeVar("T")
@@ -39,17 +42,26 @@ class ReadOptions:
     """The ``engine="zarr"`` keywords that mean something for us, parsed."""
 
     consolidated: bool | None = None
-    fill_value_as_mask: bool = False
+    fill_value_as_mask: bool | None = None
+    zarr_format: int | None = None
 
     @classmethod
     def parse(cls, consolidated: bool | None, zarr_format: int | None, use_zarr_fill_value_as_mask: bool | None) -> ReadOptions:
-        """Check ``zarr_format`` (only v3 is read) and normalise the rest."""
-        if zarr_format not in (None, 3):
-            raise MetadataError(
-                f"zarr_format={zarr_format!r}: engine='zarr3' reads Zarr v3 stores only; pass zarr_format=3 (or "
-                "leave it out), or open Zarr v2 stores with engine='zarr'"
-            )
-        return cls(consolidated, bool(use_zarr_fill_value_as_mask))
+        """Check ``zarr_format`` (``None``, ``2`` or ``3``) and keep the rest."""
+        if zarr_format not in (None, 2, 3):
+            raise MetadataError(f"zarr_format={zarr_format!r}: expected 2, 3 or None (either format)")
+        mask = None if use_zarr_fill_value_as_mask is None else bool(use_zarr_fill_value_as_mask)
+        return cls(consolidated, mask, zarr_format)
+
+    def mask_for(self, root: Group) -> bool:
+        """Whether fill values mask for the store of ``root``: as asked, else (as ``engine="zarr"``) for Zarr v2 only.
+
+        Raises :class:`MetadataError` if the store is not of the ``zarr_format`` asked for.
+        """
+        found = 2 if is_v2(root.metadata) else 3
+        if self.zarr_format not in (None, found):
+            raise MetadataError(f"zarr_format={self.zarr_format}: {root.store!r} holds a Zarr v{found} hierarchy")
+        return found == 2 if self.fill_value_as_mask is None else self.fill_value_as_mask
 
 
 def normalize_location(location: str | os.PathLike[str] | T) -> str | T:
@@ -130,10 +142,7 @@ def _not_found(store: Store, path: str, where: str, below: list[str]) -> Excepti
     prefix = f"{path}/" if path else ""
     found = [key for key, raw in zip(V2_KEYS, store.get_many([(prefix + k, None) for k in V2_KEYS])) if raw is not None]
     if found:
-        return MetadataError(
-            f"{where} is a Zarr v2 store ({found[0]} found, no zarr.json); engine='zarr3' reads Zarr v3 only. "
-            "Open it with engine='zarr', or convert it to Zarr v3 (e.g. ds.to_zarr(..., zarr_format=3))"
-        )
+        return MetadataError(f"{where}: {found[0]} found, but neither zarr.json nor a readable Zarr v2 .zgroup")
     hint = f" Zarr stores found further down: {', '.join(below)}." if below else ""
     return NodeNotFoundError(
         f"no Zarr v3 group at {where}: {prefix}zarr.json not found.{hint} Check the path (or URL and "
@@ -146,7 +155,11 @@ def _describe(obj: object) -> str:
 
 
 def holds_v3_metadata(filename_or_obj: object) -> bool:
-    """Whether the root of a path, URL or store holds a Zarr v3 ``zarr.json``; never raises."""
+    """Whether the root of a path, URL or store holds a Zarr v3 ``zarr.json``; never raises.
+
+    Zarr v2 stores are read when ``engine="zarr3"`` is asked for, but not claimed
+    when xarray guesses the engine (they stay ``engine="zarr"``'s by default).
+    """
     try:
         raw = make_store(filename_or_obj, read_only=True).get("zarr.json")
         return raw is not None and json.loads(raw).get("zarr_format") == 3

@@ -25,14 +25,16 @@ from xarray.core.utils import Frozen, FrozenDict
 from xarray.core.variable import Variable
 
 from ..array import Array, ReadResult, is_remote, read_many
+from ..array_kinds import explain_stale
 from ..errors import CodecError, UnknownExtensionError
 from ..executor import submit_io
-from ..hierarchy import Group, explain_stale
+from ..hierarchy import Group
+from ..v2_metadata import V2ArrayMetadata
 from ..reservations import HINT
 from ..unfinished import FLAG
 from .backend_array import Zarr3BackendArray, variable_dtype
 from .dims import DIMENSION_KEY, array_dims, group_dims
-from .encoding import decode_fill_value, variable_encoding
+from .encoding import PreferredChunks, decode_fill_value, preferred_chunks, variable_encoding
 
 
 class Zarr3DataStore(AbstractDataStore):
@@ -52,6 +54,10 @@ class Zarr3DataStore(AbstractDataStore):
     >>> sorted(store.get_variables()), store.get_attrs(), dict(store.get_dimensions())
     (['x'], {'title': 't'}, {'x': 3})
     """
+
+    #: What each variable's ``preferred_chunks`` encoding reports (``chunks={}``): see
+    #: :func:`~zarr3_backend.xarray_backend.encoding.preferred_chunks`.
+    preferred: PreferredChunks = "shard"
 
     def __init__(self, group: Group, drop_variables: Iterable[str] = (), fill_value_as_mask: bool = False) -> None:
         self.group = group
@@ -90,9 +96,12 @@ class Zarr3DataStore(AbstractDataStore):
         if dims.from_attribute:
             del attrs[DIMENSION_KEY]
         encoding = variable_encoding(array, dims.names)
-        if "_FillValue" in attrs:
+        encoding["preferred_chunks"] = preferred_chunks(array, dims.names, self.preferred)
+        if isinstance(array.metadata, V2ArrayMetadata):
+            _v2_fill_value(array.metadata, array, attrs, self.fill_value_as_mask)
+        elif "_FillValue" in attrs:
             attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
-        if self.fill_value_as_mask and _masks_nothing(attrs.get("_FillValue")):
+        if self.fill_value_as_mask and not isinstance(array.metadata, V2ArrayMetadata) and _masks_nothing(attrs.get("_FillValue")):
             del encoding["fill_value"]
             attrs["_FillValue"] = array.fill_value
         data: Any = (self.loaded or {}).get(name)
@@ -112,6 +121,15 @@ class Zarr3DataStore(AbstractDataStore):
 
     def close(self) -> None:
         """Nothing to release: stores hold no open files between reads."""
+
+
+def _v2_fill_value(metadata: V2ArrayMetadata, array: Array, attrs: dict[str, Any], mask: bool) -> None:
+    """``_FillValue`` of a v2 array as ``engine="zarr"`` gives it: the array's ``fill_value`` when masking, else the decoded attribute."""
+    if mask:
+        if metadata.v2_fill_value is not None:
+            attrs["_FillValue"] = array.fill_value
+    elif "_FillValue" in attrs:
+        attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
 
 
 def _masks_nothing(fill_value: Any) -> bool:

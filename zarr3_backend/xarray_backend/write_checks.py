@@ -7,7 +7,7 @@ variable and the fix:
 - variable names must be non-empty strings without ``/`` (a ``/`` would make
   a nested group and the variable would vanish on reopen), and valid node
   names by the spec's and the store's key rules
-  (:func:`~zarr3_backend.hierarchy.validate_node_name`: not ``.``/``..``, no
+  (:func:`~zarr3_backend.node_paths.validate_node_name`: not ``.``/``..``, no
   backslash or NUL, none of these once percent-decoded, no ``__`` prefix);
 - an append must include every stored variable having the append dimension
   (else the store ends with conflicting sizes), and needs something to append to;
@@ -17,7 +17,7 @@ variable and the fix:
 - ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
   ``progress`` take only the documented values.
 
-Warnings point at the user's line: :func:`user_stacklevel`.
+Warnings point at the user's line: :func:`~zarr3_backend.stacklevel.caller_stacklevel`.
 
 >>> import numpy as np, xarray as xr
 >>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
@@ -29,8 +29,6 @@ zarr3_backend.errors.WriteError: to_zarr3: variable name 'a/b' contains '/', whi
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -41,10 +39,9 @@ from xarray.backends.zarr import encode_zarr_attr_value
 from ..api import WRITE_MODES, WriteMode
 from ..array import Array
 from ..errors import NodeNameError, WriteError, WriteTypeError
-from ..hierarchy import validate_node_name
+from ..node_paths import validate_node_name
 
 PROGRESS_VALUES = (False, True, "tqdm")
-PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def check_names(ds: xr.Dataset) -> None:
@@ -147,8 +144,9 @@ def check_format(zarr_format: int | None) -> None:
     """Only Zarr v3 is written: ``zarr_format`` is ``None`` or ``3``."""
     if zarr_format not in (None, 3):
         raise WriteError(
-            f"to_zarr3: zarr_format={zarr_format!r} is not supported; zarr3_backend writes Zarr v3 only "
-            "(pass zarr_format=3 or leave it out; for Zarr v2 use ds.to_zarr(..., zarr_format=2))"
+            f"to_zarr3: zarr_format={zarr_format!r} is not supported; zarr3_backend writes Zarr v3 only and reads "
+            "Zarr v2 read-only (pass zarr_format=3 or leave it out; to move a Zarr v2 store to v3 run "
+            "'zarr3 convert SRC DST'; to write Zarr v2 use ds.to_zarr(..., zarr_format=2))"
         )
 
 
@@ -192,11 +190,3 @@ def _numpy_json(value: Any) -> Any:
         return value.tolist()
     raise TypeError(type(value).__name__)
 
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` for a warning issued by the caller: the first frame outside zarr3_backend."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level

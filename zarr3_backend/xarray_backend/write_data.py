@@ -20,7 +20,7 @@ import numpy as np
 from ..dask_compute import compute_writes
 from ..dask_io import WriteRequest, store_graph
 from ..reservations import Reservation, appending_key, drop_hint, release, reserve
-from ..shard_writes import Lock, ShardLock, local_lock, shard_lock, write_numpy
+from ..shard_writes import Lock, ShardLock, local_lock, shard_lock, write_numpy_many
 from ..store.base import Store
 from .commit import PENDING_KEY, Commit, roll_back
 from .first_write import Finish
@@ -65,12 +65,10 @@ def write_data(store: Store, plan: WritePlan, finalize: Commit | Finish | Releas
     """
     reserved = None
     try:
-        requests = []
-        for write in plan.data:
-            if write.variable.chunks is None:
-                write_numpy(write.array, write.origin, np.asarray(write.variable.data), write.write_empty, lock)
-            else:
-                requests.append(WriteRequest(write.variable.data, write.array, write.origin, write.write_empty, write.name, lock))
+        write_numpy_many([(w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
+                          for w in plan.data if w.variable.chunks is None], lock)
+        requests = [WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, lock)
+                    for w in plan.data if w.variable.chunks is not None]
         if reserve is not None and isinstance(finalize, Commit):
             with shard_lock(lock, appending_key(reserve[0])):  # as Release, which may run meanwhile
                 reserved = _reserve(store, plan, reserve[0], reserve[1])

@@ -44,7 +44,8 @@ from ..errors import WriteError, WriteKeyError, WriteTypeError
 from ..metadata import ArrayMetadata
 from .chunk_encoding import fitting_encoding, parse_shape, regular_dask_chunks
 from .encoding import codec_parts
-from .write_checks import encode_attributes, user_stacklevel
+from ..stacklevel import caller_stacklevel
+from .write_checks import encode_attributes
 
 VALID_ENCODING = frozenset({
     "chunks", "shards", "compressors", "filters", "serializer", "codecs", "index_location",
@@ -161,7 +162,7 @@ def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit:
             warnings.warn(
                 f"to_zarr3: {name!r} has shards={shards} but no chunks; using inner chunks {chunks} "
                 f"({'the dask chunks' if fits else 'the shard split to ~4 MiB'}). Pass encoding[{name!r}]['chunks'] to choose",
-                InnerChunksWarning, stacklevel=user_stacklevel(),
+                InnerChunksWarning, stacklevel=caller_stacklevel("zarr3_backend"),
             )
     elif chunks is None:
         chunks = dask_chunks

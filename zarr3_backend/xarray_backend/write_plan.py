@@ -32,11 +32,13 @@ from xarray.backends.zarr import encode_zarr_variable
 from ..api import WriteMode
 from ..array import Array
 from ..errors import NodeExistsError, WriteError, WriteTypeError
-from ..hierarchy import join_path, missing_parents, normalize_path, read_node_metadata
+from ..node_lookup import read_node_metadata
+from ..node_paths import join_path, normalize_path
+from ..placement import missing_parents
 from ..metadata import GroupMetadata
 from ..store.base import Store
 from .commit import Documents, group_document
-from .region import Region, Shape, place, resolve_region, warn_partial
+from .region import Region, Shape, place, resolve_region
 from .stored import existing_arrays, stored_encoding, unchanged
 from .write_checks import check_append, check_fits, check_names, encode_attributes
 from .write_encoding import new_array_metadata, parse_encodings
@@ -50,7 +52,6 @@ class WriteOptions:
     append_dim: Hashable | None = None
     region: Region = None
     write_empty_chunks: bool | None = None
-    locked: bool = False  # a lock guards partly covered shards: no PartialShardWarning
     inherited_coords: bool = False
 
 
@@ -205,8 +206,6 @@ class _GroupWrite:
         encoded = encode_zarr_variable(check_fits(name, variable, array), name=name, zarr_format=3)
         placement = place(name, encoded, array, region=self.region, append_dim=self.options.append_dim)
         encoded = encoded.transpose(*placement.dims)
-        if self.region and not self.options.locked:
-            warn_partial(name, array, placement.origin, encoded.shape)
         if placement.shape == array.shape:
             return _VariableWrite(self._data(array, placement.origin, name, encoded))
         grown = Array(array.store, array.path, array.metadata.with_shape(placement.shape))

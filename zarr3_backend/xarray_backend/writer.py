@@ -43,12 +43,12 @@ from xarray.backends.api import DATAARRAY_NAME
 from ..api import WriteMode
 from ..dask_compute import check_reachable
 from ..errors import WriteNotImplementedError
-from ..hierarchy import normalize_path
+from ..node_paths import normalize_path
 from ..shard_writes import ShardLock
 from ..store import StoreLike, make_store
 from .commit import Commit, roll_forward
 from .first_write import Finish, check_target
-from .region import Region
+from .region import Region, concurrent_writers, warn_partial
 from .write_checks import check_format, check_progress, parse_mode
 from .write_data import write_data, writer_lock
 from .write_plan import WriteOptions, plan_dataset, plan_tree
@@ -153,7 +153,10 @@ def to_zarr3(
         partly: an object with ``acquire``/``release`` (one lock for all
         shards) or a callable returning a lock for a shard's store key (e.g.
         ``lambda key: distributed.Lock(key)``). Without it, a region covering
-        part of a shard warns with :class:`~zarr3_backend.shard_writes.PartialShardWarning`.
+        part of a shard warns once with :class:`~zarr3_backend.shard_writes.PartialShardWarning`
+        when other writers may run alongside (``compute=False`` with dask data,
+        a call from a thread other than the main one or from a child process);
+        one call never races itself.
         ``mode="a"``/``"a-"`` writes also hold it (or ``lock("__zarr3_backend_pending.json")``)
         from planning to publishing (a deferred append: while it reserves its
         rows), so appends from several processes sharing it never collide;
@@ -183,7 +186,7 @@ def to_zarr3(
         obj = _dataarray_as_dataset(obj)
     options = WriteOptions(
         mode=parse_mode(mode, append_dim, region), append_dim=append_dim, region=region,
-        write_empty_chunks=write_empty_chunks, locked=lock is not None, inherited_coords=write_inherited_coords,
+        write_empty_chunks=write_empty_chunks, inherited_coords=write_inherited_coords,
     )
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
@@ -197,6 +200,9 @@ def to_zarr3(
             plan = plan_tree(obj, target, path, encoding=encoding, options=options)
         else:
             plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+        later = not compute and any(write.variable.chunks is not None for write in plan.data)
+        if region and lock is None and (reason := concurrent_writers(later)):
+            warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
         consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
         if any(write.variable.chunks is not None for write in plan.data):
             check_reachable(target)

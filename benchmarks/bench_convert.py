@@ -1,0 +1,161 @@
+"""Convert benchmark: the climate-like ``t2m`` written as Zarr v2 with zarr-python's defaults, rewritten as sharded v3.
+
+The source is what ``xr.Dataset(...).to_zarr(path, zarr_format=2)`` writes
+for the workload array (float32 (730, 361, 720), ~760 MB; ``--quick``:
+(146, 361, 720)) with its lat/lon coordinates: zarr-python's automatic
+chunks and its default v2 compressor. Both implementations produce the same
+layout: inner chunks = the source chunks, shards = ``default_shards`` of
+them (the convert default). Cases, interleaved round-robin in one run:
+
+* ``convert``: ``zarr3_backend.convert(src, dst, overwrite=True)`` (zstd +
+  crc32c, every shard read back and verified);
+* ``xarray+zarr-python``: ``xr.open_dataset(src, engine="zarr", chunks={})``,
+  rechunked to the shards, encodings dropped, then
+  ``to_zarr(zarr_format=3, encoding={"t2m": {"chunks": ..., "shards": ...}})``
+  (zarr-python's default v3 codecs: zstd, no checksum, nothing verified);
+
+each on dask's threaded scheduler and on ``LocalCluster(n_workers=2,
+threads_per_worker=1, processes=True)``. Printed: median seconds, CPU seconds
+of this process (threaded) and the ratios; for cluster rows, the peak RSS
+growth of the largest worker during a call, against the target of two
+shards plus 64 MB. Every output is checked once (after the warm-up) against
+the source values.
+
+Run ``python benchmarks/bench_convert.py --quick`` for a smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
+
+from common import Case, climate_field, print_machine_info, reset_peak_rss, rss_bytes, time_interleaved  # noqa: E402
+
+FULL_SHAPE = (730, 361, 720)
+QUICK_SHAPE = (146, 361, 720)
+OURS, ZARR = "convert", "xarray+zarr-python"
+LIBRARIES = ["zarr3_backend", "xarray", "zarr", "dask", "distributed", "numcodecs", "numpy"]
+
+
+def write_source(path: Path, shape: tuple[int, int, int]) -> np.ndarray:
+    """The v2 store as xarray + zarr-python write it by default (reused when present); returns the values."""
+    import xarray as xr
+
+    data = climate_field(shape)
+    if not (path / ".zmetadata").exists():
+        ds = xr.Dataset(
+            {"t2m": (("time", "lat", "lon"), data, {"units": "K"})},
+            coords={"lat": np.linspace(90, -90, shape[1]), "lon": np.linspace(0, 360, shape[2], endpoint=False)},
+        )
+        ds.to_zarr(path, zarr_format=2, mode="w")
+    return data
+
+
+def cases(src: Path, out: Path, data: np.ndarray, scheduler: str, client=None) -> dict[str, Case]:
+    import dask
+    import xarray as xr
+    import zarr
+
+    import zarr3_backend
+    from zarr3_backend.conversion import default_shards
+
+    chunks = zarr.open_array(src / "t2m").chunks
+    shards = default_shards(data.shape, chunks, data.dtype.itemsize)
+
+    def ours(path: Path) -> None:
+        zarr3_backend.convert(src, path, overwrite=True)
+
+    def theirs(path: Path) -> None:
+        ds = xr.open_dataset(src, engine="zarr", chunks={})
+        ds = ds.chunk(dict(zip(ds.t2m.dims, shards)))
+        for variable in ds.variables.values():
+            variable.encoding = {}
+        ds.to_zarr(path, mode="w", zarr_format=3, consolidated=True, encoding={"t2m": {"chunks": chunks, "shards": shards}})
+
+    def check(path: Path) -> None:
+        written = zarr3_backend.open_array(path, "t2m")
+        assert (written.chunks, written.shards) == (chunks, shards), (written.chunks, written.shards)
+        assert np.array_equal(written[:], data), f"{path}: values differ from the source"
+
+    made = {}
+    for name, convert in ((OURS, ours), (ZARR, theirs)):
+        path = out / f"{name.split('+')[0]}_{scheduler}.zarr"
+
+        def run(convert=convert, path=path) -> None:
+            shutil.rmtree(path, ignore_errors=True)
+            with dask.config.set(scheduler="threads" if client is None else client.get):
+                convert(path)
+
+        made[f"{name} ({scheduler})"] = Case(run=run, check=lambda _, path=path: check(path))
+    print(f"  source chunks {chunks}, shards {shards} ({shard_bytes(shards, data) / 1e6:.0f} MB decoded)")
+    return made
+
+
+def shard_bytes(shards: tuple[int, ...], data: np.ndarray) -> int:
+    return int(np.prod(shards)) * data.dtype.itemsize
+
+
+def with_worker_peaks(case: Case, client, peaks: list[int]) -> Case:
+    """``case`` recording the largest worker's peak RSS growth of each call."""
+    before: dict[str, int] = {}
+
+    def setup() -> None:
+        client.run(reset_peak_rss)
+        before.update(client.run(rss_bytes))
+
+    def run() -> object:
+        result = case.run()
+        highs = client.run(rss_bytes, "VmHWM")
+        peaks.append(max(highs[w] - before[w] for w in highs))
+        return result
+
+    return Case(run=run, setup=setup, check=case.check)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"a {QUICK_SHAPE} array instead of {FULL_SHAPE}")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--data", type=Path, default=Path("/tmp/zarr3_bench_convert"),
+                        help="where the v2 source is kept between runs, and the outputs written")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")  # zarr-python's warnings about v3 specs and consolidated metadata
+    from distributed import Client, LocalCluster
+
+    shape = QUICK_SHAPE if args.quick else FULL_SHAPE
+    print_machine_info(LIBRARIES)
+    src = args.data / f"t2m_{'x'.join(map(str, shape))}_v2.zarr"
+    data = write_source(src, shape)
+    print(f"\nconvert {src} ({data.nbytes / 1e6:.0f} MB of t2m), {args.repeats} repeats after 1 warm-up")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        all_cases = cases(src, args.data, data, "threaded")
+        peaks: dict[str, list[int]] = {}
+        for name, case in cases(src, args.data, data, "cluster", client).items():
+            all_cases[name] = with_worker_peaks(case, client, peaks.setdefault(name, []))
+        timings = time_interleaved(all_cases, repeats=args.repeats, warmup=1)
+    print(f"\n  {'case':<32}{'median s':>10}{'min s':>9}{'MB/s':>8}{'cpu s':>8}{'worker peak MB':>16}")
+    for name, timing in timings.items():
+        worker = f"{max(peaks[name][1:] or peaks[name]) / 1e6:.0f}" if name in peaks else "-"
+        print(f"  {name:<32}{timing.median:>10.2f}{min(timing.seconds):>9.2f}{data.nbytes / 1e6 / timing.median:>8.0f}"
+              f"{timing.cpu_median or 0:>8.2f}{worker:>16}")
+    from zarr3_backend.conversion import default_shards
+    import zarr
+
+    limit = 2 * shard_bytes(default_shards(shape, zarr.open_array(src / "t2m").chunks, 4), data) + (64 << 20)
+    print(f"  worker peak target: two shards + 64 MB = {limit / 1e6:.0f} MB")
+    print("\nratios of medians (xarray+zarr-python / convert; > 1: convert is faster)")
+    for scheduler in ("threaded", "cluster"):
+        print(f"  {scheduler:<10}{timings[f'{ZARR} ({scheduler})'].median / timings[f'{OURS} ({scheduler})'].median:>8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

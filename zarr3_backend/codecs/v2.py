@@ -1,0 +1,193 @@
+"""The Zarr v2 filter pipeline as one ``array -> bytes`` codec (read only).
+
+Spec: ``../shared/spec/v2/zarr-v2-spec.txt`` ("Filters", "Chunks"). A v2
+chunk is its array in ``order`` ("C" or "F") and stored ``dtype`` (byte order
+included), passed through the ``filters`` in turn, then the ``compressor``.
+Arrays with filters, object or structured dtypes read through this codec:
+the compressor stays a ``bytes -> bytes`` codec after it, and this codec
+undoes the filters in reverse order on the stored dtype, exactly as the spec
+(and zarr-python) applies them, then reshapes in ``order`` and converts to
+native byte order. Arrays without filters of simple dtypes need none of
+this: :mod:`zarr3_backend.v2_metadata` reads them with ``transpose``,
+``bytes`` and the compressor.
+
+Filters are numcodecs codecs wrapped by
+:mod:`~zarr3_backend.codecs.numcodecs_adapter` (so ``pickle`` is refused
+unless allowed). What a filter decodes to is bounded by what its input may
+hold: compressors used as filters stop at that size, the object codecs
+(``vlen-*``) have their item count checked before decoding, and every other
+filter's output is checked after it.
+
+>>> import numcodecs, numpy as np
+>>> from zarr3_backend.dtypes import data_type_from_numpy
+>>> codec = V2FilterCodec(np.dtype(">i4"), "F", (v2_filter({"id": "delta", "dtype": ">i4"}, "x"),))
+>>> a = np.arange(6, dtype=">i4").reshape(2, 3)
+>>> raw = numcodecs.Delta(">i4").encode(np.asfortranarray(a))
+>>> codec.decode(raw, ChunkSpec((2, 3), data_type_from_numpy("int32"), 0)).tolist()
+[[0, 1, 2], [3, 4, 5]]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from numcodecs.compat import ensure_ndarray_like
+
+from ..dtypes import data_type_from_numpy
+from ..errors import CodecError, MetadataError, ReadOnlyError
+from ..v2_dtypes import parse_v2_dtype
+from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
+from .numcodecs_adapter import PREFIX
+from .registry import codec_from_json, register_codec
+
+#: Object codecs: their encoding starts with a 4-byte little-endian item count.
+VLEN_IDS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array"})
+#: Codecs that turn an object array into bytes (the first filter of an object array).
+_OBJECT_IDS = VLEN_IDS | {"json2", "msgpack2", "pickle", "json", "msgpack", "categorize"}
+#: Filters whose encoded item type is named by a configuration member.
+_ENCODED_TYPE = {"astype": "encode_dtype", "delta": "astype", "fixedscaleoffset": "astype", "quantize": "astype",
+                 "categorize": "astype"}
+_SAME_SIZE = frozenset({"shuffle", "bitround"})
+
+Order = Literal["C", "F"]
+#: The spec handed to a compressor used as a filter (compressors look at no more than the item size).
+_BYTES_SPEC = ChunkSpec((1,), data_type_from_numpy("uint8"), 0)
+
+
+def v2_filter(config: object, where: str) -> Codec:
+    """The numcodecs codec of a v2 filter or compressor object ``{"id": ..., ...}``, as a wrapped codec.
+
+    Raises :class:`MetadataError` for a malformed object,
+    :class:`~zarr3_backend.errors.UnknownExtensionError` for an id numcodecs
+    lacks and :class:`~zarr3_backend.errors.UnsafeCodecError` for an unsafe one.
+    """
+    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
+        raise MetadataError(f"{where}: expected a codec object with a string 'id', got {str(config)[:200]!r}")
+    configuration = {k: v for k, v in config.items() if k != "id"}
+    codec = codec_from_json({"name": PREFIX + config["id"], "configuration": configuration})
+    if codec is None:  # only optional codecs are skipped, and this one is not marked optional
+        raise MetadataError(f"{where}: codec {config['id']!r} is not available")
+    return codec
+
+
+@dataclass(frozen=True)
+class V2FilterCodec(ArrayBytesCodec):
+    """Undo v2 ``filters`` (numcodecs codecs, in stored order) on a chunk of stored dtype ``stored`` laid out in ``order``."""
+
+    name: ClassVar[str] = "zarr3_backend.v2_filters"
+    stored: np.dtype
+    order: Order = "C"
+    filters: tuple[Codec, ...] = field(default=())
+
+    @classmethod
+    def from_json(cls, configuration: dict[str, Any]) -> Codec:
+        """Rebuild from :meth:`to_json`: ``{"dtype": <v2 dtype>, "order": "C" | "F", "filters": [<codec objects>]}``."""
+        where = f"codec {cls.name!r}: configuration"
+        if set(configuration) != {"dtype", "order", "filters"} or configuration["order"] not in ("C", "F"):
+            raise MetadataError(f"{where}: expected members dtype, order ('C' or 'F') and filters, got {configuration!r}")
+        filters = configuration["filters"]
+        if not isinstance(filters, list):
+            raise MetadataError(f"{where}.filters: expected a list of codec objects, got {filters!r}")
+        codecs = tuple(codec_from_json(item) for item in filters)
+        if any(c is None or not c.name.startswith(PREFIX) for c in codecs):
+            raise MetadataError(f"{where}.filters: expected numcodecs codecs, got {filters!r}")
+        stored = parse_v2_dtype(configuration["dtype"], None, where).stored
+        return cls(stored, configuration["order"], tuple(c for c in codecs if c is not None))
+
+    def _configuration(self) -> dict[str, Any]:
+        dtype = self.stored.str if self.stored.fields is None else _descr(self.stored)
+        return {"dtype": dtype, "order": self.order, "filters": [f.to_json() for f in self.filters]}
+
+    def _numcodec(self, index: int) -> Any:
+        return getattr(self.filters[index], "numcodec")  # every filter is a numcodecs adapter (see v2_filter)
+
+    def _id(self, index: int) -> str:
+        return self.filters[index].name.removeprefix(PREFIX)
+
+    def _sizes(self, count: int) -> list[int | None]:
+        """Bytes entering each filter when encoding a chunk of ``count`` items (``None``: unknown), and leaving the last."""
+        size: int | None = count * self.stored.itemsize
+        sizes = [size]
+        for index, codec in enumerate(self.filters):
+            codec_id = self._id(index)
+            configuration = getattr(codec, "configuration", {})
+            if size is None:
+                pass
+            elif codec_id in _ENCODED_TYPE and configuration.get(_ENCODED_TYPE[codec_id]) is not None:
+                size = count * np.dtype(configuration[_ENCODED_TYPE[codec_id]]).itemsize
+            elif codec_id == "packbits":
+                size = 1 + math.ceil(count / 8)
+            elif codec_id in _SAME_SIZE or codec_id in _ENCODED_TYPE:
+                pass
+            elif isinstance(codec, BytesBytesCodec):
+                size = codec.max_encoded_size(size, _BYTES_SPEC) if codec_id not in VLEN_IDS else None
+            else:
+                size = None
+            sizes.append(size)
+        return sizes
+
+    def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
+        return self._sizes(spec.size)[-1]
+
+    def validate(self, spec: ChunkSpec) -> None:
+        for index in range(len(self.filters)):
+            self._numcodec(index)  # numcodecs checks each configuration when it builds the codec
+        if self.stored.kind == "O" and not (self.filters and self._id(0) in _OBJECT_IDS):
+            raise CodecError(
+                "an object array ('|O') needs an object codec as its first filter "
+                f"(one of {sorted(_OBJECT_IDS)}), got {[self._id(i) for i in range(len(self.filters))]}"
+            )
+
+    def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
+        raise ReadOnlyError("Zarr v2 arrays are read-only here; convert the store to Zarr v3 with 'zarr3 convert'")
+
+    def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
+        count = spec.size
+        sizes = self._sizes(count)
+        value: Any = data
+        for index in reversed(range(len(self.filters))):
+            value = self._undo(index, value, sizes[index], count)
+        if self.stored.kind == "O":
+            chunk = np.asarray(value, dtype=object)
+        else:
+            chunk = ensure_ndarray_like(value)
+            if chunk.dtype != self.stored:  # a compressor's bytes, or a filter's items of another byte order
+                chunk = np.ascontiguousarray(chunk).reshape(-1).view(self.stored)
+        if chunk.size != count:
+            raise CodecError(f"a v2 chunk of shape {spec.shape} needs {count} items, the filters gave {chunk.size}")
+        chunk = chunk.reshape(spec.shape, order=self.order)
+        return chunk if chunk.dtype == spec.dtype else chunk.astype(spec.dtype)
+
+    def _undo(self, index: int, value: Any, limit: int | None, count: int) -> Any:
+        codec, codec_id = self.filters[index], self._id(index)
+        if codec_id in VLEN_IDS:
+            header = bytes(memoryview(value).cast("B")[:4])
+            found = int.from_bytes(header, "little") if len(header) == 4 else None
+            if found != count:  # checked before numcodecs allocates ``found`` items for a corrupt header
+                raise CodecError(f"filter {codec_id!r}: the chunk holds {found} items, expected {count}")
+        elif isinstance(codec, BytesBytesCodec) and codec_id not in _OBJECT_IDS and codec_id not in _SAME_SIZE:
+            return codec.decode_bounded(value, _BYTES_SPEC, limit)
+        try:
+            decoded = self._numcodec(index).decode(value)
+        except Exception as exc:
+            raise CodecError(f"filter {codec_id!r}: decode failed: {exc}") from exc
+        nbytes = decoded.nbytes if isinstance(decoded, np.ndarray) and decoded.dtype != object else None
+        if limit is not None and nbytes is not None and nbytes > limit:
+            raise decoded_too_large(codec_id, nbytes, limit)
+        return decoded
+
+
+def _descr(dtype: np.dtype) -> list[Any]:
+    """A structured dtype as the v2 ``dtype`` JSON: ``[[name, type(, shape)], ...]``."""
+    fields = []
+    for name, (field_dtype, *_) in (dtype.fields or {}).items():
+        base, shape = (field_dtype.subdtype or (field_dtype, ()))
+        item = _descr(base) if base.fields is not None else base.str
+        fields.append([name, item, list(shape)] if shape else [name, item])
+    return fields
+
+
+register_codec(V2FilterCodec)

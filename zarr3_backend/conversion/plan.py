@@ -1,0 +1,242 @@
+"""What ``convert`` writes: every node's target metadata, chosen before any data moves.
+
+An array keeps its shape, data type, fill value, attributes and dimension
+names; only its chunking and codecs change. Its inner chunks are the source
+chunks (the inner chunks of a sharded source), and its shards follow
+:func:`default_shards`; ``chunks``, ``shards`` and ``codecs`` override them,
+for every array or per array path.
+
+A Zarr v2 array's metadata is carried over as xarray's ``engine="zarr"``
+reads it, so that the converted array reads as the same variable: the names
+in its ``_ARRAY_DIMENSIONS`` attribute become ``dimension_names`` (and the
+attribute is dropped, as xarray writes v3), and a ``fill_value`` other than
+``null`` (which xarray reads as the CF ``_FillValue`` of a v2 array) is
+also recorded as the ``_FillValue`` attribute, in the JSON form xarray gives
+it in Zarr v3. No other attribute changes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
+
+import numpy as np
+
+from ..array import Array
+from ..codecs.registry import codec_from_json
+from ..creation import DEFAULT_INDEX_CODECS, CodecLike, build_array_metadata
+from ..dtypes import Scalar, parse_data_type
+from ..errors import ArgumentError, MetadataError, Zarr3Error, with_location
+from ..hierarchy import Group
+from ..json_types import JSON
+from ..metadata import ArrayMetadata
+from ..store.base import Store
+from ..v2_metadata import V2ArrayMetadata
+
+#: The decoded size :func:`default_shards` aims at (shards hold at most this, and at least half of it
+#: unless the array is smaller or one inner chunk is larger).
+SHARD_TARGET_BYTES = 128 << 20
+VARIABLE_ITEM_BYTES = 16  # the size assumed for an element of a variable-length type
+DIMENSION_KEY = "_ARRAY_DIMENSIONS"
+
+T = TypeVar("T")
+#: A setting for every array (``shards=(24, 721, 1440)``), or per array path (``{"t2m": (24, 721, 1440)}``).
+PerArray: TypeAlias = T | Mapping[str, T] | None
+
+
+@dataclass(frozen=True)
+class ArrayPlan:
+    """One array to convert: its ``path``, the ``source`` array and the ``metadata`` it gets in DST."""
+
+    path: str
+    source: Array
+    metadata: ArrayMetadata
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a convert writes besides the data: group attributes and array metadata, by path."""
+
+    source: str
+    groups: dict[str, dict[str, Any]]
+    arrays: list[ArrayPlan]
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as recorded in DST, to compare with the plan of a resumed run."""
+        arrays = {a.path: a.metadata.to_json() for a in self.arrays}
+        return {"source": self.source, "groups": self.groups, "arrays": arrays}
+
+    def difference(self, recorded: JSON) -> str | None:
+        """Where ``recorded`` (an earlier run's :meth:`to_json`, parsed) differs from this plan, or ``None``.
+
+        >>> plan = Plan("a.zarr", {"": {"title": "t"}}, [])
+        >>> plan.difference({"source": "a.zarr", "groups": {"": {"title": "u"}}, "arrays": {}})
+        "groups/ (root)/title: 'u' then, 't' now"
+        """
+        return _difference(recorded, self.to_json(), "")
+
+
+def _difference(before: Any, after: Any, where: str) -> str | None:
+    """The first place (a ``/``-joined path of keys) where two JSON values differ; NaN equals NaN."""
+    if _canonical(before) == _canonical(after):
+        return None
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(set(before) | set(after)):
+            found = _difference(before.get(key), after.get(key), f"{where}/{key or ' (root)'}".lstrip("/"))
+            if found is not None:
+                return found
+    return f"{where}: {before!r} then, {after!r} now"
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def default_shards(shape: Sequence[int], chunks: Sequence[int], item_size: int, target: int = SHARD_TARGET_BYTES) -> tuple[int, ...]:
+    """The shard shape ``convert`` gives an array of ``shape`` with inner ``chunks``.
+
+    A shard holds whole inner chunks, at most ``target`` bytes decoded (at
+    least one chunk). It grows along the last dimension first, up to the
+    array's extent, then along the one before, and so on, so that shards are
+    slabs of the leading dimension (time, usually) covering the other
+    dimensions whole whenever such a slab fits. Each shard then holds between
+    half of ``target`` and ``target``, unless the array is smaller or one
+    chunk is larger.
+
+    >>> default_shards((8760, 721, 1440), (1, 721, 1440), 4)  # 32 hourly fields: 133 MB
+    (32, 721, 1440)
+    >>> default_shards((100, 1000, 1000), (10, 100, 100), 8, target=16 << 20)
+    (10, 200, 1000)
+    """
+    budget = max(1, target // max(1, math.prod(chunks) * item_size))
+    counts = [max(1, -(-n // c)) for n, c in zip(shape, chunks)]
+    multiples = [1] * len(chunks)
+    for dim in reversed(range(len(chunks))):
+        multiples[dim] = min(counts[dim], budget)
+        budget //= multiples[dim]
+    return tuple(c * m for c, m in zip(chunks, multiples))
+
+
+def make_plan(
+    root: Array | Group, source: str, *, chunks: PerArray[Sequence[int]], shards: PerArray[Sequence[int]],
+    codecs: PerArray[Sequence[CodecLike]],
+) -> Plan:
+    """The plan converting the hierarchy at ``root`` (``source`` names it in the record)."""
+    nodes: list[tuple[str, Array | Group]] = [("", root), *(root.walk() if isinstance(root, Group) else [])]
+    arrays = [(path, node) for path, node in nodes if isinstance(node, Array)]
+    for name, option in (("chunks", chunks), ("shards", shards), ("codecs", codecs)):
+        unknown: list[str] = sorted(set(option) - {p for p, _ in arrays}) if isinstance(option, Mapping) else []
+        if unknown:
+            raise ArgumentError(f"{name}: no array {unknown[0]!r} in {source}; arrays: {sorted(p for p, _ in arrays)}")
+    return Plan(
+        source,
+        {path: dict(node.attrs) for path, node in nodes if isinstance(node, Group)},
+        [
+            ArrayPlan(path, array, target_metadata(
+                path, array, chunks=_shape_for(path, array, chunks), shards=_shape_for(path, array, shards),
+                codecs=_for(path, codecs),
+            ))
+            for path, array in arrays
+        ],
+    )
+
+
+def _for(path: str, option: PerArray[T]) -> T | None:
+    return option.get(path) if isinstance(option, Mapping) else option
+
+
+def _shape_for(path: str, array: Array, option: PerArray[Sequence[int]]) -> Sequence[int] | None:
+    """The shape set for ``path``: by path, or one shape for every array with as many dimensions."""
+    if isinstance(option, Mapping) or option is None or len(option) == array.ndim:
+        return _for(path, option)
+    return None
+
+
+def target_metadata(
+    path: str, array: Array, *, chunks: Sequence[int] | None, shards: Sequence[int] | None,
+    codecs: Sequence[CodecLike] | None,
+) -> ArrayMetadata:
+    """The metadata ``array`` gets in DST (see the module docstring); a bad setting raises naming ``path``."""
+    metadata = array.metadata
+    inner = tuple(chunks) if chunks is not None else array.chunks
+    item_size = metadata.data_type.item_size or VARIABLE_ITEM_BYTES
+    outer = tuple(shards) if shards is not None else default_shards(array.shape, inner, item_size)
+    attributes, dimension_names = carried_over(metadata)
+    _check_v3_data_type(path, metadata)
+    try:
+        options: dict[str, Any] = {"chunks": inner, "shards": outer}
+        if codecs is not None:
+            chain = [codec.to_json() for codec in map(codec_from_json, codecs) if codec is not None]
+            sharding = {"chunk_shape": list(inner), "codecs": chain, "index_codecs": DEFAULT_INDEX_CODECS}
+            options = {"chunks": outer, "codecs": [{"name": "sharding_indexed", "configuration": sharding}]}
+        return build_array_metadata(
+            path, shape=array.shape, dtype=metadata.data_type, fill_value=metadata.fill_value,
+            attributes=attributes, dimension_names=dimension_names, **options,
+        )
+    except Zarr3Error as exc:  # metadata and codec chain errors alike
+        raise with_location(exc, f"array {path or '/'!r}") from exc
+
+
+def _check_v3_data_type(path: str, metadata: ArrayMetadata) -> None:
+    """Refuse a data type only Zarr v2 has (structured, generic objects), naming the array."""
+    name = metadata.data_type.to_json()
+    try:
+        parse_data_type(name)
+    except MetadataError as exc:
+        raise MetadataError(
+            f"array {path or '/'!r}: its data type {name!r} (numpy {metadata.data_type.numpy}) has no Zarr v3 "
+            "equivalent, so it cannot be converted (nothing was written)"
+        ) from exc
+
+
+def carried_over(metadata: ArrayMetadata) -> tuple[dict[str, Any], tuple[str | None, ...] | None]:
+    """The attributes and dimension names an array keeps (a v2 array's as described in the module docstring)."""
+    attributes = dict(metadata.attributes)
+    if not isinstance(metadata, V2ArrayMetadata):
+        return attributes, metadata.dimension_names
+    names = attributes.get(DIMENSION_KEY)
+    dimension_names = metadata.dimension_names
+    if isinstance(names, list) and len(names) == metadata.ndim and all(isinstance(n, str) for n in names):
+        dimension_names = tuple(names)
+        del attributes[DIMENSION_KEY]
+    fill = None if metadata.v2_fill_value is None else cf_fill_value(metadata.fill_value, metadata.data_type.numpy)
+    if fill is not None:
+        attributes["_FillValue"] = fill
+    return attributes, dimension_names
+
+
+def describe_source(src: object, store: Store) -> str:
+    """How the plan names SRC: an absolute path for a local path, else the URL or the store."""
+    if isinstance(src, str | os.PathLike) and "://" not in os.fspath(src):
+        return os.path.abspath(os.fspath(src))
+    return os.fspath(src).rstrip("/") if isinstance(src, str | os.PathLike) else repr(store)
+
+
+def cf_fill_value(value: Scalar | float, dtype: np.dtype) -> JSON:
+    """A v2 ``fill_value`` as the ``_FillValue`` attribute xarray writes in Zarr v3; ``None`` when it has none.
+
+    >>> cf_fill_value(float("nan"), np.dtype("float32")), cf_fill_value(-32767, np.dtype("int16"))
+    ('AAAAAAAA+H8=', -32767)
+    """
+    if dtype.kind == "f":
+        return _b64_double(float(value))
+    if dtype.kind == "c":
+        number = complex(value)  # type: ignore[arg-type]  # a complex dtype's fill is a complex scalar
+        return [_b64_double(number.real), _b64_double(number.imag)]
+    if dtype.kind in "iu":
+        return int(value)
+    if dtype.kind == "b":
+        return bool(value)
+    if dtype.kind == "S" and isinstance(value, bytes | np.bytes_):
+        return base64.standard_b64encode(bytes(value)).decode()
+    return str(value) if isinstance(value, str) else None
+
+
+def _b64_double(value: float) -> str:
+    return base64.standard_b64encode(struct.pack("<d", value)).decode()

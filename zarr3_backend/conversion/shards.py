@@ -1,0 +1,106 @@
+"""The data of a convert: one dask task per output shard, which reads, writes and verifies that shard.
+
+A task (:class:`ShardCopy`) reads the source region of its shard through the
+source array's public read API (any format the library reads), takes the
+:func:`~zarr3_backend.conversion.record.checksum` of those values, writes the
+shard with one store ``set``
+(:func:`~zarr3_backend.shard_writes.write_block`), reads the shard back,
+and compares the checksum of what it reads with the first one; a mismatch
+raises :class:`~zarr3_backend.errors.ChecksumError`. Only then does it
+record the shard as done. The source values are released before the shard
+is read back, so a task holds about one shard of decoded values at a time,
+plus the encoded shard while it is stored.
+
+The tasks' keys are those of write graphs (:mod:`zarr3_backend.write_progress`),
+so :func:`~zarr3_backend.dask_compute.compute_writes` runs them on the
+threaded scheduler or the active ``dask.distributed`` client, with the same
+progress line.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..array import Array
+from ..errors import ChecksumError
+from ..shard_writes import write_block
+from .record import Record, checksum
+
+if TYPE_CHECKING:  # dask is optional: imported where the graph is built
+    from dask.delayed import Delayed
+
+
+@dataclass(frozen=True)
+class ShardCopy:
+    """Copy the shard at grid index ``coords`` of ``target`` from ``source``, verify it and record it."""
+
+    source: Array
+    target: Array
+    coords: tuple[int, ...]
+    record: Record
+
+    @property
+    def key(self) -> str:
+        """The shard's store key in DST."""
+        return self.target.chunk_key(self.coords)
+
+    @property
+    def region(self) -> tuple[slice, ...]:
+        """The shard's part of the array (the last shards along a dimension may be cut by the shape)."""
+        grid = self.target.metadata.chunk_grid
+        origin = grid.chunk_origin(self.coords)
+        return tuple(slice(o, min(o + c, n)) for o, c, n in zip(origin, grid.chunk_shape, self.target.shape))
+
+    @property
+    def nbytes(self) -> int:
+        """Decoded bytes of the shard's region."""
+        return int(np.prod([s.stop - s.start for s in self.region])) * self.target.dtype.itemsize
+
+    def __call__(self) -> int:
+        """Copy, verify, record; returns the decoded bytes copied."""
+        region = self.region
+        values = np.asarray(self.source.get(region))
+        expected = checksum(values)
+        write_block(self.target, tuple(s.start for s in region), values)
+        nbytes = values.nbytes
+        del values
+        found = checksum(np.asarray(self.target.get(region)))
+        if found != expected:
+            raise ChecksumError(
+                f"{self.key}: the shard read back has checksum {found}, but the source values of its region "
+                f"{region} have {expected}; the shard was stored wrongly (or the source changed meanwhile). "
+                "Run the convert again to rewrite it"
+            )
+        self.record.mark(self.key, expected)
+        return nbytes
+
+
+def shard_copies(source: Array, target: Array, record: Record, done: set[str]) -> Iterator[ShardCopy]:
+    """A :class:`ShardCopy` for every shard of ``target`` not in ``done`` (keys of verified shards)."""
+    for coords in target.metadata.chunk_grid.chunk_coords(target.shape):
+        copy = ShardCopy(source, target, tuple(coords), record)
+        if copy.key not in done:
+            yield copy
+
+
+def convert_graph(copies: Sequence[ShardCopy]) -> Delayed:
+    """A ``dask.delayed`` running every copy (one task each, keyed as a write graph's shard tasks)."""
+    from dask.delayed import Delayed
+
+    from ..write_progress import SHARD_TASK_PREFIX
+
+    token = uuid.uuid4().hex
+    name = f"{SHARD_TASK_PREFIX}convert-{token}"
+    graph: dict[object, object] = {(name, i): (copy,) for i, copy in enumerate(copies)}
+    final = f"zarr3-convert-{token}"
+    graph[final] = (_total, list(graph))
+    return Delayed(final, graph)
+
+
+def _total(copied: list[int]) -> int:
+    return sum(copied)
