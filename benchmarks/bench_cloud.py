@@ -1,6 +1,6 @@
 """Object storage benchmark: zarr3_backend vs zarr-python (+xarray) vs tensorstore behind injected latency.
 
-The data sits in a loopback S3-compatible server (``zarr3_backend.testing.latency_s3``, run in a
+The data sits in a loopback S3-compatible server (``tests.servers.latency_s3``, run in a
 child process so that its threads do not compete with the clients for the GIL) that delays the
 first byte of every response by the latency (0, 20 and 50 ms by default) and caps each
 connection at 100 MB/s, close to real S3. Each case builds fresh clients (ours: an obstore
@@ -48,11 +48,11 @@ from bench_xarray_open import CACHE, N_VARS, climate_store, many_variables  # no
 from common import print_machine_info, write_results  # noqa: E402
 from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
 
-from zarr3_backend.executor import io_concurrency  # noqa: E402
+from zarr3_backend.core.executor import io_concurrency  # noqa: E402
 import zarr3_backend  # noqa: E402
 from zarr3_backend import clear_store_cache  # noqa: E402
 from zarr3_backend.store import ObstoreStore  # noqa: E402
-from zarr3_backend.testing.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
+from tests.servers.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
 
 OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
 LIBRARIES = ["zarr3_backend", "zarr", "tensorstore", "obstore", "s3fs", "xarray", "dask"]

@@ -36,7 +36,9 @@ import numpy as np
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
 
-from common import Case, climate_field, print_machine_info, reset_peak_rss, rss_bytes, time_interleaved  # noqa: E402
+from common import (  # noqa: E402
+    Case, ResultTable, climate_field, print_machine_info, reset_peak_rss, rss_bytes, time_interleaved, write_results,
+)
 
 FULL_SHAPE = (730, 361, 720)
 QUICK_SHAPE = (146, 361, 720)
@@ -125,6 +127,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--data", type=Path, default=Path("/tmp/zarr3_bench_convert"),
                         help="where the v2 source is kept between runs, and the outputs written")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # zarr-python's warnings about v3 specs and consolidated metadata
     from distributed import Client, LocalCluster
@@ -154,6 +157,12 @@ def main() -> int:
     print("\nratios of medians (xarray+zarr-python / convert; > 1: convert is faster)")
     for scheduler in ("threaded", "cluster"):
         print(f"  {scheduler:<10}{timings[f'{ZARR} ({scheduler})'].median / timings[f'{OURS} ({scheduler})'].median:>8.2f}")
+    if args.json is not None:
+        table = ResultTable(OURS, [ZARR])
+        for scheduler in ("threaded", "cluster"):
+            for impl in (OURS, ZARR):
+                table.add(f"v2 to sharded v3 ({scheduler})", impl, timings[f"{impl} ({scheduler})"], data.nbytes)
+        write_results(args.json, "benchmarks/bench_convert.py", LIBRARIES, {"convert": table.to_json()}, sys.argv[1:])
     return 0
 
 

@@ -16,7 +16,7 @@ that same encoding (kept under ``--dir`` between runs). Workloads:
 * ``scan``: the same open, then ``ds.mean()`` of all 4 variables (a full scan),
   ours with and without the selection pass, and ``engine="zarr"``;
 * ``subset-s3``: ``subset`` over the S3 latency server
-  (:mod:`zarr3_backend.testing.latency_s3`, ``--latency``, default 20 ms per
+  (:mod:`tests.servers.latency_s3`, ``--latency``, default 20 ms per
   request), ``t2m`` and the coordinates uploaded; requests and bytes counted by
   the server;
 * ``rewrite``: ``month.to_zarr3(path, region="auto")`` vs ``month.to_zarr(path,
@@ -265,7 +265,7 @@ def subset_s3(ours: Path, theirs: Path, repeats: int, latency: float = 0.02) -> 
     import zarr.storage
     from bench_cloud import BUCKET, fresh_fs, fresh_store
 
-    from zarr3_backend.testing.latency_s3 import latency_s3_process
+    from tests.servers.latency_s3 import latency_s3_process
 
     expected = europe_mean(open_engine(theirs, ZARR).load())
     rows: dict[str, list[float]] = {}

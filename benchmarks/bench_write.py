@@ -80,7 +80,7 @@ def make_dataset(shape: tuple[int, ...]):
 def writers(ds, storage_options=None) -> dict[str, object]:
     import zarr.codecs
 
-    import zarr3_backend.xarray_backend.writer  # noqa: F401  (registers .to_zarr3)
+    import zarr3_backend.xarray.writer  # noqa: F401  (registers .to_zarr3)
 
     ours_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [BLOSC_JSON]}}
     zarr_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [
@@ -334,7 +334,7 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
     import xarray as xr
     from distributed import Client, LocalCluster, wait
 
-    from zarr3_backend.write_progress import is_shard_key
+    from zarr3_backend.dask.progress import is_shard_key
 
     encoding = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [BLOSC_JSON]}}
     n_shards = -(-data.shape[0] // SHARDS[0])
@@ -374,9 +374,9 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
 def run_s3(ds, data, failures: list[str], repeats: int, latency: float) -> None:
     import s3fs
 
-    from zarr3_backend.testing.latency_s3 import latency_s3_process
+    from tests.servers.latency_s3 import latency_s3_process
 
-    print(f"\nS3: the loopback S3 server (zarr3_backend.testing.latency_s3, its own process) adding "
+    print(f"\nS3: the loopback S3 server (tests.servers.latency_s3, its own process) adding "
           f"{latency * 1000:.0f} ms per request and capping each connection at 100 MB/s; threaded scheduler; "
           "fresh s3fs instances")
     with latency_s3_process(latency, bandwidth=100e6) as server:

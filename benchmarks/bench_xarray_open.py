@@ -150,7 +150,7 @@ def many_open(table: ResultTable, repeats: int) -> None:
             ds.to_zarr(path, zarr_format=3, consolidated=consolidated)
         _many_cases(table, f"open {N_VARS} vars, local{', consolidated' if consolidated else ''}", str(path), {},
                     consolidated, repeats)
-    from zarr3_backend.testing.servers import moto_s3_server
+    from tests.servers.servers import moto_s3_server
 
     with moto_s3_server() as s3:
         options = {**s3.storage_options, "skip_instance_cache": True, "use_listings_cache": False}

@@ -28,10 +28,12 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-from zarr3_backend.testing.servers import patched_env
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO))  # the test servers' helpers live in the checkout, not in the package
+
+from tests.servers.servers import patched_env  # noqa: E402
+
 NOTEBOOKS = ("climate", "remote_sensing")
 KERNEL = "zarr3-notebooks"
 

@@ -7,7 +7,6 @@ Use ``s3_url`` + ``s3_storage_options`` for a fresh empty bucket, and
 
 from __future__ import annotations
 
-import gc
 import sys
 import uuid
 from collections.abc import Iterator
@@ -18,20 +17,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from zarr3_backend.testing.servers import S3Endpoint
+    from tests.servers.servers import S3Endpoint
 
 # Before any zarr3_backend.testing module is imported: rewrite the contract's asserts.
 pytest.register_assert_rewrite("zarr3_backend.testing")
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    """A ``distributed.Client`` on a LocalCluster of 2 worker processes x 1 thread, one per test module."""
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, worker_dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
-        yield client
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +28,7 @@ def s3_server() -> Iterator[S3Endpoint]:
     """A moto S3 server for the whole session (``.endpoint_url``, ``.storage_options``, ``.make_bucket()``)."""
     pytest.importorskip("moto.server")
     pytest.importorskip("s3fs")
-    from zarr3_backend.testing.servers import moto_s3_server
+    from tests.servers.servers import moto_s3_server
 
     with moto_s3_server() as endpoint:
         yield endpoint
@@ -69,7 +58,7 @@ class HttpDir:
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpDir]:
     """A Range-capable HTTP server on 127.0.0.1 serving one session directory."""
     pytest.importorskip("aiohttp")
-    from zarr3_backend.testing.servers import http_server as serve_directory
+    from tests.servers.servers import http_server as serve_directory
 
     root = tmp_path_factory.mktemp("http-root")
     with serve_directory(root) as url:
@@ -83,16 +72,6 @@ def http_dir(http_server: HttpDir) -> HttpDir:
     path = http_server.path / name
     path.mkdir()
     return HttpDir(path, f"{http_server.url}/{name}")
-
-
-# -- every store a writing test leaves behind validates (``zarr3 validate --deep``) ------------------------------------
-
-VALIDATED_MODULES = {
-    "test_to_zarr3", "test_to_zarr3_properties", "test_to_zarr3_validation", "test_xarray_parity_roundtrip",
-    "test_xarray_parity_kwargs", "test_consolidated_truth", "test_append_atomic", "test_store_inputs", "test_synthetic",
-    "test_region_lock", "test_to_zarr3_distributed", "test_hierarchy", "test_array", "test_xarray_backend", "test_xarray_parity",
-    "test_interop_zarr_python", "test_interop_tensorstore", "test_partial_shard_writes",
-}
 
 
 @pytest.fixture(autouse=True)
@@ -110,21 +89,6 @@ def _s3_filesystems_end_with_their_test() -> Iterator[None]:
         s3fs.S3FileSystem.clear_instance_cache()
 
 
-@pytest.fixture
-def settled_heap() -> Iterator[None]:
-    """No garbage collection while the test runs: the tests that count rounds use it.
-
-    Late in the run a full collection takes 0.4-1.2 s on our 2-core machines (botocore clients of
-    earlier tests are cyclic garbage), and one of what a test itself allocates ~0.1 s; the rounds
-    tests inject 0.2-0.3 s of latency, and a request held up by a collection arrives after its
-    round ended and counts as a round of its own. Collected before, then off until the test ends.
-    """
-    gc.collect()
-    gc.disable()
-    yield
-    gc.enable()
-
-
 def _store_roots(directory: Path) -> list[Path]:
     """Directories holding a ``zarr.json`` whose parent holds none (stores, not their nodes)."""
     return sorted(p.parent for p in directory.rglob("zarr.json") if not (p.parent.parent / "zarr.json").exists())
@@ -132,12 +96,13 @@ def _store_roots(directory: Path) -> list[Path]:
 
 @pytest.fixture(autouse=True)
 def _written_stores_validate(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After a test of a writing module, each store under its ``tmp_path`` passes the deep validator.
+    """After a test marked ``validate_stores``, each store under its ``tmp_path`` passes the deep validator.
 
-    Tests that damage a store on purpose opt out with ``@pytest.mark.invalid_store``.
+    Modules of writing tests mark themselves (``pytestmark``); a test that damages a store on purpose
+    opts out with ``@pytest.mark.invalid_store``.
     """
     yield
-    if request.module.__name__.rsplit(".", 1)[-1] not in VALIDATED_MODULES or request.node.get_closest_marker("invalid_store"):
+    if not request.node.get_closest_marker("validate_stores") or request.node.get_closest_marker("invalid_store"):
         return
     tmp_path = getattr(request.node, "funcargs", {}).get("tmp_path")
     if tmp_path is None:

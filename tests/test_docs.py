@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from zarr3_backend.testing.servers import S3Endpoint, patched_env
+from tests.servers.servers import S3Endpoint, patched_env
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]

@@ -1,83 +1,38 @@
-"""Imports flow one way: every module sits in a layer and imports only its own layer or lower ones.
+"""The package's shape: import-linter's contracts hold, and the rules import-linter cannot express.
 
-The table below is the architecture: a new module fails :func:`test_every_module_has_a_layer`
-until it is placed. Imports are read with :mod:`ast` (module level, inside ``if``/``try``,
-``TYPE_CHECKING`` blocks and function bodies alike; relative and absolute), so a function-level
-import cannot hide an upward dependency. The last sections keep the pieces small: no adapter
-module over 250 lines, no function with more than five positional parameters.
+The layers themselves (integrations over nodes over codecs and stores over core) are contracts in
+``pyproject.toml`` under ``[tool.importlinter]``, kept by ``lint-imports``; this module runs them and
+adds what they do not say: no import cycles inside a layer, no deferred import without a reason, at
+most ten modules at the package root, no module over 450 lines, and no function with more than five
+positional parameters. Imports are read with :mod:`ast` (module level, inside ``if``/``try``,
+``TYPE_CHECKING`` blocks and function bodies alike; relative and absolute).
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 PACKAGE = "zarr3_backend"
-ROOT = Path(__file__).resolve().parent.parent / PACKAGE
-
-# Low to high. The primitives are leaves that import only errors (or each other): data types, the
-# chunk grid and key encodings, selections, the value types codecs and stores exchange, and scratch
-# memory, the key rules. Codecs (their chain and sans-I/O read plans included) import nothing from the
-# executor or the stores. The Store interface and the storage transformer registry sit under metadata
-# (which refuses unregistered transformers); the executor, owner of every thread pool, sits just under
-# the concrete stores that use it.
-LAYERS: list[tuple[str, list[str]]] = [
-    ("errors", ["errors"]),
-    ("primitives", [
-        "dtypes", "dtypes.base", "dtypes.core", "dtypes.extensions", "dtypes.fill", "dtypes.parse",
-        "extension", "json_types", "integers", "chunk_grid", "chunk_keys", "indexing", "keys", "scratch", "values",
-        "memory_limit", "v2_dtypes", "stacklevel",
-    ]),
-    ("codecs", [
-        "codecs", "codecs.base", "codecs.chain", "codecs.registry", "codecs.foreign", "codecs.bounded",
-        "codecs.bytes", "codecs.blosc", "codecs.crc32c", "codecs.gzip", "codecs.zstd", "codecs.transpose",
-        "codecs.vlen_utf8", "codecs.numcodecs_adapter", "codecs.shard_index", "codecs.sharding",
-        "codecs.read_plan", "codecs.spec", "codecs.v2",
-    ]),
-    ("store interface", ["store.arrivals", "store.base", "storage_transformers"]),
-    ("metadata", ["metadata", "v2_metadata"]),
-    ("concurrency", ["executor"]),
-    ("store", [
-        "store", "store.local", "store.obstore_options", "store.obstore_store", "store.fsspec_store", "store.foreign",
-        "store.read_ahead",
-    ]),
-    ("nodes", [
-        "attributes", "array", "array_kinds", "node_paths", "node_lookup", "placement", "hierarchy", "opening",
-        "consolidate", "creation", "consolidation", "unfinished", "reservations",
-    ]),
-    ("api", ["api", "validate"]),
-    ("adapters", [
-        "", "__main__",
-        "xarray_backend", "xarray_backend.backend_array", "xarray_backend.chunk_encoding", "xarray_backend.commit", "xarray_backend.dask_slices", "xarray_backend.dims",
-        "xarray_backend.encoding", "xarray_backend.entrypoint", "xarray_backend.first_write", "xarray_backend.lease", "xarray_backend.methods",
-        "xarray_backend.pending", "xarray_backend.region", "xarray_backend.staged",
-        "xarray_backend.root", "xarray_backend.store", "xarray_backend.stored", "xarray_backend.write_checks",
-        "xarray_backend.write_data", "xarray_backend.write_encoding", "xarray_backend.write_plan", "xarray_backend.writer",
-        "shard_writes", "dask_io", "dask_compute", "write_progress",
-        "conversion", "conversion.plan", "conversion.record", "conversion.shards",
-        "cli", "cli.check", "cli.convert", "cli.demo", "cli.info", "cli.options", "cli.survey",
-        "synthetic", "synthetic.era5", "synthetic.fields", "synthetic.sentinel2",
-        "testing", "testing.codecs", "testing.latency_s3", "testing.servers", "testing.stores",
-    ]),
-]
-LAYER = {f"{PACKAGE}.{m}" if m else PACKAGE: rank for rank, (_, modules) in enumerate(LAYERS) for m in modules}
-LAYER_NAME = [name for name, _ in LAYERS]
-ADAPTERS = LAYER_NAME.index("adapters")
-OPTIONAL = ("xarray", "dask", "distributed")
+REPO = Path(__file__).resolve().parent.parent
+ROOT = REPO / PACKAGE
 
 # Imports of package modules inside a function body, each with the reason it is deferred.
 # A deferred import that dodges a cycle does not belong here: fix the cycle.
 DEFERRED: dict[tuple[str, str], str] = {
-    ("zarr3_backend.dask_io", "zarr3_backend.write_progress"):
-        "write_progress imports dask at module level; dask_io stays importable without dask",
-    ("zarr3_backend.dask_compute", "zarr3_backend.write_progress"):
-        "write_progress imports dask at module level; dask_compute stays importable without dask",
-    ("zarr3_backend.conversion.shards", "zarr3_backend.write_progress"):
-        "write_progress imports dask at module level; conversion (and the zarr3 command) stay importable without dask",
+    ("zarr3_backend.dask.write_graph", "zarr3_backend.dask.progress"):
+        "progress imports dask at module level; the write graph module stays importable without dask",
+    ("zarr3_backend.dask.compute", "zarr3_backend.dask.progress"):
+        "progress imports dask at module level; compute stays importable without dask",
+    ("zarr3_backend.conversion.shards", "zarr3_backend.dask.progress"):
+        "progress imports dask at module level; conversion (and the zarr3 command) stay importable without dask",
 }
+MAX_ROOT_MODULES = 10
+MAX_MODULE_LINES = 450
 
 
 def module_name(path: Path) -> str:
@@ -122,43 +77,30 @@ def internal_edges() -> Iterator[tuple[str, str, int, bool]]:
                 yield module, target, line, deferred
 
 
-def test_every_module_has_a_layer():
-    assert sorted(set(MODULES) - set(LAYER)) == [], "place new modules in LAYERS"
-    assert sorted(set(LAYER) - set(MODULES)) == [], "LAYERS names modules that do not exist"
+def test_import_contracts_hold():
+    """``lint-imports`` with the contracts of pyproject.toml: layers, a pure core, stores apart from codecs."""
+    importlinter_cli = pytest.importorskip("importlinter.cli")
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert len(contracts) >= 3
+    assert importlinter_cli.lint_imports(config_filename=str(REPO / "pyproject.toml")) == importlinter_cli.EXIT_STATUS_SUCCESS
 
 
-def test_imports_never_go_up_a_layer():
-    upward = [
-        f"{module}:{line} ({LAYER_NAME[LAYER[module]]}) imports {target} ({LAYER_NAME[LAYER[target]]})"
-        for module, target, line, _ in internal_edges() if LAYER[target] > LAYER[module]
-    ]
-    assert upward == []
+def test_contract_layers_name_every_subpackage():
+    """A new sub-package or root module has to be placed in the layers contract."""
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    placed = {name.strip() for layer in layers for name in layer.split("|")}
+    top = {module.split(".")[1] for module in MODULES if module.count(".") >= 1}
+    unplaced = {f"{PACKAGE}.{name}" for name in top} - placed - {
+        f"{PACKAGE}.__main__", f"{PACKAGE}.synthetic", f"{PACKAGE}.testing",  # above every layer: entry point, demo data, contract suites
+    }
+    assert sorted(unplaced) == []
 
 
 def test_no_deferred_imports_except_the_listed_ones():
     found = {(module, target) for module, target, _, deferred in internal_edges() if deferred}
     assert sorted(found - set(DEFERRED)) == [], "import at module level, or list it in DEFERRED with its reason"
     assert sorted(set(DEFERRED) - found) == [], "DEFERRED lists an import that no longer exists"
-
-
-def test_core_never_imports_xarray_or_dask():
-    found = [
-        f"{module}:{line} imports {target}"
-        for module in MODULES if LAYER[module] < ADAPTERS
-        for target, line, _ in imports(module) if target.split(".")[0] in OPTIONAL
-    ]
-    assert found == []
-
-
-def test_codecs_touch_no_store_and_no_thread_pool():
-    """Codecs are pure: the read plans and value types they use live below them, not in the store or executor."""
-    codecs = [m for m in MODULES if LAYER[m] == LAYER_NAME.index("codecs")]
-    found = [
-        f"{module}:{line} imports {target}"
-        for module in codecs for target, line, _ in imports(module)
-        if target.startswith((f"{PACKAGE}.store", f"{PACKAGE}.executor"))
-    ]
-    assert codecs and found == []
 
 
 def test_no_import_cycles():
@@ -191,18 +133,14 @@ def test_no_import_cycles():
     assert cycles == []
 
 
-# --- module and signature size -------------------------------------------------------------------------------------------
-
-MAX_ADAPTER_LINES = 250
-# Test infrastructure shipped in the package for users' and our own tests (store and codec contract
-# suites, loopback and latency-injecting servers): not adapter code a read or write runs through.
-SIZE_EXEMPT = {m: "test infrastructure, not an adapter" for m in MODULES if m.startswith(f"{PACKAGE}.testing")}
+def test_root_holds_at_most_ten_modules():
+    root_modules = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(root_modules) <= MAX_ROOT_MODULES, root_modules
 
 
-def test_no_adapter_module_over_250_lines():
-    sizes = {m: len(MODULES[m].read_text().splitlines()) for m in MODULES if LAYER[m] == ADAPTERS}
-    assert {m: n for m, n in sizes.items() if n > MAX_ADAPTER_LINES and m not in SIZE_EXEMPT} == {}
-    assert sizes.keys() - SIZE_EXEMPT.keys() >= {f"{PACKAGE}.dask_io", f"{PACKAGE}.xarray_backend.writer"}
+def test_no_module_over_450_lines():
+    sizes = {m: len(p.read_text().splitlines()) for m, p in MODULES.items()}
+    assert {m: n for m, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
 def wide_functions(source: str) -> list[str]:

@@ -48,29 +48,29 @@ ALLOWED_FORMS = re.compile(r"\bnp\.\w+\[Any\]|\bNDArray\[Any\]|\bndarray\[Any, |
 # Public signatures that keep a bare Any, each with the third-party type or protocol that forces it.
 ALLOWED_ANY: dict[tuple[str, str], str] = {
     **{
-        ("zarr3_backend.attributes", f"Attributes.{name}"):
+        ("zarr3_backend.nodes.attributes", f"Attributes.{name}"):
             "attribute values are the values of the JSON object dict[str, Any] (numpy values are encoded on write)"
         for name in ("__getitem__", "__setitem__", "update")
     },
     **{
         (module, f"{cls}.__reduce__"): "the pickle protocol: typeshed types object.__reduce__ as str | tuple[Any, ...]"
         for module, cls in [
-            ("zarr3_backend.array", "Array"),
-            ("zarr3_backend.array_kinds", "ConsolidatedArray"),
-            ("zarr3_backend.array_kinds", "V2Array"),
-            ("zarr3_backend.hierarchy", "Group"),
-            ("zarr3_backend.hierarchy", "V2Group"),
+            ("zarr3_backend.nodes.array", "Array"),
+            ("zarr3_backend.nodes.array_kinds", "ConsolidatedArray"),
+            ("zarr3_backend.nodes.array_kinds", "V2Array"),
+            ("zarr3_backend.nodes.hierarchy", "Group"),
+            ("zarr3_backend.nodes.hierarchy", "V2Group"),
         ]
     },
-    ("zarr3_backend.xarray_backend.entrypoint", "Zarr3BackendEntrypoint.open_groups_as_dict"):
+    ("zarr3_backend.xarray.entrypoint", "Zarr3BackendEntrypoint.open_groups_as_dict"):
         "xarray's decoding keywords, passed to StoreBackendEntrypoint.open_dataset, which leaves them unannotated",
-    ("zarr3_backend.xarray_backend.entrypoint", "Zarr3BackendEntrypoint.open_datatree"):
+    ("zarr3_backend.xarray.entrypoint", "Zarr3BackendEntrypoint.open_datatree"):
         "keywords passed on to open_groups_as_dict, xarray's unannotated decoding keywords among them",
-    ("zarr3_backend.xarray_backend.dask_slices", "PushSelections.__call__"):
+    ("zarr3_backend.xarray.dask_slices", "PushSelections.__call__"):
         "dask's array_optimize protocol: its graphs, keys and keywords are unannotated in dask",
-    ("zarr3_backend.xarray_backend.dask_slices", "push_selections"):
+    ("zarr3_backend.xarray.dask_slices", "push_selections"):
         "a dask graph and its keys, which dask leaves unannotated",
-    ("zarr3_backend.xarray_backend.methods", "open_zarr3"):
+    ("zarr3_backend.xarray.methods", "open_zarr3"):
         "keywords passed on to xarray.open_dataset, each of its own type",
 }
 UNCHECKED = ("testing", "synthetic")  # test helpers and data generators, not the package's interface

@@ -11,7 +11,7 @@ import importlib.util
 
 from .codecs import allow_unsafe_codecs  # (importing codecs registers the built-in codecs)
 from .api import create_array, create_group, open, open_array, open_group
-from .array import Array
+from .nodes.array import Array
 from .conversion import ConvertSummary, convert
 from .errors import (
     ArgumentError,
@@ -42,16 +42,16 @@ from .errors import (
     WriteTypeError,
     Zarr3Error,
 )
-from .consolidate import consolidate_metadata
-from .hierarchy import Group
+from .nodes.tree_consolidation import consolidate_metadata
+from .nodes.hierarchy import Group
 from .store import clear_store_cache
 
 __version__ = "0.1.0"
 
 if importlib.util.find_spec("xarray") is not None:
-    from .xarray_backend.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
-    from .xarray_backend.writer import to_zarr3
-    from .xarray_backend.commit import finish_pending_write
+    from .xarray.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
+    from .xarray.writer import to_zarr3
+    from .xarray.commit import finish_pending_write
 
 __all__ = [
     "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "ConcurrentWriteError", "ConvertSummary", "CorruptShardError",

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal, Unpack, get_args
 
-from .array import Array
-from .creation import ArrayDefinition, build_array_metadata
 from .errors import ArgumentError, ArrayNotFoundError, GroupNotFoundError, NodeNotFoundError
-from .hierarchy import Group, create_group_at, open_node
-from .node_paths import normalize_path
-from .placement import create_array_at
+from .nodes.array import Array
+from .nodes.creation import ArrayDefinition, build_array_metadata
+from .nodes.hierarchy import Group, create_group_at, open_node
+from .nodes.paths import normalize_path
+from .nodes.placement import create_array_at
+from .nodes.unfinished import check_opened
 from .store import StoreLike, make_store
-from .unfinished import check_opened
 from .store.base import Store
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
@@ -228,7 +228,7 @@ def create_array(
 
     Ancestor groups carrying consolidated metadata are refreshed to include
     the new array. The keywords after ``storage_options`` are those of
-    :class:`~zarr3_backend.creation.ArrayOptions`.
+    :class:`~zarr3_backend.nodes.creation.ArrayOptions`.
 
     Parameters
     ----------

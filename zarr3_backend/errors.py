@@ -97,7 +97,7 @@ class MemoryLimitError(Zarr3Error, MemoryError):
     """A read or write needs more memory than this machine has: a selection, chunk or shard index too large.
 
     Raised before allocating when the size is known in advance (see
-    :mod:`zarr3_backend.memory_limit`), and in place of the ``MemoryError`` of
+    :mod:`zarr3_backend.core.memory_limit`), and in place of the ``MemoryError`` of
     an allocation that failed; the message names the array and what is too large.
     """
 
@@ -148,7 +148,7 @@ class RegionKeyError(WriteKeyError):
 class ScratchBufferError(Zarr3Error, RuntimeError):
     """A thread asked for its scratch buffer while that buffer was still lent (a bug in zarr3_backend).
 
-    See :func:`zarr3_backend.scratch.borrow`: a second borrow would alias the first one's data.
+    See :func:`zarr3_backend.core.scratch.borrow`: a second borrow would alias the first one's data.
     """
 
 

@@ -1,7 +1,7 @@
 """Check a store against the Zarr v3 spec and report every problem with the key it concerns.
 
 Validation is parsing: every ``zarr.json`` goes through the same code that
-opens nodes (:mod:`zarr3_backend.metadata`, the codec registry and
+opens nodes (:mod:`zarr3_backend.core.metadata`, the codec registry and
 :class:`~zarr3_backend.codecs.chain.CodecChain`), and whatever that refuses is a
 problem. On top come the structural checks no single document shows:
 
@@ -9,7 +9,7 @@ problem. On top come the structural checks no single document shows:
 - consolidated metadata describing exactly the nodes below its group, as they are;
 - every other key is a chunk key inside its array's chunk grid (else: stray);
 - no group carries the mark of an unfinished ``to_zarr3`` first write
-  (:mod:`zarr3_backend.unfinished`; a ``compute=False`` template: a warning);
+  (:mod:`zarr3_backend.nodes.unfinished`; a ``compute=False`` template: a warning);
 - integrity: a warning for each array whose stored bytes no checksum covers (no
   ``crc32c``, zstd ``checksum``, gzip or numcodecs checksum in its chain; for a
   sharded array, in both its inner ``codecs`` and its ``index_codecs``, or after
@@ -39,19 +39,19 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from .array import Array
 from .codecs.base import Buffer, ChunkSpec
-from .codecs.sharding import ShardingCodec
-from .consolidation import PENDING_KEY
-from .errors import InvalidKeyError, NodeNameError, Zarr3Error
-from .node_paths import validate_node_name
-from .metadata import ArrayMetadata, GroupMetadata, NodeMetadata, node_metadata_from_json, metadata_key, parse_node_metadata
-from .reservations import appending_key, describe, parse_reservations
 from .codecs.chain import CodecChain
-from .storage_transformers import apply_storage_transformers
+from .codecs.sharding import ShardingCodec
+from .core.metadata import ArrayMetadata, GroupMetadata, NodeMetadata, metadata_key, node_metadata_from_json, parse_node_metadata
+from .core.storage_transformers import apply_storage_transformers
+from .errors import InvalidKeyError, NodeNameError, Zarr3Error
+from .nodes.array import Array
+from .nodes.consolidation import PENDING_KEY
+from .nodes.paths import validate_node_name
+from .nodes.reservations import appending_key, describe, parse_reservations
+from .nodes.unfinished import unfinished_group
 from .store import StoreLike, make_store
 from .store.base import Store
-from .unfinished import unfinished_group
 
 Severity = Literal["error", "warning"]
 Check = Literal["metadata", "hierarchy", "consolidated", "keys", "integrity", "chunks"]

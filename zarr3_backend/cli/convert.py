@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..conversion import convert
+from ..core.json_types import JSON
 from ..errors import ArgumentError
-from ..json_types import JSON
 from .options import storage_options
 
 T = TypeVar("T")

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import Zarr3Error
-from ..hierarchy import Group
-from ..node_paths import normalize_path
+from ..nodes.hierarchy import Group
+from ..nodes.paths import normalize_path
 from ..store.base import Store
 from .options import open_store
 from .survey import Entry, Survey, describe, survey

@@ -7,15 +7,15 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, final
 
-from ..array import Array
+from ..core.metadata import ArrayMetadata, parse_node_metadata
+from ..core.storage_transformers import apply_storage_transformers
 from ..errors import Zarr3Error
-from ..hierarchy import Group, node_from_metadata, open_node
-from ..node_paths import normalize_path
-from ..metadata import ArrayMetadata, parse_node_metadata
-from ..storage_transformers import apply_storage_transformers
+from ..nodes.array import Array
+from ..nodes.hierarchy import Group, node_from_metadata, open_node
+from ..nodes.paths import normalize_path
+from ..nodes.v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, is_v2
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store
-from ..v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, is_v2
 from ..validate import assign_keys, is_metadata_key, node_path
 
 V2_DOCUMENTS = frozenset({ZARRAY, ZGROUP, ZATTRS, ZMETADATA})

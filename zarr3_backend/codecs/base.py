@@ -23,12 +23,12 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..dtypes import is_fill
+from ..core.dtypes import is_fill
+from ..core.indexing import ChunkSelection
+from ..core.scratch import borrow
+from ..core.values import Buffer as Buffer
+from ..core.values import Value
 from ..errors import CodecError, MetadataError
-from ..indexing import ChunkSelection
-from ..scratch import borrow
-from ..values import Buffer as Buffer
-from ..values import Value
 from .read_plan import ChunkDecoder, ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .spec import ChunkSpec as ChunkSpec
 
@@ -154,7 +154,7 @@ class ArrayBytesCodec(Codec):
         """Write ``value`` into part of a stored chunk; return the new value (``None``: all fill).
 
         ``existing`` is the stored value (``None`` if absent); ``piece`` is an
-        :class:`~zarr3_backend.indexing.ChunkSelection` within the chunk and
+        :class:`~zarr3_backend.core.indexing.ChunkSelection` within the chunk and
         ``value`` has the shape of ``chunk[piece.chunk_selection]``. The
         default decodes, assigns and re-encodes the whole chunk.
         """

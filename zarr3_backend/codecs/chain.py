@@ -16,10 +16,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..core.indexing import ChunkSelection
+from ..core.scratch import borrow, in_use
+from ..core.values import Value
 from ..errors import MetadataError
-from ..indexing import ChunkSelection
-from ..scratch import borrow, in_use
-from ..values import Value
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .registry import codec_from_json

@@ -37,7 +37,7 @@ import numcodecs.registry
 import numpy as np
 from numcodecs.abc import Codec as Numcodec
 
-from ..dtypes import data_type_from_numpy
+from ..core.dtypes import data_type_from_numpy
 from ..errors import CodecError, MetadataError
 from . import blosc, gzip, zstd
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large

@@ -2,7 +2,7 @@
 
 A read plan is a generator. Each ``yield`` hands the caller a list of
 :class:`ByteRange` requests (``None`` = the whole value) for one stored key
-and receives the fetched values as :class:`~zarr3_backend.values.Versioned`
+and receives the fetched values as :class:`~zarr3_backend.core.values.Versioned`
 (value ``None`` where the key is missing; the generation says which version
 of the object each came from, so a plan can check that ranges read in
 different rounds belong together). When the
@@ -23,10 +23,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.indexing import DimIndex
+from ..core.scratch import borrow
+from ..core.values import Buffer, ByteRange, Versioned
 from ..errors import CodecError, MemoryLimitError, Zarr3Error, with_location
-from ..indexing import DimIndex
-from ..scratch import borrow
-from ..values import Buffer, ByteRange, Versioned
 from .spec import ChunkSpec
 
 #: A numpy index tuple (ints, slices, index arrays) into a chunk or into an output array.

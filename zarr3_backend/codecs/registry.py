@@ -36,9 +36,9 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import TypeVar
 
+from ..core.extension import parse_extension
+from ..core.integers import is_int
 from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
-from ..extension import parse_extension
-from ..integers import is_int
 from .base import Codec
 from .foreign import codec_document, is_numcodecs_object
 

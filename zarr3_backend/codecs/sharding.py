@@ -24,10 +24,10 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ..dtypes import is_fill, parse_data_type
+from ..core.dtypes import is_fill, parse_data_type
+from ..core.indexing import ChunkSelection, plan_selection
+from ..core.values import ByteRange, Value, Versioned
 from ..errors import CodecError, ConcurrentModificationError, CorruptShardError, MetadataError, with_location
-from ..indexing import ChunkSelection, plan_selection
-from ..values import ByteRange, Value, Versioned
 from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .chain import CodecChain
 from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges

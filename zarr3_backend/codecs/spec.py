@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DataType
+from ..core.dtypes import DataType
 
 
 @dataclass(frozen=True)

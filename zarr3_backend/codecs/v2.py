@@ -8,7 +8,7 @@ the compressor stays a ``bytes -> bytes`` codec after it, and this codec
 undoes the filters in reverse order on the stored dtype, exactly as the spec
 (and zarr-python) applies them, then reshapes in ``order`` and converts to
 native byte order. Arrays without filters of simple dtypes need none of
-this: :mod:`zarr3_backend.v2_metadata` reads them with ``transpose``,
+this: :mod:`zarr3_backend.nodes.v2_metadata` reads them with ``transpose``,
 ``bytes`` and the compressor.
 
 Filters are numcodecs codecs wrapped by
@@ -19,7 +19,7 @@ hold: compressors used as filters stop at that size, the object codecs
 filter's output is checked after it.
 
 >>> import numcodecs, numpy as np
->>> from zarr3_backend.dtypes import data_type_from_numpy
+>>> from zarr3_backend.core.dtypes import data_type_from_numpy
 >>> codec = V2FilterCodec(np.dtype(">i4"), "F", (v2_filter({"id": "delta", "dtype": ">i4"}, "x"),))
 >>> a = np.arange(6, dtype=">i4").reshape(2, 3)
 >>> raw = numcodecs.Delta(">i4").encode(np.asfortranarray(a))
@@ -36,9 +36,9 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numcodecs.compat import ensure_ndarray_like
 
-from ..dtypes import data_type_from_numpy
+from ..core.dtypes import data_type_from_numpy
+from ..core.dtypes.v2 import parse_v2_dtype
 from ..errors import CodecError, MetadataError, ReadOnlyError
-from ..v2_dtypes import parse_v2_dtype
 from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
 from .numcodecs_adapter import PREFIX
 from .registry import codec_from_json, register_codec

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import open as open_node
-from ..array import Array
-from ..consolidation import consolidated_entry
-from ..creation import CodecLike
-from ..dask_compute import check_reachable, compute_writes
+from ..nodes.array import Array
+from ..nodes.consolidation import consolidated_entry
+from ..nodes.creation import CodecLike
+from ..dask.compute import check_reachable, compute_writes
 from ..errors import ArgumentError, NodeExistsError, WriteError
-from ..metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key
+from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key
 from ..store import StoreLike, make_store
 from ..store.base import Store
 from .plan import PerArray, Plan, default_shards, describe_source, make_plan

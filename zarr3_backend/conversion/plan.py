@@ -28,16 +28,16 @@ from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
-from ..array import Array
 from ..codecs.registry import codec_from_json
-from ..creation import DEFAULT_INDEX_CODECS, CodecLike, build_array_metadata
-from ..dtypes import Scalar, parse_data_type
+from ..core.dtypes import Scalar, parse_data_type
+from ..core.json_types import JSON
+from ..core.metadata import ArrayMetadata
 from ..errors import ArgumentError, MetadataError, Zarr3Error, with_location
-from ..hierarchy import Group
-from ..json_types import JSON
-from ..metadata import ArrayMetadata
+from ..nodes.array import Array
+from ..nodes.creation import DEFAULT_INDEX_CODECS, CodecLike, build_array_metadata
+from ..nodes.hierarchy import Group
+from ..nodes.v2_metadata import V2ArrayMetadata
 from ..store.base import Store
-from ..v2_metadata import V2ArrayMetadata
 
 #: The decoded size :func:`default_shards` aims at (shards hold at most this, and at least half of it
 #: unless the array is smaller or one inner chunk is larger).

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from crc32c import crc32c
 
-from ..json_types import JSON
+from ..core.json_types import JSON
 from ..store.base import Store
 
 RECORD = "__zarr3_convert/"

@@ -4,15 +4,15 @@ A task (:class:`ShardCopy`) reads the source region of its shard through the
 source array's public read API (any format the library reads), takes the
 :func:`~zarr3_backend.conversion.record.checksum` of those values, writes the
 shard with one store ``set``
-(:func:`~zarr3_backend.shard_writes.write_block`), reads the shard back,
+(:func:`~zarr3_backend.nodes.shard_writes.write_block`), reads the shard back,
 and compares the checksum of what it reads with the first one; a mismatch
 raises :class:`~zarr3_backend.errors.ChecksumError`. Only then does it
 record the shard as done. The source values are released before the shard
 is read back, so a task holds about one shard of decoded values at a time,
 plus the encoded shard while it is stored.
 
-The tasks' keys are those of write graphs (:mod:`zarr3_backend.write_progress`),
-so :func:`~zarr3_backend.dask_compute.compute_writes` runs them on the
+The tasks' keys are those of write graphs (:mod:`zarr3_backend.dask.progress`),
+so :func:`~zarr3_backend.dask.compute.compute_writes` runs them on the
 threaded scheduler or the active ``dask.distributed`` client, with the same
 progress line.
 """
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..array import Array
 from ..errors import ChecksumError
-from ..shard_writes import write_block
+from ..nodes.array import Array
+from ..nodes.shard_writes import write_block
 from .record import Record, checksum
 
 if TYPE_CHECKING:  # dask is optional: imported where the graph is built
@@ -92,7 +92,7 @@ def convert_graph(copies: Sequence[ShardCopy]) -> Delayed:
     """A ``dask.delayed`` running every copy (one task each, keyed as a write graph's shard tasks)."""
     from dask.delayed import Delayed
 
-    from ..write_progress import SHARD_TASK_PREFIX
+    from ..dask.progress import SHARD_TASK_PREFIX
 
     token = uuid.uuid4().hex
     name = f"{SHARD_TASK_PREFIX}convert-{token}"

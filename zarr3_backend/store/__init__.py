@@ -16,7 +16,8 @@ from .base import (
     validate_prefix,
 )
 from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
-from .fsspec_store import FsspecStore, with_connection_pool
+from .fsspec_s3 import with_connection_pool
+from .fsspec_store import FsspecStore
 from .local import LocalStore
 from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
 from .obstore_options import UnsupportedOptionError

@@ -4,7 +4,7 @@ Keys are ``/``-separated strings relative to the store root (spec: core,
 "Abstract store interface"). A missing key reads as ``None``; the
 ``FileNotFoundError`` of the backend becomes "missing" here and nowhere else.
 The value types (:class:`ByteRange`, :class:`Versioned`, ``Value``) live in
-:mod:`zarr3_backend.values`, shared with the codecs' read plans.
+:mod:`zarr3_backend.core.values`, shared with the codecs' read plans.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from ..core.keys import validate_key as validate_key
+from ..core.keys import validate_prefix as validate_prefix
+from ..core.values import Buffer as Buffer
+from ..core.values import ByteRange as ByteRange
+from ..core.values import Generation as Generation
+from ..core.values import Value as Value
+from ..core.values import Versioned as Versioned
+from ..core.values import join_value as join_value
 from ..errors import ReadOnlyError
-from ..keys import validate_key as validate_key
-from ..keys import validate_prefix as validate_prefix
-from ..values import Buffer as Buffer
-from ..values import ByteRange as ByteRange
-from ..values import Generation as Generation
-from ..values import Value as Value
-from ..values import Versioned as Versioned
-from ..values import join_value as join_value
 from .arrivals import Arrivals
 
 Request = tuple[str, ByteRange | None]

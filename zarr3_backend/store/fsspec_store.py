@@ -32,25 +32,43 @@ b'}'
 from __future__ import annotations
 
 import asyncio
-import errno
-import inspect
-import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from fsspec import AbstractFileSystem
 from fsspec.asyn import sync
 
+from ..core.executor import io_concurrency
 from ..errors import StoreError
-from ..executor import io_concurrency
 from .arrivals import Arrivals, LaneArrivals
 from .base import (
-    ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix,
+    ByteRange,
+    Generation,
+    Request,
+    Store,
+    Value,
+    Versioned,
+    is_temporary,
+    join_value,
+    validate_key,
+    validate_prefix,
+)
+from .batch_calls import capture, gather, on_loop
+from .fsspec_s3 import is_s3, plain_bucket, s3_with_retries, single_get_kwargs
+from .ranged_reads import (
+    check_content_range,
+    check_length,
+    expected_length,
+    http_range,
+    is_empty,
+    is_unsatisfiable,
+    needs_size,
+    resolve_range,
+    span_length,
 )
 
 T = TypeVar("T")
 
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 _MISSING_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404", "NotFound"})
 #: ``info`` fields that change when a value is rewritten, whatever the file system calls them.
 _VERSION_FIELDS = (
@@ -65,27 +83,6 @@ def _is_missing(exc: BaseException) -> bool:
         return True
     response = getattr(exc, "response", None)  # a raw botocore ClientError
     return isinstance(response, dict) and response.get("Error", {}).get("Code") in _MISSING_CODES
-
-
-def _is_unsatisfiable(exc: BaseException) -> bool:
-    """A range that starts past the end: S3 ``InvalidRange`` or HTTP 416."""
-    if getattr(exc, "status", None) == 416:
-        return True
-    return isinstance(exc, OSError) and exc.errno == errno.EINVAL and "range" in str(exc).lower()
-
-
-def _needs_size(byte_range: ByteRange) -> bool:
-    end = byte_range.end
-    return end is not None and (end < 0 or byte_range.start < 0)
-
-
-def _is_empty(byte_range: ByteRange) -> bool:
-    return byte_range.end is not None and 0 <= byte_range.end <= byte_range.start
-
-
-def _resolve(byte_range: ByteRange, size: int) -> ByteRange:
-    start, stop, _ = byte_range.slice().indices(size)
-    return ByteRange(start, max(start, stop))
 
 
 class FsspecStore(Store):
@@ -118,9 +115,9 @@ class FsspecStore(Store):
         self.root = fs._strip_protocol(root).rstrip("/")
         self.read_only = read_only
         self._io_concurrency = io_concurrency
-        self._full_kwargs = _single_get_kwargs(fs)
-        self._s3 = _is_s3(fs)
-        self._bucket = _plain_bucket(fs, self.root) if self._s3 else None  # the bucket of every key, where plain
+        self._full_kwargs = single_get_kwargs(fs)
+        self._s3 = is_s3(fs)
+        self._bucket = plain_bucket(fs, self.root) if self._s3 else None  # the bucket of every key, where plain
 
     @property
     def io_concurrency(self) -> int:
@@ -174,7 +171,7 @@ class FsspecStore(Store):
         return StoreError(f"could not list prefix {prefix!r} of {self.url}: {type(exc).__name__}: {exc}")
 
     def _run(self, coros: Iterable[Awaitable[T]]) -> list[T | BaseException]:
-        results: list[T | BaseException] = sync(self.fs.loop, _gather, list(coros), self.io_concurrency)
+        results: list[T | BaseException] = sync(self.fs.loop, gather, list(coros), self.io_concurrency)
         return results
 
     # -- reads ------------------------------------------------------------------
@@ -185,11 +182,11 @@ class FsspecStore(Store):
         if self.fs.async_impl:
             results = self._run(self._fetch_async(p, r) for p, r in zip(paths, ranges, strict=True))
         else:
-            results = [_capture(self._fetch_sync, p, r) for p, r in zip(paths, ranges, strict=True)]
+            results = [capture(self._fetch_sync, p, r) for p, r in zip(paths, ranges, strict=True)]
         return [self._outcome(key, result) for (key, _), result in zip(requests, results, strict=True)]
 
     def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
-        if not self.fs.async_impl or len(requests) <= 1 or _on_loop(self.fs.loop):
+        if not self.fs.async_impl or len(requests) <= 1 or on_loop(self.fs.loop):
             return super().fetch_each(requests)  # on the loop itself, waiting for it would hang: get_many says so
         paths = [self._path(key) for key, _ in requests]
         return LaneArrivals(
@@ -202,7 +199,7 @@ class FsspecStore(Store):
             return bytes(result)
         if _is_missing(result):
             return None
-        if _is_unsatisfiable(result):
+        if is_unsatisfiable(result):
             return b""
         raise StoreError(f"could not read key {key!r} from {self.url}: {result}") from result
 
@@ -213,16 +210,16 @@ class FsspecStore(Store):
         if byte_range is None:
             data: bytes = await fs._cat_file(path, **self._full_kwargs)
             return data
-        if _needs_size(byte_range):
-            byte_range = _resolve(byte_range, await self._size_async(path))
-        if _is_empty(byte_range):  # probe existence; past-the-end reads as b""
+        if needs_size(byte_range):
+            byte_range = resolve_range(byte_range, await self._size_async(path))
+        if is_empty(byte_range):  # probe existence; past-the-end reads as b""
             await fs._cat_file(path, start=0, end=1)
             return b""
         data = await fs._cat_file(path, start=byte_range.start, end=byte_range.end)
-        expected = _expected_length(byte_range, len(data))
+        expected = expected_length(byte_range, len(data))
         if expected is None:
-            expected = _span_length(byte_range, await self._size_async(path))
-        return _exactly(path, byte_range, data, expected)
+            expected = span_length(byte_range, await self._size_async(path))
+        return check_length(path, byte_range, data, expected)
 
     def _split(self, path: str) -> tuple[str, str, str | None]:
         """s3fs's ``split_path``: bucket, key and version; a plain path in the store's bucket without its work."""
@@ -240,19 +237,19 @@ class FsspecStore(Store):
         return int(info["size"])
 
     def _fetch_sync(self, path: str, byte_range: ByteRange | None) -> bytes:
-        if byte_range is not None and _needs_size(byte_range):
-            byte_range = _resolve(byte_range, self._size_sync(path))
-        if byte_range is not None and _is_empty(byte_range):
+        if byte_range is not None and needs_size(byte_range):
+            byte_range = resolve_range(byte_range, self._size_sync(path))
+        if byte_range is not None and is_empty(byte_range):
             self.fs.cat_file(path, start=0, end=1)
             return b""
         if byte_range is None:
             data: bytes = self.fs.cat_file(path)
             return data
         data = self.fs.cat_file(path, start=byte_range.start, end=byte_range.end)
-        expected = _expected_length(byte_range, len(data))
+        expected = expected_length(byte_range, len(data))
         if expected is None:
-            expected = _span_length(byte_range, self._size_sync(path))
-        return _exactly(path, byte_range, data, expected)
+            expected = span_length(byte_range, self._size_sync(path))
+        return check_length(path, byte_range, data, expected)
 
     def _size_sync(self, path: str) -> int:
         info = self.fs.info(path)
@@ -271,7 +268,7 @@ class FsspecStore(Store):
             results: list[Versioned] = sync(self.fs.loop, self.get_many_versioned_async, requests)
             return results
         paths = [self._path(key) for key, _ in requests]
-        answers = [_capture(self._fetch_sync_versioned, p, r) for (_, r), p in zip(requests, paths, strict=True)]
+        answers = [capture(self._fetch_sync_versioned, p, r) for (_, r), p in zip(requests, paths, strict=True)]
         return [self._versioned(key, answer) for (key, _), answer in zip(requests, answers, strict=True)]
 
     async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
@@ -279,10 +276,10 @@ class FsspecStore(Store):
         paths = [self._path(key) for key, _ in requests]
         if self._s3:
             fetches = [self._fetch_s3(p, r) for (_, r), p in zip(requests, paths, strict=True)]
-            answers = await _gather(fetches, self.io_concurrency)
+            answers = await gather(fetches, self.io_concurrency)
             return [self._versioned(key, answer) for (key, _), answer in zip(requests, answers, strict=True)]
         plain = [self._fetch_async(p, r) for (_, r), p in zip(requests, paths, strict=True)]
-        values = await _gather(plain, self.io_concurrency)
+        values = await gather(plain, self.io_concurrency)
         return [Versioned(self._outcome(key, value)) for (key, _), value in zip(requests, values, strict=True)]
 
     def _versioned(self, key: str, answer: tuple[bytes | bytearray, Generation | None] | BaseException) -> Versioned:
@@ -294,12 +291,12 @@ class FsspecStore(Store):
     async def _fetch_s3(self, path: str, byte_range: ByteRange | None) -> tuple[bytes | bytearray, Generation | None]:
         """One GetObject: the bytes and the ETag of the object version they came from."""
         fs: Any = self.fs
-        if byte_range is not None and _needs_size(byte_range):
-            byte_range = _resolve(byte_range, await self._size_async(path))
+        if byte_range is not None and needs_size(byte_range):
+            byte_range = resolve_range(byte_range, await self._size_async(path))
         bucket, key, version = self._split(path)
         target = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {})}
-        empty = byte_range is not None and _is_empty(byte_range)
-        ranged = {} if byte_range is None else {"Range": "bytes=0-0" if empty else _http_range(byte_range)}
+        empty = byte_range is not None and is_empty(byte_range)
+        ranged = {} if byte_range is None else {"Range": "bytes=0-0" if empty else http_range(byte_range)}
 
         async def get_and_read() -> tuple[bytes, Generation | None, str | None]:
             response = await fs._call_s3("get_object", **target, **ranged)
@@ -309,14 +306,14 @@ class FsspecStore(Store):
                 response["Body"].close()
 
         try:
-            data, etag, content_range = await _s3_with_retries(fs, get_and_read)
+            data, etag, content_range = await s3_with_retries(fs, get_and_read)
         except OSError as exc:
-            if not _is_unsatisfiable(exc):
+            if not is_unsatisfiable(exc):
                 raise
             head = await fs._call_s3("head_object", **target)  # past the end: the ETag says which version
             return b"", head.get("ETag")
         if byte_range is not None and not empty:
-            data = _check_content_range(path, byte_range, data, content_range)
+            data = check_content_range(path, byte_range, data, content_range)
         return (b"" if empty else data), etag
 
     def _fetch_sync_versioned(self, path: str, byte_range: ByteRange | None) -> tuple[bytes, Generation | None]:
@@ -337,7 +334,7 @@ class FsspecStore(Store):
         if self.fs.async_impl:
             results = self._run(self.fs._pipe_file(path, data) for _, path, data in pairs)
         else:
-            results = [_capture(self.fs.pipe_file, path, data) for _, path, data in pairs]
+            results = [capture(self.fs.pipe_file, path, data) for _, path, data in pairs]
         for (key, _, _), result in zip(pairs, results, strict=True):
             if isinstance(result, BaseException):
                 raise StoreError(f"could not write key {key!r} to {self.url}: {result}") from result
@@ -351,7 +348,7 @@ class FsspecStore(Store):
         if self.fs.async_impl:
             results = self._run(self.fs._rm_file(path) for _, path in pairs)
         else:
-            results = [_capture(self.fs.rm_file, path) for _, path in pairs]
+            results = [capture(self.fs.rm_file, path) for _, path in pairs]
         for (key, _), result in zip(pairs, results, strict=True):
             if isinstance(result, BaseException) and not _is_missing(result):
                 raise StoreError(f"could not delete key {key!r} from {self.url}: {result}") from result
@@ -404,105 +401,6 @@ class FsspecStore(Store):
         return sorted(keys), sorted(prefixes)
 
 
-def with_connection_pool(protocol: str, storage_options: dict[str, Any]) -> dict[str, Any]:
-    """``storage_options`` for an s3 file system whose connection pool admits ``io_concurrency()`` requests.
-
-    s3fs (through botocore) opens at most 10 connections by default, which
-    would cap the requests in flight below the I/O concurrency. A
-    ``max_pool_connections`` the user set in ``config_kwargs`` is kept.
-
-    >>> with_connection_pool("s3", {"anon": True})["config_kwargs"]
-    {'max_pool_connections': 64}
-    >>> with_connection_pool("s3", {"config_kwargs": {"max_pool_connections": 4}})["config_kwargs"]
-    {'max_pool_connections': 4}
-    """
-    if protocol not in ("s3", "s3a"):
-        return storage_options
-    config = dict(storage_options.get("config_kwargs") or {})
-    config.setdefault("max_pool_connections", io_concurrency())
-    return {**storage_options, "config_kwargs": config}
-
-
-def _plain_bucket(fs: Any, root: str) -> str | None:
-    """The bucket that s3fs splits off every path below ``root`` at its first ``/``; ``None`` where it splits otherwise."""
-    bucket, key, _ = fs.split_path(f"{root}/k")
-    return bucket if "/" not in bucket and f"{bucket}/{key}" == f"{root}/k".lstrip("/") else None
-
-
-def _is_s3(fs: AbstractFileSystem) -> bool:
-    return callable(getattr(fs, "_call_s3", None)) and callable(getattr(fs, "split_path", None))
-
-
-async def _s3_with_retries(fs: Any, call: Callable[[], Awaitable[T]]) -> T:
-    """``call()`` under s3fs's own retry policy (the one its ``_cat_file`` uses), where s3fs has it."""
-    try:
-        from s3fs.core import _error_wrapper
-    except ImportError:
-        return await call()
-    result: T = await _error_wrapper(call, retries=fs.retries)
-    return result
-
-
-def _http_range(byte_range: ByteRange) -> str:
-    """The HTTP ``Range`` header of a non-empty range that needs no size."""
-    if byte_range.is_suffix:
-        return f"bytes={byte_range.start}"
-    return f"bytes={byte_range.start}-{'' if byte_range.end is None else byte_range.end - 1}"
-
-
-def _expected_length(byte_range: ByteRange, received: int) -> int | None:
-    """The body length a read of ``byte_range`` must have, when ``received`` bytes tell; ``None``: it takes the size.
-
-    A range of known length (or a suffix) is complete at that length, and a
-    longer body is never right; a shorter one is right only if the value ends
-    there, and a range open at the end always needs the size.
-    """
-    asked = -byte_range.start if byte_range.is_suffix else None if byte_range.end is None else byte_range.end - byte_range.start
-    if asked is None or received < asked:
-        return None
-    return asked
-
-
-def _span_length(byte_range: ByteRange, size: int) -> int:
-    start, stop, _ = byte_range.slice().indices(size)
-    return max(0, stop - start)
-
-
-def _exactly(path: str, byte_range: ByteRange, data: bytes, expected: int) -> bytes:
-    if len(data) != expected:
-        raise StoreError(
-            f"could not read {path!r}: asked for {_http_range(byte_range)} ({expected} bytes), "
-            f"the server answered {len(data)} bytes"
-        )
-    return data
-
-
-def _check_content_range(path: str, byte_range: ByteRange, data: bytes, content_range: str | int | None) -> bytes:
-    """The bytes ``byte_range`` reads, from an answer whose ``Content-Range`` is ``content_range``.
-
-    A ``Content-Range`` must name exactly those bytes, and ``data`` hold them
-    all. An answer without one (an int: its ``Content-Length``) is the whole
-    object: the range is sliced out of it when its length is that of the body.
-    Anything else raises :class:`StoreError`.
-    """
-    if isinstance(content_range, int) and content_range == len(data):
-        return data[byte_range.slice()]
-    match = _CONTENT_RANGE.fullmatch(content_range) if isinstance(content_range, str) else None
-    if match is None:
-        raise StoreError(
-            f"could not read {path!r}: asked for {_http_range(byte_range)}, the server answered "
-            f"{'an incomplete whole object' if content_range is not None else 'without a Content-Range'}"
-        )
-    first, last, size = (int(group) for group in match.groups())
-    start, stop, _ = byte_range.slice().indices(size)
-    if (first, last + 1) != (start, stop) or len(data) != stop - start:
-        raise StoreError(
-            f"could not read {path!r}: asked for bytes {start}-{stop - 1} of {size}, the server answered "
-            f"{content_range!r} with {len(data)} bytes"
-        )
-    return data
-
-
 def _info_generation(info: Mapping[str, Any]) -> Generation | None:
     """A generation from an ``info`` dict: size plus the fields that change on a rewrite; ``None`` if none."""
     if info.get("type") == "directory":
@@ -513,49 +411,3 @@ def _info_generation(info: Mapping[str, Any]) -> Generation | None:
 
 def _is_key(key: str) -> bool:
     return not key.endswith("/") and not is_temporary(key.rsplit("/", 1)[-1])
-
-
-def _single_get_kwargs(fs: AbstractFileSystem) -> dict[str, Any]:
-    """``_cat_file`` keywords that make a whole-value read one GET (s3fs: no HEAD first)."""
-    cat_file = getattr(fs, "_cat_file", None)
-    if fs.async_impl and cat_file is not None and "max_concurrency" in inspect.signature(cat_file).parameters:
-        return {"max_concurrency": 1}
-    return {}
-
-
-def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether the calling thread is running ``loop``."""
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
-
-
-def _capture(func: Callable[..., T], *args: Any) -> T | BaseException:
-    try:
-        return func(*args)
-    except Exception as exc:  # sorted out per request by the caller
-        return exc
-
-
-async def _gather(coros: Sequence[Awaitable[T]], limit: int) -> list[T | BaseException]:
-    """Run ``coros`` concurrently, at most ``limit`` at a time; exceptions are returned.
-
-    A single one is awaited in place: no task whose result would take loop iterations to come back.
-    """
-    if len(coros) == 1:
-        return [await _capture_async(coros[0])]
-    semaphore = asyncio.Semaphore(limit)
-
-    async def bounded(coro: Awaitable[T]) -> T:
-        async with semaphore:
-            return await coro
-
-    return await asyncio.gather(*(bounded(coro) for coro in coros), return_exceptions=True)
-
-
-async def _capture_async(coro: Awaitable[T]) -> T | BaseException:
-    try:
-        return await coro
-    except Exception as exc:  # sorted out per request by the caller, as ``gather`` returns it
-        return exc

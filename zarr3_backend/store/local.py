@@ -32,9 +32,9 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
+from ..core.executor import shared_pool
+from ..core.values import as_bytes
 from ..errors import InvalidKeyError, StoreError
-from ..executor import shared_pool
-from ..values import as_bytes
 from .base import TMP_PREFIX, ByteRange, Request, Store, Value, Versioned, is_temporary, validate_key, validate_prefix
 
 _POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads

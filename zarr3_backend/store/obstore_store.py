@@ -26,11 +26,12 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from ..core.executor import after_fork, io_concurrency, shared_pool
 from ..errors import ArgumentError, StoreError
-from ..executor import after_fork, io_concurrency, shared_pool
 from .arrivals import Arrival, Arrivals, move_forward
 from .base import ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix
 from .obstore_options import obstore_settings, protocol_kind
+from .ranged_reads import resolve_range
 
 if TYPE_CHECKING:
     from obstore import GetOptions, ObjectMeta
@@ -223,7 +224,7 @@ class ObstoreStore(Store):
             meta = self._head(key)  # a range that needs the size
             if meta is None:
                 return Versioned(None)
-            byte_range = _resolve(byte_range, meta["size"])
+            byte_range = resolve_range(byte_range, meta["size"])
         if byte_range is not None and byte_range.end is not None and byte_range.end <= byte_range.start:
             meta = self._head(key)
             return Versioned(None) if meta is None else Versioned(b"", _generation(meta))
@@ -411,11 +412,6 @@ class _LaneArrivals(Arrivals):
             with self._lock:
                 self._unsent.clear()
             wait(self._lanes)
-
-
-def _resolve(byte_range: ByteRange, size: int) -> ByteRange:
-    start, stop, _ = byte_range.slice().indices(size)
-    return ByteRange(start, max(start, stop))
 
 
 def _get_options(byte_range: ByteRange | None) -> GetOptions | None:

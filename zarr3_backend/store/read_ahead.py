@@ -21,7 +21,7 @@ versioned reads, and stores that answer as fast as they are asked
 (``io_concurrency`` 1), get no read-ahead. A chunk read twice starts a new
 scan; values nobody took are dropped :data:`IDLE_SECONDS` after the last read.
 
->>> from zarr3_backend.indexing import plan_selection
+>>> from zarr3_backend.core.indexing import plan_selection
 >>> whole_chunk(plan_selection((slice(4, 8), slice(None)), (10, 3), (2, 3)), (4, 3))
 (1, 0)
 >>> whole_chunk(plan_selection((slice(4, 7), slice(None)), (10, 3), (2, 3)), (4, 3)) is None
@@ -41,8 +41,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..executor import after_fork, io_buffer_bytes, submit_io
-from ..indexing import Selection
+from ..core.executor import after_fork, io_buffer_bytes, submit_io
+from ..core.indexing import Selection
 from .base import Buffer, ByteRange, Generation, Request, Store, Value, Versioned
 
 #: Seconds without a read of a whole stored chunk after which values fetched ahead and not taken are dropped.

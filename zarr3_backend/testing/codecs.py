@@ -33,7 +33,7 @@ from hypothesis.extra.numpy import arrays
 
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec
 from ..codecs.registry import codec_from_json, get_codec_class
-from ..dtypes import parse_data_type
+from ..core.dtypes import parse_data_type
 from ..errors import CodecError
 
 __all__ = ["CodecContract", "chunk_spec", "chunks"]

@@ -1,0 +1,153 @@
+"""Running a write graph (:func:`~zarr3_backend.dask.write_graph.store_graph`) on the current dask scheduler.
+
+:func:`compute_writes` computes it, with optional progress, on
+dask.distributed (:func:`~zarr3_backend.dask.progress.compute_on_cluster`)
+or on dask's threaded scheduler over one persistent pool of ours, and
+returns only once every task of this write is finished or cancelled.
+:func:`check_reachable` refuses a process-local (``memory://``) store when
+the tasks would run in other processes.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import contextvars
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ..core.executor import current_pool, private_pool, shared_pool
+from ..errors import WriteError
+from ..store import FsspecStore
+from ..store.base import Store
+
+if TYPE_CHECKING:  # dask and distributed are optional: this module imports them where it uses them
+    from dask.delayed import Delayed
+    from distributed import Client
+
+
+def _distributed_client() -> Client | None:
+    """The distributed Client that ``compute`` would use, if any."""
+    try:
+        import dask.base
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return None
+    return client if dask.base.get_scheduler() == client.get else None
+
+
+def check_reachable(store: Store) -> None:
+    """Refuse a process-local (``memory://``) store when the writes would run in other processes."""
+    if not isinstance(store, FsspecStore) or "memory" not in _protocols(store):
+        return
+    import dask.base
+    import dask.multiprocessing
+
+    client = _distributed_client()
+    other = client is not None and any(pid != os.getpid() for pid in client.run(os.getpid).values())
+    if other or dask.base.get_scheduler() is dask.multiprocessing.get:
+        raise WriteError(
+            f"the store {store!r} lives in this process's memory, but the dask scheduler runs tasks in "
+            "other processes, whose writes would be lost; write to a path or an object store (s3://, gs://) instead"
+        )
+
+
+def _protocols(store: FsspecStore) -> set[str]:
+    protocol = store.fs.protocol
+    return {protocol} if isinstance(protocol, str) else set(protocol)
+
+
+def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str = "to_zarr3") -> None:
+    """Compute a :func:`store_graph` on the current scheduler, with ``progress`` (its lines start with ``label``).
+
+    ``True`` prints shards done out of the total and the data rate
+    (:mod:`zarr3_backend.dask.progress`), on any scheduler; ``"tqdm"``
+    shows tqdm's bar of dask tasks (on dask.distributed, where tqdm's dask
+    callback sees nothing, the shard line instead). On dask's default threaded scheduler
+    the tasks run on a persistent pool of ours (its threads keep their
+    scratch buffers from one write to the next), and this write's tasks are
+    all finished or cancelled before this returns or raises: after a
+    failure no write task is still running, so the caller can clean up safely.
+    On dask.distributed the same holds (:func:`~zarr3_backend.dask.progress.compute_on_cluster`).
+    """
+    client = _distributed_client()
+    if client is not None:
+        from .progress import compute_on_cluster
+
+        compute_on_cluster(delayed, client, progress=bool(progress), label=label)
+        return
+    with _own_pool() as options:
+        if progress is True:
+            from .progress import compute_with_progress
+
+            compute_with_progress(delayed, label=label, **options)
+        elif progress == "tqdm":
+            from tqdm.dask import TqdmCallback
+
+            with TqdmCallback(desc=label):
+                delayed.compute(**options)
+        else:
+            delayed.compute(**options)
+
+
+@contextlib.contextmanager
+def _own_pool() -> Iterator[dict[str, Any]]:
+    """``{"pool": tracked}`` when dask would use its threaded scheduler; on exit, this write's tasks are done.
+
+    The threads are one persistent pool (:func:`_write_pool`), so their
+    scratch buffers (:mod:`zarr3_backend.core.scratch`) and
+    malloc arenas stay warm across writes; only the futures of this write
+    are cancelled (if not started) and awaited on exit. A write started
+    from one of those threads (a write inside a write task) gets a fresh
+    pool instead, which cannot deadlock on its own workers.
+    """
+    import dask.base
+    import dask.threaded
+
+    if dask.base.get_scheduler() not in (None, dask.threaded.get):
+        yield {}
+        return
+    if current_pool() == _WRITE_POOL:
+        with private_pool(_write_pool()._max_workers) as fresh:
+            yield {"pool": fresh}
+        return
+    tracked = _TrackedPool(_write_pool())
+    try:
+        yield {"pool": tracked}
+    finally:
+        tracked.drain()
+
+
+_WRITE_POOL = "write"  # threads ``zarr3-write_<n>``
+
+
+def _write_pool() -> ThreadPoolExecutor:
+    """The process's pool for threaded-scheduler writes (dask's ``CPU_COUNT`` threads), made on first use."""
+    from dask.system import CPU_COUNT
+
+    return shared_pool(_WRITE_POOL, CPU_COUNT)
+
+
+class _TrackedPool:
+    """The shared write pool as dask sees it, remembering the futures of one write so it can await them."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+        self._max_workers = pool._max_workers  # read by dask.threaded.get
+        self._futures: list[Future[Any]] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Submit ``fn`` in a copy of the caller's context (as dask's own pool does), and remember it."""
+        future = self._pool.submit(contextvars.copy_context().run, fn, *args, **kwargs)
+        self._futures.append(future)
+        return future
+
+    def drain(self) -> None:
+        """Cancel this write's tasks that have not started and wait for the ones running."""
+        for future in self._futures:
+            future.cancel()
+        concurrent.futures.wait(self._futures)

@@ -1,0 +1,122 @@
+"""``progress=True`` for writes: shards done out of the total, with the data rate (needs dask).
+
+Every shard task of a write graph (see :mod:`zarr3_backend.dask.write_graph`) is
+keyed ``("zarr3-write-shard-<token>", i, j, ...)`` and returns the number of
+(decoded) bytes it wrote, so progress is counted in shards whatever the
+scheduler: on dask.distributed the client waits on one future per shard as
+they complete; on local schedulers a dask callback sees each shard task
+finish. The line is rewritten in place and ends with the totals::
+
+    to_zarr3: 7/10 shards (70%), 532 MB, 266 MB/s
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+import numpy.typing as npt
+from dask.callbacks import Callback
+from dask.delayed import Delayed
+
+if TYPE_CHECKING:  # distributed is optional: imported where a client is used
+    from distributed import Client
+
+#: Name prefix of the shard tasks' keys.
+SHARD_TASK_PREFIX = "zarr3-write-shard-"
+
+
+def is_shard_key(key: Hashable) -> bool:
+    """Whether ``key`` names a shard task of a write graph."""
+    return isinstance(key, tuple) and isinstance(key[0], str) and key[0].startswith(SHARD_TASK_PREFIX)
+
+
+class ShardProgress:
+    """Prints ``label: done/total shards (pct%), MB, MB/s`` to ``stream`` as shards complete."""
+
+    def __init__(self, total: int, label: str = "to_zarr3", stream: TextIO | None = None) -> None:
+        self.total = total
+        self.label = label
+        self.stream = stream if stream is not None else sys.stdout
+        self.done = 0
+        self.nbytes = 0
+        self.started = time.perf_counter()
+
+    def line(self) -> str:
+        """The current progress line."""
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        percent = 100 * self.done // self.total if self.total else 100
+        return (
+            f"{self.label}: {self.done}/{self.total} shards ({percent}%), "
+            f"{self.nbytes / 1e6:.0f} MB, {self.nbytes / 1e6 / elapsed:.1f} MB/s"
+        )
+
+    def update(self, written: npt.ArrayLike) -> None:
+        """Count one finished shard task that wrote ``written`` bytes (an int or a one-element array)."""
+        self.done += 1
+        self.nbytes += int(np.sum(written))
+        self.stream.write("\r" + self.line())
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line (printing it once if no shard was written)."""
+        self.stream.write(("\r" + self.line() if not self.done else "") + "\n")
+        self.stream.flush()
+
+
+def shard_keys(delayed: Delayed) -> list[Hashable]:
+    """The keys of the shard tasks in a write graph."""
+    return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
+
+
+def compute_with_progress(delayed: Delayed, label: str = "to_zarr3", **options: object) -> None:
+    """Compute a write graph on a local scheduler (``options`` go to ``delayed.compute``), printing progress."""
+    progress = ShardProgress(len(shard_keys(delayed)), label)
+    try:
+        with _ShardCallback(progress):
+            delayed.compute(**options)
+    finally:
+        progress.close()
+
+
+def compute_on_cluster(delayed: Delayed, client: Client, progress: bool = False, label: str = "to_zarr3") -> None:
+    """Compute a write graph on a distributed ``client``, printing :class:`ShardProgress` if ``progress``.
+
+    The shard tasks and the final task are submitted together (one graph),
+    and the client waits on one future per shard. When one fails, this
+    raises only once every shard task has ended: a task still running on a
+    worker would otherwise write after the caller rolled the write back.
+    """
+    from distributed import as_completed, wait
+
+    keys = shard_keys(delayed)
+    counter = ShardProgress(len(keys), label) if progress else None
+    futures = client.get(dict(delayed.__dask_graph__()), [*keys, delayed.key], sync=False)
+    final = futures.pop()
+    try:
+        for future in as_completed(futures):
+            written = future.result()
+            if counter is not None:
+                counter.update(written)
+        final.result()
+    except BaseException:
+        wait(futures)
+        raise
+    finally:
+        if counter is not None:
+            counter.close()
+
+
+class _ShardCallback(Callback):
+    """A dask callback counting finished shard tasks of local schedulers."""
+
+    def __init__(self, progress: ShardProgress) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # dask leaves Callback.__init__ unannotated
+        self.progress = progress
+
+    def _posttask(self, key: Hashable, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+        if is_shard_key(key):
+            self.progress.update(result)

@@ -1,0 +1,156 @@
+"""Shard-aligned dask write graphs: every stored chunk (shard) is owned by exactly one task.
+
+A write places a dask array ``data`` at ``origin`` in a zarr3_backend
+:class:`~zarr3_backend.nodes.array.Array`. :func:`align_to_shards` rechunks ``data``
+so each dask block lies in exactly one stored chunk (one shard, or one chunk
+when unsharded), warning with :class:`ShardAlignmentWarning` when that moves
+data between tasks. :func:`store_graph` maps every block to one shard task
+(the block's own tasks fuse into it), which writes its shard with
+:func:`~zarr3_backend.nodes.shard_writes.write_block` (one atomic store ``set``;
+partial shards are read, merged and rewritten, under the write's ``lock``)
+and returns the bytes it wrote (counted by ``progress=True``, see
+:mod:`zarr3_backend.dask.progress`).
+:mod:`zarr3_backend.dask.compute` runs the graph.
+
+Everything in the graph pickles (``Array`` is store + path + metadata), so
+the graph runs on any dask scheduler, ``dask.distributed`` included; the
+store must then be reachable from every worker (local paths on one machine,
+object stores anywhere; never ``memory://`` across processes).
+
+>>> import dask.array as da, zarr3_backend
+>>> a = zarr3_backend.create_array("memory://doc/dask_io", shape=(10,), dtype="int32", chunks=(2,), shards=(4,))
+>>> store_graph([WriteRequest(da.arange(10, chunks=4, dtype="int32"), a, (0,))]).compute()
+>>> a[:].tolist()
+[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from ..nodes.array import Array
+from ..nodes.shard_writes import ShardLock, shard_aligned_chunks, write_block
+
+if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
+    from dask.array import Array as DaskArray
+    from dask.delayed import Delayed
+
+
+class ShardAlignmentWarning(UserWarning):
+    """Dask chunks were rechunked to the shard grid; the message states what that costs."""
+
+
+def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: str = "") -> DaskArray:
+    """``data`` (a dask array) rechunked so every block lies in exactly one stored chunk of ``array``.
+
+    Blocks are only split when they already nest in the grid; when a stored
+    chunk would need several input blocks, a :class:`ShardAlignmentWarning`
+    states how many and how many bytes move.
+    """
+    target = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
+    if tuple(map(tuple, data.chunks)) == target:
+        return data
+    gathered = [_inputs_per_block(have, want) for have, want in zip(data.chunks, target)]
+    if any(g > 1 for g in gathered):
+        moved = data.nbytes if data.nbytes else 0
+        warnings.warn(
+            f"{name or array.name}: dask chunks {_describe(data.chunks)} do not align with the "
+            f"{'shard' if array.shards else 'chunk'} grid {array.metadata.chunk_shape} (write origin {tuple(origin)}); "
+            f"rechunking to {_describe(target)}: {data.npartitions} input blocks -> "
+            f"{math.prod(len(c) for c in target)} write tasks, each gathering up to {math.prod(gathered)} input "
+            f"blocks (~{moved / 1e6:.0f} MB moved between tasks). Chunk the data like the "
+            f"{'shards' if array.shards else 'chunks'} to avoid this.",
+            ShardAlignmentWarning,
+            stacklevel=3,
+        )
+    return cast("DaskArray", data.rechunk(target))  # dask leaves Array.rechunk unannotated
+
+
+def _inputs_per_block(have: Sequence[int], want: Sequence[int]) -> int:
+    """The largest number of ``have`` blocks any ``want`` block overlaps (1-d)."""
+    have_edges = np.cumsum([0, *have])
+    want_edges = np.cumsum([0, *want])
+    firsts = np.searchsorted(have_edges, want_edges[:-1], side="right")
+    lasts = np.searchsorted(have_edges, want_edges[1:], side="left")
+    return int(max(lasts - firsts + 1, default=1))
+
+
+def _describe(chunks: Sequence[Sequence[int]]) -> str:
+    return "(" + ", ".join(str(c[0]) if len(set(c[:-1])) <= 1 and c[-1] <= c[0] else "irregular" for c in chunks) + ")"
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """Write ``data`` (a dask array) into ``array`` starting at ``origin``."""
+
+    data: DaskArray
+    array: Array
+    origin: tuple[int, ...]
+    write_empty_chunks: bool = False
+    name: str = ""
+    lock: ShardLock = None
+
+
+def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] | None = None) -> Delayed:
+    """A ``dask.delayed`` running every write request, one task per shard, then ``finalize``.
+
+    Each shard task (keyed ``("zarr3-write-shard-<token>", i, ...)``, see
+    :mod:`zarr3_backend.dask.progress`) writes one shard-aligned block and
+    returns the bytes it wrote; the blocks' own tasks fuse into it, so the
+    graph holds about one task per shard plus one per request and one
+    final task. ``finalize`` (picklable, no arguments) runs once after
+    every write succeeded, e.g. to publish the new shape of appended
+    arrays; if any write fails it never runs.
+    """
+    from dask.delayed import delayed
+
+    written = []
+    for request in requests:
+        if request.data.size:  # aligned here: the alignment warning points at store_graph's caller
+            aligned = align_to_shards(request.data, request.array, request.origin, request.name)
+            written.append(_shard_tasks(request, aligned))
+    return cast("Delayed", delayed(_after, pure=False)(written, finalize))  # dask's delayed is unannotated
+
+
+def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
+    """One task per block of ``aligned`` writing it to its shard; a dask array of the bytes each wrote."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    from .progress import SHARD_TASK_PREFIX
+
+    starts = tuple(
+        tuple(int(n) for n in start + np.cumsum([0, *c[:-1]])) for c, start in zip(aligned.chunks, request.origin)
+    )
+    task = _ShardTask(request.array, starts, request.write_empty_chunks, request.lock)
+    token = tokenize(aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks)
+    name = SHARD_TASK_PREFIX + token
+    chunks = tuple((1,) * len(c) for c in aligned.chunks)
+    blocks = da.map_blocks(task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64))
+    return cast("DaskArray", blocks)  # dask's map_blocks is unannotated
+
+
+@dataclass(frozen=True)
+class _ShardTask:
+    """The body of one shard task: write the block at its place, return an array holding its byte count."""
+
+    array: Array
+    starts: tuple[tuple[int, ...], ...]  # per dimension: where each block starts in the array
+    write_empty_chunks: bool
+    lock: ShardLock = None
+
+    def __call__(self, block: np.ndarray, *, block_id: tuple[int, ...]) -> np.ndarray:
+        start = tuple(starts[i] for starts, i in zip(self.starts, block_id))
+        write_block(self.array, start, block, self.write_empty_chunks, self.lock)
+        return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)
+
+
+def _after(_: Any, finalize: Callable[[], None] | None) -> None:
+    if finalize is not None:
+        finalize()

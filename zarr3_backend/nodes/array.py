@@ -1,0 +1,409 @@
+"""Array: metadata + store + codec chain; numpy-like reads and writes.
+
+Reads plan at the granularity of the chain's read unit (inner chunks for
+sharded arrays) and group the pieces by stored chunk, one sans-I/O read plan
+each; :mod:`~zarr3_backend.nodes.reads` fetches and decodes them, batched
+with other arrays' reads, straight into one output array.
+Writes plan per stored chunk: complete chunks are encoded without reading,
+partial ones are read, merged and rewritten; chunks that end up all fill
+value are deleted instead of stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any, cast, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from ..codecs.base import ChunkSpec
+from ..codecs.chain import CodecChain
+from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
+from ..core.dtypes import Scalar, is_fill
+from ..core.executor import map_concurrently
+from ..core.indexing import ChunkSelection, Selection, SelectionLike, plan_selection
+from ..core.memory_limit import check_allocation, out_of_memory
+from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
+from ..core.storage_transformers import apply_storage_transformers
+from ..core.values import Buffer, Value, join_value
+from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
+from ..store.base import Store
+from ..store.read_ahead import ReadAhead
+from .attributes import Attributes
+from .consolidation import Change, refresh_consolidated
+from .reads import PlannedRead, ReadResult, fetch_lanes, is_remote, read_many
+
+#: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
+RANGE_PART_BYTES = 8 << 20
+#: A remote read of fewer shards than this (and than a quarter of its I/O lanes) splits its large shards.
+SPLIT_BELOW_SHARDS = 8
+
+
+class Array:
+    """A Zarr v3 array in a store.
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/a", shape=(4, 4), dtype="int32", chunks=(2, 2))
+    >>> a[1:3, 1:3] = 7
+    >>> int(a[...].sum())
+    28
+    """
+
+    def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *, read_only: bool = False) -> None:
+        self.store = store
+        self.path = path
+        self.metadata = metadata
+        self.read_only = read_only or store.read_only
+        where = f"array {self.name!r} ({metadata_key(path)})"
+        try:
+            self._chain = CodecChain.from_json(list(metadata.codecs), f"{where}: codecs")
+            self._chain.validate(self.chunk_spec)
+        except Zarr3Error as exc:
+            raise with_location(exc, where) from exc
+        self._read_unit = self._chain.read_unit(self.chunk_spec)
+        self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
+        self._index_cache: dict[str, Any] = {}
+        self._read_ahead = ReadAhead(self._chunk_store, math.prod(metadata.chunk_shape) * self.dtype.itemsize)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.read_only = state["read_only"]
+
+    def __repr__(self) -> str:
+        return f"<zarr3_backend.Array {self.name!r} shape={self.shape} dtype={self.dtype} store={self.store!r}>"
+
+    # -- description -----------------------------------------------------
+    @property
+    def name(self) -> str:
+        return "/" + self.path
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.metadata.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.metadata.data_type.numpy
+
+    @property
+    def fill_value(self) -> Scalar:
+        return self.metadata.fill_value
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The inner chunk shape: the unit of reading (the chunk shape when unsharded)."""
+        return tuple(self._read_unit or self.metadata.chunk_shape)
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape (the stored chunk shape) of a sharded array, else ``None``."""
+        return self.metadata.chunk_shape if self._read_unit is not None else None
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self.metadata.dimension_names
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self)
+
+    @property
+    def codecs(self) -> CodecChain:
+        return self._chain
+
+    @property
+    def chunk_spec(self) -> ChunkSpec:
+        """Shape, data type and fill value of one stored chunk (a shard, when sharded)."""
+        return ChunkSpec(self.metadata.chunk_shape, self.metadata.data_type, self.metadata.fill_value)
+
+    def chunk_key(self, coords: tuple[int, ...]) -> str:
+        """The store key of the stored chunk (shard) at grid ``coords``."""
+        key = self.metadata.chunk_key_encoding.encode_chunk_key(tuple(coords))
+        return f"{self.path}/{key}" if self.path else key
+
+    def write_metadata(self, metadata: ArrayMetadata) -> None:
+        """Publish ``metadata`` (e.g. a grown shape) as this array's ``zarr.json``.
+
+        Ancestors carrying consolidated metadata are patched to match.
+        """
+        self._check_writable()
+        self.store.set(metadata_key(self.path), encode_metadata(metadata))
+        self.metadata = metadata
+        refresh_consolidated(self.store, [Change(self.path, metadata.to_json())])
+
+    def replace_attributes(self, attributes: dict[str, Any]) -> None:
+        """Replace all user attributes with one metadata write."""
+        self.write_metadata(self.metadata.with_attributes(attributes))
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"array {self.name!r} is open read-only; open it with mode='r+' or 'a' to write")
+
+    # -- reading ---------------------------------------------------------
+    def __getitem__(self, selection: SelectionLike) -> ReadResult:
+        return self.get(selection)
+
+    @property
+    def oindex(self) -> _OrthogonalIndexer:
+        """Orthogonal indexing: integer and boolean arrays select along each axis independently."""
+        return _OrthogonalIndexer(self)
+
+    def get(self, selection: SelectionLike = Ellipsis, *, orthogonal: bool = False) -> ReadResult:
+        """Read a selection: ints, slices with steps, Ellipsis; with ``orthogonal=True`` also
+        integer/boolean arrays on any axes, each applied independently (``a.oindex[...]``)."""
+        return read_many([(self, selection, orthogonal)])[0]
+
+    def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> PlannedRead:
+        """``selection`` planned for a batched read (:func:`read_many`)."""
+        plan, out, chunk_plans = self._read_plans(selection, orthogonal)
+        store = self._read_ahead.store_for(plan, self.metadata.chunk_shape, self.chunk_key)  # a scan's chunk fetched ahead
+        return PlannedRead(plan, out, store, chunk_plans)
+
+    def _read_plans(
+        self, selection: SelectionLike, orthogonal: bool
+    ) -> tuple[Selection, np.ndarray, list[tuple[str, ReadPlan]]]:
+        """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
+        plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
+        self.check_memory(plan.out_shape)
+        lanes = fetch_lanes(self._chunk_store)
+        remote = is_remote(self._chunk_store)
+        with out_of_memory(f"array {self.name!r}: reading a selection of shape {plan.out_shape}"):
+            out = np.empty(plan.out_shape, self.dtype)
+        ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
+        pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
+        for piece in plan.chunks():
+            outer = tuple(c // r for c, r in zip(piece.coords, ratio))
+            inner = tuple(c % r for c, r in zip(piece.coords, ratio))
+            pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
+        spec = self.chunk_spec
+        split = remote and len(pieces) < min(SPLIT_BELOW_SHARDS, lanes / 4)
+        plans = []
+        for outer, reads in pieces.items():
+            key = self.chunk_key(outer)
+            plans.append((key, self._chain.plan_read(spec, reads, self._read_context(key, split))))
+        return plan, out, plans
+
+    def check_memory(self, out_shape: tuple[int, ...] | None = None) -> None:
+        """Raise :class:`~zarr3_backend.errors.MemoryLimitError` before allocating what no read or write of this array
+        could hold: a selection of ``out_shape``, one chunk (inner chunk, when sharded) or a shard index.
+
+        The limit is this machine's physical memory (see :mod:`zarr3_backend.core.memory_limit`).
+        """
+        where, item = f"array {self.name!r}", self.dtype.itemsize
+        if out_shape is not None:
+            check_allocation(math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})")
+        field = "sharding_indexed.configuration.chunk_shape" if self.shards is not None else "chunk_grid.configuration.chunk_shape"
+        check_allocation(math.prod(self.chunks) * item, f"{where}: a chunk of shape {self.chunks} ({field}) of {self.dtype}")
+        if self.shards is not None:
+            inner = math.prod(s // c for s, c in zip(self.shards, self.chunks))
+            check_allocation(16 * inner, f"{where}: the index of a shard of shape {self.shards} ({inner} inner chunks)")
+
+    def _read_context(self, key: str, split: bool) -> ReadContext:
+        """With ``split``, large shards are fetched as side-by-side ranges.
+
+        One connection carries only so much per second, so a remote read of
+        few shards (fewer than :data:`SPLIT_BELOW_SHARDS` and than a quarter of
+        the I/O lanes) would leave most connections idle; with more, the
+        shards fill them by themselves and splitting only adds requests.
+        """
+        if split:
+            return ReadContext(key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES)
+        return ReadContext(key, self._index_cache)
+
+    # -- writing ---------------------------------------------------------
+    def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
+        self.set(selection, value)
+
+    def set(self, selection: SelectionLike, value: npt.ArrayLike, *, orthogonal: bool = False, write_empty_chunks: bool = False) -> None:
+        """Write ``value`` (broadcast to the selection) into a selection (see :meth:`get`).
+
+        Chunks that end up entirely the fill value are deleted, unless
+        ``write_empty_chunks`` asks to store them anyway.
+        """
+        self._check_writable()
+        plan = plan_selection(selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name)
+        self.check_memory()
+        with out_of_memory(f"array {self.name!r}: writing a selection of shape {plan.out_shape}"):
+            value = self._as_selection_value(value, plan.out_shape)
+            pieces = list(plan.chunks())
+            partial = [p for p in pieces if not p.is_complete]
+            existing = dict(zip(
+                (p.coords for p in partial),
+                self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
+            ))
+            map_concurrently(
+                lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks), pieces
+            )
+
+    def _as_selection_value(self, value: npt.ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
+        """``value`` as this array's dtype, broadcast to the selection's ``shape``; refused by name if it cannot be."""
+        try:
+            return np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
+        except (TypeError, ValueError) as exc:
+            error = ArgumentTypeError if isinstance(exc, TypeError) else ArgumentError
+            raise error(
+                f"array {self.name!r}: cannot write a value of shape {np.shape(value)} into a selection of shape "
+                f"{shape} with data type {self.dtype}: {exc}"
+            ) from exc
+
+    def _write_chunk(self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
+        key = self.chunk_key(piece.coords)
+        self._index_cache.pop(key, None)
+        spec = self.chunk_spec
+        try:
+            encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
+        except Zarr3Error as exc:
+            raise with_location(exc, key) from exc
+        self._put(key, encoded, write_empty)
+
+    def update_chunk(
+        self, coords: tuple[int, ...], pieces: Sequence[tuple[tuple[slice, ...], npt.ArrayLike]], *,
+        write_empty_chunks: bool = False,
+    ) -> None:
+        """Write ``pieces`` into the stored chunk (shard) at ``coords``: one read of it, then one atomic write.
+
+        Each ``(box, value)`` writes ``value`` (broadcast) into ``box``, slices
+        of the whole stored chunk that may reach past the array's edge; later
+        pieces overwrite earlier ones. Every piece goes through the codec
+        chain's ``update``: a sharded array decodes and re-encodes only the
+        inner chunks the boxes touch and keeps the other inner chunks' encoded
+        bytes as stored. A chunk left all fill is deleted instead, unless
+        ``write_empty_chunks``. Callers serialise concurrent updates of one
+        chunk themselves (see :func:`~zarr3_backend.nodes.shard_writes.shard_lock`).
+
+        >>> import zarr3_backend
+        >>> a = zarr3_backend.create_array("memory://doc/update_chunk", shape=(6,), dtype="int8", chunks=(2,), shards=(4,))
+        >>> a.update_chunk((1,), [((slice(0, 1),), 5), ((slice(2, 4),), 0)])  # the second box lies past the edge
+        >>> a[:].tolist()
+        [0, 0, 0, 0, 5, 0]
+        """
+        self._check_writable()
+        self.check_memory()
+        key = self.chunk_key(coords)
+        spec = self.chunk_spec
+        self._index_cache.pop(key, None)
+        encoded: Value | None = self._chunk_store.get(key)
+        try:
+            for box, value in pieces:
+                plan = plan_selection(box, spec.shape, spec.shape, where=self.name)
+                data = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
+                for piece in plan.chunks():
+                    existing = None if encoded is None else _one_buffer(encoded)
+                    encoded = self._chain.update(existing, spec, piece, data[(*piece.out_selection, Ellipsis)])
+        except Zarr3Error as exc:
+            raise with_location(exc, key) from exc
+        self._put(key, encoded, write_empty_chunks)
+
+    def _put(self, key: str, encoded: Value | None, write_empty: bool) -> None:
+        """Store ``encoded`` at ``key``; ``None`` (all fill) deletes it, or stores a fill chunk with ``write_empty``."""
+        if encoded is None and write_empty:
+            spec = self.chunk_spec
+            encoded = self._chain.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
+        if encoded is None:
+            self._chunk_store.delete(key)
+        else:
+            self._chunk_store.set(key, encoded)
+
+    def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray:
+        """The whole stored chunk (a shard, when sharded) at grid ``coords``, decoded; fill value if absent."""
+        key = self.chunk_key(coords)
+        self.check_memory(self.metadata.chunk_shape)
+        raw = self._chunk_store.get(key)
+        if raw is None:
+            return np.full(self.chunk_spec.shape, self.fill_value, dtype=self.dtype)
+        return np.array(decode_chunk(self._chain, raw, self.chunk_spec, key))
+
+    def store_chunk(self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False) -> None:
+        """Encode and store one whole chunk (a shard, when sharded) with one atomic write.
+
+        An all-fill chunk is deleted instead, unless ``write_empty_chunks``.
+        """
+        key = self.chunk_key(coords)
+        self._index_cache.pop(key, None)
+        if is_fill(chunk, self.fill_value) and not write_empty_chunks:
+            self._chunk_store.delete(key)
+        else:
+            self._chunk_store.set(key, self._chain.encode(chunk, self.chunk_spec))
+
+    # -- shape changes ---------------------------------------------------
+    @overload
+    def resize(self, shape: Iterable[int], /) -> None: ...
+    @overload
+    def resize(self, *shape: int) -> None: ...
+
+    def resize(self, *shape: int | Iterable[int]) -> None:
+        """Change the shape; data outside the new shape is dropped.
+
+        Stored chunks wholly outside the new shape are deleted; chunks cut by
+        the new edge keep only their in-bounds part (the rest is reset to the
+        fill value), so growing again later shows the fill value there.
+        """
+        self._check_writable()
+        sizes = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        new_shape = tuple(int(n) for n in cast("Iterable[int]", sizes))  # the overloads: one iterable or ints
+        if len(new_shape) != self.ndim or any(n < 0 for n in new_shape):
+            raise BoundsError(f"array {self.name!r}: cannot resize {self.shape} to {new_shape}")
+        old_shape = self.shape
+        if any(n < o for n, o in zip(new_shape, old_shape)):
+            self.clear_outside(new_shape)
+        self.write_metadata(self.metadata.with_shape(new_shape))
+
+    def clear_outside(self, new_shape: tuple[int, ...]) -> None:
+        """Delete stored chunks wholly outside ``new_shape`` and reset the part of edge chunks beyond it."""
+        grid = self.metadata.chunk_grid
+        chunk_shape = grid.chunk_shape
+        for coords in grid.chunk_coords(self.shape):
+            origin = grid.chunk_origin(coords)
+            if any(o >= n for o, n in zip(origin, new_shape)):
+                self._chunk_store.delete(self.chunk_key(coords))
+            elif any(o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)) and self._chunk_store.exists(
+                self.chunk_key(coords)
+            ):
+                chunk = self.read_chunk(coords)
+                reset_outside(chunk, tuple(n - o for o, n in zip(origin, new_shape)), self.fill_value)
+                self.store_chunk(coords, chunk)
+
+    def nchunks_stored(self) -> int:
+        """How many stored chunk (shard) values exist."""
+        prefix = f"{self.path}/" if self.path else ""
+        return sum(1 for key in self._chunk_store.list_prefix(prefix) if not key.endswith("zarr.json"))
+
+
+class _OrthogonalIndexer:
+    def __init__(self, array: Array) -> None:
+        self.array = array
+
+    def __getitem__(self, selection: SelectionLike) -> ReadResult:
+        return self.array.get(selection, orthogonal=True)
+
+    def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
+        self.array.set(selection, value, orthogonal=True)
+
+
+def _one_buffer(value: Value) -> Buffer:
+    """``value`` as one buffer: itself, or its pieces joined."""
+    return value if isinstance(value, bytes | bytearray | memoryview) else join_value(value)
+
+
+def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Scalar) -> None:
+    """Set the part of a stored chunk beyond the first ``in_bounds`` elements of each axis to ``fill``.
+
+    Used where a chunk is cut by the array's edge, so that stale data (from a
+    shrink, or a failed append) can never reappear when the array grows.
+    """
+    for dim, n in enumerate(in_bounds):
+        if n < chunk.shape[dim]:
+            chunk[(slice(None),) * dim + (slice(n, None),)] = fill

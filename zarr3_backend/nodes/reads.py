@@ -1,0 +1,238 @@
+"""Reading selections of many arrays together: the batched read engine behind every array read.
+
+Each request is planned by its array (:meth:`Readable.planned_read`: the
+selection's output and one sans-I/O read plan per stored chunk); the planned
+reads are grouped by the store they read from, and each store's chunk plans
+are split into fetch groups. Groups are fetched in lanes
+(:func:`fetch_lanes`), as coroutines on the store's event loop where it has
+one (:func:`start_on_loop`), else on the I/O pool, one batched store call per
+round; each group's decode jobs run on the CPU pool as soon as it arrives,
+straight into the planned outputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Protocol, TypeAlias, TypeVar
+
+import numpy as np
+
+from ..codecs.read_plan import DecodeJob, ReadPlan
+from ..core.dtypes import Scalar
+from ..core.executor import fetch_and_work, io_buffer_bytes, thread_count
+from ..core.indexing import Selection, SelectionLike
+from ..store.base import Request, Store, Versioned
+
+T = TypeVar("T")
+
+PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
+#: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
+LOCAL_HELD_BYTES = 32 << 20
+
+#: What a read returns: an array, or one element (see :data:`~zarr3_backend.core.dtypes.Scalar`) when every
+#: axis is selected by an integer.
+ReadResult: TypeAlias = np.ndarray | Scalar
+
+
+@dataclass
+class PlannedRead:
+    """One array's part of a batched read: the selection's plan, its output, the store to fetch from
+    and one read plan per stored chunk."""
+
+    selection: Selection
+    out: np.ndarray
+    store: Store
+    chunk_plans: list[tuple[str, ReadPlan]]
+
+    def result(self) -> ReadResult:
+        """The output once every chunk plan ran: the array, or a scalar for an integer-only selection."""
+        return self.out[()] if self.out.ndim == 0 and self.selection.scalar else self.out
+
+
+class Readable(Protocol):
+    """What :func:`read_many` reads from: an array that plans its part of a batched read."""
+
+    def planned_read(self, selection: SelectionLike, orthogonal: bool) -> PlannedRead:
+        """``selection`` (orthogonal indexing if ``orthogonal``) planned for a batched read."""
+
+
+def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[ReadResult]:
+    """Read ``(readable, selection, orthogonal)`` triples together: one batched store call per round for all.
+
+    Used to load many small arrays (coordinates, a group's metadata-sized
+    variables) in one round trip instead of one per array. Stored chunks are
+    fetched in groups (see :func:`fetch_groups`; on a remote store, one group
+    per stored chunk when they fit the lanes, so each shard moves on as soon
+    as its own index arrives), as coroutines on the store's event loop where
+    it has one (:func:`start_on_loop`), else on the I/O pool, and decoded on
+    the CPU pool as each group arrives.
+    """
+    reads = [readable.planned_read(selection, orthogonal) for readable, selection, orthogonal in requests]
+    by_store: dict[int, list[PlannedRead]] = defaultdict(list)
+    for read in reads:
+        by_store[id(read.store)].append(read)
+    for group in by_store.values():
+        store = group[0].store
+        flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
+        per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
+        lanes = fetch_lanes(store)
+        remote = is_remote(store)
+        held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
+        groups = [[item] for item in flat] if remote and len(flat) <= lanes else fetch_groups(flat, per_chunk)
+        start = start_on_loop(store) if remote else None
+        fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, lanes, held, start=start)
+    return [read.result() for read in reads]
+
+
+def fetch_lanes(store: Store) -> int:
+    """Fetches a read keeps in flight on ``store``: its :attr:`~Store.io_concurrency` if remote, else the CPU threads.
+
+    Local reads are memory copies, for which more lanes than decoding threads
+    only buffer more (they also hold at most :data:`LOCAL_HELD_BYTES` of
+    undecoded data).
+    """
+    return store.io_concurrency if is_remote(store) else thread_count()
+
+
+def is_remote(store: Store) -> bool:
+    """Whether ``store`` declares more than one request in flight (:attr:`~Store.io_concurrency`): object storage, where rounds cost time.
+
+    Not "more lanes than CPU threads": a 64-core machine has more threads than
+    the 64 default lanes, and its reads from S3 pay for rounds all the same.
+    """
+    return store.io_concurrency > 1
+
+
+def start_on_loop(store: Store) -> Callable[[FetchGroup], Future[Fetched]] | None:
+    """Starts a fetch group as a coroutine on ``store``'s event loop (``None``: the store has none, or it is the caller's).
+
+    There each group's next round goes out as soon as its last is answered,
+    without a thread waking up in between.
+    """
+    loop = store.event_loop
+    if loop is None or not loop.is_running() or _running_loop() is loop:
+        return None
+
+    def start(group: FetchGroup) -> Future[Fetched]:
+        done: Future[Fetched] = Future()
+        asyncio.run_coroutine_threadsafe(_settle(done, _fetch_group_async(group, store)), loop)
+        return done
+
+    return start
+
+
+async def _settle(done: Future[T], work: Awaitable[T]) -> None:
+    """Await ``work`` and settle ``done`` with its outcome, in the same step of the loop.
+
+    Its callbacks (handing the group to the decoders) then run at once, not
+    after the several loop iterations a task's result takes to reach a
+    ``run_coroutine_threadsafe`` future: each iteration also decrypts and
+    parses what every other connection received, milliseconds while a read
+    streams.
+    """
+    try:
+        result = await work
+    except BaseException as exc:  # cancelled too: the waiting reader must not hang
+        done.set_exception(exc)
+        if not isinstance(exc, Exception):
+            raise
+    else:
+        done.set_result(result)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:
+    """Split read plans into fetch groups of about :data:`PIPELINE_MIN_BYTES` of output each (large chunks: one each).
+
+    A group is one batched store call per round; groups are fetched
+    concurrently and decoded as each arrives.
+
+    >>> [len(g) for g in fetch_groups(list(range(10)), 3 << 20)]
+    [2, 2, 2, 2, 2]
+    """
+    size = max(1, int(PIPELINE_MIN_BYTES // max(per_chunk, 1)))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+#: Read plans fetched together, each with its output array; and what fetching them gives: decode jobs and the bytes they hold.
+FetchGroup = list[tuple[str, ReadPlan, Any]]
+Fetched = tuple[Sequence[tuple[DecodeJob, Any]], int]
+
+
+def _fetch_group(plans: FetchGroup, store: Store) -> Fetched:
+    jobs = drive_read_plans(plans, store)
+    return jobs, _held_bytes(jobs)
+
+
+async def _fetch_group_async(plans: FetchGroup, store: Store) -> Fetched:
+    """:func:`_fetch_group` on the store's event loop: each round's requests go out as soon as the last is answered."""
+    rounds = _read_rounds(plans)
+    try:
+        batch = next(rounds)
+        while True:
+            batch = rounds.send(await store.get_many_versioned_async(batch))
+    except StopIteration as done:
+        jobs: list[tuple[DecodeJob, Any]] = done.value
+    return jobs, _held_bytes(jobs)
+
+
+def _held_bytes(jobs: list[tuple[DecodeJob, Any]]) -> int:
+    return sum(len(job.data) for job, _ in jobs if job.data is not None)
+
+
+def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:
+    job, out = item
+    job.run(out)
+
+
+def drive_read_plans(plans: list[tuple[str, ReadPlan, np.ndarray]], store: Store) -> list[tuple[DecodeJob, np.ndarray]]:
+    """Run read plans to completion, one batched ``get_many_versioned`` per round of requests.
+
+    Each plan comes with its output array; the result pairs every decode job with it.
+    """
+    rounds = _read_rounds(plans)
+    try:
+        batch = next(rounds)
+        while True:
+            batch = rounds.send(store.get_many_versioned(batch))
+    except StopIteration as done:
+        jobs: list[tuple[DecodeJob, np.ndarray]] = done.value
+    return jobs
+
+
+_ReadRounds = Generator[list[Request], list[Versioned], list[tuple[DecodeJob, Any]]]
+
+
+def _read_rounds(plans: list[tuple[str, ReadPlan, Any]]) -> _ReadRounds:
+    """Read plans run side by side, sans I/O: yields each round's requests of all plans, receives their values.
+
+    Returns every decode job paired with its plan's output array.
+    """
+    jobs: list[tuple[DecodeJob, Any]] = []
+    pending: list[tuple[str, ReadPlan, Any, list[Any]]] = []
+    for key, plan, out in plans:
+        _advance(key, plan, out, None, pending=pending, jobs=jobs)
+    while pending:
+        values = iter((yield [(key, request) for key, _, _, requests in pending for request in requests]))
+        current, pending = pending, []
+        for key, plan, out, requests in current:
+            _advance(key, plan, out, [next(values) for _ in requests], pending=pending, jobs=jobs)
+    return jobs
+
+
+def _advance(key: str, plan: ReadPlan, out: Any, sent: Any, *, pending: list[Any], jobs: list[Any]) -> None:
+    try:
+        pending.append((key, plan, out, plan.send(sent)))
+    except StopIteration as done:
+        jobs.extend((job, out) for job in done.value)

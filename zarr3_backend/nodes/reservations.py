@@ -1,0 +1,134 @@
+"""Rows reserved by deferred appends, and not written yet.
+
+``to_zarr3(..., append_dim=dim, compute=False)`` grows the arrays when it is
+called, as ``engine="zarr"`` does, so every later write plans after its rows;
+they are written when the delayed object it returned is computed. Until
+then they read as fill values. So that this is never silent, the call lists
+its rows in the group's ``__zarr3_backend_appending.json`` before growing
+the arrays, and the last task of its computation takes them off. Every
+``to_zarr3`` commit sets the group attribute ``_zarr3_backend_appending``
+(:data:`HINT`) while the list holds rows (and drops it once it is empty),
+so readers fetch the list only for such groups. While it holds rows,
+opening the group with ``engine="zarr3"`` warns
+(:class:`~zarr3_backend.nodes.unfinished.UnfinishedWriteWarning`; ``engine="zarr"``
+shows the attribute) and ``validate`` reports them (:func:`describe` says
+which rows and what to do).
+
+Names starting with ``__`` are reserved for extensions: other readers skip the list.
+
+>>> from zarr3_backend.store import make_store
+>>> store = make_store("memory://doc/reservations")
+>>> reserve(store, "", Reservation("a1", "time", 5, 7), stored=5)
+>>> print(describe("", read_reservations(store, "")))
+group '/': rows 5..6 of 'time', reserved by a to_zarr3(..., append_dim='time', compute=False) call, are not written yet and read as fill values; compute the delayed object it returned (a computation that failed or was never run leaves them so: write them with region={'time': slice(5, 7)}, then delete __zarr3_backend_appending.json)
+>>> release(store, "", "a1")
+[]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..core.metadata import GroupMetadata, encode_metadata, metadata_key, parse_node_metadata
+from ..store.base import Store
+from .consolidation import Change, consolidated_entry, refresh_consolidated
+
+APPENDING = "__zarr3_backend_appending.json"
+HINT = "_zarr3_backend_appending"  # the group attribute: rows may be reserved, read the list
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Rows ``start..stop-1`` along ``dim``, reserved by the deferred append ``id``."""
+
+    id: str
+    dim: str
+    start: int
+    stop: int
+
+
+def appending_key(path: str) -> str:
+    """The key of the reservation list of the group at ``path``."""
+    return f"{path}/{APPENDING}" if path else APPENDING
+
+
+def parse_reservations(raw: bytes | None) -> list[Reservation]:
+    """The reservations in a stored list; entries that cannot be read count as rows ``0..0`` of ``"?"``."""
+    if raw is None:
+        return []
+    try:
+        entries = json.loads(raw).get("appends", [])
+        return [Reservation(str(e["id"]), str(e["dim"]), int(e["start"]), int(e["stop"])) for e in entries]
+    except (ValueError, AttributeError, KeyError, TypeError, RecursionError):
+        return [Reservation("?", "?", 0, 0)]
+
+
+def read_reservations(store: Store, path: str) -> list[Reservation]:
+    """The rows reserved and not yet written in the group at ``path``."""
+    return parse_reservations(store.get(appending_key(path)))
+
+
+def reserve(store: Store, path: str, reservation: Reservation, *, stored: int) -> None:
+    """Add ``reservation``, dropping entries of its dimension at or beyond the ``stored`` length (never published).
+
+    The caller holds the lock that serialises appends to the store.
+    """
+    kept = [r for r in read_reservations(store, path) if r.dim != reservation.dim or r.start < stored]
+    _store(store, path, [*kept, reservation])
+
+
+def release(store: Store, path: str, reservation_id: str) -> list[Reservation]:
+    """Take the reservation ``reservation_id`` off (its rows are written); the list goes when it is empty.
+
+    Returns the reservations left.
+    """
+    kept = [r for r in read_reservations(store, path) if r.id != reservation_id]
+    if kept:
+        _store(store, path, kept)
+    else:
+        store.delete(appending_key(path))
+    return kept
+
+
+def drop_hint(store: Store, path: str) -> None:
+    """Remove :data:`HINT` from the group at ``path`` and the consolidated metadata above it.
+
+    The caller holds the lock that serialises metadata writes to the store.
+    """
+    raw = store.get(metadata_key(path))
+    metadata = None if raw is None else parse_node_metadata(raw, metadata_key(path))
+    if isinstance(metadata, GroupMetadata) and HINT in metadata.attributes:
+        metadata = metadata.with_attributes({k: v for k, v in metadata.attributes.items() if k != HINT})
+        store.set(metadata_key(path), encode_metadata(metadata))
+        refresh_consolidated(store, [Change(path, consolidated_entry(metadata.to_json()))])
+
+
+def hint_groups(documents: Mapping[str, dict[str, Any]], lists: Mapping[str, bytes | None]) -> dict[str, dict[str, Any]]:
+    """``documents`` with :data:`HINT` set on each group of ``lists`` iff its list exists.
+
+    ``lists`` maps group paths to their stored reservation list (``None``: none).
+    """
+    hinted = dict(documents)
+    for path, raw in lists.items():
+        attributes = {k: v for k, v in hinted[path].get("attributes", {}).items() if k != HINT}
+        hinted[path] = {**hinted[path], "attributes": {**attributes, HINT: True} if raw is not None else attributes}
+    return hinted
+
+
+def describe(path: str, reservations: list[Reservation]) -> str:
+    """What a reader is told about the rows of ``reservations``, and how to fill them."""
+    rows = ", ".join(f"rows {r.start}..{r.stop - 1} of {r.dim!r}" for r in reservations)
+    first = reservations[0]
+    return (
+        f"group {path or '/'!r}: {rows}, reserved by a to_zarr3(..., append_dim={first.dim!r}, compute=False) call, "
+        "are not written yet and read as fill values; compute the delayed object it returned (a computation that "
+        f"failed or was never run leaves them so: write them with region={{{first.dim!r}: slice({first.start}, "
+        f"{first.stop})}}, then delete {appending_key(path)})"
+    )
+
+
+def _store(store: Store, path: str, reservations: list[Reservation]) -> None:
+    store.set(appending_key(path), json.dumps({"appends": [asdict(r) for r in reservations]}).encode())

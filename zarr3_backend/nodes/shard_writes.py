@@ -1,0 +1,236 @@
+"""Shard-owning block writes: each call writes inside exactly one stored chunk (shard).
+
+:func:`write_block` writes a block lying in one stored chunk (one shard, or
+one chunk when unsharded) with one atomic store ``set`` (temp file + rename
+on local disk, one PUT, or one multipart upload for large shards, on object
+stores). A write that dies leaves the previous shard (or nothing), never a
+torn one, so re-running a write converges. :func:`write_numpy` writes an
+in-memory array one shard per call on the thread pool; the dask graphs of
+:mod:`zarr3_backend.dask.write_graph` call :func:`write_block` once per shard task.
+
+Blocks that cover only part of their shard (region and append edges) are
+read, merged and rewritten by their owning call, at the cost of the inner
+chunks they touch: those are decoded, merged and re-encoded, the others'
+encoded bytes are copied as stored, and the index is rewritten. The part of
+the shard outside the array's shape is reset to the fill value. Blocks
+covering the whole in-bounds part of a shard are encoded without reading. ``to_zarr3``
+appends write through arrays whose grown axis is rounded up to whole shards,
+so a later append's rows in their last shard are kept, and
+:func:`clear_rows` undoes exactly an append's rows.
+
+Two independent writers (processes, clusters) may write disjoint regions of
+one array safely when the regions are aligned to shards. A block covering
+only part of a shard is a read-modify-write of the whole shard: a second
+writer doing the same to that shard at the same time can lose its rows.
+:func:`partial_shards` finds such shards (``to_zarr3`` warns once with
+:class:`PartialShardWarning` where writers may race), and a ``lock`` (see :func:`shard_lock`) makes
+the read-modify-write exclusive per shard across processes.
+
+>>> import zarr3_backend
+>>> a = zarr3_backend.create_array("memory://doc/shard_writes", shape=(10,), dtype="int32", chunks=(2,), shards=(4,))
+>>> write_numpy(a, (0,), list(range(10)))
+>>> a[:].tolist()
+[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from ..core.dtypes import is_fill
+from ..core.executor import map_concurrently
+from ..errors import BoundsError
+from .array import Array
+
+
+class PartialShardWarning(UserWarning):
+    """A region write covers only part of some shards: concurrent writers to those shards can lose data."""
+
+
+def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) -> tuple[int, str | None]:
+    """How many stored chunks (shards) a write of ``shape`` at ``origin`` covers only partly, and one's key.
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/partial", shape=(10,), dtype="int8", chunks=(4,))
+    >>> partial_shards(a, (2,), (4,))
+    (2, 'c/0')
+    """
+    total, full, example = 1, 1, []
+    for start, n, step, size in zip(origin, shape, array.metadata.chunk_shape, array.shape):
+        stop = start + n
+        if n == 0:
+            return 0, None
+        first, last = start // step, (stop - 1) // step
+        ragged = [c for c, edge in ((first, start % step), (last, stop % step and stop != size)) if edge]
+        total *= last - first + 1
+        full *= last - first + 1 - len(set(ragged))
+        example.append(ragged[0] if ragged else first)
+    count = total - full
+    return count, array.chunk_key(tuple(example)) if count else None
+
+
+@runtime_checkable
+class Lock(Protocol):
+    """A lock: ``threading.Lock``, ``multiprocessing.Lock``, ``distributed.Lock``, ..."""
+
+    def acquire(self) -> object: ...
+
+    def release(self) -> object: ...
+
+
+#: The ``lock`` argument of the writers: one lock for every shard, a callable giving the lock of
+#: a shard key, or ``None`` (see :func:`shard_lock`).
+ShardLock: TypeAlias = Lock | Callable[[str], Lock] | None
+
+
+_LOCAL_LOCKS: dict[str, threading.Lock] = {}
+_LOCAL_LOCKS_GUARD = threading.Lock()
+
+
+def local_lock(key: str) -> threading.Lock:
+    """This process's lock for ``key`` (one per key, created on first use): the default guard of append shards.
+
+    A module-level function, so it pickles; on other processes (dask.distributed
+    workers) it guards only the tasks of that process.
+    """
+    with _LOCAL_LOCKS_GUARD:
+        return _LOCAL_LOCKS.setdefault(key, threading.Lock())
+
+
+def shard_lock(lock: ShardLock, key: str) -> contextlib.AbstractContextManager[None]:
+    """The lock guarding the shard ``key``: ``lock`` itself when it has ``acquire``/``release`` (one lock
+    for every shard), else ``lock(key)`` (a callable returning a lock per shard); nothing when ``None``."""
+    if lock is None:
+        return contextlib.nullcontext()
+    return _held(lock if isinstance(lock, Lock) else lock(key))
+
+
+@contextlib.contextmanager
+def _held(lock: Lock) -> Iterator[None]:
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def shard_aligned_chunks(shape: Sequence[int], origin: Sequence[int], grid: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """Dask chunks for data of ``shape`` placed at ``origin`` whose blocks each lie in one grid cell.
+
+    >>> shard_aligned_chunks((10, 4), (3, 0), (4, 4))
+    ((1, 4, 4, 1), (4,))
+    """
+    chunks = []
+    for n, start, step in zip(shape, origin, grid):
+        edges = [start, *range((start // step + 1) * step, start + n, step), start + n]
+        chunks.append(tuple(b - a for a, b in zip(edges, edges[1:])) or (0,))
+    return tuple(chunks)
+
+
+def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_empty_chunks: bool = False, lock: ShardLock = None) -> None:
+    """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
+
+    The shard is stored with one atomic write; partial blocks are merged into
+    the stored shard (read-modify-write, holding :func:`shard_lock` of the
+    shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
+    A partial block of a sharded array decodes and re-encodes only the inner
+    chunks it touches (and those beyond the array's edge, which are reset to
+    the fill value); the other inner chunks keep their encoded bytes.
+    """
+    block = np.asarray(block, dtype=array.dtype)
+    grid = array.metadata.chunk_shape
+    coords = tuple(s // n for s, n in zip(start, grid))
+    corner = array.metadata.chunk_grid.chunk_origin(coords)
+    inside = tuple(slice(s - o, s - o + b) for s, o, b in zip(start, corner, block.shape))
+    if any(sl.stop > n for sl, n in zip(inside, grid)) or len(start) != block.ndim:
+        raise BoundsError(
+            f"array {array.name!r}: a block of shape {block.shape} at {tuple(start)} spans more than one stored "
+            f"chunk of shape {grid}; align the data with align_to_shards() first"
+        )
+    in_bounds = tuple(max(0, min(n, o + g) - o) for o, n, g in zip(corner, array.shape, grid))
+    if tuple(start) == corner and block.shape in (grid, in_bounds):
+        region = tuple(slice(s, s + n) for s, n in zip(start, block.shape))
+        array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
+        return
+    with shard_lock(lock, array.chunk_key(coords)):
+        beyond = [(box, array.fill_value) for box in outside_boxes(in_bounds, grid)]
+        array.update_chunk(coords, [(inside, block), *beyond], write_empty_chunks=write_empty_chunks)
+
+
+def outside_boxes(in_bounds: Sequence[int], shape: Sequence[int]) -> list[tuple[slice, ...]]:
+    """Disjoint boxes covering the part of a chunk of ``shape`` beyond its first ``in_bounds`` elements per axis.
+
+    >>> outside_boxes((3, 2), (4, 4))
+    [(slice(3, None, None), slice(None, None, None)), (slice(0, 3, None), slice(2, None, None))]
+    """
+    boxes = []
+    for axis, (n, size) in enumerate(zip(in_bounds, shape)):
+        if n < size:
+            before = tuple(slice(0, m) for m in in_bounds[:axis])
+            boxes.append((*before, slice(n, None), *(slice(None),) * (len(shape) - axis - 1)))
+    return boxes
+
+
+def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -> None:
+    """Reset what lies beyond ``old_shape`` inside ``array.shape`` (the rows an append wrote) to the fill value.
+
+    Only those rows change: a stored chunk (shard) lying wholly among them is
+    deleted; one they share with other rows (older data, or a later append's
+    rows in the same shard) is read, reset there and rewritten, holding
+    :func:`shard_lock` of its key.
+    """
+    grid = array.metadata.chunk_grid
+    chunk_shape = grid.chunk_shape
+    for coords in grid.chunk_coords(array.shape):
+        origin = grid.chunk_origin(coords)
+        ends = [o + c for o, c in zip(origin, chunk_shape)]
+        if all(e <= old for e, old in zip(ends, old_shape)):
+            continue  # wholly inside the old shape
+        with shard_lock(lock, array.chunk_key(coords)):
+            chunk = array.read_chunk(coords)  # the fill value when absent
+            ours = np.zeros(chunk.shape, dtype=bool)
+            ours[tuple(slice(0, max(0, min(n, e) - o)) for o, e, n in zip(origin, ends, array.shape))] = True
+            ours[tuple(slice(0, max(0, old - o)) for o, old in zip(origin, old_shape))] = False
+            if not is_fill(chunk[ours], array.fill_value):
+                chunk[ours] = array.fill_value
+                array.store_chunk(coords, chunk)  # deleted when nothing else is left in it
+
+
+def write_numpy(
+    array: Array, origin: Sequence[int], data: npt.ArrayLike, write_empty_chunks: bool = False, lock: ShardLock = None
+) -> None:
+    """Write an in-memory array at ``origin``, one shard per call of :func:`write_block` on the thread pool."""
+    write_numpy_many([(array, origin, data, write_empty_chunks)], lock)
+
+
+def write_numpy_many(
+    writes: Sequence[tuple[Array, Sequence[int], npt.ArrayLike, bool]], lock: ShardLock = None
+) -> None:
+    """:func:`write_numpy` for several ``(array, origin, data, write_empty_chunks)`` at once: all their shards
+    share the thread pool (a region write of several variables, each touching one shard, runs them side by side).
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/many/a", shape=(4,), dtype="int8", chunks=(2,))
+    >>> b = zarr3_backend.create_array("memory://doc/many/b", shape=(4,), dtype="int8", chunks=(2,))
+    >>> write_numpy_many([(a, (1,), [1, 2], False), (b, (0,), [3], False)])
+    >>> a[:].tolist(), b[:].tolist()
+    ([0, 1, 2, 0], [3, 0, 0, 0])
+    """
+    blocks = []
+    for array, origin, data, write_empty in writes:
+        data = np.asarray(data)
+        if data.size == 0:
+            continue
+        chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
+        offsets = [np.cumsum([0, *c[:-1]]) for c in chunks]
+        for index in np.ndindex(*(len(c) for c in chunks)):
+            local = tuple(int(offsets[d][i]) for d, i in enumerate(index))
+            selection = tuple(slice(o, o + chunks[d][i]) for d, (o, i) in enumerate(zip(local, index)))
+            blocks.append((array, tuple(s + o for s, o in zip(local, origin)), data[selection], write_empty))
+    map_concurrently(lambda item: write_block(item[0], item[1], item[2], item[3], lock), blocks)

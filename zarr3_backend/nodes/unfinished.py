@@ -1,0 +1,135 @@
+"""Unfinished first writes: the mark ``to_zarr3`` keeps on the groups it writes until all their data is stored.
+
+A first write (``mode="w"``/``"w-"``) publishes its metadata before its data
+(so that ``compute=False`` leaves an openable template). Stopped half way
+(Ctrl-C, a failed task, a killed process) it would read as complete, with
+the missing chunks as fill values. So every group document it publishes
+carries the attribute ``_zarr3_backend_unfinished`` (also in the consolidated
+copies), and its last data task removes it (:func:`unmark`). Readers find it
+in documents they fetch anyway, so checking costs no request. While a group
+carries it:
+
+- opening it (``open``, ``open_group``, ``engine="zarr3"``, DataTrees
+  included) raises :class:`~zarr3_backend.errors.UnfinishedWriteError` naming
+  the fix; a *template* (a ``compute=False`` write, whose data the delayed it
+  returned or region writes are to fill), or a group opened for writing (to
+  repair it), only warns, with :class:`UnfinishedWriteWarning`.
+  ``engine="zarr"`` shows the attribute;
+- ``validate`` reports it (an error; a warning for a template).
+
+Arrays carry no mark (that would cost a write per array at the end), so
+``open_array`` of one array inside a marked group is not checked.
+
+>>> from zarr3_backend.core.metadata import GroupMetadata
+>>> group = GroupMetadata(attributes={FLAG: {"template": True, "fingerprint": "f0"}})
+>>> unfinished_group(None, "child", group).template
+True
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key, parse_node_metadata
+from ..core.stacklevel import caller_stacklevel
+from ..errors import UnfinishedWriteError
+from ..store.base import Store
+from .array import Array
+from .consolidation import Change, consolidated_entry, refresh_consolidated
+from .hierarchy import Group
+
+FLAG = "_zarr3_backend_unfinished"
+
+
+class UnfinishedWriteWarning(UserWarning):
+    """The group opened is a ``to_zarr3(..., compute=False)`` template: parts of its data may not be written yet."""
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A marked group: its ``path``, whether it is a template, the fingerprint of the write that marked it."""
+
+    store: Store | None
+    path: str
+    template: bool
+    fingerprint: str
+
+    @property
+    def key(self) -> str:
+        return metadata_key(self.path)
+
+    def message(self) -> str:
+        where = f"group {self.path or '/'!r}" + ("" if self.store is None else f" of {self.store!r}")
+        if self.template:
+            return (
+                f"{where} is a template written by to_zarr3(..., compute=False) (attribute {FLAG!r} in {self.key}): "
+                "its data is written when the delayed object that call returned is computed, or by region writes "
+                "(the first one removes the mark); until then, parts not written read as fill values"
+            )
+        return (
+            f"{where} holds a to_zarr3 write that did not finish (attribute {FLAG!r} in {self.key}): its metadata was "
+            "published, but some of its data may be missing and would read as fill values. Re-run the same write "
+            "(the same dataset, mode='w-') to complete it, or write with mode='w' to replace it (which deletes what "
+            f"is there); to keep the data as it is, remove the mark: del zarr3_backend.open_group(store, {self.path!r}, "
+            f"mode='r+').attrs[{FLAG!r}]"
+        )
+
+
+def covering(path: str) -> list[str]:
+    """``path`` and every group above it, root first: the groups whose mark covers ``path``.
+
+    >>> covering("a/b")
+    ['', 'a', 'a/b']
+    """
+    parts = path.split("/") if path else []
+    return ["/".join(parts[:i]) for i in range(len(parts) + 1)]
+
+
+def flag(fingerprint: str, *, template: bool) -> dict[str, Any]:
+    """The attribute value a first write marks its groups with (``template``: a ``compute=False`` write)."""
+    return {"written_by": "zarr3_backend to_zarr3", "fingerprint": fingerprint, "template": template}
+
+
+def unfinished_group(store: Store | None, path: str, metadata: NodeMetadata | None) -> Unfinished | None:
+    """The mark of the group at ``path`` (``metadata``: its document), or ``None``; a malformed mark counts as unfinished."""
+    if not isinstance(metadata, GroupMetadata) or FLAG not in metadata.attributes:
+        return None
+    value = metadata.attributes[FLAG]
+    value = value if isinstance(value, dict) else {}
+    fingerprint = value.get("fingerprint")
+    return Unfinished(store, path, value.get("template") is True, fingerprint if isinstance(fingerprint, str) else "")
+
+
+def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
+    """Raise :class:`~zarr3_backend.errors.UnfinishedWriteError` for an unfinished write; warn for a template.
+
+    A group opened ``writable`` (to repair or remove the mark) only warns.
+    """
+    if unfinished is None:
+        return
+    if not unfinished.template and not writable:
+        raise UnfinishedWriteError(unfinished.message())
+    warnings.warn(unfinished.message(), UnfinishedWriteWarning, stacklevel=caller_stacklevel("zarr3_backend", "xarray"))  # above xr.open_dataset's frames
+
+
+def check_opened(node: Array | Group) -> None:
+    """:func:`report` the mark of ``node`` if it is a marked group (arrays carry none)."""
+    if isinstance(node, Group):
+        report(unfinished_group(node.store, node.path, node.metadata), writable=not node.read_only)
+
+
+def unmark(store: Store, paths: Sequence[str]) -> None:
+    """Remove the mark of the groups at ``paths``, and from the consolidated metadata of every group above them."""
+    raws = store.get_many([(metadata_key(path), None) for path in paths])
+    changes = []
+    for path, raw in zip(paths, raws):
+        metadata = None if raw is None else parse_node_metadata(raw, metadata_key(path))
+        if isinstance(metadata, GroupMetadata) and FLAG in metadata.attributes:
+            metadata = metadata.with_attributes({k: v for k, v in metadata.attributes.items() if k != FLAG})
+            store.set(metadata_key(path), encode_metadata(metadata))
+            changes.append(Change(path, consolidated_entry(metadata.to_json())))
+    refresh_consolidated(store, changes)
+

@@ -1,0 +1,56 @@
+"""One batch of calls with each call's exception returned in its place, not raised.
+
+A store sorts out each request's outcome itself (missing, past the end, a
+failure), so a batch never stops at its first error.
+
+>>> capture(int, "x")
+ValueError("invalid literal for int() with base 10: 'x'")
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import ParamSpec, TypeVar
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the calling thread is running ``loop``."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def capture(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | BaseException:
+    """``func(*args, **kwargs)``, or the exception it raised."""
+    try:
+        return func(*args, **kwargs)
+    except Exception as exc:  # sorted out per request by the caller
+        return exc
+
+
+async def gather(coros: Sequence[Awaitable[T]], limit: int) -> list[T | BaseException]:
+    """Run ``coros`` concurrently, at most ``limit`` at a time; exceptions are returned.
+
+    A single one is awaited in place: no task whose result would take loop iterations to come back.
+    """
+    if len(coros) == 1:
+        return [await _capture_async(coros[0])]
+    semaphore = asyncio.Semaphore(limit)
+
+    async def bounded(coro: Awaitable[T]) -> T:
+        async with semaphore:
+            return await coro
+
+    return await asyncio.gather(*(bounded(coro) for coro in coros), return_exceptions=True)
+
+
+async def _capture_async(coro: Awaitable[T]) -> T | BaseException:
+    try:
+        return await coro
+    except Exception as exc:  # sorted out per request by the caller, as ``gather`` returns it
+        return exc

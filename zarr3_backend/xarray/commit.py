@@ -1,0 +1,251 @@
+"""Publishing ``to_zarr3``'s metadata: one consolidated root, and appends that are all-or-nothing.
+
+Every ``to_zarr3`` call gathers the metadata documents it changes (new
+arrays, grown shapes, group attributes, missing ancestor groups) and
+publishes them together with :func:`publish`: first the store root's
+``zarr.json`` with refreshed consolidated metadata (when the call
+consolidates, or the root already did), then each node's own ``zarr.json``.
+The root is one atomic write, so readers that go through the consolidated
+root (both engines' default) switch from the old tree to the new one at
+once; nested groups carrying their own consolidated copy are patched after.
+
+Appends and other ``mode="a"`` writes put data first: new chunks land
+beyond the old shapes (invisible to readers of the old metadata; an edge
+shard holding old data is rewritten whole, atomically, with the old part
+unchanged) or under new arrays whose ``zarr.json`` does not exist yet. Only
+when every data task succeeded does :class:`Commit` run:
+
+0. check that every array the write grows or creates still has the shape
+   its plan started from, and that no other pending record exists, else
+   raise :class:`~zarr3_backend.errors.ConcurrentWriteError` (another
+   writer appended meanwhile; nothing of this write is published);
+1. write the pending record ``__zarr3_backend_pending.json`` (a token of
+   the request and every document to publish): **the commit point**, after
+   it the write is durable and is always completed, never redone (unless
+   reading the record back finds another writer's, or the shapes changed
+   since step 0: then it is that writer's turn, and this one raises as in 0);
+2. :func:`publish` the documents (root first, the switch for readers);
+3. delete the record.
+
+A failure before step 1 leaves the store as it was: :func:`roll_back` then
+resets the rows this write added (and no others: not those another writer
+published since) and deletes the chunks of the arrays it created (best
+effort; anything it misses is invisible, and overwritten by a retry). A
+failure after it leaves the record, and the next ``to_zarr3`` call on the
+store completes the publication first (:func:`roll_forward`); when that
+call is the retry of the same request (same token), it stops there, so a
+retry never appends twice. While the record exists, readers that do not go
+through consolidated metadata refuse to open the store (:func:`pending_error`),
+and ``validate`` reports it; :func:`finish_pending_write` completes it.
+
+A deferred append (``compute=False``) reserves its rows when it is called,
+as ``engine="zarr"`` does: its :class:`Commit` runs then, so the arrays grow
+at once and every later call plans after them. The reserved rows read as
+fill values until the returned object is computed; meanwhile
+:mod:`zarr3_backend.nodes.reservations` lists them, so readers are told (each
+commit sets the groups' hint attribute from that list,
+:func:`~zarr3_backend.nodes.reservations.hint_groups`). Deferred appends therefore keep their rows, in
+call order, however and in whatever order they are computed; each writes through a view whose grown axis is rounded up to
+whole shards, so a shard shared with the next append keeps that append's
+rows, and both merge theirs into it under one lock per shard.
+``mode="a"`` writes to one store are serialised in each process (a lock
+held from planning to commit; a deferred append holds it only while it
+reserves); across processes the ``lock=`` given to ``to_zarr3`` is held the
+same way, and without one, step 0 detects the conflict but cannot undo
+what two writers wrote into the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.metadata import (
+    ArrayMetadata,
+    GroupMetadata,
+    encode_metadata,
+    metadata_key,
+    node_metadata_from_json,
+    parse_node_metadata,
+)
+from ..errors import ConcurrentWriteError, MetadataError
+from ..nodes.array import Array
+from ..nodes.consolidation import PENDING_KEY as PENDING_KEY
+from ..nodes.consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
+from ..nodes.hierarchy import Group
+from ..nodes.lookup import read_node_metadata
+from ..nodes.reservations import appending_key, hint_groups
+from ..nodes.shard_writes import ShardLock, clear_rows
+from ..nodes.tree_consolidation import tree_documents
+from ..store import StoreLike, make_store
+from ..store.base import Store
+from .pending import read_pending
+
+Documents = dict[str, dict[str, Any]]
+SETTLE = 0.02  # seconds at least between writing the pending record and reading it back (a scheduler's time slice)
+
+
+def publish(store: Store, documents: Documents, consolidate: bool) -> None:
+    """Write ``documents`` (path -> ``zarr.json`` content): the root (with consolidated metadata) first."""
+    raw = store.get(metadata_key(""))
+    current = None if raw is None else parse_node_metadata(raw, metadata_key(""))
+    root = current if isinstance(current, GroupMetadata) else None
+    if "" in documents:
+        new_root = node_metadata_from_json(documents[""], metadata_key(""))
+        root = new_root if isinstance(new_root, GroupMetadata) else None
+    changes = [Change(path, doc) for path, doc in documents.items() if path]
+    if root is not None and (consolidate or (isinstance(current, GroupMetadata) and current.consolidated is not None)):
+        tree = tree_documents(Group(store, "", GroupMetadata()))
+        root = root.with_consolidated(apply_changes(tree, "", changes))
+        store.set(metadata_key(""), encode_metadata(root))
+    elif "" in documents:
+        store.set(metadata_key(""), encode_metadata(node_metadata_from_json(documents[""], metadata_key(""))))
+    for path, document in sorted(documents.items()):
+        if path:
+            store.set(metadata_key(path), encode_metadata(node_metadata_from_json(document, metadata_key(path))))
+    nested = [c for c in changes if any(a for a in ancestors(c.path))]
+    refresh_consolidated(store, nested, skip_root=True)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The last task of a ``mode="a"`` write: check, record, publish, clear (picklable, runs on a worker).
+
+    ``expected`` holds, per array path the write grows or creates, the shape
+    its plan started from (``None``: no array there); a store that no longer
+    matches raises :class:`~zarr3_backend.errors.ConcurrentWriteError` before
+    anything is published. So does a pending record of another writer, found
+    before writing ours or, read back :data:`SETTLE` seconds (at least) after
+    writing it, in its place.
+    """
+
+    store: Store
+    documents: Documents
+    consolidate: bool
+    token: str
+    expected: Mapping[str, tuple[int, ...] | None] = field(default_factory=dict)
+    locked: bool = False  # a lock= or an atomic StoreLease serialises commits: no wait before reading back
+
+    def __call__(self) -> None:
+        paths = sorted(self.expected)
+        groups = sorted(path for path, document in self.documents.items() if document.get("node_type") == "group")
+        started = time.monotonic()
+        found = self.store.get_many([(PENDING_KEY, None), *self._shapes(paths), *[(appending_key(g), None) for g in groups]])
+        settle = max(SETTLE, 3 * (time.monotonic() - started))  # longer than a writer takes from such a read to its set
+        if found[0] is not None:
+            raise _conflict(self.store, f"another to_zarr3 call is publishing its metadata ({PENDING_KEY} exists)")
+        self._check_unchanged(paths, found[1:len(paths) + 1])
+        documents = hint_groups(self.documents, dict(zip(groups, found[len(paths) + 1:])))
+        record = {"token": self.token, "consolidate": self.consolidate, "documents": documents, "writer": uuid.uuid4().hex}
+        raw = json.dumps(record).encode()
+        self.store.set(PENDING_KEY, raw)
+        if not self.locked:
+            time.sleep(settle)  # so that a writer that read before our set has set its record when we read back
+        again = self.store.get_many([(PENDING_KEY, None), *self._shapes(paths)])
+        if again[0] != raw:  # another writer's record replaced ours: it publishes, we do not
+            raise _conflict(self.store, f"another to_zarr3 call wrote its {PENDING_KEY} at the same time")
+        try:  # again, now that the record is ours: a writer that published just before is seen
+            self._check_unchanged(paths, again[1:])
+        except ConcurrentWriteError:
+            self.store.delete(PENDING_KEY)
+            raise
+        publish(self.store, documents, self.consolidate)
+        self.store.delete(PENDING_KEY)
+
+    @staticmethod
+    def _shapes(paths: list[str]) -> list[tuple[str, None]]:
+        return [(metadata_key(path), None) for path in paths]
+
+    def _check_unchanged(self, paths: list[str], raws: list[bytes | None]) -> None:
+        """Raise :class:`ConcurrentWriteError` if an array of ``expected`` no longer has the shape planned from."""
+        for path, raw in zip(paths, raws):
+            node = None if raw is None else parse_node_metadata(raw, metadata_key(path))
+            found = node.shape if isinstance(node, ArrayMetadata) else None
+            if found != self.expected[path]:
+                planned = "no array" if self.expected[path] is None else f"shape {self.expected[path]}"
+                now = "no array" if found is None else f"shape {found}"
+                raise _conflict(self.store, f"another writer changed {path!r} (this write planned from {planned}, "
+                                            f"the store now has {now})")
+
+
+def _conflict(store: Store, what: str) -> ConcurrentWriteError:
+    return ConcurrentWriteError(
+        f"to_zarr3: {what} in {store!r} while this write ran; nothing of this write was published, and its rows "
+        "beyond the other writer's were cleared. Appends to one store from several processes at once need one "
+        "lock shared by all of them: pass lock= (e.g. lock=distributed.Lock('<store>')); rows both writers "
+        "wrote may hold this write's data, so check them"
+    )
+
+
+def roll_forward(store: Store, token: str | None, *, skip_broken: bool = False) -> bool:
+    """Complete a publication a failed ``to_zarr3`` left pending; whether it was the request ``token``.
+
+    The record is checked whole first (:func:`.pending.read_pending`; ``skip_broken``: ``mode="w"`` leaves a broken one).
+    """
+    raw = store.get(PENDING_KEY)
+    record = None if raw is None else read_pending(raw, skip_broken=skip_broken)
+    if record is None:
+        return False
+    publish(store, record.documents, record.consolidate)
+    store.delete(PENDING_KEY)
+    return token is not None and record.token == token
+
+
+def finish_pending_write(store: StoreLike, *, storage_options: dict[str, Any] | None = None) -> bool:
+    """Complete the metadata publication an interrupted ``to_zarr3`` left pending; whether one was pending.
+
+    Until then the store holds ``__zarr3_backend_pending.json``, readers that
+    do not use consolidated metadata refuse to open it, and
+    :func:`~zarr3_backend.consolidate_metadata` must not be run (it would copy
+    half-published documents into the consolidated metadata). Any later
+    ``to_zarr3`` call on the store completes it too.
+
+    >>> finish_pending_write("memory://doc/finish_pending_write")
+    False
+    """
+    target = make_store(store, storage_options=storage_options)
+    pending = target.exists(PENDING_KEY)
+    roll_forward(target, None)
+    return pending
+
+
+def pending_error(where: str) -> MetadataError:
+    """The error of a reader that found the pending-write record (see :func:`finish_pending_write`)."""
+    return MetadataError(
+        f"{where}: a to_zarr3 call was interrupted while publishing its metadata ({PENDING_KEY} is in the store), "
+        "so the arrays' own zarr.json may disagree; finish it with zarr3_backend.finish_pending_write(store) "
+        "(or any to_zarr3 call on the store), then open it again"
+    )
+
+
+def roll_back(store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], lock: ShardLock = None) -> None:
+    """Undo the data of a write that failed before its commit point (best effort, never raises).
+
+    Only what this write wrote goes: the rows each grown array gained (from
+    its old shape, or from a longer shape another writer has published since,
+    whose rows are not ours to clear) and the chunks of arrays it created
+    that nobody has published since.
+    """
+    try:
+        if store.get(PENDING_KEY) is not None:
+            return  # committed: roll_forward completes it
+        for array, old_shape in grown:
+            stored = read_node_metadata(store, array.path)
+            if isinstance(stored, ArrayMetadata):
+                old_shape = tuple(max(o, n) for o, n in zip(old_shape, stored.shape))
+            clear_rows(array, old_shape, lock)
+        for path in created:
+            if store.get(metadata_key(path)) is None:
+                store.delete_prefix(path + "/")
+    except Exception:  # the original failure is what the caller must see
+        return
+
+
+def group_document(metadata: GroupMetadata | None, attributes: dict[str, Any]) -> dict[str, Any]:
+    """The ``zarr.json`` of a group written by ``to_zarr3``: its attributes replaced, no consolidated copy."""
+    base = metadata or GroupMetadata()
+    return consolidated_entry(base.with_consolidated(None).with_attributes(attributes).to_json())

@@ -1,0 +1,195 @@
+"""Where a ``to_zarr3`` call writes: refuse what would hide data, and keep first writes marked until they finish.
+
+:func:`check_target` runs before planning. In one batched fetch it reads the
+``zarr.json`` and the Zarr v2 keys of the target group and every group above it:
+
+- ``mode="w-"`` (the default) writes only into an empty location, as
+  ``engine="zarr"`` does: a Zarr v3 node, a Zarr v2 store or any other key
+  there is refused with :class:`~zarr3_backend.errors.NodeExistsError` (a
+  ``FileExistsError``) that says what it is;
+- no write puts Zarr v3 metadata into or above a Zarr v2 group (it would hide
+  the v2 data from readers), except ``mode="w"`` replacing that group;
+- a group that an unfinished first write marked (:mod:`zarr3_backend.nodes.unfinished`)
+  takes only that same write again (``mode="w-"``, the same variables,
+  dimensions, shapes and data types), which replaces what the unfinished run
+  left, or ``mode="w"``. A template (``compute=False``) also takes region
+  writes and appends, and the first of them removes its mark: the user fills
+  it from then on, as with ``engine="zarr"``. Anything else raises
+  :class:`~zarr3_backend.errors.UnfinishedWriteError`.
+
+The :class:`Start` it returns publishes a first write once the whole plan is
+checked, every group document marked unfinished. The publication runs dry
+first, against the store as it will be after erasing (every read and parse,
+nothing written), so a failure there leaves the store untouched. Then the
+documents outside the group are written (the root, with the new
+consolidated metadata, first), ``mode="w"`` erases the group, and its own
+documents follow. :class:`Finish`, the last task of the data graph, removes
+the marks.
+
+>>> import numpy as np, xarray as xr
+>>> from zarr3_backend.store import make_store
+>>> store = make_store("memory://doc/first_write")
+>>> store.set("notes.txt", b"mine")
+>>> check_target(store, "", "w-", xr.Dataset(), compute=True)
+Traceback (most recent call last):
+...
+zarr3_backend.errors.NodeExistsError: to_zarr3: FsspecStore('memory:///doc/first_write') is not empty (it holds 'notes.txt', but no zarr.json); mode='w-' (the default) writes only into an empty location, as engine='zarr' does. Write somewhere else (or into a new group: group='name'), or pass mode='w' to delete everything there and write in its place
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import xarray as xr
+
+from ..api import WriteMode
+from ..core.metadata import NodeMetadata, parse_node_metadata
+from ..errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
+from ..nodes.unfinished import FLAG, covering, flag, unfinished_group, unmark
+from ..store.base import Store
+from .commit import Documents, publish
+from .staged import Staged
+
+V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
+PROBES = ("zarr.json", *V2_KEYS)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The last task of a first write's data graph: all its data is stored, so its groups are no longer unfinished."""
+
+    store: Store
+    groups: tuple[str, ...]
+
+    def __call__(self) -> None:
+        unmark(self.store, self.groups)
+
+
+@dataclass(frozen=True)
+class Start:
+    """What :func:`check_target` decided: call it with the checked plan's documents to begin writing."""
+
+    store: Store
+    path: str
+    mode: WriteMode  # "w" for a "w-" that completes its own unfinished run
+    fingerprint: str = ""
+    template: bool = False
+    taken_over: tuple[str, ...] = ()  # the template groups whose mark this region write or append removes
+
+    def __call__(self, documents: Documents, consolidate: bool) -> Finish | None:
+        """Publish a first write (the returned :class:`Finish` ends it); for other writes, take a template over."""
+        if self.mode not in ("w", "w-"):
+            if self.taken_over:
+                unmark(self.store, self.taken_over)
+            return None
+        prefix = f"{self.path}/" if self.path else ""
+        marked = {p: _marked(d, flag(self.fingerprint, template=self.template)) for p, d in documents.items()
+                  if (p == self.path or p.startswith(prefix)) and d.get("node_type") == "group"}
+        staged = Staged(self.store, prefix if self.mode == "w" else None)
+        publish(staged, {**documents, **marked}, consolidate)  # every read and check; nothing is written yet
+        inside = [key for key in staged.writes if key.startswith(prefix)]
+        staged.replay([key for key in staged.writes if not key.startswith(prefix)])
+        if self.mode == "w":
+            self.store.delete_prefix(prefix)
+        staged.replay(inside)
+        return Finish(self.store, tuple(sorted(marked)))
+
+
+def _marked(document: dict[str, object], mark: dict[str, object]) -> dict[str, object]:
+    attributes = document.get("attributes")
+    return {**document, "attributes": {**(attributes if isinstance(attributes, dict) else {}), FLAG: mark}}
+
+
+def check_target(store: Store, path: str, mode: WriteMode, obj: xr.Dataset | xr.DataTree, *, compute: bool) -> Start:
+    """Refuse a write that would hide what the store holds, or build on an unfinished first write (see above)."""
+    if store.read_only:
+        raise ReadOnlyError(f"to_zarr3: {store!r} is read-only")
+    groups = covering(path)
+    raws = iter(store.get_many([(_key(g, name), None) for g in groups for name in PROBES]))
+    found = {g: {name: raw for name in PROBES if (raw := next(raws)) is not None} for g in groups}
+    for group in groups:
+        if found[group] and "zarr.json" not in found[group] and not (group == path and mode in ("w", "w-")):
+            raise WriteError(_v2_message(store, group, path, next(iter(found[group]))))
+    marks = [m for g in groups if (m := unfinished_group(store, g, _parsed(g, found[g].get("zarr.json"))))]
+    unfinished = next((m for m in marks if not m.template), marks[0] if marks else None)
+    if mode not in ("w", "w-"):
+        if unfinished is not None and not unfinished.template:
+            raise UnfinishedWriteError(f"to_zarr3 (mode={mode!r}): {unfinished.message()}")
+        return Start(store, path, mode, taken_over=tuple(m.path for m in marks))
+    request = fingerprint(obj, path)
+    if mode == "w-" and unfinished is not None:
+        if unfinished.path != path or unfinished.fingerprint != request:
+            raise UnfinishedWriteError(f"to_zarr3 (mode='w-'), a different write than the unfinished one: {unfinished.message()}")
+        mode = "w"  # the same write again: it replaces what its unfinished run left
+    elif mode == "w-":
+        _refuse_occupied(store, path, found[path])
+    return Start(store, path, mode, request, template=not compute)
+
+
+def _parsed(path: str, raw: bytes | None) -> NodeMetadata | None:
+    """The document at ``path``, or ``None`` if missing or invalid (a ``mode="w"`` replaces an invalid one)."""
+    try:
+        return None if raw is None else parse_node_metadata(raw, _key(path, "zarr.json"))
+    except Zarr3Error:
+        return None
+
+
+def fingerprint(obj: xr.Dataset | xr.DataTree, path: str) -> str:
+    """What makes a re-run "the same write": the group path and every group's variable names, dimensions, shapes, types."""
+    datasets = {".": obj} if isinstance(obj, xr.Dataset) else {p: node.dataset for p, node in obj.subtree_with_keys}
+    described = [path, sorted(
+        [p, sorted([str(n), [str(d) for d in v.dims], list(v.shape), v.dtype.str] for n, v in ds.variables.items())]
+        for p, ds in datasets.items()
+    )]
+    return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:32]
+
+
+def _refuse_occupied(store: Store, path: str, found: dict[str, bytes]) -> None:
+    where = f"group {path!r} of {store!r}" if path else repr(store)
+    if "zarr.json" in found:
+        raise NodeExistsError(
+            f"to_zarr3: a Zarr v3 {_node_type(found['zarr.json'])} already exists at {where}; mode='w-' (the default) writes "
+            "only into an empty location. Pass mode='w' to replace it (this deletes it and everything below it), "
+            "or mode='a' to add variables or append"
+        )
+    if found:
+        raise NodeExistsError(
+            f"to_zarr3: {where} is a Zarr v2 store ({_key(path, next(iter(found)))} found, no zarr.json); mode='w-' (the default) "
+            "writes only into an empty location. Write somewhere else, or pass mode='w' to delete the Zarr v2 store "
+            "and write a Zarr v3 one in its place"
+        )
+    prefix = f"{path}/" if path else ""
+    keys, prefixes = store.list_dir(prefix)
+    example = keys[0] if keys else next(iter(store.list_prefix(prefix)), None) if prefixes else None
+    if example is not None:
+        raise NodeExistsError(
+            f"to_zarr3: {where} is not empty (it holds {example!r}, but no zarr.json); mode='w-' (the default) writes "
+            "only into an empty location, as engine='zarr' does. Write somewhere else (or into a new group: "
+            "group='name'), or pass mode='w' to delete everything there and write in its place"
+        )
+
+
+def _v2_message(store: Store, group: str, path: str, key: str) -> str:
+    where = f"group {group!r} of {store!r}" if group else repr(store)
+    above = "" if group == path else f" (above the group {path!r} written)"
+    return (
+        f"to_zarr3: {where}{above} is a Zarr v2 store ({_key(group, key)} found, no zarr.json); Zarr v3 metadata "
+        "there would hide its data from readers. Write to another location, write this store with engine='zarr' "
+        "(ds.to_zarr(...)), or convert it to Zarr v3 first ('zarr3 convert SRC DST')"
+        + (" (mode='w' replaces it, deleting the Zarr v2 data)" if group == path else "")
+    )
+
+
+def _node_type(raw: bytes) -> str:
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError):
+        return "node"
+    kind = document.get("node_type") if isinstance(document, dict) else None
+    return kind if kind in ("array", "group") else "node"
+
+
+def _key(path: str, name: str) -> str:
+    return f"{path}/{name}" if path else name

@@ -1,0 +1,108 @@
+"""``Dataset.to_zarr3``, ``DataArray.to_zarr3``, ``DataTree.to_zarr3`` and :func:`open_zarr3`.
+
+After ``import zarr3_backend`` (with xarray installed) every Dataset,
+DataArray and DataTree has a ``to_zarr3`` method. It is registered with
+xarray's supported extension mechanism, ``xarray.register_*_accessor``: the
+accessor object is callable, so ``ds.to_zarr3(...)`` reads like a method, and
+it carries :func:`~zarr3_backend.xarray.writer.to_zarr3`'s signature
+(without ``obj``) and docstring, so ``help(ds.to_zarr3)`` shows them.
+Positional arguments follow xarray's ``to_zarr`` of the same type:
+``store, mode, group, encoding`` for Datasets and DataArrays and
+``store, mode, encoding, consolidated, group, write_inherited_coords, compute``
+for DataTrees.
+
+>>> import numpy as np, xarray as xr, zarr3_backend
+>>> xr.Dataset({"t": ("x", np.arange(3.0))}).to_zarr3("memory://doc/methods", "w")
+>>> open_zarr3("memory://doc/methods").t.chunks
+((3,),)
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+import xarray as xr
+
+from .root import Location
+from .writer import to_zarr3
+
+if TYPE_CHECKING:
+    from dask.delayed import Delayed
+    from xarray.backends.common import T_PathFileOrDataStore
+
+_PARAMETERS = list(inspect.signature(to_zarr3).parameters.values())[1:]
+
+
+def _signature(order: tuple[str, ...]) -> inspect.Signature:
+    """``to_zarr3``'s signature without ``obj``: ``order`` positional-or-keyword, the rest keyword-only."""
+    by_name = {p.name: p for p in _PARAMETERS}
+    positional = [by_name[n].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in order]
+    rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _PARAMETERS if p.name not in order]
+    return inspect.Signature([*positional, *rest], return_annotation=inspect.signature(to_zarr3).return_annotation)
+
+
+class ToZarr3:
+    """``ds.to_zarr3(...)`` / ``da.to_zarr3(...)``: :func:`~zarr3_backend.to_zarr3` of the object it is bound to."""
+
+    order: tuple[str, ...] = ("store", "mode", "group", "encoding")
+    __signature__: ClassVar[inspect.Signature]  # set by _document below
+
+    def __init__(self, obj: xr.Dataset | xr.DataArray | xr.DataTree) -> None:
+        self._obj = obj
+
+    def __call__(self, *args: object, **kwargs: object) -> Delayed | None:
+        signature = inspect.signature(type(self).__call__)  # the __signature__ _document gave it
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        del arguments["self"]
+        return to_zarr3(self._obj, **arguments)
+
+
+class DataTreeToZarr3(ToZarr3):
+    """``tree.to_zarr3(...)``: positional arguments in ``DataTree.to_zarr``'s order."""
+
+    order = ("store", "mode", "encoding", "consolidated", "group", "write_inherited_coords", "compute")
+
+    def __call__(self, *args: object, **kwargs: object) -> Delayed | None:
+        return super().__call__(*args, **kwargs)
+
+
+def _document(cls: type[ToZarr3]) -> None:
+    """Give the accessor ``to_zarr3``'s docstring and call signature, for ``help()`` and ``inspect``."""
+    call = _signature(cls.order)
+    self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    cls.__doc__ = cls.__call__.__doc__ = to_zarr3.__doc__
+    cls.__signature__ = call
+    setattr(cls.__call__, "__signature__", call.replace(parameters=[self, *call.parameters.values()]))
+
+
+for _accessor in (ToZarr3, DataTreeToZarr3):
+    _document(_accessor)
+
+
+def open_zarr3(store: Location, **kwargs: Any) -> xr.Dataset:
+    """``xr.open_dataset(store, engine="zarr3", chunks={})``: lazy dask arrays, one chunk per stored shard.
+
+    Keyword arguments go to :func:`xarray.open_dataset` (``group``,
+    ``storage_options``, ``decode_times`` ...); ``chunks`` may override ``{}``.
+    """
+    kwargs.setdefault("chunks", {})
+    # xarray types open_dataset's first argument for its own engines; it hands it to ours untouched.
+    return xr.open_dataset(cast("T_PathFileOrDataStore", store), engine="zarr3", **kwargs)
+
+
+def register() -> None:
+    """Give Dataset, DataArray and DataTree a ``to_zarr3`` method (idempotent)."""
+    # xarray leaves the register_*_accessor functions unannotated; this names their shape.
+    registrations: tuple[tuple[type, Callable[[str], Callable[[type[ToZarr3]], object]], type[ToZarr3]], ...] = (
+        (xr.Dataset, xr.register_dataset_accessor, ToZarr3),
+        (xr.DataArray, xr.register_dataarray_accessor, ToZarr3),
+        (xr.DataTree, xr.register_datatree_accessor, DataTreeToZarr3),
+    )
+    for cls, register_accessor, accessor in registrations:
+        if "to_zarr3" not in vars(cls):
+            register_accessor("to_zarr3")(accessor)
+
+
+register()

@@ -1,0 +1,86 @@
+"""What ``to_zarr3`` finds in the store before writing: the group's arrays and their CF encoding.
+
+For ``mode="a"``, ``"a-"`` and ``"r+"`` the variables already stored are
+written with the encoding they were stored with (``dtype``, ``_FillValue``,
+``units`` ...), as ``engine="zarr"`` does, and ``mode="a"`` leaves a stored
+variable alone when its values did not change (:func:`unchanged`).
+
+>>> import zarr3_backend
+>>> _ = zarr3_backend.create_group("memory://doc/stored")
+>>> existing_arrays(zarr3_backend.store.make_store("memory://doc/stored"), "", "a")
+{}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray import conventions
+from xarray.backends.zarr import encode_zarr_variable
+
+from ..api import WriteMode
+from ..errors import GroupNotFoundError
+from ..nodes.array import Array
+from ..nodes.hierarchy import Group, open_node
+from ..store.base import Store
+from .backend_array import variable_dtype
+from .encoding import decode_fill_value
+
+UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
+
+
+def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array]:
+    """The arrays of the group at ``path`` (none for ``mode="w"``/``"w-"``), read from their own ``zarr.json``.
+
+    A missing group has none, except for ``mode="r+"``, which raises
+    ``FileNotFoundError``.
+    """
+    if mode in ("w", "w-"):
+        return {}
+    try:
+        group = open_node(store, path, read_only=False, strict=True)  # unfinished writes: checked by .first_write
+    except FileNotFoundError:
+        if mode == "r+":
+            raise
+        return {}
+    if not isinstance(group, Group):
+        if mode == "r+":
+            raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
+        return {}
+    fresh = Group(store, path, group.metadata.with_consolidated(None))  # never trust stale consolidated shapes
+    return fresh.arrays()
+
+
+def stored_encoding(name: str, array: Array) -> dict[str, Any]:
+    """The CF encoding of an existing array (``units``, ``dtype``, ``_FillValue`` ...), as xarray derives it."""
+    attrs = dict(array.metadata.attributes)
+    if "_FillValue" in attrs:
+        attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
+    dims = array.dimension_names or tuple(f"dim_{i}" for i in range(array.ndim))
+    empty = xr.Variable(dims, np.empty((0,) * array.ndim, dtype=variable_dtype(array)), attrs)
+    return dict(conventions.decode_cf_variable(name, empty).encoding)
+
+
+def unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Hashable | None) -> bool:
+    """Whether ``mode="a"`` can skip an existing ``variable`` (outside any append): its stored values are the same.
+
+    Compared: in-memory variables, and in an append also dask ones, up to
+    :data:`UNCHANGED_CHECK_BYTES`; others are rewritten in place (not covered
+    by the all-or-nothing guarantee).
+    """
+    if variable.nbytes > UNCHANGED_CHECK_BYTES or (variable.chunks is not None and append_dim is None):
+        return False
+    encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+    if array.dimension_names is None or set(array.dimension_names) != set(encoded.dims):
+        return False
+    new = np.asarray(encoded.transpose(*array.dimension_names).values)
+    stored = np.asarray(array[...])
+    if new.shape != stored.shape:
+        return False
+    try:
+        return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
+    except (TypeError, ValueError):
+        return bool(np.array_equal(stored.astype(object), new.astype(object)))

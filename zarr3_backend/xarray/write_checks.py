@@ -1,0 +1,192 @@
+"""Refuse ``to_zarr3`` writes that would damage a store, before anything is written.
+
+Each check raises a :class:`~zarr3_backend.errors.WriteError` (a
+``ValueError``) or :class:`~zarr3_backend.errors.WriteTypeError` naming the
+variable and the fix:
+
+- variable names must be non-empty strings without ``/`` (a ``/`` would make
+  a nested group and the variable would vanish on reopen), and valid node
+  names by the spec's and the store's key rules
+  (:func:`~zarr3_backend.nodes.paths.validate_node_name`: not ``.``/``..``, no
+  backslash or NUL, none of these once percent-decoded, no ``__`` prefix);
+- an append must include every stored variable having the append dimension
+  (else the store ends with conflicting sizes), and needs something to append to;
+- fixed-length strings (``U``/``S``) must fit the stored length (numpy would
+  truncate them silently);
+- attributes must be JSON (the error names the attribute);
+- ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
+  ``progress`` take only the documented values.
+
+Warnings point at the user's line: :func:`~zarr3_backend.core.stacklevel.caller_stacklevel`.
+
+>>> import numpy as np, xarray as xr
+>>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
+Traceback (most recent call last):
+...
+zarr3_backend.errors.WriteError: to_zarr3: variable name 'a/b' contains '/', which would make a nested group; rename it (e.g. ds.rename({'a/b': 'a_b'}))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray.backends.zarr import encode_zarr_attr_value
+
+from ..api import WRITE_MODES, WriteMode
+from ..errors import NodeNameError, WriteError, WriteTypeError
+from ..nodes.array import Array
+from ..nodes.paths import validate_node_name
+
+PROGRESS_VALUES = (False, True, "tqdm")
+
+
+def check_names(ds: xr.Dataset) -> None:
+    """Every variable name is a non-empty string without ``/`` (``TypeError`` for non-strings, as xarray).
+
+    ``None``, which xarray's engine stores as ``__values__``, is refused too:
+    the Zarr v3 spec reserves node names starting with ``__``.
+    """
+    for name in ds.variables:
+        if name is None:
+            raise WriteTypeError(
+                "to_zarr3: a variable is named None, which engine='zarr' stores as '__values__', a node name the "
+                "Zarr v3 spec reserves ('__' prefix); rename it (e.g. ds.rename({None: 'values'}))"
+            )
+        if not isinstance(name, str):
+            raise WriteTypeError(f"to_zarr3: variable names must be strings, got {type(name).__name__} {name!r}; rename it (ds.rename(...))")
+        if not name:
+            raise WriteError("to_zarr3: variable names must be non-empty strings, got ''")
+        if "/" in name:
+            raise WriteError(
+                f"to_zarr3: variable name {name!r} contains '/', which would make a nested group; "
+                f"rename it (e.g. ds.rename({{{name!r}: {name.replace('/', '_')!r}}}))"
+            )
+        try:
+            validate_node_name(name)
+        except NodeNameError as exc:
+            raise WriteError(f"to_zarr3: variable {name!r} cannot be stored: {exc}; rename it (ds.rename(...))") from exc
+
+
+def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hashable, where: str) -> None:
+    """There is something to append to, and every stored variable with ``append_dim`` is in ``ds``."""
+    if not existing:
+        raise WriteError(
+            f"to_zarr3: append_dim={append_dim!r}, but there is nothing to append to at {where}: no arrays there. "
+            "Write the first part without append_dim (mode='w-', which writes only into an empty location), then append"
+        )
+    stored_dims = {d for a in existing.values() for d in a.dimension_names or ()}
+    if append_dim not in stored_dims:
+        raise WriteError(
+            f"to_zarr3: append_dim={append_dim!r} is not a dimension of the arrays in {where} "
+            f"(their dimensions: {sorted(map(str, stored_dims))})"
+        )
+    missing = sorted(n for n, a in existing.items() if append_dim in (a.dimension_names or ()) and n not in ds.variables)
+    if missing:
+        raise WriteError(
+            f"to_zarr3: the append along {append_dim!r} leaves out {missing}, which have {append_dim!r} in {where}; "
+            "they would end up shorter than the rest and the store unreadable. Include them in the dataset"
+        )
+
+
+def check_fits(name: str, var: xr.Variable, array: Array) -> xr.Variable:
+    """``var`` (before CF encoding), refused if its strings do not fit the fixed-length ``array`` (or a numeric one).
+
+    In-memory strings are measured now. Dask-backed object strings are returned
+    wrapped so that each block is measured in its write task, before it is cast
+    to the stored type; a block that does not fit fails the write (an append is
+    then rolled back).
+    """
+    stored = array.dtype
+    if var.dtype.kind in "US" and stored.kind not in "USOT":
+        raise WriteError(
+            f"to_zarr3: variable {name!r} holds strings ({var.dtype.str}), but the stored array has data type "
+            f"{stored}; convert them (ds[name].astype({str(stored)!r})) or rewrite the whole group with mode='w' (which deletes everything stored in it first)"
+        )
+    if stored.kind not in "US" or var.dtype.kind not in "USO":
+        return var
+    have = _length(stored)
+    if var.dtype.kind == "O" and var.chunks is not None:
+        return var.copy(data=var.data.map_blocks(_fitting, name, have, stored.str, dtype=var.dtype), deep=False)
+    _refuse_longer(name, _needed(np.asarray(var.data) if var.dtype.kind == "O" else var.dtype), have, stored.str)
+    return var
+
+
+def _fitting(block: np.ndarray, name: str, have: int, stored: str) -> np.ndarray:
+    _refuse_longer(name, _needed(block), have, stored)
+    return block
+
+
+def _refuse_longer(name: str, need: int, have: int, stored: str) -> None:
+    if need > have:
+        raise WriteError(
+            f"to_zarr3: variable {name!r} holds strings of up to {need} characters, but the stored array has "
+            f"fixed length {have} ({stored}); they would be truncated. Shorten them, or rewrite the variable "
+            "as variable-length strings (ds[name].astype(object)) by rewriting the whole group with mode='w' "
+            "(which deletes everything stored in it first)"
+        )
+
+
+def _needed(values: np.ndarray | np.dtype) -> int:
+    if isinstance(values, np.dtype):
+        return _length(values)
+    return max((len(v) for v in values.ravel() if isinstance(v, str | bytes)), default=0)
+
+
+def _length(dtype: np.dtype) -> int:
+    return dtype.itemsize // 4 if dtype.kind == "U" else dtype.itemsize
+
+
+def check_format(zarr_format: int | None) -> None:
+    """Only Zarr v3 is written: ``zarr_format`` is ``None`` or ``3``."""
+    if zarr_format not in (None, 3):
+        raise WriteError(
+            f"to_zarr3: zarr_format={zarr_format!r} is not supported; zarr3_backend writes Zarr v3 only and reads "
+            "Zarr v2 read-only (pass zarr_format=3 or leave it out; to move a Zarr v2 store to v3 run "
+            "'zarr3 convert SRC DST'; to write Zarr v2 use ds.to_zarr(..., zarr_format=2))"
+        )
+
+
+def parse_mode(mode: WriteMode | None, append_dim: Hashable | None, region: object) -> WriteMode:
+    """``mode``, or its default (``"a"`` with ``append_dim``, ``"r+"`` with ``region``, else ``"w-"``), checked."""
+    if mode is None:
+        mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
+    if mode not in WRITE_MODES:
+        raise WriteError(f"to_zarr3: mode must be one of {', '.join(map(repr, WRITE_MODES))}, got {mode!r}")
+    if append_dim is not None and mode not in ("a", "a-"):
+        raise WriteError(f"to_zarr3: append_dim needs mode='a' or 'a-' (or None), got mode={mode!r}")
+    if region is not None and mode not in ("a", "a-", "r+"):
+        raise WriteError(f"to_zarr3: region needs mode='r+', 'a' or 'a-' (or None), got mode={mode!r}")
+    return mode
+
+
+def check_progress(progress: object) -> None:
+    """``progress`` is one of :data:`PROGRESS_VALUES`."""
+    if not any(progress is v or (isinstance(v, str) and progress == v) for v in PROGRESS_VALUES):
+        raise WriteError(f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}")
+
+
+def encode_attributes(attrs: Mapping[Hashable, object], where: str) -> dict[str, Any]:
+    """``attrs`` encoded as xarray's zarr engine does; a value that is not JSON is refused by name."""
+    encoded = {}
+    for key, value in attrs.items():
+        value = encode_zarr_attr_value(value)
+        try:
+            json.dumps(value, default=_numpy_json)
+        except (TypeError, ValueError) as exc:
+            raise WriteTypeError(
+                f"to_zarr3: attribute {key!r} of {where} is not JSON serialisable ({type(value).__name__} {value!r}); "
+                "convert it to a str, number, list or dict, or drop it"
+            ) from exc
+        encoded[str(key)] = value
+    return encoded
+
+
+def _numpy_json(value: Any) -> Any:
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(type(value).__name__)
+

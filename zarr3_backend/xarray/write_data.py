@@ -1,0 +1,122 @@
+"""The data half of ``to_zarr3``: the lock a ``mode="a"`` write holds, and writing the planned data.
+
+:func:`writer_lock` serialises ``mode="a"`` writes to one store (see
+:mod:`.commit` for why appends need it); :func:`write_data` writes in-memory
+variables on the client, builds the dask graph of the rest ending in the
+write's last task, runs it, and rolls back a ``mode="a"`` write that failed
+before its commit point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from ..dask.compute import compute_writes
+from ..dask.write_graph import WriteRequest, store_graph
+from ..nodes.reservations import Reservation, appending_key, drop_hint, release, reserve
+from ..nodes.shard_writes import Lock, ShardLock, local_lock, shard_lock, write_numpy_many
+from ..store.base import Store
+from .commit import PENDING_KEY, Commit, roll_back
+from .first_write import Finish
+from .lease import StoreLease
+from .write_plan import WritePlan
+
+if TYPE_CHECKING:
+    from dask.delayed import Delayed
+
+
+@contextlib.contextmanager
+def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
+    """Hold the locks serialising ``mode="a"`` writes to ``store``; yield the shard lock for this write's tasks.
+
+    Always this process's lock of the store (so threads appending at once
+    run one after the other); with ``lock=``, also the lock given (one lock,
+    or ``lock(PENDING_KEY)``), else the store's :class:`~.lease.StoreLease`
+    where the store creates keys atomically: either serialises appends
+    across processes (elsewhere, :class:`~.commit.Commit` refuses the write
+    that lost a race).
+    The tasks of the write then guard shards with ``lock`` (with this
+    process's per-shard locks when ``lock`` is the one lock held here, or none).
+    """
+    across = StoreLease(store) if lock is None and store.atomic_create else contextlib.nullcontext()
+    with shard_lock(local_lock, _writers_key(store)), shard_lock(lock, PENDING_KEY), across:
+        yield local_lock if lock is None or isinstance(lock, Lock) else lock
+
+
+def _writers_key(store: Store) -> str:
+    return f"to_zarr3 {store!r}"
+
+
+def write_data(store: Store, plan: WritePlan, finalize: Commit | Finish | Release | None, *, lock: ShardLock, compute: bool,
+               progress: bool | Literal["tqdm"], reserve: tuple[str, Hashable, bool] | None) -> Delayed | None:
+    """In-memory data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write.
+
+    ``reserve`` (a deferred append: its group, ``append_dim``, and whether
+    only this process writes, i.e. no ``lock=`` was given) publishes the
+    grown arrays before the graph is returned, so the rows are the write's;
+    they are listed as not written (:mod:`zarr3_backend.nodes.reservations`) until
+    the graph's last task (:class:`Release`) has run.
+    """
+    reserved = None
+    try:
+        write_numpy_many([(w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
+                          for w in plan.data if w.variable.chunks is None], lock)
+        requests = [WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, lock)
+                    for w in plan.data if w.variable.chunks is not None]
+        if reserve is not None and isinstance(finalize, Commit):
+            with shard_lock(lock, appending_key(reserve[0])):  # as Release, which may run meanwhile
+                reserved = _reserve(store, plan, reserve[0], reserve[1])
+            finalize()
+            finalize = Release(store, reserve[0], reserved.id, lock, tidy=reserve[2])
+        delayed = store_graph(requests, finalize)
+        if not compute:
+            return delayed
+        compute_writes(delayed, progress)
+    except BaseException:
+        if isinstance(finalize, Commit):  # a first write stays marked unfinished instead
+            roll_back(store, list(plan.grown), list(plan.created), lock)
+            if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
+                release(store, reserve[0], reserved.id)  # not published: nothing reserved
+        raise
+    return None
+
+
+def _reserve(store: Store, plan: WritePlan, path: str, dim: Hashable) -> Reservation:
+    """List the rows a deferred append grows its arrays by as not written yet."""
+    array, old = plan.grown[0]
+    axis = (array.dimension_names or ()).index(str(dim))
+    reservation = Reservation(uuid.uuid4().hex, str(dim), old[axis], array.shape[axis])
+    reserve(store, path, reservation, stored=old[axis])
+    return reservation
+
+
+@dataclass(frozen=True)
+class Release:
+    """The last task of a deferred append: its rows are written, take their reservation off (picklable).
+
+    With ``tidy`` (no other process writes) the last one also drops the
+    group's hint, unless a write of this process is under way (its commit
+    sets the hint right); else the next commit does.
+    """
+
+    store: Store
+    path: str
+    reservation_id: str
+    lock: ShardLock
+    tidy: bool = False
+
+    def __call__(self) -> None:
+        with shard_lock(self.lock, appending_key(self.path)):
+            left = release(self.store, self.path, self.reservation_id)
+        writers = local_lock(_writers_key(self.store))
+        if self.tidy and not left and writers.acquire(blocking=False):  # else the write holding it sets the hint right
+            try:
+                drop_hint(self.store, self.path)
+            finally:
+                writers.release()

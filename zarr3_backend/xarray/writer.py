@@ -1,0 +1,248 @@
+""":func:`to_zarr3`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree.
+
+The ``ds.to_zarr3(...)`` methods that call it are added in
+:mod:`~zarr3_backend.xarray.methods`. This module is the entry: it
+checks the arguments, plans the write (:mod:`.write_plan`, which runs every
+check before anything is written), publishes the metadata (:mod:`.commit`)
+and writes the data.
+
+CF encoding is xarray's own, exactly as its zarr backend does it for
+``zarr_format=3`` (times to integers with ``units``/``calendar``,
+``scale_factor``, the ``coordinates`` attribute, the ``_FillValue``
+attribute JSON-encoded by xarray's ``FillValueCoder``, the array
+``fill_value`` from ``encoding["fill_value"]``, NaN for floats by default),
+so the output opens identically with ``engine="zarr3"`` and ``engine="zarr"``.
+Dimension names go to the arrays' ``dimension_names``.
+
+Writes follow :mod:`zarr3_backend.dask.write_graph`: one dask task per stored chunk
+(shard) writes it whole. Metadata is published by
+:mod:`~zarr3_backend.xarray.commit`: before the data for
+``mode="w"``/``"w-"`` (so ``compute=False`` leaves an openable template;
+the group stays marked unfinished until its data is written, see
+:mod:`.first_write`), after every data task succeeded for ``mode="a"``/``"a-"`` (so a failed
+append or new variable leaves the store as it was). Either way the store
+root's consolidated metadata is rebuilt once per call.
+In-memory (numpy) variables are written on the client, as xarray does.
+
+>>> import xarray as xr, zarr3_backend
+>>> ds = xr.Dataset({"t": ("x", [1.0, 2.0, 3.0])})
+>>> ds.to_zarr3("memory://doc/writer", encoding={"t": {"chunks": (2,), "shards": (2,)}})
+>>> zarr3_backend.open_array("memory://doc/writer", "t").shards
+(2,)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import xarray as xr
+from xarray.backends.api import DATAARRAY_NAME
+
+from ..api import WriteMode
+from ..dask.compute import check_reachable
+from ..errors import WriteNotImplementedError
+from ..nodes.paths import normalize_path
+from ..nodes.shard_writes import ShardLock
+from ..store import StoreLike, make_store
+from .commit import Commit, roll_forward
+from .first_write import Finish, check_target
+from .region import Region, concurrent_writers, warn_partial
+from .write_checks import check_format, check_progress, parse_mode
+from .write_data import write_data, writer_lock
+from .write_plan import WriteOptions, plan_dataset, plan_tree
+
+if TYPE_CHECKING:
+    from dask.delayed import Delayed
+
+DATAARRAY_VARIABLE = "xarray_dataarray_variable"
+
+
+def to_zarr3(
+    obj: xr.Dataset | xr.DataArray | xr.DataTree,
+    store: StoreLike,
+    mode: WriteMode | None = None,
+    group: str | None = None,
+    encoding: Mapping[Hashable, object] | None = None,
+    *,
+    compute: bool = True,
+    consolidated: bool | None = None,
+    append_dim: Hashable | None = None,
+    region: Region = None,
+    safe_chunks: bool = True,
+    align_chunks: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    zarr_format: int | None = None,
+    write_empty_chunks: bool | None = None,
+    progress: bool | Literal["tqdm"] = False,
+    write_inherited_coords: bool = False,
+    lock: ShardLock = None,
+) -> Delayed | None:
+    """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one dask task per shard.
+
+    The arguments and their order follow :meth:`xarray.Dataset.to_zarr`; all
+    checks run before anything is written.
+
+    Parameters
+    ----------
+    obj : Dataset, DataArray or DataTree
+        What to write. An unnamed DataArray (or one named like one of its
+        coordinates) is stored as ``xarray_dataarray_variable`` with its name
+        in the group attribute ``__xarray_dataarray_name__``, which
+        ``xr.open_dataarray`` restores.
+    store : str, os.PathLike or Store
+        A local path, an fsspec URL (with ``storage_options``) or a
+        zarr3_backend ``Store``.
+    mode : {"w-", "w", "a", "a-", "r+"}, optional
+        ``"w-"`` create (default; only into an empty location, or to complete
+        the same write left unfinished), ``"w"`` overwrite the group, ``"a"``
+        add/overwrite variables (or append along ``append_dim``), ``"a-"`` as
+        ``"a"`` but leave stored variables without ``append_dim`` alone,
+        ``"r+"`` write into existing variables only (default with ``region``).
+    group : str, optional
+        The group to write (default: the root).
+    encoding : dict, optional
+        ``{variable: {key: value}}``. Zarr keys: ``chunks`` (inner chunks when
+        sharded) and ``shards`` (an int, one int per dimension, or a dict by
+        dimension name), ``compressors``, ``filters``, ``serializer``,
+        ``codecs`` (the full outer chain; overrides the three before),
+        ``index_location``, ``fill_value``, ``chunk_key_encoding``,
+        ``write_empty_chunks``. Codecs may be JSON dicts, zarr-python codec
+        objects or numcodecs codecs. CF keys: ``dtype``, ``_FillValue``
+        (``None``: no ``_FillValue`` attribute), ``missing_value``,
+        ``scale_factor``, ``add_offset``, and ``units``/``calendar`` for times.
+        Default compressors: zstd then ``crc32c`` (every chunk checksummed;
+        give ``compressors`` without ``crc32c`` to turn that off, as
+        :func:`~zarr3_backend.create_array`). Without ``chunks``, dask-backed variables use their (regular) dask
+        chunks; ``shards`` without ``chunks`` warns and picks inner chunks.
+        For DataTrees ``encoding`` is keyed by group path (``"/"``, ``"/child"``).
+    compute : bool, default True
+        With ``False`` return a ``dask.delayed`` whose computation writes the
+        data (metadata is written already for ``mode="w"``/``"w-"``; for
+        ``"a"``/``"a-"`` that computation publishes it, all or nothing). An
+        append (``append_dim``) reserves its rows at once instead, as
+        ``engine="zarr"`` does: the arrays grow when it is called and the
+        new rows read as fill values until it is computed, so several
+        deferred appends keep all their rows, in call order.
+    consolidated : bool, optional
+        Consolidate the group's metadata after writing; ``None`` consolidates
+        unless ``mode="r+"``.
+    append_dim : hashable, optional
+        Grow the stored arrays along this dimension. Every stored variable
+        having it must be in the dataset.
+    region : dict or "auto", optional
+        ``{dim: slice(start, stop)}`` (step 1) or ``"auto"`` per dimension
+        (found from the stored coordinate); the stored arrays must cover it.
+    safe_chunks, align_chunks : bool
+        Accepted for compatibility. Dask chunks are always aligned to the
+        shard grid (rechunked with a ``ShardAlignmentWarning`` when needed),
+        so no two tasks ever write the same stored chunk.
+    storage_options : dict, optional
+        fsspec options for a URL ``store``.
+    zarr_format : {None, 3}
+        Only Zarr v3 is written; ``2`` raises.
+    write_empty_chunks : bool, optional
+        Store chunks that hold only the fill value (default: skip them).
+    progress : {False, True, "tqdm"}
+        ``True``: shards done out of the total and MB/s, on any scheduler; ``"tqdm"``: tqdm's bar.
+    write_inherited_coords : bool, default False
+        DataTree only: also write coordinates inherited from parent groups.
+    lock : lock or callable, optional
+        Guards each read-modify-write of a shard that the write covers only
+        partly: an object with ``acquire``/``release`` (one lock for all
+        shards) or a callable returning a lock for a shard's store key (e.g.
+        ``lambda key: distributed.Lock(key)``). Without it, a region covering
+        part of a shard warns once with :class:`~zarr3_backend.nodes.shard_writes.PartialShardWarning`
+        when other writers may run alongside (``compute=False`` with dask data,
+        a call from a thread other than the main one or from a child process);
+        one call never races itself.
+        ``mode="a"``/``"a-"`` writes also hold it (or ``lock("__zarr3_backend_pending.json")``)
+        from planning to publishing (a deferred append: while it reserves its
+        rows), so appends from several processes sharing it never collide;
+        without it they raise :class:`~zarr3_backend.errors.ConcurrentWriteError`
+        when a conflict is seen, and threads of one process are serialised anyway.
+
+    Returns
+    -------
+    None, or with ``compute=False`` a ``dask.delayed`` object.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr, zarr3_backend
+    >>> ds = xr.Dataset({"t": ("x", np.arange(4.0))})
+    >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3", "w", encoding={"t": {"chunks": 2, "shards": 4}})
+    >>> zarr3_backend.open_array("memory://doc/to_zarr3", "t").chunks
+    (2,)
+    """
+    check_format(zarr_format)
+    check_progress(progress)
+    if isinstance(obj, xr.DataTree) and append_dim is not None:
+        raise WriteNotImplementedError(
+            f"to_zarr3: append_dim={append_dim!r} is not supported for a DataTree (nor by DataTree.to_zarr); "
+            "append each group's Dataset: tree[path].to_dataset().to_zarr3(store, group=path, append_dim=...)"
+        )
+    if isinstance(obj, xr.DataArray):
+        obj = _dataarray_as_dataset(obj)
+    options = WriteOptions(
+        mode=parse_mode(mode, append_dim, region), append_dim=append_dim, region=region,
+        write_empty_chunks=write_empty_chunks, inherited_coords=write_inherited_coords,
+    )
+    target = make_store(store, storage_options=storage_options)
+    path = normalize_path(group)
+    appending = options.mode in ("a", "a-")
+    token = _request_token(obj, path, options, encoding) if appending else ""
+    with writer_lock(target, lock) if appending else contextlib.nullcontext(lock) as shard_locks:
+        if (options.mode != "w" or path) and roll_forward(target, token or None, skip_broken=options.mode == "w"):
+            return _done(compute)  # this exact request was committed by an earlier, interrupted call
+        start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what would hide data
+        if isinstance(obj, xr.DataTree):
+            plan = plan_tree(obj, target, path, encoding=encoding, options=options)
+        else:
+            plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+        later = not compute and any(write.variable.chunks is not None for write in plan.data)
+        if region and lock is None and (reason := concurrent_writers(later)):
+            warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+        consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
+        if any(write.variable.chunks is not None for write in plan.data):
+            check_reachable(target)
+        finalize: Commit | Finish | None = start(dict(plan.documents), consolidate)  # a first write publishes here
+        if finalize is None and plan.documents:
+            expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
+            finalize = Commit(target, dict(plan.documents), consolidate, token, expected, locked=lock is not None or target.atomic_create)
+        deferred = not compute and plan.grown and options.append_dim is not None
+        reserve = (path, options.append_dim, lock is None) if deferred else None
+        return write_data(target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve)
+
+
+def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
+    """A deterministic token of the write request (data included), to recognise a retry."""
+    from dask.base import tokenize
+
+    return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))
+
+
+def _done(compute: bool) -> Delayed | None:
+    if compute:
+        return None
+    from dask.delayed import delayed
+
+    return cast("Delayed", delayed(None))  # dask's delayed is unannotated
+
+
+def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
+    """The DataArray as a one-variable Dataset that ``xr.open_dataarray`` reads back with its name.
+
+    A name that cannot be a variable (``None``, or a coordinate's name) is
+    stored in the group attribute ``__xarray_dataarray_name__`` (as xarray's
+    engine does) under the valid node name :data:`DATAARRAY_VARIABLE` (xarray's
+    own placeholder starts with the reserved ``__``).
+    """
+    if array.name is not None and array.name not in array.coords and array.name not in array.dims:
+        return array.to_dataset()
+    name = DATAARRAY_VARIABLE
+    while name in array.coords or name in array.dims:
+        name = f"_{name}"
+    dataset = array.to_dataset(name=name)
+    dataset.attrs[DATAARRAY_NAME] = array.name
+    return dataset
