@@ -12,7 +12,6 @@ import contextlib
 import io
 import re
 import runpy
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

@@ -7,7 +7,6 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend import NodeExistsError, NodeNameError, NodeNotFoundError
-from zarr3_backend.store import make_store
 from zarr3_backend.testing.stores import CountingStore
 
 pytestmark = pytest.mark.validate_stores

@@ -5,7 +5,6 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend import ChecksumError, CodecError, CorruptShardError
-from zarr3_backend.store import make_store
 from zarr3_backend.testing.stores import CountingStore
 
 BLOSC = [{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}]

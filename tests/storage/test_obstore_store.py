@@ -6,7 +6,6 @@ import pickle
 import uuid
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
