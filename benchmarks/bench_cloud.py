@@ -16,12 +16,14 @@ flight and the *rounds* (longest chain of requests each sent after the previous 
 Workloads (the ``t2m`` store of ``bench_xarray_open.py``: float32, shards (73, 364, 720), inner
 chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not consolidated):
 - full read, no dask: ``open_array(...)[...]`` / ``zarr.open_array(...)[...]`` / tensorstore read;
-- full read, ``chunks={}``: ``xr.open_dataset(..., chunks={}).t2m.values`` (not tensorstore);
+- full read, ``chunks={}``: ``xr.open_dataset(..., chunks={}).t2m.values`` (not tensorstore), with the
+  time of dask's last task, which concatenates the blocks (no engine has a part in it);
 - open + point series: open the array and read ``[:, 180, 360]`` (one inner chunk per shard);
 - xarray open + point series (and ``, consolidated``: a copy of the store with consolidated
   metadata): ``xr.open_dataset(...).t2m[:, 180, 360]``, both engines; tensorstore as above;
 - open a 200-variable group: ``xr.open_dataset(..., consolidated=False)``, both engines
-  (tensorstore: list the group, open every array).
+  (tensorstore: list the group, open every array; ``requests only``: the same listing and GETs through
+  our obstore store, with no Zarr or xarray work: the floor of any client sending them).
 
 ``python benchmarks/bench_cloud.py --quick`` uses the (146, 361, 720) array (2 shards).
 """
@@ -55,6 +57,8 @@ from zarr3_backend.store import ObstoreStore  # noqa: E402
 from tests.servers.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
 
 OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
+FLOOR = "requests only"
+_FINALIZE: dict[str, float] = {}
 LIBRARIES = ["zarr3_backend", "zarr", "tensorstore", "obstore", "s3fs", "xarray", "dask"]
 BUCKET = "bench"
 _CLIENTS: list[Any] = []
@@ -104,9 +108,25 @@ def full_read(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
 
 def full_read_dask(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
     import zarr
+    from dask.callbacks import Callback
+
+    class FinalizeTimer(Callback):  # type: ignore[misc]
+        """Times dask's last task, which concatenates the blocks into ``.values`` (an engine has no part in it)."""
+
+        def _pretask(self, key: Any, dsk: Any, state: Any) -> None:
+            if str(key).startswith("finalize"):
+                _FINALIZE["start"] = time.perf_counter()
+
+        def _posttask(self, key: Any, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+            if str(key).startswith("finalize"):
+                _FINALIZE["finalize_s"] = time.perf_counter() - _FINALIZE.pop("start")
 
     def xarray_values(engine: str, **kwargs: Any) -> Callable[[Any], Any]:
-        return lambda store: xr.open_dataset(store, engine=engine, chunks={}, **kwargs).t2m.values
+        def run(store: Any) -> Any:
+            with FinalizeTimer():
+                return xr.open_dataset(store, engine=engine, chunks={}, **kwargs).t2m.values
+
+        return run
 
     return {
         OURS: (lambda: fresh_store(server, "t2m.zarr"), xarray_values("zarr3")),
@@ -146,7 +166,14 @@ def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
         ZARR: (lambda: zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/many.zarr", read_only=True),
                lambda store: xr.open_dataset(store, engine="zarr", consolidated=False, zarr_format=3)),
         TS: (ts.Context, ts_open_all),
+        FLOOR: (lambda: fresh_store(server, "many.zarr"), _members_requests),
     }  # fmt: skip
+
+
+def _members_requests(store: ObstoreStore) -> int:
+    """The open's requests with no Zarr or xarray: list the group, then GET the documents and the coordinate."""
+    keys = [key for key in store.list_prefix("") if key.endswith("zarr.json") or key == "x/c/0"]
+    return len(store.get_many([(key, None) for key in keys]))
 
 
 def xarray_point_series(path: str, consolidated: bool) -> Callable[[RemoteServer], dict[str, Any]]:
@@ -190,10 +217,11 @@ def measure(server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any],
     server.reset_stats()
     cpu = time.process_time()  # this process's threads only: the server runs in a child process
     start = time.perf_counter()
+    _FINALIZE.clear()
     run(clients)
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu
-    return elapsed, {**server.stats(), "cpu_s": cpu, "per_round": requests_per_round(server.chain())}
+    return elapsed, {**server.stats(), "cpu_s": cpu, "per_round": requests_per_round(server.chain()), **_FINALIZE}
 
 
 def requests_per_round(chain: list[tuple[int, str, str]]) -> list[int]:
@@ -267,11 +295,12 @@ def _tables(rows: list[tuple[Any, ...]], transport: str) -> dict[str, object]:
     tables: dict[str, Any] = {}
     for latency, workload, impl, median, stats in rows:
         name = f"S3 over {transport}, {latency * 1000:.0f} ms per request"
-        table = tables.setdefault(name, {"ours": OURS, "baselines": [ZARR, TS], "floor": None, "workloads": []})
+        table = tables.setdefault(name, {"ours": OURS, "baselines": [ZARR, TS, FLOOR], "floor": FLOOR, "workloads": []})
         if not table["workloads"] or table["workloads"][-1]["workload"] != workload:
             table["workloads"].append({"workload": workload, "logical_mb": None, "results": {}})
         table["workloads"][-1]["results"][impl] = {
             "median_s": median, "cpu_s": stats["cpu_s"], "requests": stats["requests"], "rounds": stats["rounds"],
+            **({"finalize_s": stats["finalize_s"]} if "finalize_s" in stats else {}),
         }
     for table in tables.values():
         for row in table["workloads"]:
@@ -286,7 +315,8 @@ def _print_block(latency: float, workload: str, rows: list[tuple[Any, ...]], rou
     print(f"  {'implementation':<16}{'median s':>10}{'requests':>10}{'in flight':>11}{'rounds':>8}")
     for _, _, impl, median, stats in rows:
         print(f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}"
-              f"{stats['cpu_s']:>8.3f} s CPU ({1000 * stats['cpu_s'] / max(1, stats['requests']):.2f} ms/request)")
+              f"{stats['cpu_s']:>8.3f} s CPU ({1000 * stats['cpu_s'] / max(1, stats['requests']):.2f} ms/request)"
+              + (f", of which dask's final concatenate {stats['finalize_s']:.3f} s" if "finalize_s" in stats else ""))
     if rounds:
         for _, _, impl, _, stats in rows:
             rounds_sent = stats["per_round"]
@@ -302,7 +332,7 @@ def _print_ratios(rows: list[tuple[Any, ...]]) -> None:
     for (latency, workload), cells in table.items():
         ours = cells.get(OURS)
         parts = []
-        for other in (ZARR, TS):
+        for other in (ZARR, TS, FLOOR):
             if ours and other in cells:
                 parts.append(f"{other}: {ours[0] / cells[other][0]:.2f} | {ours[1] / max(1, cells[other][1]):.2f}")
         print(f"  {latency * 1000:>3.0f} ms  {workload:<28}" + "   ".join(parts))

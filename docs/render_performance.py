@@ -32,7 +32,8 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 #: Our own resources shown after the times, where the benchmark measured them: (key, heading, digits).
 RESOURCES = (("cpu_s", "our CPU s", 3), ("system_s", "our sys s", 3), ("minor_faults", "our faults", 0),
-             ("peak_rss_mb", "our peak MB", 0), ("requests", "our requests", 0), ("rounds", "our rounds", 0))
+             ("peak_rss_mb", "our peak MB", 0), ("requests", "our requests", 0), ("rounds", "our rounds", 0),
+             ("finalize_s", "dask concatenate s", 3))
 
 
 def render_table(table: dict[str, Any]) -> list[str]:

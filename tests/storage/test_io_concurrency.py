@@ -146,15 +146,15 @@ def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypa
         assert s3.stats.requests == 2 and s3.stats.rounds == 1
 
 
-@pytest.mark.parametrize(("shards", "split"), [(7, True), (8, False)])
-def test_reads_of_8_shards_or_more_are_not_split_however_many_lanes(s3, monkeypatch, shards, split):
+@pytest.mark.parametrize(("shards", "split"), [(15, True), (16, False)])
+def test_reads_of_a_quarter_of_the_lanes_or_more_are_not_split(s3, monkeypatch, shards, split):
     monkeypatch.setattr(zarr3_backend.nodes.array, "RANGE_PART_BYTES", 64 << 10)  # 256 KiB shards count as large
     url = s3.create_bucket(f"split{shards}") + "/a"
     data = np.random.default_rng(0).random((shards * 8, 1 << 13), dtype="float32")  # barely compressible
     a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(8, 1 << 10), shards=(8, 1 << 13),
                                    storage_options=s3.storage_options)  # fmt: skip
     a[...] = data
-    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "256")
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "64")  # splitting below 16 shards
     np.testing.assert_array_equal(_full_read(s3, url), data)
     if split:  # each shard: its index, then its 8 inner chunks of 32 KiB as 4 ranges of 64 KiB
         assert s3.stats.rounds == 2 and s3.stats.requests == 5 * shards

@@ -38,8 +38,8 @@ from .reads import PlannedRead, ReadResult, fetch_lanes, is_remote, read_many
 
 #: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
 RANGE_PART_BYTES = 8 << 20
-#: A remote read of fewer shards than this (and than a quarter of its I/O lanes) splits its large shards.
-SPLIT_BELOW_SHARDS = 8
+#: A remote read of fewer shards than its I/O lanes divided by this splits its large shards.
+SPLIT_LANES_PER_SHARD = 4
 
 
 class Array:
@@ -189,7 +189,7 @@ class Array:
             inner = tuple(c % r for c, r in zip(piece.coords, ratio))
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
         spec = self.chunk_spec
-        split = remote and len(pieces) < min(SPLIT_BELOW_SHARDS, lanes / 4)
+        split = remote and len(pieces) < lanes / SPLIT_LANES_PER_SHARD
         plans = []
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)
@@ -215,9 +215,10 @@ class Array:
         """With ``split``, large shards are fetched as side-by-side ranges.
 
         One connection carries only so much per second, so a remote read of
-        few shards (fewer than :data:`SPLIT_BELOW_SHARDS` and than a quarter of
-        the I/O lanes) would leave most connections idle; with more, the
-        shards fill them by themselves and splitting only adds requests.
+        few shards (fewer than the I/O lanes over :data:`SPLIT_LANES_PER_SHARD`)
+        would leave most connections idle, and decoding would wait for each
+        shard's last byte; with more, the shards fill the connections by
+        themselves and splitting only adds requests.
         """
         if split:
             return ReadContext(key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES)
