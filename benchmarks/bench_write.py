@@ -80,7 +80,7 @@ def make_dataset(shape: tuple[int, ...]):
 def writers(ds, storage_options=None) -> dict[str, object]:
     import zarr.codecs
 
-    import zarr3_backend.xarray.writer  # noqa: F401  (registers .to_zarr3)
+    import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 
     ours_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [BLOSC_JSON]}}
     zarr_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [

@@ -19,6 +19,10 @@ import pytest
 if TYPE_CHECKING:
     from tests.servers.servers import S3Endpoint
 
+# Conftests hold no doctests: collected as doctest modules, the area conftests (tests/cli/conftest.py is
+# met before this file) would be imported under one module name, "conftest", and clash.
+collect_ignore_glob = ["*conftest.py"]
+
 # Before any zarr3_backend.testing module is imported: rewrite the contract's asserts.
 pytest.register_assert_rewrite("zarr3_backend.testing")
 

@@ -88,13 +88,25 @@ def test_import_contracts_hold():
 def test_contract_layers_name_every_subpackage():
     """A new sub-package or root module has to be placed in the layers contract."""
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers" and "containers" not in c]
     placed = {name.strip() for layer in layers for name in layer.split("|")}
     top = {module.split(".")[1] for module in MODULES if module.count(".") >= 1}
     unplaced = {f"{PACKAGE}.{name}" for name in top} - placed - {
         f"{PACKAGE}.__main__", f"{PACKAGE}.synthetic", f"{PACKAGE}.testing",  # above every layer: entry point, demo data, contract suites
     }
     assert sorted(unplaced) == []
+
+
+def test_contract_layers_place_every_module_of_their_containers():
+    """A new module of a layered sub-package (``xarray.write``) has to be placed in its layers contract."""
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    unplaced = []
+    for contract in (c for c in contracts if c["type"] == "layers" and "containers" in c):
+        placed = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+        for container in contract["containers"]:
+            inside = {m.rpartition(".")[2] for m in MODULES if m.rpartition(".")[0] == container}
+            unplaced += [f"{container}.{name}" for name in sorted(inside - placed)]
+    assert unplaced == []
 
 
 def test_no_deferred_imports_except_the_listed_ones():

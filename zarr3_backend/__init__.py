@@ -50,8 +50,8 @@ __version__ = "0.1.0"
 
 if importlib.util.find_spec("xarray") is not None:
     from .xarray.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
-    from .xarray.writer import to_zarr3
-    from .xarray.commit import finish_pending_write
+    from .xarray.write.planner import to_zarr3
+    from .xarray.write.commit import finish_pending_write
 
 __all__ = [
     "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "ConcurrentWriteError", "ConvertSummary", "CorruptShardError",

@@ -1,57 +1,20 @@
-"""The ``zarr3`` command, run as users run it: the installed console script.
-
-Where the package is installed with its scripts (CI: ``pip install -e .``),
-``zarr3`` sits next to the Python running the tests and is used; a checkout
-without that install falls back to ``python -m zarr3_backend``.
-"""
+"""The ``zarr3`` command, run as users run it (see :mod:`command`)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import sysconfig
-from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from command import ROOT, zarr3, zarr3_command
 
 import zarr3_backend
 from zarr3_backend.cli.check import Counter
-
-ROOT = Path(__file__).parents[2]
-
-
-def zarr3_command() -> list[str]:
-    script = shutil.which("zarr3", path=os.path.dirname(sys.executable))
-    if script is not None:
-        return [script]
-    installed = distributions(path=[sysconfig.get_paths()["purelib"]], name="zarr3_backend")
-    declared = [ep for dist in installed for ep in dist.entry_points if (ep.group, ep.name) == ("console_scripts", "zarr3")]
-    assert not declared, "the installed zarr3_backend declares the zarr3 script, but it is not next to sys.executable"
-    return [sys.executable, "-m", "zarr3_backend"]
-
-
-def zarr3(*args: Any, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*zarr3_command(), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    """A group with attributes, a sharded array with crc32c, a nested group holding a small array."""
-    root = tmp_path / "s.zarr"
-    group = zarr3_backend.create_group(root, attributes={"title": "test store"})
-    t2m = group.create_array("t2m", shape=(8, 6), dtype="float32", chunks=(2, 3), shards=(4, 6),
-                             compressors=[{"name": "zstd"}, "crc32c"], dimension_names=["time", "lat"],
-                             attributes={"units": "K"}, fill_value=-1)
-    t2m[:] = np.arange(48).reshape(8, 6)
-    group.create_array("sub/flag", shape=(3,), dtype="bool", chunks=(3,))[:] = True
-    return root
-
 
 # -- demo, version, help, errors ----------------------------------------------------------
 
@@ -239,6 +202,31 @@ def test_validate_a_stale_consolidated_store(store: Path) -> None:
         "key": "zarr.json", "check": "consolidated", "severity": "error",
         "message": "consolidated_metadata['t2m'] differs from t2m/zarr.json in shape (stale: re-run consolidate_metadata)",
     }]
+
+
+def test_validate_a_zarr_v2_store(tmp_path: Path) -> None:
+    """Written by zarr-python as v2 and consolidated: valid; a flipped chunk byte and a stale .zmetadata: errors."""
+    zarr = pytest.importorskip("zarr")
+    numcodecs = pytest.importorskip("numcodecs")
+    root = tmp_path / "v2.zarr"
+    group = zarr.open_group(root, mode="w", zarr_format=2)
+    group.create_array("t", shape=(4, 6), chunks=(2, 3), dtype="int32", compressors=numcodecs.Zlib())[:] = 7
+    zarr.consolidate_metadata(root)
+    good = zarr3("validate", root, "--deep")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.endswith("chunks             0         0\nvalid: 0 errors, 0 warnings\n")
+    chunk = root / "t" / "1.0"
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    (root / "t" / ".zattrs").write_text('{"units": "K"}')
+    bad = zarr3("validate", root, "--deep")
+    assert bad.returncode == 1
+    lines = bad.stdout.splitlines()
+    assert any(line.startswith("ERROR    t/1.0: codec 'numcodecs.zlib'") for line in lines), lines
+    assert "ERROR    .zmetadata: .zmetadata['t/.zattrs'] differs from the stored t/.zattrs in units " \
+           "(stale: re-run zarr.consolidate_metadata with zarr-python)" in lines
+    assert "INVALID: 2 errors, 0 warnings" in lines
 
 
 def test_validate_stray_files_warn_and_strict_fails(store: Path) -> None:

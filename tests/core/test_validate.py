@@ -312,13 +312,11 @@ def test_invalid_node_name(tmp_path: Path) -> None:
     assert key == ".../zarr.json" and "must not consist only of periods" in message
 
 
-def test_not_a_v3_store(tmp_path: Path) -> None:
+def test_not_a_zarr_store(tmp_path: Path) -> None:  # Zarr v2 stores: test_validate_v2.py
     (tmp_path / "empty").mkdir()
-    assert "no zarr.json anywhere" in only(validate_store(tmp_path / "empty"), "metadata")[1]
-    zarr = pytest.importorskip("zarr")
-    zarr.create_array(tmp_path / "v2.zarr", shape=(2,), dtype="int8", zarr_format=2)
-    key, message = only(validate_store(tmp_path / "v2.zarr"), "metadata")
-    assert key == ".zarray" and "Zarr v2 store" in message
+    (tmp_path / "empty" / "data.bin").write_bytes(b"x")
+    key, message = only(validate_store(tmp_path / "empty"), "metadata")
+    assert key == "zarr.json" and message.startswith("no zarr.json, .zgroup or .zarray anywhere in the store (1 other keys)")
 
 
 # -- consolidated metadata --------------------------------------------------------------

@@ -30,7 +30,7 @@ from zarr3_backend.errors import (
 )
 from zarr3_backend.store import make_store
 from zarr3_backend.validate import validate_store
-from test_cli import zarr3
+from command import zarr3
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -198,6 +198,36 @@ def test_a_v2_data_type_without_a_v3_equivalent_is_refused_before_writing(tmp_pa
                                             r"\('b', '<f8'\)\]\) has no Zarr v3 equivalent, so it cannot be converted"):
         convert(tmp_path / "src.zarr", tmp_path / "dst.zarr")
     assert not (tmp_path / "dst.zarr").exists() or not any((tmp_path / "dst.zarr").iterdir())
+
+
+def test_v2_times_with_a_fill_value_read_the_same_after_converting(tmp_path: Path) -> None:
+    """datetime64/timedelta64 v2 arrays with a fill value: as xarray can neither write nor read their ``_FillValue``
+    attribute in v3, it is not written; xarray does not mask them with it either, so every value reads the same."""
+    import zarr
+
+    group = zarr.open_group(tmp_path / "src.zarr", mode="w", zarr_format=2)
+    fills = {"when": ("M8[s]", np.datetime64(5, "s")), "nat": ("M8[ns]", np.datetime64("NaT", "ns")),
+             "lag": ("m8[s]", np.timedelta64(7, "s")), "count": ("int16", -1)}
+    for name, (dtype, fill) in fills.items():
+        array = group.create_array(name, shape=(5,), chunks=(2,), dtype=dtype, fill_value=fill,
+                                   attributes={"_ARRAY_DIMENSIONS": ["x"]})
+        array[:3] = np.array([1, 2, 3]).astype(dtype)  # the last chunk stays missing: it reads as the fill value
+    group["when"][1] = np.datetime64("NaT")
+    zarr.consolidate_metadata(tmp_path / "src.zarr")
+    convert(tmp_path / "src.zarr", tmp_path / "dst.zarr")
+    source = opened(tmp_path / "src.zarr")
+    assert source.when.values[4] == np.datetime64(5, "s") and source.lag.values[4] == np.timedelta64(7, "s")  # unmasked
+    for name, (dtype, fill) in fills.items():
+        written = zarr3_backend.open_array(tmp_path / "dst.zarr", name)
+        assert written.dtype == np.dtype(dtype) and written.fill_value.astype(dtype) == np.array(fill).astype(dtype) or (
+            np.isnat(fill) and np.isnat(written.fill_value))
+        assert ("_FillValue" in written.attrs) == (name == "count")
+    converted = opened(tmp_path / "dst.zarr")
+    xr.testing.assert_identical(opened(tmp_path / "dst.zarr", "zarr3"), converted)
+    for name in ("when", "nat", "lag"):
+        assert source[name].attrs.pop("_FillValue") is not None  # the only difference
+    xr.testing.assert_identical(converted, source)
+    xr.testing.assert_identical(opened(tmp_path / "src.zarr", "zarr3"), opened(tmp_path / "src.zarr"))
 
 
 def test_settings_per_array(tmp_path: Path) -> None:

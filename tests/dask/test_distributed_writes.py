@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend
-import zarr3_backend.xarray.writer  # noqa: F401  (registers .to_zarr3)
+import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 from zarr3_backend.dask.progress import ShardProgress, is_shard_key
 
 da = pytest.importorskip("dask.array")

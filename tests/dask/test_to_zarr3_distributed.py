@@ -14,7 +14,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend
-import zarr3_backend.xarray.writer  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
+import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
 from zarr3_backend.dask.write_graph import ShardAlignmentWarning
 from zarr3_backend.store import LocalStore
 

@@ -29,7 +29,7 @@ import zarr3_backend  # noqa: F401  (registers to_zarr3)
 from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Request, Store, Value
 from zarr3_backend.validate import validate_store
-from zarr3_backend.xarray.commit import PENDING_KEY
+from zarr3_backend.xarray.write.commit import PENDING_KEY
 
 pytestmark = pytest.mark.validate_stores
 
@@ -503,7 +503,7 @@ def test_appending_processes_without_a_lock_give_every_row(tmp_path: Path) -> No
     import concurrent.futures
     import multiprocessing
 
-    from zarr3_backend.xarray.lease import LEASE_KEY
+    from zarr3_backend.xarray.write.lease import LEASE_KEY
 
     path = _template(tmp_path)
     parts = [(5 + 3 * i, 3) for i in range(3)]  # 3 rows each: neighbours share a shard, all plan from one length
@@ -534,7 +534,7 @@ def test_a_held_lease_is_waited_for_and_an_abandoned_one_taken_over(tmp_path: Pa
     import socket
 
     from zarr3_backend.errors import ConcurrentWriteError
-    from zarr3_backend.xarray.lease import LEASE_KEY
+    from zarr3_backend.xarray.write.lease import LEASE_KEY
 
     path = _template(tmp_path)
     pid = os.getppid() if holder == "alive" else _dead_pid()

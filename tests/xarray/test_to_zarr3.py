@@ -19,7 +19,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend
-import zarr3_backend.xarray.writer  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
+import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
 from zarr3_backend.dask.write_graph import ShardAlignmentWarning
 from zarr3_backend.nodes.shard_writes import shard_aligned_chunks
 from zarr3_backend.store import LocalStore
@@ -128,8 +128,9 @@ def test_sharded_layout_with_aligned_dask_chunks_does_not_warn(tmp_path):
 def test_one_task_per_shard(tmp_path):
     ds = sample_dataset({"time": 3, "lat": 2, "lon": 8})
     encoding = {"t2m": {"chunks": (2, 3, 4), "shards": (4, 6, 8)}}
-    with pytest.warns(ShardAlignmentWarning, match=r"t2m: .* -> 3 write tasks"):
+    with pytest.warns(ShardAlignmentWarning, match=r"t2m: .* -> 3 write tasks") as caught:
         delayed = ds[["t2m"]].to_zarr3(tmp_path / "a.zarr", encoding=encoding, compute=False)
+    assert caught[0].filename == __file__  # the warning names the user's line
     graph = dict(delayed.__dask_graph__())
     writes = [k for k in graph if isinstance(k, tuple) and str(k[0]).startswith("zarr3-write-shard-") and len(k) == 4]
     assert len(writes) == 3  # t2m: 12 / 4 shards along time, one along lat and lon

@@ -17,7 +17,7 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import zarr3_backend.xarray.writer  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
+import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
 from zarr3_backend.dask.write_graph import ShardAlignmentWarning
 
 DTYPES = ["int8", "uint16", "int32", "int64", "float32", "float64", "bool"]

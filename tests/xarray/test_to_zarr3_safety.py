@@ -28,7 +28,7 @@ import zarr3_backend
 from zarr3_backend import MetadataError, NodeExistsError, UnfinishedWriteError, Zarr3Error
 from zarr3_backend.nodes.unfinished import FLAG, UnfinishedWriteWarning
 from zarr3_backend.validate import validate_store
-from zarr3_backend.xarray.commit import PENDING_KEY
+from zarr3_backend.xarray.write.commit import PENDING_KEY
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::FutureWarning")
 
@@ -384,7 +384,7 @@ def test_an_interrupted_datatree_write_marks_every_group(tmp_path: Path) -> None
 
 
 def test_the_cli_validate_reports_an_unfinished_write(tmp_path: Path) -> None:
-    from test_cli import zarr3
+    from command import zarr3
 
     path = tmp_path / "x.zarr"
     with pytest.raises(Interrupt):

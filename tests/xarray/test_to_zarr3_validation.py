@@ -13,7 +13,7 @@ import xarray as xr
 
 import zarr3_backend
 from zarr3_backend import WriteError, WriteKeyError, WriteTypeError
-from zarr3_backend.xarray.write_encoding import InnerChunksWarning
+from zarr3_backend.xarray.write.encodings import InnerChunksWarning
 
 pytest.importorskip("zarr")
 pytestmark = [pytest.mark.validate_stores, pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::FutureWarning")]

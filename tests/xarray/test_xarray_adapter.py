@@ -28,9 +28,9 @@ from zarr3_backend.errors import MetadataError
 from zarr3_backend.store import make_store
 from zarr3_backend.xarray.encoding import decode_fill_value
 from zarr3_backend.xarray.root import normalize_location
-from zarr3_backend.xarray.write_encoding import InnerChunksWarning
-from zarr3_backend.xarray.write_plan import WriteOptions, WritePlan, plan_dataset
-from zarr3_backend.xarray.writer import to_zarr3
+from zarr3_backend.xarray.write.encodings import InnerChunksWarning
+from zarr3_backend.xarray.write.plan import WriteOptions, WritePlan
+from zarr3_backend.xarray.write.planner import plan_dataset, to_zarr3
 
 ADAPTER = Path(zarr3_backend.__file__).parent / "xarray_backend"
 

@@ -68,16 +68,40 @@ def test_entry_point_attributes() -> None:
     assert {"group", "storage_options", "drop_variables", "decode_times"} <= set(engine.open_dataset_parameters)
 
 
+@pytest.mark.invalid_store  # "wrong" on purpose
 def test_guess_can_open(sample: Path, tmp_path: Path) -> None:
     engine = Zarr3BackendEntrypoint()
-    (tmp_path / "v2.zarr").mkdir()
-    (tmp_path / "v2.zarr" / ".zgroup").write_text('{"zarr_format": 2}')
     (tmp_path / "file.nc").write_bytes(b"CDF")
+    (tmp_path / "wrong").mkdir()
+    (tmp_path / "wrong" / ".zgroup").write_text('{"zarr_format": 3}')  # a v2 key must hold a v2 document
+    (tmp_path / "wrong" / "zarr.json").write_text('{"zarr_format": 2}')
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / ".zarray").write_text("{not json")
     assert engine.guess_can_open(sample) and engine.guess_can_open(str(sample))
     assert engine.guess_can_open(make_store(str(sample)))
-    for other in (tmp_path / "v2.zarr", tmp_path / "file.nc", tmp_path / "missing.zarr", object()):
+    for other in (tmp_path / "file.nc", tmp_path / "missing.zarr", tmp_path / "wrong", tmp_path / "broken", object()):
         assert not engine.guess_can_open(other)
     assert not (tmp_path / "missing.zarr").exists()
+
+
+@pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning")
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_guess_can_open_claims_zarr_v2_stores(tmp_path: Path, consolidated: bool) -> None:
+    """A v2 group (consolidated or not) and a v2 root array, written by zarr-python, as v3 stores are claimed."""
+    zarr = pytest.importorskip("zarr")
+    ds = xr.Dataset({"t": (("time", "x"), np.arange(12.0).reshape(3, 4))}, coords={"x": np.arange(4)})
+    ds.to_zarr(tmp_path / "v2store", zarr_format=2, consolidated=consolidated)
+    array = zarr.create_array(tmp_path / "v2array", shape=(3,), dtype="int8", zarr_format=2)
+    array[:] = 1
+    assert (tmp_path / "v2store" / ".zmetadata").exists() == consolidated
+    assert (tmp_path / "v2array" / ".zarray").exists() and not (tmp_path / "v2array" / ".zgroup").exists()
+    engine = Zarr3BackendEntrypoint()
+    for path in (tmp_path / "v2store", tmp_path / "v2array"):
+        assert engine.guess_can_open(path) and engine.guess_can_open(str(path))
+        assert engine.guess_can_open(make_store(str(path)))
+    # engine="zarr" is asked first and claims names ending in .zarr; a v2 store named otherwise is ours
+    assert xr.backends.plugins.guess_engine(str(tmp_path / "v2store")) == "zarr3"
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "v2store"), xr.open_dataset(tmp_path / "v2store", engine="zarr"))
 
 
 # -- dims, coordinates, attributes --------------------------------------------

@@ -12,7 +12,11 @@ in its ``_ARRAY_DIMENSIONS`` attribute become ``dimension_names`` (and the
 attribute is dropped, as xarray writes v3), and a ``fill_value`` other than
 ``null`` (which xarray reads as the CF ``_FillValue`` of a v2 array) is
 also recorded as the ``_FillValue`` attribute, in the JSON form xarray gives
-it in Zarr v3. No other attribute changes.
+it in Zarr v3, except for ``datetime64``/``timedelta64`` arrays: xarray can
+neither write such an attribute in Zarr v3 (``to_zarr`` raises) nor read one
+(``engine="zarr"`` refuses to open the store), and it does not mask these
+arrays with the v2 fill value either, so their values read the same without
+it. No other attribute changes.
 """
 
 from __future__ import annotations
@@ -221,9 +225,15 @@ def describe_source(src: object, store: Store) -> str:
 def cf_fill_value(value: Scalar | float, dtype: np.dtype) -> JSON:
     """A v2 ``fill_value`` as the ``_FillValue`` attribute xarray writes in Zarr v3; ``None`` when it has none.
 
+    ``datetime64`` and ``timedelta64`` have none (see the module docstring).
+
     >>> cf_fill_value(float("nan"), np.dtype("float32")), cf_fill_value(-32767, np.dtype("int16"))
     ('AAAAAAAA+H8=', -32767)
+    >>> cf_fill_value(np.datetime64(5, "s"), np.dtype("M8[s]")) is None
+    True
     """
+    if dtype.kind in "mM":
+        return None
     if dtype.kind == "f":
         return _b64_double(float(value))
     if dtype.kind == "c":

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ..core.stacklevel import caller_stacklevel
 from ..nodes.array import Array
 from ..nodes.shard_writes import ShardLock, shard_aligned_chunks, write_block
 
@@ -67,7 +68,7 @@ def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: 
             f"blocks (~{moved / 1e6:.0f} MB moved between tasks). Chunk the data like the "
             f"{'shards' if array.shards else 'chunks'} to avoid this.",
             ShardAlignmentWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel("zarr3_backend", "xarray"),
         )
     return cast("DaskArray", data.rechunk(target))  # dask leaves Array.rechunk unannotated
 

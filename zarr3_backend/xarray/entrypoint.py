@@ -26,7 +26,7 @@ from ..nodes.reads import fetch_lanes
 from ..nodes.unfinished import check_opened
 from . import dask_slices
 from .encoding import PreferredChunks, check_preferred_chunks
-from .root import Location, ReadOptions, holds_v3_metadata, normalize_location, open_root_group
+from .root import Location, ReadOptions, holds_zarr_metadata, normalize_location, open_root_group
 from .store import Zarr3DataStore, load_index_coordinates
 
 
@@ -61,7 +61,8 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     )
 
     def guess_can_open(self, filename_or_obj: Location) -> bool:
-        return holds_v3_metadata(filename_or_obj)
+        """Whether the root holds a Zarr v3 ``zarr.json`` or a Zarr v2 ``.zgroup`` or ``.zarray`` (one batched fetch)."""
+        return holds_zarr_metadata(filename_or_obj)
 
     def open_dataset(
         self,

@@ -4,7 +4,7 @@ After ``import zarr3_backend`` (with xarray installed) every Dataset,
 DataArray and DataTree has a ``to_zarr3`` method. It is registered with
 xarray's supported extension mechanism, ``xarray.register_*_accessor``: the
 accessor object is callable, so ``ds.to_zarr3(...)`` reads like a method, and
-it carries :func:`~zarr3_backend.xarray.writer.to_zarr3`'s signature
+it carries :func:`~zarr3_backend.xarray.write.planner.to_zarr3`'s signature
 (without ``obj``) and docstring, so ``help(ds.to_zarr3)`` shows them.
 Positional arguments follow xarray's ``to_zarr`` of the same type:
 ``store, mode, group, encoding`` for Datasets and DataArrays and
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import xarray as xr
 
 from .root import Location
-from .writer import to_zarr3
+from .write.planner import to_zarr3
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed

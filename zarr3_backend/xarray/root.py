@@ -18,6 +18,7 @@ from xarray.backends.common import T_PathFileOrDataStore
 from ..core.executor import submit_io
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..nodes.array import Array
+from ..nodes.consolidation import PENDING_KEY
 from ..nodes.hierarchy import Group
 from ..nodes.opening import open_node_consolidated, open_node_listed
 from ..nodes.paths import normalize_path
@@ -27,10 +28,10 @@ from ..nodes.unfinished import UnfinishedWriteWarning, check_opened
 from ..nodes.v2_metadata import is_v2
 from ..store import StoreLike, make_store
 from ..store.base import Store
-from .commit import PENDING_KEY, pending_error
 
 T = TypeVar("T")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
+ROOT_DOCUMENTS = {"zarr.json": 3, ".zgroup": 2, ".zarray": 2}  # a node's metadata key, and the zarr_format it holds
 URL = re.compile(r"[a-zA-Z][a-zA-Z0-9]*(://|::)")  # "s3://...", "memory://...", fsspec chains "simplecache::s3://..."
 
 #: What ``engine="zarr3"`` is given: anything xarray passes a backend (file objects and buffers are
@@ -139,6 +140,15 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     return node
 
 
+def pending_error(where: str) -> MetadataError:
+    """The error of a reader that found the pending-write record (see :func:`~zarr3_backend.finish_pending_write`)."""
+    return MetadataError(
+        f"{where}: a to_zarr3 call was interrupted while publishing its metadata ({PENDING_KEY} is in the store), "
+        "so the arrays' own zarr.json may disagree; finish it with zarr3_backend.finish_pending_write(store) "
+        "(or any to_zarr3 call on the store), then open it again"
+    )
+
+
 def _not_found(store: Store, path: str, where: str, below: list[str]) -> Exception:
     prefix = f"{path}/" if path else ""
     found = [key for key, raw in zip(V2_KEYS, store.get_many([(prefix + k, None) for k in V2_KEYS])) if raw is not None]
@@ -155,14 +165,21 @@ def _describe(obj: object) -> str:
     return repr(os.fspath(obj)) if isinstance(obj, str | os.PathLike) else repr(obj)
 
 
-def holds_v3_metadata(filename_or_obj: object) -> bool:
-    """Whether the root of a path, URL or store holds a Zarr v3 ``zarr.json``; never raises.
+def holds_zarr_metadata(filename_or_obj: object) -> bool:
+    """Whether the root of a path, URL or store holds a node's metadata; never raises.
 
-    Zarr v2 stores are read when ``engine="zarr3"`` is asked for, but not claimed
-    when xarray guesses the engine (they stay ``engine="zarr"``'s by default).
+    That is a ``zarr.json`` of ``zarr_format`` 3, or a Zarr v2 ``.zgroup`` or
+    ``.zarray`` of ``zarr_format`` 2 (all three fetched in one batch). xarray
+    asks its own ``engine="zarr"`` first, which claims any path ending in
+    ``.zarr``; the other stores of either format are ``engine="zarr3"``'s.
     """
     try:
-        raw = make_store(filename_or_obj, read_only=True).get("zarr.json")
-        return raw is not None and json.loads(raw).get("zarr_format") == 3
+        raws = make_store(filename_or_obj, read_only=True).get_many([(key, None) for key in ROOT_DOCUMENTS])
+        return any(raw is not None and _zarr_format(raw) == fmt for raw, fmt in zip(raws, ROOT_DOCUMENTS.values()))
     except Exception:
         return False
+
+
+def _zarr_format(raw: bytes) -> object:
+    document = json.loads(raw)
+    return document.get("zarr_format") if isinstance(document, dict) else None

@@ -1,10 +1,20 @@
-""":func:`to_zarr3`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree.
+""":func:`to_zarr3`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree, planned in one place.
 
 The ``ds.to_zarr3(...)`` methods that call it are added in
-:mod:`~zarr3_backend.xarray.methods`. This module is the entry: it
-checks the arguments, plans the write (:mod:`.write_plan`, which runs every
-check before anything is written), publishes the metadata (:mod:`.commit`)
-and writes the data.
+:mod:`~zarr3_backend.xarray.methods`. This module is the write's planner;
+each step is a module of this package that it calls, and none of them
+calls back up:
+
+1. the arguments are checked (:mod:`.checks`), and a target where the write
+   would hide data is refused (:mod:`.target`);
+2. each group is planned (:func:`plan_dataset`, :func:`plan_tree`, parents
+   first): its variables' names checked, the user's ``encoding`` parsed and
+   each new array's metadata built (:mod:`.encodings`), the stored arrays
+   and their encoding read (:mod:`.stored`), regions and appends placed
+   (:mod:`.region`). Every check runs while planning, and planning never
+   changes the store; the result is plain data (:class:`~.plan.WritePlan`);
+3. the metadata is published (:mod:`.publish`) and the data written
+   (:mod:`.data`).
 
 CF encoding is xarray's own, exactly as its zarr backend does it for
 ``zarr_format=3`` (times to integers with ``units``/``calendar``,
@@ -15,43 +25,59 @@ so the output opens identically with ``engine="zarr3"`` and ``engine="zarr"``.
 Dimension names go to the arrays' ``dimension_names``.
 
 Writes follow :mod:`zarr3_backend.dask.write_graph`: one dask task per stored chunk
-(shard) writes it whole. Metadata is published by
-:mod:`~zarr3_backend.xarray.commit`: before the data for
+(shard) writes it whole. Metadata is published before the data for
 ``mode="w"``/``"w-"`` (so ``compute=False`` leaves an openable template;
 the group stays marked unfinished until its data is written, see
-:mod:`.first_write`), after every data task succeeded for ``mode="a"``/``"a-"`` (so a failed
-append or new variable leaves the store as it was). Either way the store
-root's consolidated metadata is rebuilt once per call.
-In-memory (numpy) variables are written on the client, as xarray does.
+:mod:`.target`, and ``mode="w"`` erases the group only once every group of
+the write has passed every check), after every data task succeeded for
+``mode="a"``/``"a-"`` (so a failed append or new variable leaves the store
+as it was: :mod:`.commit`). Either way the store root's consolidated
+metadata is rebuilt once per call. In-memory (numpy) variables are written
+on the client, as xarray does.
 
 >>> import xarray as xr, zarr3_backend
 >>> ds = xr.Dataset({"t": ("x", [1.0, 2.0, 3.0])})
->>> ds.to_zarr3("memory://doc/writer", encoding={"t": {"chunks": (2,), "shards": (2,)}})
->>> zarr3_backend.open_array("memory://doc/writer", "t").shards
+>>> ds.to_zarr3("memory://doc/planner", encoding={"t": {"chunks": (2,), "shards": (2,)}})
+>>> zarr3_backend.open_array("memory://doc/planner", "t").shards
 (2,)
+>>> from zarr3_backend.store import make_store
+>>> plan = plan_dataset(ds, make_store("memory://doc/plan"), "", encoding=None, options=WriteOptions("w"))
+>>> [(w.name, w.array.path, w.origin) for w in plan.data], sorted(plan.documents)
+([('t', 't', (0,))], ['', 't'])
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import xarray as xr
+from xarray import conventions
 from xarray.backends.api import DATAARRAY_NAME
+from xarray.backends.zarr import encode_zarr_variable
 
-from ..api import WriteMode
-from ..dask.compute import check_reachable
-from ..errors import WriteNotImplementedError
-from ..nodes.paths import normalize_path
-from ..nodes.shard_writes import ShardLock
-from ..store import StoreLike, make_store
+from ...api import WriteMode
+from ...core.metadata import GroupMetadata
+from ...dask.compute import check_reachable
+from ...errors import NodeExistsError, WriteError, WriteNotImplementedError
+from ...nodes.array import Array
+from ...nodes.lookup import read_node_metadata
+from ...nodes.paths import join_path, normalize_path
+from ...nodes.placement import missing_parents
+from ...nodes.shard_writes import ShardLock
+from ...store import StoreLike, make_store
+from ...store.base import Store
+from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
 from .commit import Commit, roll_forward
-from .first_write import Finish, check_target
-from .region import Region, concurrent_writers, warn_partial
-from .write_checks import check_format, check_progress, parse_mode
-from .write_data import write_data, writer_lock
-from .write_plan import WriteOptions, plan_dataset, plan_tree
+from .data import write_data, writer_lock
+from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
+from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
+from .publish import Documents, group_document
+from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
+from .stored import existing_arrays, stored_encoding, unchanged
+from .target import Finish, check_target
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -246,3 +272,130 @@ def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
     dataset = array.to_dataset(name=name)
     dataset.attrs[DATAARRAY_NAME] = array.name
     return dataset
+
+
+def plan_tree(tree: xr.DataTree, store: Store, path: str, *, encoding: object, options: WriteOptions) -> WritePlan:
+    """The plan for every group of ``tree`` below ``path``; ``encoding`` is keyed by group path (``"/child"``)."""
+    encodings = parse_tree_encodings(encoding, tree.groups)
+    plan = WritePlan()
+    for relative, node in tree.subtree_with_keys:
+        dataset = node.to_dataset(inherit=options.inherited_coords or node is tree)
+        node_path = normalize_path(join_path(path, relative) if relative != "." else path)
+        node_plan = plan_dataset(dataset, store, node_path, encoding=encodings.get(node.path), options=options,
+                                 nested=relative != ".")
+        plan = plan.then(node_plan)
+    return plan
+
+
+def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: object, options: WriteOptions,
+                 nested: bool = False) -> WritePlan:
+    """The plan for writing ``ds`` as the group at ``path``: checks, CF encoding, target arrays, documents.
+
+    ``nested``: a group below the top of a DataTree, whose parents are groups of the tree.
+    """
+    check_names(ds)
+    explicit = parse_encodings(encoding, ds.variables)
+    where = f"group {path or '/'!r} of {store!r}"
+    existing = existing_arrays(store, path, options.mode)
+    if options.mode != "w" and (clash := sorted(str(n) for n in set(explicit) & set(existing))):
+        raise WriteError(f"to_zarr3: variables {clash} already exist in {where}, but encoding was provided")
+    ds, region = resolve_region(ds, options.region, existing, options.append_dim)
+    if options.append_dim is not None:
+        check_append(ds, existing, options.append_dim, where)
+    variables, attrs = _encoded_coordinates(ds, explicit, existing, options.mode)
+    attributes = encode_attributes(attrs, f"the attributes of {where}")
+    group = _GroupWrite(store, path, where, existing, region, frozenset(explicit), options)
+    writes = [w for name, var in variables.items() if (w := group.plan_variable(str(name), var)) is not None]
+    grown = tuple((w.grown, w.grown_from) for w in writes if w.grown is not None and w.grown_from is not None)
+    created = tuple(w.data.array for w in writes if w.created)
+    data = WritePlan(tuple(w.data for w in writes), _documents(a for a, _ in grown), grown=grown)
+    if options.mode != "r+":
+        data = data.then(_group_plan(store, path, options.mode, attributes, nested))
+    return data.then(WritePlan(documents=_documents(created), created=tuple(a.path for a in created)))
+
+
+def _encoded_coordinates(ds: xr.Dataset, explicit: Mapping[Hashable, dict[str, Any]], existing: Mapping[str, Array],
+                         mode: WriteMode) -> tuple[dict[Hashable, xr.Variable], dict[Hashable, Any]]:
+    """xarray's coordinate encoding of ``ds``, each variable carrying the encoding it is written with."""
+    variables, attrs = conventions.encode_dataset_coordinates(ds)
+    for name, enc in explicit.items():
+        variables[name].encoding = enc
+    if mode == "r+" and (new := sorted(set(variables) - set(existing))):
+        raise WriteError(f"to_zarr3: mode='r+' only writes existing variables; {new} are new (use mode='a')")
+    for name in set(variables) & set(existing):
+        variables[name].encoding = stored_encoding(str(name), existing[str(name)])
+    return variables, attrs
+
+
+def _documents(arrays: Iterable[Array]) -> dict[str, dict[str, Any]]:
+    return {array.path: array.metadata.to_json() for array in arrays}
+
+
+@dataclass(frozen=True)
+class _VariableWrite:
+    data: DataWrite
+    grown_from: Shape | None = None  # the stored shape, when an append grows the array
+    grown: Array | None = None  # then the array with its new shape (``data.array`` is its append view)
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class _GroupWrite:
+    """One group's resolved request: what :meth:`plan_variable` needs for each variable."""
+
+    store: Store
+    path: str
+    where: str
+    existing: Mapping[str, Array]
+    region: Mapping[Hashable, slice]
+    explicit: frozenset[Hashable]
+    options: WriteOptions
+
+    def plan_variable(self, name: str, variable: xr.Variable) -> _VariableWrite | None:
+        """Where ``variable`` goes; ``None`` when ``mode="a"``/``"a-"`` leaves its stored array alone.
+
+        ``variable`` carries the encoding it is written with (CF encoding keeps ``write_empty_chunks``).
+        """
+        write_empty = self.options.write_empty_chunks
+        if write_empty is None:
+            write_empty = bool(variable.encoding.get("write_empty_chunks", False))
+        array = self.existing.get(name)
+        if array is None:
+            encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+            path = join_path(self.path, name)
+            metadata = new_array_metadata(name, encoded, path=path, explicit=name in self.explicit, where=self.where)
+            new = DataWrite(name, Array(self.store, path, metadata), (0,) * encoded.ndim, encoded, write_empty)
+            return _VariableWrite(new, created=True)
+        if self._keeps(name, variable, array):
+            return None
+        encoded = encode_zarr_variable(check_fits(name, variable, array), name=name, zarr_format=3)
+        placement = place(name, encoded, array, region=self.region, append_dim=self.options.append_dim)
+        encoded = encoded.transpose(*placement.dims)
+        if placement.shape == array.shape:
+            return _VariableWrite(DataWrite(name, array, placement.origin, encoded, write_empty))
+        grown = Array(array.store, array.path, array.metadata.with_shape(placement.shape))
+        view = append_view(grown, array.shape)
+        return _VariableWrite(DataWrite(name, view, placement.origin, encoded, write_empty), grown_from=array.shape, grown=grown)
+
+    def _keeps(self, name: str, variable: xr.Variable, array: Array) -> bool:
+        """``mode="a-"`` outside an append, or ``mode="a"`` on unchanged values, skips a stored variable."""
+        mode, append_dim = self.options.mode, self.options.append_dim
+        if mode not in ("a", "a-") or self.region or append_dim in variable.dims:
+            return False
+        return (mode == "a-" and append_dim is not None) or unchanged(variable, name, array, append_dim)
+
+
+def _group_plan(store: Store, path: str, mode: WriteMode, attributes: dict[str, Any], nested: bool) -> WritePlan:
+    """The group's document and its missing ancestors' (defaults; the tree plans a ``nested`` group's parents).
+
+    What is at ``path`` is read for ``mode="a"``/``"a-"`` only: ``mode="w"``
+    replaces whatever is there (valid or not), ``mode="w-"`` writes only where
+    nothing is (both checked by :mod:`.target`).
+    """
+    existing = read_node_metadata(store, path) if mode in ("a", "a-") else None
+    if existing is not None and not isinstance(existing, GroupMetadata):
+        raise NodeExistsError(f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups")
+    parents = missing_parents(store, path) if path and not nested else []
+    documents: Documents = {parent: GroupMetadata().to_json() for parent in parents}
+    documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
+    return WritePlan(documents=documents, defaults=frozenset(parents))

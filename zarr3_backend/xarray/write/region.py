@@ -2,7 +2,11 @@
 
 ``region`` slices are validated and ``"auto"`` ones found from the stored
 coordinates (:func:`resolve_region`); :func:`place` then gives each variable
-its origin in its stored array and the array's shape after an append.
+its origin in its stored array and the array's shape after an append, and
+:func:`append_view` the array an append writes through. A region that
+covers stored chunks only partly warns when other writers may run alongside
+(:func:`warn_partial`).
+
 Exception types follow ``engine="zarr"``: a slice with a step is a
 ``ValueError`` (:class:`~zarr3_backend.errors.WriteError`), coordinate values
 missing from the store a ``KeyError`` (:class:`~zarr3_backend.errors.RegionKeyError`).
@@ -20,20 +24,17 @@ import threading
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from xarray import conventions
 
-from ..core.stacklevel import caller_stacklevel
-from ..errors import RegionKeyError, WriteError, WriteTypeError
-from ..nodes.array import Array
-from ..nodes.shard_writes import PartialShardWarning, partial_shards
-
-Shape = tuple[int, ...]
-Region = Mapping[Hashable, slice | Literal["auto"]] | Literal["auto"] | None  # to_zarr3's region=, unchecked
+from ...core.stacklevel import caller_stacklevel
+from ...errors import RegionKeyError, WriteError, WriteTypeError
+from ...nodes.array import Array
+from ...nodes.shard_writes import PartialShardWarning, partial_shards
+from .plan import Region, Shape
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,18 @@ def place(name: str, var: xr.Variable, array: Array, *, region: Mapping[Hashable
             )
         origin.append(start)
     return Placement(tuple(origin), tuple(shape), tuple(str(d) for d in dims))
+
+
+def append_view(grown: Array, old_shape: Shape) -> Array:
+    """The array an append writes through: ``grown`` with each grown axis rounded up to whole shards.
+
+    Its last shard's rows beyond the new shape are then kept as stored, not
+    reset to the fill value: they may hold the rows of a later deferred
+    append that reserved them (see :mod:`.commit`).
+    """
+    grid = grown.metadata.chunk_shape
+    shape = tuple(n if n == old else -(-n // c) * c for n, old, c in zip(grown.shape, old_shape, grid))
+    return Array(grown.store, grown.path, grown.metadata.with_shape(shape))
 
 
 def concurrent_writers(deferred: bool) -> str | None:

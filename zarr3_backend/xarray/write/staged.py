@@ -1,6 +1,6 @@
 """A dry run of a publication: the store as it will be once a prefix is erased, with writes recorded, not made.
 
-:class:`~.first_write.Start` publishes a first write against a
+:class:`~.target.Start` publishes a first write against a
 :class:`Staged` view first, so every read and check of the publication
 (the existing root, the tree walked for consolidated metadata) runs before
 the store is touched; the recorded writes are then made with :meth:`Staged.replay`.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..store.base import Request, Store, Value, join_value
+from ...store.base import Request, Store, Value, join_value
 
 
 @dataclass(repr=False)

@@ -1,4 +1,4 @@
-"""The data half of ``to_zarr3``: the lock a ``mode="a"`` write holds, and writing the planned data.
+"""Running a ``to_zarr3`` plan: the lock a ``mode="a"`` write holds, and writing the planned data.
 
 :func:`writer_lock` serialises ``mode="a"`` writes to one store (see
 :mod:`.commit` for why appends need it); :func:`write_data` writes in-memory
@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from ..dask.compute import compute_writes
-from ..dask.write_graph import WriteRequest, store_graph
-from ..nodes.reservations import Reservation, appending_key, drop_hint, release, reserve
-from ..nodes.shard_writes import Lock, ShardLock, local_lock, shard_lock, write_numpy_many
-from ..store.base import Store
+from ...dask.compute import compute_writes
+from ...dask.write_graph import WriteRequest, store_graph
+from ...nodes.reservations import Reservation, appending_key, drop_hint, release, reserve
+from ...nodes.shard_writes import Lock, ShardLock, local_lock, shard_lock, write_numpy_many
+from ...store.base import Store
 from .commit import PENDING_KEY, Commit, roll_back
-from .first_write import Finish
 from .lease import StoreLease
-from .write_plan import WritePlan
+from .plan import WritePlan
+from .target import Finish
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed

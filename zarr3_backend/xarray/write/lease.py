@@ -31,8 +31,8 @@ import time
 import uuid
 from types import TracebackType
 
-from ..errors import ConcurrentWriteError
-from ..store.base import Store
+from ...errors import ConcurrentWriteError
+from ...store.base import Store
 
 LEASE_KEY = "__zarr3_backend_writing.json"
 DEFAULT_WAIT = 600.0

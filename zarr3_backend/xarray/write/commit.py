@@ -1,13 +1,7 @@
-"""Publishing ``to_zarr3``'s metadata: one consolidated root, and appends that are all-or-nothing.
+"""Committing ``to_zarr3``'s metadata: appends and new variables that are all-or-nothing.
 
-Every ``to_zarr3`` call gathers the metadata documents it changes (new
-arrays, grown shapes, group attributes, missing ancestor groups) and
-publishes them together with :func:`publish`: first the store root's
-``zarr.json`` with refreshed consolidated metadata (when the call
-consolidates, or the root already did), then each node's own ``zarr.json``.
-The root is one atomic write, so readers that go through the consolidated
-root (both engines' default) switch from the old tree to the new one at
-once; nested groups carrying their own consolidated copy are patched after.
+Every write publishes its documents with :func:`~.publish.publish`, the
+store root first.
 
 Appends and other ``mode="a"`` writes put data first: new chunks land
 beyond the old shapes (invisible to readers of the old metadata; an edge
@@ -24,7 +18,7 @@ when every data task succeeded does :class:`Commit` run:
    it the write is durable and is always completed, never redone (unless
    reading the record back finds another writer's, or the shapes changed
    since step 0: then it is that writer's turn, and this one raises as in 0);
-2. :func:`publish` the documents (root first, the switch for readers);
+2. :func:`~.publish.publish` the documents (root first, the switch for readers);
 3. delete the record.
 
 A failure before step 1 leaves the store as it was: :func:`roll_back` then
@@ -35,7 +29,8 @@ failure after it leaves the record, and the next ``to_zarr3`` call on the
 store completes the publication first (:func:`roll_forward`); when that
 call is the retry of the same request (same token), it stops there, so a
 retry never appends twice. While the record exists, readers that do not go
-through consolidated metadata refuse to open the store (:func:`pending_error`),
+through consolidated metadata refuse to open the store
+(:func:`~zarr3_backend.xarray.root.pending_error`),
 and ``validate`` reports it; :func:`finish_pending_write` completes it.
 
 A deferred append (``compute=False``) reserves its rows when it is called,
@@ -64,51 +59,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.metadata import (
-    ArrayMetadata,
-    GroupMetadata,
-    encode_metadata,
-    metadata_key,
-    node_metadata_from_json,
-    parse_node_metadata,
-)
-from ..errors import ConcurrentWriteError, MetadataError
-from ..nodes.array import Array
-from ..nodes.consolidation import PENDING_KEY as PENDING_KEY
-from ..nodes.consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
-from ..nodes.hierarchy import Group
-from ..nodes.lookup import read_node_metadata
-from ..nodes.reservations import appending_key, hint_groups
-from ..nodes.shard_writes import ShardLock, clear_rows
-from ..nodes.tree_consolidation import tree_documents
-from ..store import StoreLike, make_store
-from ..store.base import Store
+from ...core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
+from ...errors import ConcurrentWriteError
+from ...nodes.array import Array
+from ...nodes.consolidation import PENDING_KEY as PENDING_KEY
+from ...nodes.lookup import read_node_metadata
+from ...nodes.reservations import appending_key, hint_groups
+from ...nodes.shard_writes import ShardLock, clear_rows
+from ...store import StoreLike, make_store
+from ...store.base import Store
 from .pending import read_pending
+from .publish import Documents, publish
 
-Documents = dict[str, dict[str, Any]]
 SETTLE = 0.02  # seconds at least between writing the pending record and reading it back (a scheduler's time slice)
-
-
-def publish(store: Store, documents: Documents, consolidate: bool) -> None:
-    """Write ``documents`` (path -> ``zarr.json`` content): the root (with consolidated metadata) first."""
-    raw = store.get(metadata_key(""))
-    current = None if raw is None else parse_node_metadata(raw, metadata_key(""))
-    root = current if isinstance(current, GroupMetadata) else None
-    if "" in documents:
-        new_root = node_metadata_from_json(documents[""], metadata_key(""))
-        root = new_root if isinstance(new_root, GroupMetadata) else None
-    changes = [Change(path, doc) for path, doc in documents.items() if path]
-    if root is not None and (consolidate or (isinstance(current, GroupMetadata) and current.consolidated is not None)):
-        tree = tree_documents(Group(store, "", GroupMetadata()))
-        root = root.with_consolidated(apply_changes(tree, "", changes))
-        store.set(metadata_key(""), encode_metadata(root))
-    elif "" in documents:
-        store.set(metadata_key(""), encode_metadata(node_metadata_from_json(documents[""], metadata_key(""))))
-    for path, document in sorted(documents.items()):
-        if path:
-            store.set(metadata_key(path), encode_metadata(node_metadata_from_json(document, metadata_key(path))))
-    nested = [c for c in changes if any(a for a in ancestors(c.path))]
-    refresh_consolidated(store, nested, skip_root=True)
 
 
 @dataclass(frozen=True)
@@ -213,15 +176,6 @@ def finish_pending_write(store: StoreLike, *, storage_options: dict[str, Any] | 
     return pending
 
 
-def pending_error(where: str) -> MetadataError:
-    """The error of a reader that found the pending-write record (see :func:`finish_pending_write`)."""
-    return MetadataError(
-        f"{where}: a to_zarr3 call was interrupted while publishing its metadata ({PENDING_KEY} is in the store), "
-        "so the arrays' own zarr.json may disagree; finish it with zarr3_backend.finish_pending_write(store) "
-        "(or any to_zarr3 call on the store), then open it again"
-    )
-
-
 def roll_back(store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], lock: ShardLock = None) -> None:
     """Undo the data of a write that failed before its commit point (best effort, never raises).
 
@@ -243,9 +197,3 @@ def roll_back(store: Store, grown: list[tuple[Array, tuple[int, ...]]], created:
                 store.delete_prefix(path + "/")
     except Exception:  # the original failure is what the caller must see
         return
-
-
-def group_document(metadata: GroupMetadata | None, attributes: dict[str, Any]) -> dict[str, Any]:
-    """The ``zarr.json`` of a group written by ``to_zarr3``: its attributes replaced, no consolidated copy."""
-    base = metadata or GroupMetadata()
-    return consolidated_entry(base.with_consolidated(None).with_attributes(attributes).to_json())

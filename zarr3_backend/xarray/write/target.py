@@ -28,12 +28,12 @@ the marks.
 
 >>> import numpy as np, xarray as xr
 >>> from zarr3_backend.store import make_store
->>> store = make_store("memory://doc/first_write")
+>>> store = make_store("memory://doc/target")
 >>> store.set("notes.txt", b"mine")
 >>> check_target(store, "", "w-", xr.Dataset(), compute=True)
 Traceback (most recent call last):
 ...
-zarr3_backend.errors.NodeExistsError: to_zarr3: FsspecStore('memory:///doc/first_write') is not empty (it holds 'notes.txt', but no zarr.json); mode='w-' (the default) writes only into an empty location, as engine='zarr' does. Write somewhere else (or into a new group: group='name'), or pass mode='w' to delete everything there and write in its place
+zarr3_backend.errors.NodeExistsError: to_zarr3: FsspecStore('memory:///doc/target') is not empty (it holds 'notes.txt', but no zarr.json); mode='w-' (the default) writes only into an empty location, as engine='zarr' does. Write somewhere else (or into a new group: group='name'), or pass mode='w' to delete everything there and write in its place
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from dataclasses import dataclass
 
 import xarray as xr
 
-from ..api import WriteMode
-from ..core.metadata import NodeMetadata, parse_node_metadata
-from ..errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
-from ..nodes.unfinished import FLAG, covering, flag, unfinished_group, unmark
-from ..store.base import Store
-from .commit import Documents, publish
+from ...api import WriteMode
+from ...core.metadata import NodeMetadata, parse_node_metadata
+from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
+from ...nodes.unfinished import FLAG, covering, flag, unfinished_group, unmark
+from ...store.base import Store
+from .publish import Documents, publish
 from .staged import Staged
 
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")

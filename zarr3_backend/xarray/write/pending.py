@@ -20,10 +20,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.metadata import metadata_key, node_metadata_from_json
-from ..errors import MetadataError, Zarr3Error
-from ..nodes.consolidation import PENDING_KEY
-from ..nodes.paths import normalize_path
+from ...core.metadata import metadata_key, node_metadata_from_json
+from ...errors import MetadataError, Zarr3Error
+from ...nodes.consolidation import PENDING_KEY
+from ...nodes.paths import normalize_path
 
 
 @dataclass(frozen=True)

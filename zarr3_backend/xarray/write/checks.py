@@ -13,11 +13,8 @@ variable and the fix:
   (else the store ends with conflicting sizes), and needs something to append to;
 - fixed-length strings (``U``/``S``) must fit the stored length (numpy would
   truncate them silently);
-- attributes must be JSON (the error names the attribute);
 - ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
   ``progress`` take only the documented values.
-
-Warnings point at the user's line: :func:`~zarr3_backend.core.stacklevel.caller_stacklevel`.
 
 >>> import numpy as np, xarray as xr
 >>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
@@ -28,18 +25,15 @@ zarr3_backend.errors.WriteError: to_zarr3: variable name 'a/b' contains '/', whi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Mapping
-from typing import Any
 
 import numpy as np
 import xarray as xr
-from xarray.backends.zarr import encode_zarr_attr_value
 
-from ..api import WRITE_MODES, WriteMode
-from ..errors import NodeNameError, WriteError, WriteTypeError
-from ..nodes.array import Array
-from ..nodes.paths import validate_node_name
+from ...api import WRITE_MODES, WriteMode
+from ...errors import NodeNameError, WriteError, WriteTypeError
+from ...nodes.array import Array
+from ...nodes.paths import validate_node_name
 
 PROGRESS_VALUES = (False, True, "tqdm")
 
@@ -167,26 +161,4 @@ def check_progress(progress: object) -> None:
     """``progress`` is one of :data:`PROGRESS_VALUES`."""
     if not any(progress is v or (isinstance(v, str) and progress == v) for v in PROGRESS_VALUES):
         raise WriteError(f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}")
-
-
-def encode_attributes(attrs: Mapping[Hashable, object], where: str) -> dict[str, Any]:
-    """``attrs`` encoded as xarray's zarr engine does; a value that is not JSON is refused by name."""
-    encoded = {}
-    for key, value in attrs.items():
-        value = encode_zarr_attr_value(value)
-        try:
-            json.dumps(value, default=_numpy_json)
-        except (TypeError, ValueError) as exc:
-            raise WriteTypeError(
-                f"to_zarr3: attribute {key!r} of {where} is not JSON serialisable ({type(value).__name__} {value!r}); "
-                "convert it to a str, number, list or dict, or drop it"
-            ) from exc
-        encoded[str(key)] = value
-    return encoded
-
-
-def _numpy_json(value: Any) -> Any:
-    if isinstance(value, np.generic | np.ndarray):
-        return value.tolist()
-    raise TypeError(type(value).__name__)
 

@@ -1,4 +1,4 @@
-"""Check a store against the Zarr v3 spec and report every problem with the key it concerns.
+"""Check a store against the Zarr v3 spec (or v2: :mod:`.v2`) and report every problem with the key it concerns.
 
 Validation is parsing: every ``zarr.json`` goes through the same code that
 opens nodes (:mod:`zarr3_backend.core.metadata`, the codec registry and
@@ -21,7 +21,11 @@ problem. On top come the structural checks no single document shows:
   bounds, overlaps, empty markers), checksums, and that each chunk and
   inner chunk decodes to its expected shape.
 
-Keys with a segment starting with ``__`` are reserved for extensions and skipped.
+A store without any ``zarr.json`` but with v2 documents (``.zgroup``,
+``.zarray``, ``.zattrs``, ``.zmetadata``) is checked as a Zarr v2 hierarchy
+by :func:`~zarr3_backend.validate.v2.validate_v2`, which reports its problems
+in the same form. Keys with a segment starting with ``__`` are reserved for
+extensions and skipped.
 
 >>> import zarr3_backend
 >>> a = zarr3_backend.create_array("memory://doc/validate", shape=(4,), dtype="int8", chunks=(2,))
@@ -32,51 +36,46 @@ Keys with a segment starting with ``__`` are reserved for extensions and skipped
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
-import numpy as np
+from ..codecs.sharding import ShardingCodec
+from ..core.metadata import (
+    ArrayMetadata,
+    GroupMetadata,
+    NodeMetadata,
+    metadata_key,
+    node_metadata_from_json,
+    parse_node_metadata,
+)
+from ..errors import NodeNameError, Zarr3Error
+from ..nodes.array import Array
+from ..nodes.consolidation import PENDING_KEY
+from ..nodes.paths import validate_node_name
+from ..nodes.reservations import appending_key, describe, parse_reservations
+from ..nodes.unfinished import unfinished_group
+from ..store import StoreLike, make_store
+from ..store.base import Store
+from .base import (
+    CHECKS,
+    Check,
+    Problem,
+    Progress,
+    Severity,
+    assign_keys,
+    check_chunk,
+    check_chunk_keys,
+    check_chunks,
+    describe_error,
+    is_reserved,
+)
+from .v2 import is_v2_metadata_key, validate_v2
 
-from .codecs.base import Buffer, ChunkSpec
-from .codecs.chain import CodecChain
-from .codecs.sharding import ShardingCodec
-from .core.metadata import ArrayMetadata, GroupMetadata, NodeMetadata, metadata_key, node_metadata_from_json, parse_node_metadata
-from .core.storage_transformers import apply_storage_transformers
-from .errors import InvalidKeyError, NodeNameError, Zarr3Error
-from .nodes.array import Array
-from .nodes.consolidation import PENDING_KEY
-from .nodes.paths import validate_node_name
-from .nodes.reservations import appending_key, describe, parse_reservations
-from .nodes.unfinished import unfinished_group
-from .store import StoreLike, make_store
-from .store.base import Store
+__all__ = ["CHECKS", "Check", "Problem", "Progress", "Severity", "assign_keys", "check_chunk", "describe_error",
+           "is_metadata_key", "node_path", "validate_store"]
 
-Severity = Literal["error", "warning"]
-Check = Literal["metadata", "hierarchy", "consolidated", "keys", "integrity", "chunks"]
-CHECKS: tuple[Check, ...] = ("metadata", "hierarchy", "consolidated", "keys", "integrity", "chunks")
-V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
-FETCH_BATCH = 32
 STALE = "stale: re-run consolidate_metadata"
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One finding: the store ``key`` it concerns, which check found it, what is wrong, how bad it is."""
-
-    key: str
-    check: Check
-    message: str
-    severity: Severity = "error"
-
-
-class Progress(Protocol):
-    """What ``validate_store`` reports chunk progress to (``tqdm`` fits)."""
-
-    def update(self, n: int = 1) -> object: ...
-
-    def close(self) -> object: ...
 
 
 def validate_store(
@@ -94,6 +93,9 @@ def validate_store(
     (warnings), and that every other key is a chunk key inside its array's
     grid. ``deep=True`` also reads every chunk: shard indexes, checksums,
     and that every chunk and inner chunk decodes to its expected shape.
+    A Zarr v2 store (no ``zarr.json``, but ``.zgroup``/``.zarray`` documents)
+    gets the same checks, as the v2 spec states them
+    (:mod:`zarr3_backend.validate.v2`).
 
     Parameters
     ----------
@@ -123,12 +125,14 @@ def validate_store(
     []
     """
     store = make_store(store, storage_options=storage_options, read_only=True)
-    keys = sorted(k for k in store.list() if not _reserved(k))
+    keys = sorted(k for k in store.list() if not is_reserved(k))
     documents = dict(zip(
         (node_path(k) for k in keys if is_metadata_key(k)),
         store.get_many([(k, None) for k in keys if is_metadata_key(k)]),
     ))
     if not documents:
+        if any(map(is_v2_metadata_key, keys)):
+            return validate_v2(store, keys, deep=deep, progress=progress)
         return [_no_metadata(keys)]
     problems: list[Problem] = []
     nodes = _parse_nodes(store, documents, problems)
@@ -139,7 +143,7 @@ def validate_store(
     problems += [_unchecked(path, node) for path, node in nodes.items()
                  if isinstance(node, Array) and not node.codecs.detects_corruption()]
     if deep:
-        problems += _check_chunks(store, nodes, chunk_keys, progress)
+        problems += check_chunks(store, nodes, chunk_keys, progress)
     problems += _reserved_rows(store, [path for path, node in nodes.items() if isinstance(node, GroupMetadata)])
     if store.exists(PENDING_KEY):
         problems = _while_pending(problems)
@@ -169,11 +173,6 @@ def _while_pending(problems: list[Problem]) -> list[Problem]:
     return [*found, Problem(PENDING_KEY, "metadata", message)]
 
 
-def describe_error(exc: BaseException) -> str:
-    """The message of ``exc``, prefixed with its type unless it is one of ours."""
-    return str(exc) if isinstance(exc, Zarr3Error) else f"{type(exc).__name__}: {exc}"
-
-
 def is_metadata_key(key: str) -> bool:
     return key == "zarr.json" or key.endswith("/zarr.json")
 
@@ -183,27 +182,8 @@ def node_path(key: str) -> str:
     return key.removesuffix("zarr.json").rstrip("/")
 
 
-def assign_keys(keys: Iterable[str], node_paths: Iterable[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """Non-metadata keys by the nearest node above them, and the keys below no node at all."""
-    paths = set(node_paths)
-    owned: dict[str, list[str]] = defaultdict(list)
-    stray = []
-    for key in keys:
-        parts = key.split("/")
-        ancestors = ("/".join(parts[:i]) for i in range(len(parts) - 1, -1, -1))
-        owner = next((a for a in ancestors if a in paths), None)
-        if owner is None:
-            stray.append(key)
-        else:
-            owned[owner].append(key)
-    return owned, stray
-
-
 def _no_metadata(keys: list[str]) -> Problem:
-    v2 = [k for k in keys if k.rsplit("/", 1)[-1] in V2_KEYS]
-    if v2:
-        return Problem(v2[0], "metadata", "this is a Zarr v2 store (no zarr.json); Zarr v3 validation does not apply")
-    message = f"no zarr.json anywhere in the store ({len(keys)} other keys): not a Zarr v3 store"
+    message = f"no zarr.json, .zgroup or .zarray anywhere in the store ({len(keys)} other keys): not a Zarr store"
     return Problem("zarr.json", "metadata", message)
 
 
@@ -282,7 +262,7 @@ def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | Node
         key, prefix = metadata_key(path), f"{path}/" if path else ""
         below = {p[len(prefix):] for p in documents if p.startswith(prefix) and p != path}
         for relative, document in sorted(node.consolidated.items()):
-            if _reserved(relative):
+            if is_reserved(relative):
                 continue  # skipped like their keys (e.g. xarray's __xarray_dataarray_variable__)
             if relative not in below:
                 message = f"consolidated_metadata describes {relative!r}, which has no zarr.json ({STALE})"
@@ -293,10 +273,6 @@ def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | Node
             message = f"consolidated_metadata lacks {relative!r}, which exists ({STALE})"
             problems.append(Problem(key, "consolidated", message))
     return problems
-
-
-def _reserved(path: str) -> bool:
-    return any(part.startswith("__") for part in path.split("/"))
 
 
 def _compare_entry(key: str, relative: str, document: Any, actual: Array | NodeMetadata) -> list[Problem]:
@@ -329,87 +305,8 @@ def _check_keys(
     for path, found in owned.items():
         node = nodes.get(path)
         if isinstance(node, Array):
-            chunk_keys[path] = _check_chunk_keys(node, found, problems)
+            chunk_keys[path] = check_chunk_keys(node, found, problems)
         elif isinstance(node, GroupMetadata):
             message = f"stray key in group {path or '/'!r}: not a zarr.json of a child node"
             problems += [Problem(k, "keys", message, "warning") for k in found]
     return chunk_keys
-
-
-def _check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) -> list[str]:
-    """The keys of ``array`` that are chunk keys inside its grid; the rest become problems."""
-    grid = array.metadata.chunk_grid.grid_shape(array.shape)
-    prefix = f"{array.path}/" if array.path else ""
-    found = []
-    for key in keys:
-        try:
-            coords = array.metadata.chunk_key_encoding.decode_chunk_key(key[len(prefix):], array.ndim)
-        except InvalidKeyError as exc:
-            problems.append(Problem(key, "keys", f"stray key inside array {array.name!r}: {exc}", "warning"))
-            continue
-        if any(c >= n for c, n in zip(coords, grid)):
-            message = (f"chunk {coords} lies outside the chunk grid {grid} of array {array.name!r} "
-                       f"(shape {array.shape}): left over from a larger shape, never read")
-            problems.append(Problem(key, "keys", message))
-        else:
-            found.append(key)
-    return found
-
-
-def _check_chunks(
-    store: Store, nodes: dict[str, Any], chunk_keys: dict[str, list[str]],
-    progress: Callable[[int], Progress] | None,
-) -> list[Problem]:
-    problems: list[Problem] = []
-    bar = progress(sum(len(v) for v in chunk_keys.values())) if progress else None
-    for path, found in chunk_keys.items():
-        array: Array = nodes[path]
-        chunk_store = apply_storage_transformers(store, array.metadata.storage_transformers)
-        for start in range(0, len(found), FETCH_BATCH):
-            batch = found[start : start + FETCH_BATCH]
-            for key, data in zip(batch, chunk_store.get_many([(k, None) for k in batch])):
-                if data is not None:
-                    messages = check_chunk(array.codecs, data, array.chunk_spec)
-                    problems += [Problem(key, "chunks", message) for message in messages]
-            if bar is not None:
-                bar.update(len(batch))
-    if bar is not None:
-        bar.close()
-    return problems
-
-
-def check_chunk(chain: CodecChain, data: Buffer, spec: ChunkSpec) -> list[str]:
-    """What is wrong with one stored chunk (a shard: its index and every inner chunk); ``[]`` if nothing."""
-    try:
-        if not isinstance(chain.array_bytes, ShardingCodec):
-            decoded = chain.decode(data, spec)
-            if decoded.shape != spec.shape:
-                return [f"decodes to shape {decoded.shape}, expected {spec.shape}"]
-            return []
-        for array_codec in chain.array_array:
-            spec = array_codec.resolve_spec(spec)
-        for bytes_codec in reversed(chain.bytes_bytes):
-            data = bytes_codec.decode(data, spec)
-        return _check_shard(chain.array_bytes, data, spec)
-    except Exception as exc:  # a validator reports whatever decoding raises, it never stops at it
-        return [describe_error(exc)]
-
-
-def _check_shard(sharding: ShardingCodec, data: Buffer, spec: ChunkSpec) -> list[str]:
-    index = sharding.decode_index(data, spec)  # size, checksum, bounds, paired empty markers
-    index_size = sharding.index_size(spec)
-    body = (index_size, len(data)) if sharding.index_location == "start" else (0, len(data) - index_size)
-    inner_spec = spec.with_shape(sharding.chunk_shape)
-    messages: list[str] = []
-    previous: tuple[tuple[int, ...], int] | None = None
-    located = sorted((rng, coords) for coords in np.ndindex(*index.chunks_per_shard)
-                     if (rng := index.chunk_range(coords)) is not None)
-    for (start, end), coords in located:
-        where = f"inner chunk {coords} (bytes {start}-{end})"
-        if start < body[0] or end > body[1]:
-            messages.append(f"{where} overlaps the shard index")
-        if previous is not None and start < previous[1]:
-            messages.append(f"{where} overlaps inner chunk {previous[0]}")
-        previous = (coords, max(end, previous[1] if previous else 0))
-        messages += [f"{where}: {m}" for m in check_chunk(sharding.codecs, memoryview(data)[start:end], inner_spec)]
-    return messages

@@ -21,13 +21,13 @@ import xarray as xr
 from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 
-from ..api import WriteMode
-from ..errors import GroupNotFoundError
-from ..nodes.array import Array
-from ..nodes.hierarchy import Group, open_node
-from ..store.base import Store
-from .backend_array import variable_dtype
-from .encoding import decode_fill_value
+from ...api import WriteMode
+from ...errors import GroupNotFoundError
+from ...nodes.array import Array
+from ...nodes.hierarchy import Group, open_node
+from ...store.base import Store
+from ..backend_array import variable_dtype
+from ..encoding import decode_fill_value
 
 UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
 
@@ -41,7 +41,7 @@ def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array
     if mode in ("w", "w-"):
         return {}
     try:
-        group = open_node(store, path, read_only=False, strict=True)  # unfinished writes: checked by .first_write
+        group = open_node(store, path, read_only=False, strict=True)  # unfinished writes: checked by .target
     except FileNotFoundError:
         if mode == "r+":
             raise

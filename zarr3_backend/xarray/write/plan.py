@@ -1,0 +1,76 @@
+"""A ``to_zarr3`` write as plain data: the options every group is planned with, and the plan they give.
+
+:mod:`.planner` makes a :class:`WritePlan` (one per group, combined with
+:meth:`WritePlan.then`); :mod:`.data` runs it. The plan holds the variables
+to write and where (:class:`DataWrite`), the ``zarr.json`` documents to
+publish, and the arrays an append grows or the call creates (what a failed
+``mode="a"`` write rolls back).
+
+>>> first = WritePlan(documents={"": {"node_type": "group"}, "g": {"node_type": "group"}}, defaults=frozenset({"g"}))
+>>> later = WritePlan(documents={"g": {"node_type": "group", "attributes": {"a": 1}}})
+>>> first.then(later).documents["g"], first.then(later).defaults
+({'node_type': 'group', 'attributes': {'a': 1}}, frozenset())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import xarray as xr
+
+from ...api import WriteMode
+from ...nodes.array import Array
+
+Shape = tuple[int, ...]
+Region = Mapping[Hashable, slice | Literal["auto"]] | Literal["auto"] | None  # to_zarr3's region=, unchecked
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """The ``to_zarr3`` arguments that shape every group's plan (``mode`` already checked)."""
+
+    mode: WriteMode
+    append_dim: Hashable | None = None
+    region: Region = None
+    write_empty_chunks: bool | None = None
+    inherited_coords: bool = False
+
+
+@dataclass(frozen=True)
+class DataWrite:
+    """Write ``variable`` (CF-encoded, in the array's dimension order) into ``array`` at ``origin``."""
+
+    name: str
+    array: Array
+    origin: Shape
+    variable: xr.Variable
+    write_empty: bool
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything one ``to_zarr3`` call writes: data, then the metadata documents to publish.
+
+    ``defaults`` are the paths whose document is only a missing ancestor's
+    empty group; ``grown`` pairs arrays an append grows with their old shape;
+    ``created`` are the paths of new arrays.
+    """
+
+    data: tuple[DataWrite, ...] = ()
+    documents: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    defaults: frozenset[str] = frozenset()
+    grown: tuple[tuple[Array, Shape], ...] = ()
+    created: tuple[str, ...] = ()
+
+    def then(self, later: WritePlan) -> WritePlan:
+        """This plan followed by ``later``: its documents replace ours, except defaults for paths we have."""
+        kept = {p: d for p, d in later.documents.items() if p not in later.defaults or p not in self.documents}
+        return WritePlan(
+            data=self.data + later.data,
+            documents={**self.documents, **kept},
+            defaults=frozenset((self.defaults - kept.keys()) | (later.defaults & kept.keys())),
+            grown=self.grown + later.grown,
+            created=self.created + later.created,
+        )

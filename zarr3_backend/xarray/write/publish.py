@@ -1,0 +1,63 @@
+"""Publishing ``to_zarr3``'s metadata: the documents of a write, the store root's consolidated metadata first.
+
+Every ``to_zarr3`` call gathers the metadata documents it changes (new
+arrays, grown shapes, group attributes, missing ancestor groups) and
+publishes them together with :func:`publish`: first the store root's
+``zarr.json`` with refreshed consolidated metadata (when the call
+consolidates, or the root already did), then each node's own ``zarr.json``.
+The root is one atomic write, so readers that go through the consolidated
+root (both engines' default) switch from the old tree to the new one at
+once; nested groups carrying their own consolidated copy are patched after.
+
+Every write publishes through :func:`publish`: a first write before its
+data (:class:`~.target.Start`, after a dry run), any other after its data
+(:class:`~.commit.Commit`), and :func:`~.commit.roll_forward` completes a
+publication that was interrupted. :func:`group_document` is the document of
+a group ``to_zarr3`` writes.
+
+>>> from zarr3_backend.store import make_store
+>>> store = make_store("memory://doc/publish")
+>>> publish(store, {"": group_document(None, {"title": "t"})}, consolidate=True)
+>>> sorted(store.list_prefix(""))
+['zarr.json']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.metadata import GroupMetadata, encode_metadata, metadata_key, node_metadata_from_json, parse_node_metadata
+from ...nodes.consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
+from ...nodes.hierarchy import Group
+from ...nodes.tree_consolidation import tree_documents
+from ...store.base import Store
+
+Documents = dict[str, dict[str, Any]]
+
+
+def publish(store: Store, documents: Documents, consolidate: bool) -> None:
+    """Write ``documents`` (path -> ``zarr.json`` content): the root (with consolidated metadata) first."""
+    raw = store.get(metadata_key(""))
+    current = None if raw is None else parse_node_metadata(raw, metadata_key(""))
+    root = current if isinstance(current, GroupMetadata) else None
+    if "" in documents:
+        new_root = node_metadata_from_json(documents[""], metadata_key(""))
+        root = new_root if isinstance(new_root, GroupMetadata) else None
+    changes = [Change(path, doc) for path, doc in documents.items() if path]
+    if root is not None and (consolidate or (isinstance(current, GroupMetadata) and current.consolidated is not None)):
+        tree = tree_documents(Group(store, "", GroupMetadata()))
+        root = root.with_consolidated(apply_changes(tree, "", changes))
+        store.set(metadata_key(""), encode_metadata(root))
+    elif "" in documents:
+        store.set(metadata_key(""), encode_metadata(node_metadata_from_json(documents[""], metadata_key(""))))
+    for path, document in sorted(documents.items()):
+        if path:
+            store.set(metadata_key(path), encode_metadata(node_metadata_from_json(document, metadata_key(path))))
+    nested = [c for c in changes if any(a for a in ancestors(c.path))]
+    refresh_consolidated(store, nested, skip_root=True)
+
+
+def group_document(metadata: GroupMetadata | None, attributes: dict[str, Any]) -> dict[str, Any]:
+    """The ``zarr.json`` of a group written by ``to_zarr3``: its attributes replaced, no consolidated copy."""
+    base = metadata or GroupMetadata()
+    return consolidated_entry(base.with_consolidated(None).with_attributes(attributes).to_json())
