@@ -62,7 +62,7 @@ def test_version_and_help() -> None:
 def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     result = zarr3("info", tmp_path / "missing.zarr")
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("zarr3: error: no Zarr v3 array or group at '/'")
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("zarr3: error: no Zarr array or group at '/'")
     debug = zarr3("info", tmp_path / "missing.zarr", "--debug")
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "NodeNotFoundError" in debug.stderr
     usage = zarr3("info")

@@ -79,7 +79,7 @@ def test_erase_node(store):
 
 
 def test_open_missing_node(store):
-    with pytest.raises(NodeNotFoundError, match="zarr.json not found"):
+    with pytest.raises(NodeNotFoundError, match=r"zarr.json not found \(nor a Zarr v2 \.zarray or \.zgroup\)"):
         zarr3_backend.open_group(store)
     with pytest.raises(FileNotFoundError):
         zarr3_backend.open_array(store, "nope")

@@ -309,7 +309,7 @@ def test_open_dataset_of_subgroup(tmp_path: Path) -> None:
 
 # -- errors ------------------------------------------------------------------
 def test_error_missing_store(tmp_path: Path) -> None:
-    with pytest.raises(NodeNotFoundError, match=r"no Zarr v3 group at .*missing\.zarr.*zarr\.json not found.*Check the path"):
+    with pytest.raises(NodeNotFoundError, match=r"no Zarr group at .*missing\.zarr.*zarr\.json not found \(nor a Zarr v2 \.zgroup\).*Check the path"):
         xr.open_dataset(tmp_path / "missing.zarr", engine="zarr3")
     assert not (tmp_path / "missing.zarr").exists()
 

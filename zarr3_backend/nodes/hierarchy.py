@@ -316,7 +316,9 @@ def open_node(store: Store, path: str, *, read_only: bool, strict: bool = False)
         return node_from_metadata(store, path, metadata, read_only)
     if has_child_array(store, path) if strict else is_implicit_group(store, path):
         return Group(store, path, GroupMetadata(), read_only=read_only)
-    message = f"no Zarr v3 array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found"
+    prefix = f"{path}/" if path else ""
+    message = (f"no Zarr array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found "
+               f"(nor a Zarr v2 {prefix}.zarray or {prefix}.zgroup)")
     found = stores_below(store, path) if strict else []
     if found:
         message += f"; found Zarr stores further down at: {', '.join(found)}. Open one of those instead"

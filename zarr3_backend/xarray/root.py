@@ -156,8 +156,8 @@ def _not_found(store: Store, path: str, where: str, below: list[str]) -> Excepti
         return MetadataError(f"{where}: {found[0]} found, but neither zarr.json nor a readable Zarr v2 .zgroup")
     hint = f" Zarr stores found further down: {', '.join(below)}." if below else ""
     return NodeNotFoundError(
-        f"no Zarr v3 group at {where}: {prefix}zarr.json not found.{hint} Check the path (or URL and "
-        "storage_options), or pass group='...' to open a group further down"
+        f"no Zarr group at {where}: {prefix}zarr.json not found (nor a Zarr v2 {prefix}.zgroup).{hint} "
+        "Check the path (or URL and storage_options), or pass group='...' to open a group further down"
     )
 
 
