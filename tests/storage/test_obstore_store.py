@@ -128,6 +128,15 @@ def test_an_option_obstore_lacks_falls_back_to_fsspec_with_a_warning_naming_it(o
         make_store("s3://bucket/x", storage_options={"backend": "obstore", **options})
 
 
+def test_the_fallback_warning_names_the_users_line(s3_url: str, s3_storage_options: dict[str, Any]) -> None:
+    import zarr3_backend
+
+    zarr3_backend.create_group(f"{s3_url}/g", storage_options=s3_storage_options)
+    with pytest.warns(UserWarning, match="'use_ssl' has no obstore equivalent") as caught:
+        zarr3_backend.open_group(f"{s3_url}/g", storage_options={**s3_storage_options, "use_ssl": False})
+    assert [w.filename for w in caught] == [__file__]
+
+
 def test_backend_fsspec_forces_fsspec() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -412,8 +412,9 @@ def test_rows_reserved_and_not_written_are_never_silent(tmp_path: Path) -> None:
 
     path = _template(tmp_path)
     delayed = _rows(5, 3).to_zarr3(path, append_dim="time", compute=False)
-    with pytest.warns(UnfinishedWriteWarning, match=r"rows 5\.\.7 of 'time'.*not written yet.*compute the delayed"):
+    with pytest.warns(UnfinishedWriteWarning, match=r"rows 5\.\.7 of 'time'.*not written yet.*compute the delayed") as caught:
         assert HINT not in xr.open_dataset(path, engine="zarr3").attrs
+    assert caught[0].filename == __file__  # the warning names the user's line
     assert HINT in xr.open_dataset(path, engine="zarr").attrs  # engine="zarr" shows it
     assert [p.severity for p in validate_store(path) if p.key == APPENDING] == ["warning"]
     delayed.compute()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import fsspec.core
 
+from ..core.stacklevel import caller_stacklevel
 from ..errors import ArgumentTypeError
 from .base import (
     TMP_PREFIX, Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key,
@@ -113,7 +114,7 @@ def make_store(
         except UnsupportedOptionError as exc:
             if backend == "obstore":
                 raise
-            warnings.warn(f"{exc}: reading {url} through fsspec", stacklevel=2)
+            warnings.warn(f"{exc}: reading {url} through fsspec", stacklevel=caller_stacklevel("zarr3_backend", "xarray"))
     fs, root = fsspec.core.url_to_fs(url, **with_connection_pool(protocol, options))
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     return FsspecStore(fs, root, read_only=read_only or bool(protocols & _READ_ONLY_PROTOCOLS))

@@ -16,6 +16,7 @@ from typing import Any, TypeAlias, TypeVar
 from xarray.backends.common import T_PathFileOrDataStore
 
 from ..core.executor import submit_io
+from ..core.stacklevel import caller_stacklevel
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..nodes.array import Array
 from ..nodes.consolidation import PENDING_KEY
@@ -136,7 +137,7 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     elif pending is not None:
         pending.exception()  # unneeded: waited for (no request outlives the open), its outcome ignored
     if HINT in node.metadata.attributes and (reserved := read_reservations(store, path)):
-        warnings.warn(describe(path, reserved), UnfinishedWriteWarning, stacklevel=2)
+        warnings.warn(describe(path, reserved), UnfinishedWriteWarning, stacklevel=caller_stacklevel("zarr3_backend", "xarray"))
     return node
 
 
