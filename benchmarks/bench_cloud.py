@@ -50,11 +50,11 @@ from bench_xarray_open import CACHE, N_VARS, climate_store, many_variables  # no
 from common import print_machine_info, write_results  # noqa: E402
 from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
 
-from zarr3_backend.core.executor import io_concurrency  # noqa: E402
 import zarr3_backend  # noqa: E402
-from zarr3_backend import clear_store_cache  # noqa: E402
-from zarr3_backend.store import ObstoreStore  # noqa: E402
 from tests.servers.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
+from zarr3_backend import clear_store_cache  # noqa: E402
+from zarr3_backend.core.executor import io_concurrency  # noqa: E402
+from zarr3_backend.store import ObstoreStore  # noqa: E402
 
 OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
 FLOOR = "requests only"
@@ -70,11 +70,16 @@ def fresh_fs(server: RemoteServer) -> Any:
     import s3fs
 
     options = server.storage_options
-    client_kwargs = {"verify": False, **options["client_kwargs"]}  # plain http: no CA bundle to load (see the docstring)
+    client_kwargs = {
+        "verify": False,
+        **options["client_kwargs"],
+    }  # plain http: no CA bundle to load (see the docstring)
     fs = s3fs.S3FileSystem(**{**options, "client_kwargs": client_kwargs}, skip_instance_cache=True,
                            config_kwargs={"max_pool_connections": io_concurrency()})  # fmt: skip
     fs.connect()
-    _CLIENTS.append(fs)  # closed at exit: s3fs closing a client from another loop on garbage collection only adds noise
+    _CLIENTS.append(
+        fs
+    )  # closed at exit: s3fs closing a client from another loop on garbage collection only adds noise
     return fs
 
 
@@ -95,6 +100,7 @@ def ts_spec(server: RemoteServer, path: str) -> dict[str, Any]:
 def full_read(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
     import tensorstore as ts
     import zarr
+
     import zarr3_backend
 
     return {
@@ -138,6 +144,7 @@ def full_read_dask(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], C
 def point_series(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
     import tensorstore as ts
     import zarr
+
     import zarr3_backend
 
     return {
@@ -156,7 +163,9 @@ def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
 
     def ts_open_all(ctx: Any) -> int:
         kvstore = ts.KvStore.open(server.tensorstore_kvstore(BUCKET, "many.zarr/"), context=ctx).result()
-        names = sorted({k.decode().split("/")[0] for k in kvstore.list().result() if k.endswith(b"/zarr.json")})
+        names = sorted(
+            {k.decode().split("/")[0] for k in kvstore.list().result() if k.endswith(b"/zarr.json")}
+        )
         opened = [ts.open(ts_spec(server, f"many.zarr/{n}"), context=ctx) for n in names]
         return len([future.result() for future in opened])
 
@@ -202,7 +211,9 @@ WORKLOADS = {
     "full read, chunks={}": full_read_dask,
     "open + point series": point_series,
     "xarray open + point series": xarray_point_series("t2m.zarr", consolidated=False),
-    "xarray open + point series, consolidated": xarray_point_series("t2m_consolidated.zarr", consolidated=True),
+    "xarray open + point series, consolidated": xarray_point_series(
+        "t2m_consolidated.zarr", consolidated=True
+    ),
     f"open {N_VARS}-variable group": open_many,
 }
 
@@ -210,7 +221,9 @@ WORKLOADS = {
 # ---------------------------------------------------------------- measuring
 
 
-def measure(server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any], Any]) -> tuple[float, dict[str, Any]]:
+def measure(
+    server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any], Any]
+) -> tuple[float, dict[str, Any]]:
     clients = setup()
     server.drop_connections()  # every client starts without connections (tensorstore keeps one pool per process)
     gc.collect()  # the earlier calls' leftovers are not collected during this one (see benchmarks/README.md)
@@ -221,7 +234,12 @@ def measure(server: RemoteServer, setup: Callable[[], Any], run: Callable[[Any],
     run(clients)
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu
-    return elapsed, {**server.stats(), "cpu_s": cpu, "per_round": requests_per_round(server.chain()), **_FINALIZE}
+    return elapsed, {
+        **server.stats(),
+        "cpu_s": cpu,
+        "per_round": requests_per_round(server.chain()),
+        **_FINALIZE,
+    }
 
 
 def requests_per_round(chain: list[tuple[int, str, str]]) -> list[int]:
@@ -243,19 +261,29 @@ def upload(server: RemoteServer, shape: tuple[int, ...]) -> None:
     fs.mkdir(BUCKET)
     fs.put(str(climate_store(shape)) + "/", f"{BUCKET}/t2m.zarr", recursive=True)
     fs.put(str(climate_store(shape)) + "/", f"{BUCKET}/t2m_consolidated.zarr", recursive=True)
-    zarr3_backend.consolidate_metadata(f"s3://{BUCKET}/t2m_consolidated.zarr", storage_options=server.storage_options)
+    zarr3_backend.consolidate_metadata(
+        f"s3://{BUCKET}/t2m_consolidated.zarr", storage_options=server.storage_options
+    )
     fs.put(str(many_variables_store()) + "/", f"{BUCKET}/many.zarr", recursive=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"smaller array {QUICK_SHAPE}")
-    parser.add_argument("--latency", type=float, action="append", help="seconds (repeatable; default 0, 0.02, 0.05)")
-    parser.add_argument("--bandwidth", type=float, default=100e6, help="bytes/s per connection (default 100e6)")
+    parser.add_argument(
+        "--latency", type=float, action="append", help="seconds (repeatable; default 0, 0.02, 0.05)"
+    )
+    parser.add_argument(
+        "--bandwidth", type=float, default=100e6, help="bytes/s per connection (default 100e6)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats after one warm-up")
     parser.add_argument("--only", choices=list(WORKLOADS), action="append")
-    parser.add_argument("--tls", action="store_true", help="serve https (self-signed certificate), as S3 does")
-    parser.add_argument("--rounds", action="store_true", help="also print the requests of each round (last call)")
+    parser.add_argument(
+        "--tls", action="store_true", help="serve https (self-signed certificate), as S3 does"
+    )
+    parser.add_argument(
+        "--rounds", action="store_true", help="also print the requests of each round (last call)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     print_machine_info(LIBRARIES)
@@ -286,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     _print_ratios(rows)
     if args.json:
         transport = "https" if args.tls else "http"
-        write_results(args.json, "benchmarks/bench_cloud.py", LIBRARIES, _tables(rows, transport), argv or sys.argv[1:])
+        write_results(
+            args.json, "benchmarks/bench_cloud.py", LIBRARIES, _tables(rows, transport), argv or sys.argv[1:]
+        )
     return 0
 
 
@@ -295,18 +325,25 @@ def _tables(rows: list[tuple[Any, ...]], transport: str) -> dict[str, object]:
     tables: dict[str, Any] = {}
     for latency, workload, impl, median, stats in rows:
         name = f"S3 over {transport}, {latency * 1000:.0f} ms per request"
-        table = tables.setdefault(name, {"ours": OURS, "baselines": [ZARR, TS, FLOOR], "floor": FLOOR, "workloads": []})
+        table = tables.setdefault(
+            name, {"ours": OURS, "baselines": [ZARR, TS, FLOOR], "floor": FLOOR, "workloads": []}
+        )
         if not table["workloads"] or table["workloads"][-1]["workload"] != workload:
             table["workloads"].append({"workload": workload, "logical_mb": None, "results": {}})
         table["workloads"][-1]["results"][impl] = {
-            "median_s": median, "cpu_s": stats["cpu_s"], "requests": stats["requests"], "rounds": stats["rounds"],
+            "median_s": median,
+            "cpu_s": stats["cpu_s"],
+            "requests": stats["requests"],
+            "rounds": stats["rounds"],
             **({"finalize_s": stats["finalize_s"]} if "finalize_s" in stats else {}),
         }
     for table in tables.values():
         for row in table["workloads"]:
             ours = row["results"].get(OURS)
             for impl, cell in row["results"].items():
-                cell["ours_over_this"] = ours["median_s"] / cell["median_s"] if ours and impl != OURS else None
+                cell["ours_over_this"] = (
+                    ours["median_s"] / cell["median_s"] if ours and impl != OURS else None
+                )
     return tables
 
 
@@ -314,9 +351,15 @@ def _print_block(latency: float, workload: str, rows: list[tuple[Any, ...]], rou
     print(f"\n{workload} @ {latency * 1000:.0f} ms")
     print(f"  {'implementation':<16}{'median s':>10}{'requests':>10}{'in flight':>11}{'rounds':>8}")
     for _, _, impl, median, stats in rows:
-        print(f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}"
-              f"{stats['cpu_s']:>8.3f} s CPU ({1000 * stats['cpu_s'] / max(1, stats['requests']):.2f} ms/request)"
-              + (f", of which dask's final concatenate {stats['finalize_s']:.3f} s" if "finalize_s" in stats else ""))
+        print(
+            f"  {impl:<16}{median:>10.3f}{stats['requests']:>10}{stats['max_in_flight']:>11}{stats['rounds']:>8}"
+            f"{stats['cpu_s']:>8.3f} s CPU ({1000 * stats['cpu_s'] / max(1, stats['requests']):.2f} ms/request)"
+            + (
+                f", of which dask's final concatenate {stats['finalize_s']:.3f} s"
+                if "finalize_s" in stats
+                else ""
+            )
+        )
     if rounds:
         for _, _, impl, _, stats in rows:
             rounds_sent = stats["per_round"]
@@ -334,7 +377,9 @@ def _print_ratios(rows: list[tuple[Any, ...]]) -> None:
         parts = []
         for other in (ZARR, TS, FLOOR):
             if ours and other in cells:
-                parts.append(f"{other}: {ours[0] / cells[other][0]:.2f} | {ours[1] / max(1, cells[other][1]):.2f}")
+                parts.append(
+                    f"{other}: {ours[0] / cells[other][0]:.2f} | {ours[1] / max(1, cells[other][1]):.2f}"
+                )
         print(f"  {latency * 1000:>3.0f} ms  {workload:<28}" + "   ".join(parts))
 
 

@@ -37,7 +37,14 @@ import numpy as np
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
 
 from common import (  # noqa: E402
-    Case, ResultTable, climate_field, print_machine_info, reset_peak_rss, rss_bytes, time_interleaved, write_results,
+    Case,
+    ResultTable,
+    climate_field,
+    print_machine_info,
+    reset_peak_rss,
+    rss_bytes,
+    time_interleaved,
+    write_results,
 )
 
 FULL_SHAPE = (730, 361, 720)
@@ -54,7 +61,10 @@ def write_source(path: Path, shape: tuple[int, int, int]) -> np.ndarray:
     if not (path / ".zmetadata").exists():
         ds = xr.Dataset(
             {"t2m": (("time", "lat", "lon"), data, {"units": "K"})},
-            coords={"lat": np.linspace(90, -90, shape[1]), "lon": np.linspace(0, 360, shape[2], endpoint=False)},
+            coords={
+                "lat": np.linspace(90, -90, shape[1]),
+                "lon": np.linspace(0, 360, shape[2], endpoint=False),
+            },
         )
         ds.to_zarr(path, zarr_format=2, mode="w")
     return data
@@ -79,7 +89,13 @@ def cases(src: Path, out: Path, data: np.ndarray, scheduler: str, client=None) -
         ds = ds.chunk(dict(zip(ds.t2m.dims, shards)))
         for variable in ds.variables.values():
             variable.encoding = {}
-        ds.to_zarr(path, mode="w", zarr_format=3, consolidated=True, encoding={"t2m": {"chunks": chunks, "shards": shards}})
+        ds.to_zarr(
+            path,
+            mode="w",
+            zarr_format=3,
+            consolidated=True,
+            encoding={"t2m": {"chunks": chunks, "shards": shards}},
+        )
 
     def check(path: Path) -> None:
         written = zarr3_backend.open_array(path, "t2m")
@@ -125,8 +141,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"a {QUICK_SHAPE} array instead of {FULL_SHAPE}")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--data", type=Path, default=Path("/tmp/zarr3_bench_convert"),
-                        help="where the v2 source is kept between runs, and the outputs written")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path("/tmp/zarr3_bench_convert"),
+        help="where the v2 source is kept between runs, and the outputs written",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # zarr-python's warnings about v3 specs and consolidated metadata
@@ -137,8 +157,10 @@ def main() -> int:
     src = args.data / f"t2m_{'x'.join(map(str, shape))}_v2.zarr"
     data = write_source(src, shape)
     print(f"\nconvert {src} ({data.nbytes / 1e6:.0f} MB of t2m), {args.repeats} repeats after 1 warm-up")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster, set_as_default=False) as client:
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
         all_cases = cases(src, args.data, data, "threaded")
         peaks: dict[str, list[int]] = {}
         for name, case in cases(src, args.data, data, "cluster", client).items():
@@ -147,22 +169,31 @@ def main() -> int:
     print(f"\n  {'case':<32}{'median s':>10}{'min s':>9}{'MB/s':>8}{'cpu s':>8}{'worker peak MB':>16}")
     for name, timing in timings.items():
         worker = f"{max(peaks[name][1:] or peaks[name]) / 1e6:.0f}" if name in peaks else "-"
-        print(f"  {name:<32}{timing.median:>10.2f}{min(timing.seconds):>9.2f}{data.nbytes / 1e6 / timing.median:>8.0f}"
-              f"{timing.cpu_median or 0:>8.2f}{worker:>16}")
-    from zarr3_backend.conversion import default_shards
+        print(
+            f"  {name:<32}{timing.median:>10.2f}{min(timing.seconds):>9.2f}{data.nbytes / 1e6 / timing.median:>8.0f}"
+            f"{timing.cpu_median or 0:>8.2f}{worker:>16}"
+        )
     import zarr
+
+    from zarr3_backend.conversion import default_shards
 
     limit = 2 * shard_bytes(default_shards(shape, zarr.open_array(src / "t2m").chunks, 4), data) + (64 << 20)
     print(f"  worker peak target: two shards + 64 MB = {limit / 1e6:.0f} MB")
     print("\nratios of medians (xarray+zarr-python / convert; > 1: convert is faster)")
     for scheduler in ("threaded", "cluster"):
-        print(f"  {scheduler:<10}{timings[f'{ZARR} ({scheduler})'].median / timings[f'{OURS} ({scheduler})'].median:>8.2f}")
+        print(
+            f"  {scheduler:<10}{timings[f'{ZARR} ({scheduler})'].median / timings[f'{OURS} ({scheduler})'].median:>8.2f}"
+        )
     if args.json is not None:
         table = ResultTable(OURS, [ZARR])
         for scheduler in ("threaded", "cluster"):
             for impl in (OURS, ZARR):
-                table.add(f"v2 to sharded v3 ({scheduler})", impl, timings[f"{impl} ({scheduler})"], data.nbytes)
-        write_results(args.json, "benchmarks/bench_convert.py", LIBRARIES, {"convert": table.to_json()}, sys.argv[1:])
+                table.add(
+                    f"v2 to sharded v3 ({scheduler})", impl, timings[f"{impl} ({scheduler})"], data.nbytes
+                )
+        write_results(
+            args.json, "benchmarks/bench_convert.py", LIBRARIES, {"convert": table.to_json()}, sys.argv[1:]
+        )
     return 0
 
 

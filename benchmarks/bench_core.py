@@ -28,6 +28,15 @@ import numpy as np
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
 
+from common import (  # noqa: E402
+    CLIMATE_FIELD_VERSION,
+    Case,
+    ResultTable,
+    climate_field,
+    print_machine_info,
+    time_interleaved,
+    write_results,
+)
 from floor import (  # noqa: E402
     BLOSC_JSON,
     CHUNKS,
@@ -41,15 +50,6 @@ from floor import (  # noqa: E402
     floor_write,
     point_shards,
     read_indexes,
-)
-from common import (  # noqa: E402
-    CLIMATE_FIELD_VERSION,
-    Case,
-    ResultTable,
-    climate_field,
-    print_machine_info,
-    write_results,
-    time_interleaved,
 )
 
 OURS, ZARR, TS, FLOOR = "zarr3_backend", "zarr-python", "tensorstore", "floor"
@@ -65,8 +65,14 @@ def zarr_python_create(path: Path, layout: Layout):
 
     compressor = BloscCodec(cname="zstd", clevel=3, shuffle="shuffle", typesize=4, blocksize=0)
     return zarr.create_array(
-        store=str(path), shape=layout.shape, dtype="float32", chunks=layout.chunks,
-        shards=layout.shards, compressors=compressor, fill_value=0.0, overwrite=True,
+        store=str(path),
+        shape=layout.shape,
+        dtype="float32",
+        chunks=layout.chunks,
+        shards=layout.shards,
+        compressors=compressor,
+        fill_value=0.0,
+        overwrite=True,
     )
 
 
@@ -91,9 +97,16 @@ def tensorstore_write(path: Path, layout: Layout, data: np.ndarray) -> None:
 
     inner = [{"name": "bytes", "configuration": {"endian": "little"}}, BLOSC_JSON]
     index = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
-    sharding = {"chunk_shape": list(layout.chunks), "codecs": inner, "index_codecs": index, "index_location": "end"}
+    sharding = {
+        "chunk_shape": list(layout.chunks),
+        "codecs": inner,
+        "index_codecs": index,
+        "index_location": "end",
+    }
     metadata = {
-        "shape": list(layout.shape), "data_type": "float32", "fill_value": 0.0,
+        "shape": list(layout.shape),
+        "data_type": "float32",
+        "fill_value": 0.0,
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(layout.shards)}},
         "codecs": [{"name": "sharding_indexed", "configuration": sharding}],
     }
@@ -116,8 +129,13 @@ def ours_create(path: Path, layout: Layout):
     import zarr3_backend
 
     return zarr3_backend.create_array(
-        str(path), shape=layout.shape, dtype="float32", chunks=layout.chunks, shards=layout.shards,
-        compressors=[BLOSC_JSON], overwrite=True,
+        str(path),
+        shape=layout.shape,
+        dtype="float32",
+        chunks=layout.chunks,
+        shards=layout.shards,
+        compressors=[BLOSC_JSON],
+        overwrite=True,
     )
 
 
@@ -166,8 +184,13 @@ class Context:
 def ensure_source(ctx: Context, seed: int) -> None:
     """Write the source store with zarr-python unless an identical one is already there."""
     marker = ctx.data_dir / "source.json"
-    params = {"shape": list(ctx.layout.shape), "shards": list(SHARDS), "chunks": list(CHUNKS), "seed": seed,
-              "data_version": CLIMATE_FIELD_VERSION}
+    params = {
+        "shape": list(ctx.layout.shape),
+        "shards": list(SHARDS),
+        "chunks": list(CHUNKS),
+        "seed": seed,
+        "data_version": CLIMATE_FIELD_VERSION,
+    }
     if marker.exists() and json.loads(marker.read_text()) == params and (ctx.source / "zarr.json").exists():
         print(f"reusing source store {ctx.source}")
         return
@@ -196,7 +219,9 @@ def point_cold_cases(ctx: Context) -> dict[str, Case]:
     if ctx.ours:
         cases[OURS] = Case(lambda: ours_open(src)[POINT], check=ctx.expect(f"{OURS} point", expected))
     cases[ZARR] = Case(lambda: zarr_python_open(src)[POINT], check=ctx.expect(f"{ZARR} point", expected))
-    cases[TS] = Case(lambda: tensorstore_open(src)[POINT].read().result(), check=ctx.expect(f"{TS} point", expected))
+    cases[TS] = Case(
+        lambda: tensorstore_open(src)[POINT].read().result(), check=ctx.expect(f"{TS} point", expected)
+    )
     return cases
 
 
@@ -204,7 +229,9 @@ def point_warm_cases(ctx: Context) -> dict[str, Case]:
     """Repeated point reads on one opened array (the warm-up read fills any index cache)."""
     src, expected = ctx.source, ctx.data[POINT]
     indexes = read_indexes(src, ctx.layout)
-    cases = {FLOOR: Case(lambda: floor_point(src, ctx.layout, indexes), check=ctx.expect("floor warm", expected))}
+    cases = {
+        FLOOR: Case(lambda: floor_point(src, ctx.layout, indexes), check=ctx.expect("floor warm", expected))
+    }
     if ctx.ours:
         ours = ours_open(src)
         cases[OURS] = Case(lambda: ours[POINT], check=ctx.expect(f"{OURS} point warm", expected))
@@ -244,7 +271,9 @@ def verify_writes(ctx: Context, impls: list[str]) -> None:
         path = write_dir(ctx, writer)
         try:
             if ctx.expect(f"{writer}-written store read by {reader}", ctx.data)(readers[reader](path)):
-                print(f"  ok: {writer}-written store reads back equal with {reader} ({_stored_mb(path):.0f} MB stored)")
+                print(
+                    f"  ok: {writer}-written store reads back equal with {reader} ({_stored_mb(path):.0f} MB stored)"
+                )
         except Exception as exc:  # report and go on: a broken writer must not hide the other numbers
             ctx.failures.append(f"{writer}-written store read by {reader}: {type(exc).__name__}: {exc}")
             print(f"  !! {ctx.failures[-1]}")
@@ -287,8 +316,10 @@ def report_requests(ctx: Context) -> None:
         print(f"\nstore requests: not available ({type(exc).__name__}: {exc})")
         return
     n = len(point_shards(ctx.layout))
-    print(f"\nstore requests of {OURS} (reads = (key, range) pairs, calls = get/get_many batches), "
-          f"point read over {n} shards:")
+    print(
+        f"\nstore requests of {OURS} (reads = (key, range) pairs, calls = get/get_many batches), "
+        f"point read over {n} shards:"
+    )
     print(f"  open: {opened[0]} reads in {opened[1]} calls")
     for label, (reads, calls) in (("cold", cold), ("warm", warm)):
         print(f"  {label} point read: {reads} reads ({reads / n:.1f} per shard) in {calls} calls")
@@ -317,7 +348,10 @@ def profile_case(workload: str, case: Case) -> None:
 
 WORKLOADS = {
     "read": [("full read", read_cases)],
-    "point": [("point read cold (open + read)", point_cold_cases), ("point read warm (same array)", point_warm_cases)],
+    "point": [
+        ("point read cold (open + read)", point_cold_cases),
+        ("point read warm (same array)", point_warm_cases),
+    ],
     "write": [("full write", write_cases)],
 }
 
@@ -326,11 +360,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"smaller array {QUICK_SHAPE}, same chunking")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats after one warm-up (default 3)")
-    parser.add_argument("--point-repeats", type=int, default=15, help="timed repeats of point reads (default 15)")
+    parser.add_argument(
+        "--point-repeats", type=int, default=15, help="timed repeats of point reads (default 15)"
+    )
     parser.add_argument("--only", choices=list(WORKLOADS), action="append", help="run only these workloads")
     parser.add_argument("--data-dir", type=Path, default=None, help="default /tmp/zarr3_bench/<shape>")
-    parser.add_argument("--profile", choices=["auto", "yes", "no"], default="auto",
-                        help=f"profile {OURS}: auto = where it is > 1.5x the floor")
+    parser.add_argument(
+        "--profile",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help=f"profile {OURS}: auto = where it is > 1.5x the floor",
+    )
     parser.add_argument("--no-ours", action="store_true", help=f"skip {OURS} even if importable")
     parser.add_argument("--keep-writes", action="store_true", help="keep the written stores")
     parser.add_argument("--seed", type=int, default=0)
@@ -374,13 +414,17 @@ def main(argv: list[str] | None = None) -> int:
     print_machine_info(LIBRARIES)
     ctx = make_context(args)
     stored = _stored_mb(ctx.source)
-    print(f"array {ctx.layout.shape} float32 = {ctx.data.nbytes / 1e6:.0f} MB; shards {SHARDS}, inner chunks "
-          f"{CHUNKS}; source store {stored:.0f} MB (ratio {ctx.data.nbytes / 1e6 / stored:.2f})")
+    print(
+        f"array {ctx.layout.shape} float32 = {ctx.data.nbytes / 1e6:.0f} MB; shards {SHARDS}, inner chunks "
+        f"{CHUNKS}; source store {stored:.0f} MB (ratio {ctx.data.nbytes / 1e6 / stored:.2f})"
+    )
     table = ResultTable(OURS, [FLOOR, ZARR, TS])
     to_profile = run_workloads(ctx, args, table)
     table.print()
     if args.json:
-        write_results(args.json, "benchmarks/bench_core.py", LIBRARIES, {"local": table.to_json()}, argv or sys.argv[1:])
+        write_results(
+            args.json, "benchmarks/bench_core.py", LIBRARIES, {"local": table.to_json()}, argv or sys.argv[1:]
+        )
     if ctx.ours and (not args.only or "point" in args.only):
         report_requests(ctx)
     for workload, case in to_profile:

@@ -70,7 +70,11 @@ def era5_stores(directory: Path) -> tuple[Path, Path]:
     import zarr3_backend  # noqa: F401  (registers to_zarr3)
     from zarr3_backend.synthetic import era5_like
 
-    ours, theirs, marker = directory / "ours.zarr", directory / "zarr.zarr", directory / f"complete-v{STORE_VERSION}"
+    ours, theirs, marker = (
+        directory / "ours.zarr",
+        directory / "zarr.zarr",
+        directory / f"complete-v{STORE_VERSION}",
+    )
     if marker.exists():
         return ours, theirs
     shutil.rmtree(directory, ignore_errors=True)
@@ -236,7 +240,9 @@ def subset(ours: Path, theirs: Path, repeats: int) -> tuple[ResultTable, dict[st
     def check(result: object) -> None:
         np.testing.assert_allclose(np.asarray(result), expected, rtol=1e-5)
 
-    timings = time_interleaved({impl: Case(call, check=check) for impl, call in calls.items()}, repeats=repeats)
+    timings = time_interleaved(
+        {impl: Case(call, check=check) for impl, call in calls.items()}, repeats=repeats
+    )
     table = ResultTable(ours=OURS, baselines=[ZARR], floor="-")
     nbytes = 730 * 38 * 41 * 4  # the box: 38 latitudes x 41 longitudes
     for impl, timing in timings.items():
@@ -260,7 +266,9 @@ def scan(ours: Path, theirs: Path, repeats: int) -> tuple[ResultTable, dict[str,
     return table, {}
 
 
-def subset_s3(ours: Path, theirs: Path, repeats: int, latency: float = 0.02) -> tuple[ResultTable, dict[str, Any]]:
+def subset_s3(
+    ours: Path, theirs: Path, repeats: int, latency: float = 0.02
+) -> tuple[ResultTable, dict[str, Any]]:
     """The Europe-box mean over the S3 latency server: timings, requests and bytes sent by the server."""
     import zarr.storage
     from bench_cloud import BUCKET, fresh_fs, fresh_store
@@ -306,8 +314,10 @@ def subset_s3(ours: Path, theirs: Path, repeats: int, latency: float = 0.02) -> 
     print(f"  {'implementation':<24}{'best s':>9}{'median s':>10}{'requests':>10}{'rounds':>8}{'MB sent':>9}")
     for impl, seconds in rows.items():
         s = stats[impl]
-        print(f"  {impl:<24}{min(seconds):>9.3f}{statistics.median(seconds):>10.3f}{s['requests']:>10}{s['rounds']:>8}"
-              f"{s['bytes_sent'] / 1e6:>9.2f}")
+        print(
+            f"  {impl:<24}{min(seconds):>9.3f}{statistics.median(seconds):>10.3f}{s['requests']:>10}{s['rounds']:>8}"
+            f"{s['bytes_sent'] / 1e6:>9.2f}"
+        )
     for impl in rows:
         if impl != ZARR:
             print(f"  ratio {impl} / {ZARR} (best): {min(rows[impl]) / min(rows[ZARR]):.2f}")
@@ -316,8 +326,10 @@ def subset_s3(ours: Path, theirs: Path, repeats: int, latency: float = 0.02) -> 
 
     for impl, seconds in rows.items():
         table.add(title, impl, Timing(tuple(seconds)), 730 * 38 * 41 * 4)
-    return table, {impl: {"requests": s["requests"], "rounds": s["rounds"], "bytes_sent": s["bytes_sent"]}
-                   for impl, s in stats.items()}
+    return table, {
+        impl: {"requests": s["requests"], "rounds": s["rounds"], "bytes_sent": s["bytes_sent"]}
+        for impl, s in stats.items()
+    }
 
 
 def rewrite(ours: Path, theirs: Path, repeats: int) -> tuple[ResultTable, dict[str, Any]]:
@@ -346,6 +358,7 @@ def rewrite(ours: Path, theirs: Path, repeats: int) -> tuple[ResultTable, dict[s
             else:
                 data.to_zarr(path, region="auto", zarr_format=3, consolidated=False, safe_chunks=False)
             io[name] = {k: v - before[k] for k, v in io_counters().items()}
+
         return run
 
     def check(path: Path, engine: str) -> Callable[[object], None]:
@@ -353,6 +366,7 @@ def rewrite(ours: Path, theirs: Path, repeats: int) -> tuple[ResultTable, dict[s
             got = xr.open_dataset(path, engine=engine, chunks=None).sel(time=month.time).load()
             for name in VARIABLES:
                 np.testing.assert_array_equal(got[name].values, month[name].values)
+
         return verify
 
     with tempfile.TemporaryDirectory(dir=ours.parent) as scratch:
@@ -363,7 +377,9 @@ def rewrite(ours: Path, theirs: Path, repeats: int) -> tuple[ResultTable, dict[s
         for kind, data in inputs.items():
             for engine in (OURS, ZARR):
                 name = f"{kind}|{engine}"
-                cases[name] = Case(write(data, engine, copies[engine], name), check=check(copies[engine], engine))
+                cases[name] = Case(
+                    write(data, engine, copies[engine], name), check=check(copies[engine], engine)
+                )
         timings = time_interleaved(cases, repeats=repeats)
         coded = {}
         for name, case in cases.items():  # one more call each, untimed, counting compressions
@@ -373,15 +389,26 @@ def rewrite(ours: Path, theirs: Path, repeats: int) -> tuple[ResultTable, dict[s
     table = ResultTable(ours=OURS, baselines=[ZARR], floor="-")
     for name, timing in timings.items():
         kind, impl = name.split("|")
-        table.add(f"one-month region='auto' rewrite, {kind}", impl, timing, sum(month[v].nbytes for v in VARIABLES))
-    print("\none-month rewrite per call: bytes read / written by the process (/proc/self/io), inner chunks coded (zstd)")
+        table.add(
+            f"one-month region='auto' rewrite, {kind}", impl, timing, sum(month[v].nbytes for v in VARIABLES)
+        )
+    print(
+        "\none-month rewrite per call: bytes read / written by the process (/proc/self/io), inner chunks coded (zstd)"
+    )
     for name, counts in io.items():
-        print(f"  {name.replace('|', ', '):<24}{counts['rchar'] / 1e6:>9.1f} MB read{counts['wchar'] / 1e6:>9.1f} MB written"
-              f"{coded[name].get('decode', 0):>6} decoded{coded[name].get('encode', 0):>6} encoded")
-    return table, {name.replace("|", ", "): {"bytes_read": c["rchar"], "bytes_written": c["wchar"],
-                                             "inner_chunks_decoded": coded[name].get("decode", 0),
-                                             "inner_chunks_encoded": coded[name].get("encode", 0)}
-                   for name, c in io.items()}
+        print(
+            f"  {name.replace('|', ', '):<24}{counts['rchar'] / 1e6:>9.1f} MB read{counts['wchar'] / 1e6:>9.1f} MB written"
+            f"{coded[name].get('decode', 0):>6} decoded{coded[name].get('encode', 0):>6} encoded"
+        )
+    return table, {
+        name.replace("|", ", "): {
+            "bytes_read": c["rchar"],
+            "bytes_written": c["wchar"],
+            "inner_chunks_decoded": coded[name].get("decode", 0),
+            "inner_chunks_encoded": coded[name].get("encode", 0),
+        }
+        for name, c in io.items()
+    }
 
 
 @contextmanager
@@ -393,8 +420,13 @@ def zstd_calls() -> Iterator[dict[str, int]]:
 
     counts: dict[str, int] = {}
     guard = threading.Lock()
-    saved = (OurZstd.encode, OurZstd.decode_bounded, OurZstd.decode_into, TheirZstd._encode_single,
-             TheirZstd._decode_single)
+    saved = (
+        OurZstd.encode,
+        OurZstd.decode_bounded,
+        OurZstd.decode_into,
+        TheirZstd._encode_single,
+        TheirZstd._decode_single,
+    )
 
     def count(kind: str) -> None:
         with guard:
@@ -442,16 +474,25 @@ def io_counters() -> dict[str, int]:
 
 
 WORKLOADS: dict[str, Callable[..., tuple[ResultTable, dict[str, Any]]]] = {
-    "subset": subset, "scan": scan, "subset-s3": subset_s3, "rewrite": rewrite,
+    "subset": subset,
+    "scan": scan,
+    "subset-s3": subset_s3,
+    "rewrite": rewrite,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=list(WORKLOADS), action="append", help="workloads to run (default: all)")
+    parser.add_argument(
+        "--only", choices=list(WORKLOADS), action="append", help="workloads to run (default: all)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per case, after one warm-up")
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/zarr3_bench_subsets"), help="where the stores are kept")
-    parser.add_argument("--latency", type=float, default=0.02, help="seconds per request for subset-s3 (default 0.02)")
+    parser.add_argument(
+        "--dir", type=Path, default=Path("/tmp/zarr3_bench_subsets"), help="where the stores are kept"
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.02, help="seconds per request for subset-s3 (default 0.02)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")

@@ -22,12 +22,21 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # a checkout works uninstalled
+sys.path[:0] = [
+    str(Path(__file__).resolve().parent),
+    str(Path(__file__).resolve().parents[1]),
+]  # a checkout works uninstalled
 
-from floor import FULL_SHAPE, QUICK_SHAPE  # noqa: E402
 from common import (  # noqa: E402
-    CLIMATE_FIELD_VERSION, Case, ResultTable, climate_field, print_machine_info, time_interleaved, write_results,
+    CLIMATE_FIELD_VERSION,
+    Case,
+    ResultTable,
+    climate_field,
+    print_machine_info,
+    time_interleaved,
+    write_results,
 )
+from floor import FULL_SHAPE, QUICK_SHAPE  # noqa: E402
 
 CACHE = Path("/tmp/zarr3_backend_bench")
 OURS, ZARR = "zarr3 (ours)", "zarr (zarr-python)"
@@ -44,7 +53,11 @@ def v2_store(shape: tuple[int, int, int]) -> Path:
     nt, ny, nx = shape
     ds = xr.Dataset(
         {"t2m": (("time", "lat", "lon"), climate_field(shape), {"units": "K"})},
-        coords={"time": np.arange(nt), "lat": np.linspace(90, -90, ny), "lon": np.linspace(0, 360, nx, endpoint=False)},
+        coords={
+            "time": np.arange(nt),
+            "lat": np.linspace(90, -90, ny),
+            "lon": np.linspace(0, 360, nx, endpoint=False),
+        },
     )
     ds.to_zarr(path, zarr_format=2)
     (path / "done").touch()
@@ -72,17 +85,26 @@ def main() -> None:
     data = climate_field(shape)
     table = ResultTable(OURS, [ZARR])
     full = {
-        OURS: Case(lambda: xr.open_dataset(path, engine="zarr3", chunks={}).t2m.load().values, check=check_equal(data)),
-        ZARR: Case(lambda: xr.open_dataset(path, engine="zarr", chunks={}).t2m.load().values, check=check_equal(data)),
+        OURS: Case(
+            lambda: xr.open_dataset(path, engine="zarr3", chunks={}).t2m.load().values,
+            check=check_equal(data),
+        ),
+        ZARR: Case(
+            lambda: xr.open_dataset(path, engine="zarr", chunks={}).t2m.load().values, check=check_equal(data)
+        ),
     }
     for name, timing in time_interleaved(full, repeats).items():
         table.add("v2 full load, chunks={}", name, timing, data.nbytes)
     series = data[:, 180, 360]
     point = {
-        OURS: Case(lambda: xr.open_dataset(path, engine="zarr3").t2m.isel(lat=180, lon=360).load().values,
-                   check=check_equal(series)),
-        ZARR: Case(lambda: xr.open_dataset(path, engine="zarr").t2m.isel(lat=180, lon=360).load().values,
-                   check=check_equal(series)),
+        OURS: Case(
+            lambda: xr.open_dataset(path, engine="zarr3").t2m.isel(lat=180, lon=360).load().values,
+            check=check_equal(series),
+        ),
+        ZARR: Case(
+            lambda: xr.open_dataset(path, engine="zarr").t2m.isel(lat=180, lon=360).load().values,
+            check=check_equal(series),
+        ),
     }
     for name, timing in time_interleaved(point, repeats * 3).items():
         table.add("v2 point series (fresh open)", name, timing, series.nbytes)

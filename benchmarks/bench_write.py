@@ -50,7 +50,14 @@ import numpy as np
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
 
 from common import (  # noqa: E402
-    Case, ResultTable, Timing, climate_field, print_machine_info, reset_peak_rss, rss_bytes, time_interleaved,
+    Case,
+    ResultTable,
+    Timing,
+    climate_field,
+    print_machine_info,
+    reset_peak_rss,
+    rss_bytes,
+    time_interleaved,
 )
 from floor import BLOSC_JSON, CHUNKS, SHARDS, Layout, floor_write  # noqa: E402
 
@@ -83,23 +90,35 @@ def writers(ds, storage_options=None) -> dict[str, object]:
     import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 
     ours_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [BLOSC_JSON]}}
-    zarr_enc = {"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [
-        zarr.codecs.BloscCodec(cname="zstd", clevel=3, shuffle="shuffle", typesize=4)]}}
+    zarr_enc = {
+        "t2m": {
+            "chunks": CHUNKS,
+            "shards": SHARDS,
+            "compressors": [zarr.codecs.BloscCodec(cname="zstd", clevel=3, shuffle="shuffle", typesize=4)],
+        }
+    }
     options = {} if storage_options is None else {"storage_options": storage_options}
     return {
         OURS: lambda p: ds.to_zarr3(p, mode="w", encoding=ours_enc, **options),
-        ZARR: lambda p: ds.to_zarr(p, mode="w", zarr_format=3, encoding=zarr_enc, consolidated=True, **options),
+        ZARR: lambda p: ds.to_zarr(
+            p, mode="w", zarr_format=3, encoding=zarr_enc, consolidated=True, **options
+        ),
     }
 
 
-def verify(path, expected: np.ndarray, failures: list[str], label: str, array: str = "t2m", storage_options=None) -> None:
+def verify(
+    path, expected: np.ndarray, failures: list[str], label: str, array: str = "t2m", storage_options=None
+) -> None:
     import zarr
 
     import zarr3_backend
 
     where = f"{path}/{array}" if array else str(path)
     for reader, read in (
-        ("zarr3_backend", lambda: zarr3_backend.open_array(path, array, storage_options=storage_options)[...]),
+        (
+            "zarr3_backend",
+            lambda: zarr3_backend.open_array(path, array, storage_options=storage_options)[...],
+        ),
         ("zarr-python", lambda: zarr.open_array(where, mode="r", storage_options=storage_options)[...]),
     ):
         if not np.array_equal(read(), expected):
@@ -137,8 +156,9 @@ class Measured:
         def run() -> object:
             result = case.run()
             after = self._sample()
-            self.usage.setdefault(name, []).append(tuple(
-                sum(after[w][i] - before["usage"][w][i] for w in after) for i in range(3)))  # type: ignore[index]
+            self.usage.setdefault(name, []).append(
+                tuple(sum(after[w][i] - before["usage"][w][i] for w in after) for i in range(3))
+            )  # type: ignore[index]
             if self.client is not None:
                 peaks = self.client.run(rss_bytes, "VmHWM")
                 self.peaks.setdefault(name, []).append(max(v - before["rss"][k] for k, v in peaks.items()))  # type: ignore[index]
@@ -148,13 +168,17 @@ class Measured:
 
     def timing(self, name: str, timing: Timing) -> Timing:
         """``timing`` with CPU seconds (and the peak, on a cluster) of the workers instead of this process."""
-        usage = self.usage[name][-len(timing.seconds):]
-        peaks = self.peaks.get(name, [])[-len(timing.seconds):]  # the warm-up (first task in a worker: imports) excluded
+        usage = self.usage[name][-len(timing.seconds) :]
+        peaks = self.peaks.get(name, [])[
+            -len(timing.seconds) :
+        ]  # the warm-up (first task in a worker: imports) excluded
         peak = max(peaks) if peaks else timing.peak_rss_bytes
         return Timing(timing.seconds, peak, tuple(u + s for u, s, _ in usage))
 
     def print(self) -> None:
-        print("\nCPU and page faults per write (medians without the warm-up; cluster rows: summed over workers)")
+        print(
+            "\nCPU and page faults per write (medians without the warm-up; cluster rows: summed over workers)"
+        )
         print(f"  {'case':<40}{'user s':>9}{'system s':>10}{'minor faults':>14}")
         for name, rows in self.usage.items():
             rows = rows[1:] or rows  # the warm-up call is not timed either
@@ -189,8 +213,15 @@ def floor_case(data, out: Path, failures: list[str]) -> Case:
     import zarr3_backend
 
     layout = Layout(data.shape)
-    template = zarr3_backend.create_array("memory://bench_write/floor", shape=data.shape, dtype="float32",
-                                          chunks=CHUNKS, shards=SHARDS, compressors=[BLOSC_JSON], fill_value=0.0)
+    template = zarr3_backend.create_array(
+        "memory://bench_write/floor",
+        shape=data.shape,
+        dtype="float32",
+        chunks=CHUNKS,
+        shards=SHARDS,
+        compressors=[BLOSC_JSON],
+        fill_value=0.0,
+    )
     metadata = template.store.get("zarr.json")
     path = out / "floor.zarr"
     return Case(
@@ -205,9 +236,15 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help=f"shape {QUICK_SHAPE} instead of {FULL_SHAPE}")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=None, help="output directory (default: a temporary one)")
-    parser.add_argument("--only", action="append", choices=["main", "scaling", "memory", "s3"],
-                        help="sections to run (repeatable; default: main, scaling, memory; s3 only when asked)")
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every S3 request (--only s3)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=["main", "scaling", "memory", "s3"],
+        help="sections to run (repeatable; default: main, scaling, memory; s3 only when asked)",
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.05, help="seconds added to every S3 request (--only s3)"
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*Consolidated metadata.*")
     warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
@@ -254,9 +291,12 @@ def run_cold_memory(ds, out: Path) -> None:
 
     limit = np.prod(SHARDS) * 4 * (1 + 1 / 2.6) + (64 << 20)  # a shard decoded + encoded (ratio ~2.6) + 64 MB
     print("\nworker memory: to_zarr3 on LocalCluster(2 procs x 1 thread), source persisted, imports done")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster, set_as_default=False) as client, dask.config.set(scheduler="dask.distributed"), \
-            client.as_current():
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster, set_as_default=False) as client,
+        dask.config.set(scheduler="dask.distributed"),
+        client.as_current(),
+    ):
         persisted = ds.persist()
         wait(persisted)
         client.run(_import_writer)
@@ -267,8 +307,10 @@ def run_cold_memory(ds, out: Path) -> None:
             write_ours(out / f"memory_{write[:5]}.zarr")
             peaks = client.run(rss_bytes, "VmHWM")
             growth = max(peaks[w] - before[w] for w in peaks)
-            print(f"  {write:13s} write: peak growth of the largest worker {growth / 1e6:6.1f} MB "
-                  f"(target: at most {limit / 1e6:.0f} MB)")
+            print(
+                f"  {write:13s} write: peak growth of the largest worker {growth / 1e6:6.1f} MB "
+                f"(target: at most {limit / 1e6:.0f} MB)"
+            )
 
 
 def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> None:
@@ -278,23 +320,42 @@ def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> No
     from distributed import Client, LocalCluster, wait
 
     rows = {" (threads)": "write, threaded (2 threads)"}
-    rows.update({s: "write, LocalCluster 2 procs x 1 thread" + s.removeprefix(" (cluster").removesuffix(")") for s in CLUSTERS})
+    rows.update(
+        {
+            s: "write, LocalCluster 2 procs x 1 thread" + s.removeprefix(" (cluster").removesuffix(")")
+            for s in CLUSTERS
+        }
+    )
     here = Measured()
     clusters: dict[str, Measured] = {}
     cases = {f"{FLOOR} (threads)": here.wrap(f"{FLOOR} (threads)", floor_case(data, out, failures))}
     for name, case in local_cases(ds, data, out, failures, "threads").items():
         cases[f"{name} (threads)"] = here.wrap(f"{name} (threads)", case)
     with ExitStack() as stack:
-        for name in (OURS, ZARR):  # one cluster per writer and setting: a writer's leftovers never slow the other
+        for name in (
+            OURS,
+            ZARR,
+        ):  # one cluster per writer and setting: a writer's leftovers never slow the other
             for suffix, environ in CLUSTERS.items():
-                for variable in {"MALLOC_TRIM_THRESHOLD_", *environ}:  # a nanny copies them into this process's
-                    os.environ.pop(variable, None)  # environment, which then overrides the setting for later nannies
+                for variable in {
+                    "MALLOC_TRIM_THRESHOLD_",
+                    *environ,
+                }:  # a nanny copies them into this process's
+                    os.environ.pop(
+                        variable, None
+                    )  # environment, which then overrides the setting for later nannies
                 settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
                 with dask.config.set(settings):  # read by the nannies as they start their workers
-                    cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                                               dashboard_address=None))
+                    cluster = stack.enter_context(
+                        LocalCluster(
+                            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                        )
+                    )
                 client = stack.enter_context(Client(cluster, set_as_default=False))
-                seen = {k: sorted(set(client.run(os.environ.get, k).values())) for k in {"MALLOC_TRIM_THRESHOLD_", *environ}}
+                seen = {
+                    k: sorted(set(client.run(os.environ.get, k).values()))
+                    for k in {"MALLOC_TRIM_THRESHOLD_", *environ}
+                }
                 print(f"  {name}{suffix}: workers' environment {seen}")
                 clusters[name + suffix] = Measured(client)
                 with dask.config.set(scheduler="dask.distributed"), client.as_current():
@@ -341,8 +402,12 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
     print("\nscaling: to_zarr3 on a LocalCluster of n workers x 1 thread (dataset persisted)")
     print(f"  {'workers':<10}{'median s':>10}{'tasks':>8}{'shards':>8}{'tasks/shard':>13}")
     for n_workers in (1, 2):
-        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-                Client(cluster):
+        with (
+            LocalCluster(
+                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            Client(cluster),
+        ):
             persisted = ds.persist()
             wait(persisted)
             path = out / f"scaling-{n_workers}.zarr"
@@ -354,9 +419,13 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
                 start = time.perf_counter()
                 persisted.to_zarr3(path, mode="w", encoding=encoding)
                 seconds.append(time.perf_counter() - start)
-            print(f"  {n_workers:<10}{statistics.median(seconds[1:]):>10.2f}{tasks:>8}{n_shards:>8}{tasks / n_shards:>13.2f}")
+            print(
+                f"  {n_workers:<10}{statistics.median(seconds[1:]):>10.2f}{tasks:>8}{n_shards:>8}{tasks / n_shards:>13.2f}"
+            )
     big = (FULL_SHAPE[0] * 10, *FULL_SHAPE[1:])
-    print(f"\ngraph of a 10x larger lazy dataset {big} float32 ({np.prod(big) * 4 / 1e9:.1f} GB, not materialised)")
+    print(
+        f"\ngraph of a 10x larger lazy dataset {big} float32 ({np.prod(big) * 4 / 1e9:.1f} GB, not materialised)"
+    )
     for label, source in (
         ("da.zeros", da.zeros(big, chunks=(SHARDS[0], -1, -1), dtype="f4")),
         ("da.random", da.random.random(big, chunks=(SHARDS[0], -1, -1)).astype("f4")),
@@ -367,8 +436,10 @@ def run_scaling(ds, data, out: Path, repeats: int) -> None:
         graph = dict(delayed.__dask_graph__())
         built = time.perf_counter() - start
         shards = sum(1 for key in graph if is_shard_key(key))
-        print(f"  {label:<10} {len(graph)} tasks for {shards} shards (+{len(graph) - shards}); "
-              f"to_zarr3(compute=False) + graph: {built:.3f} s ({built / shards * 1000:.2f} s per 1000 shards)")
+        print(
+            f"  {label:<10} {len(graph)} tasks for {shards} shards (+{len(graph) - shards}); "
+            f"to_zarr3(compute=False) + graph: {built:.3f} s ({built / shards * 1000:.2f} s per 1000 shards)"
+        )
 
 
 def run_s3(ds, data, failures: list[str], repeats: int, latency: float) -> None:
@@ -376,15 +447,19 @@ def run_s3(ds, data, failures: list[str], repeats: int, latency: float) -> None:
 
     from tests.servers.latency_s3 import latency_s3_process
 
-    print(f"\nS3: the loopback S3 server (tests.servers.latency_s3, its own process) adding "
-          f"{latency * 1000:.0f} ms per request and capping each connection at 100 MB/s; threaded scheduler; "
-          "fresh s3fs instances")
+    print(
+        f"\nS3: the loopback S3 server (tests.servers.latency_s3, its own process) adding "
+        f"{latency * 1000:.0f} ms per request and capping each connection at 100 MB/s; threaded scheduler; "
+        "fresh s3fs instances"
+    )
     with latency_s3_process(latency, bandwidth=100e6) as server:
         s3fs.S3FileSystem(**server.storage_options).mkdir("bench-write")
         run_s3_cases(ds, data, failures, repeats, "s3://bench-write", server.storage_options, latency)
 
 
-def run_s3_cases(ds, data, failures: list[str], repeats: int, bucket: str, storage_options: dict, latency: float) -> None:
+def run_s3_cases(
+    ds, data, failures: list[str], repeats: int, bucket: str, storage_options: dict, latency: float
+) -> None:
     import dask
 
     options = {**storage_options, "skip_instance_cache": True}
@@ -396,8 +471,12 @@ def run_s3_cases(ds, data, failures: list[str], repeats: int, bucket: str, stora
             with dask.config.set(scheduler="threads"):
                 write(url)
 
-        cases[name] = Case(run=run, check=lambda _, url=url, name=name: verify(
-            url, data, failures, f"s3/{name}", storage_options=options))
+        cases[name] = Case(
+            run=run,
+            check=lambda _, url=url, name=name: verify(
+                url, data, failures, f"s3/{name}", storage_options=options
+            ),
+        )
     timings = time_interleaved(cases, repeats=repeats)
     table = ResultTable(ours=OURS, baselines=[ZARR], floor="none")
     for name, timing in timings.items():

@@ -28,12 +28,21 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # a checkout works uninstalled
+sys.path[:0] = [
+    str(Path(__file__).resolve().parent),
+    str(Path(__file__).resolve().parents[1]),
+]  # a checkout works uninstalled
 
-from floor import CHUNKS, FULL_SHAPE, QUICK_SHAPE, SHARDS, Layout, floor_point, floor_read  # noqa: E402
 from common import (  # noqa: E402
-    CLIMATE_FIELD_VERSION, Case, ResultTable, climate_field, print_machine_info, time_interleaved, write_results,
+    CLIMATE_FIELD_VERSION,
+    Case,
+    ResultTable,
+    climate_field,
+    print_machine_info,
+    time_interleaved,
+    write_results,
 )
+from floor import CHUNKS, FULL_SHAPE, QUICK_SHAPE, SHARDS, Layout, floor_point, floor_read  # noqa: E402
 
 from zarr3_backend.store import make_store  # noqa: E402
 from zarr3_backend.testing.stores import CountingStore  # noqa: E402
@@ -56,18 +65,28 @@ def climate_store(shape: tuple[int, ...]) -> Path:
     nt, ny, nx = shape
     ds = xr.Dataset(
         {"t2m": (("time", "lat", "lon"), climate_field(shape), {"units": "K"})},
-        coords={"time": np.arange(nt), "lat": np.linspace(90, -90, ny), "lon": np.linspace(0, 360, nx, endpoint=False)},
+        coords={
+            "time": np.arange(nt),
+            "lat": np.linspace(90, -90, ny),
+            "lon": np.linspace(0, 360, nx, endpoint=False),
+        },
     )
     blosc = BloscCodec(cname="zstd", clevel=3, shuffle="shuffle")
-    ds.to_zarr(path, zarr_format=3, consolidated=False,
-               encoding={"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [blosc]}})
+    ds.to_zarr(
+        path,
+        zarr_format=3,
+        consolidated=False,
+        encoding={"t2m": {"chunks": CHUNKS, "shards": SHARDS, "compressors": [blosc]}},
+    )
     (path / "done").touch()
     return path
 
 
 def many_variables() -> xr.Dataset:
     x = np.arange(10)
-    return xr.Dataset({f"v{i:03d}": (("x",), np.full(10, i, "float32"), {"i": i}) for i in range(N_VARS)}, coords={"x": x})
+    return xr.Dataset(
+        {f"v{i:03d}": (("x",), np.full(10, i, "float32"), {"i": i}) for i in range(N_VARS)}, coords={"x": x}
+    )
 
 
 def open_with(engine: str, target: Any, **kwargs: Any) -> xr.Dataset:
@@ -88,19 +107,27 @@ def full_load(path: Path, shape: tuple[int, ...], table: ResultTable, repeats: i
     check = check_equal(data)
     cases = {
         FLOOR: Case(lambda: floor_read(path / "t2m", layout), check=check),
-        f"{OURS} chunks={{}}": Case(lambda: open_with("zarr3", path, chunks={}).t2m.load().values, check=check),
-        f"{ZARR} chunks={{}}": Case(lambda: open_with("zarr", path, chunks={}).t2m.load().values, check=check),
+        f"{OURS} chunks={{}}": Case(
+            lambda: open_with("zarr3", path, chunks={}).t2m.load().values, check=check
+        ),
+        f"{ZARR} chunks={{}}": Case(
+            lambda: open_with("zarr", path, chunks={}).t2m.load().values, check=check
+        ),
         f"{OURS} no dask": Case(lambda: open_with("zarr3", path).t2m.load().values, check=check),
         f"{ZARR} no dask": Case(lambda: open_with("zarr", path).t2m.load().values, check=check),
     }
-    for name, timing in time_interleaved(cases, repeats).items():  # one workload per way of loading, the floor in each
+    for name, timing in time_interleaved(
+        cases, repeats
+    ).items():  # one workload per way of loading, the floor in each
         for way in ("chunks={}", "no dask"):
             if name == FLOOR or name.endswith(way):
                 table.add(f"full load, {way}", name.removesuffix(f" {way}"), timing, data.nbytes)
     counted = CountingStore(make_store(str(path), read_only=True))
     open_with("zarr3", counted, chunks={}).load()
-    print(f"full load, ours chunks={{}}: {counted.counts['get_many']} get_many calls, {len(counted.requests)} requests "
-          f"({len(layout.shard_coords())} shards)")
+    print(
+        f"full load, ours chunks={{}}: {counted.counts['get_many']} get_many calls, {len(counted.requests)} requests "
+        f"({len(layout.shard_coords())} shards)"
+    )
 
 
 def point_series(path: Path, shape: tuple[int, ...], table: ResultTable, repeats: int) -> None:
@@ -119,8 +146,10 @@ def point_series(path: Path, shape: tuple[int, ...], table: ResultTable, repeats
     counted.reset()
     ds.t2m.isel(lat=180, lon=360).load()
     chunk_requests = [(k, r) for k, r in counted.requests if k.startswith("t2m/c/")]
-    print(f"point series, ours: {len(chunk_requests)} shard requests for {len(layout.shard_coords())} shards "
-          f"(index + one inner chunk each): {chunk_requests[:2]} ...")
+    print(
+        f"point series, ours: {len(chunk_requests)} shard requests for {len(layout.shard_coords())} shards "
+        f"(index + one inner chunk each): {chunk_requests[:2]} ..."
+    )
 
 
 @contextmanager
@@ -148,8 +177,14 @@ def many_open(table: ResultTable, repeats: int) -> None:
     for consolidated, path in local.items():
         if not path.exists():
             ds.to_zarr(path, zarr_format=3, consolidated=consolidated)
-        _many_cases(table, f"open {N_VARS} vars, local{', consolidated' if consolidated else ''}", str(path), {},
-                    consolidated, repeats)
+        _many_cases(
+            table,
+            f"open {N_VARS} vars, local{', consolidated' if consolidated else ''}",
+            str(path),
+            {},
+            consolidated,
+            repeats,
+        )
     from tests.servers.servers import moto_s3_server
 
     with moto_s3_server() as s3:
@@ -158,12 +193,19 @@ def many_open(table: ResultTable, repeats: int) -> None:
         for consolidated in (False, True):
             url = f"{bucket}/many_{consolidated}.zarr"
             ds.to_zarr(url, zarr_format=3, consolidated=consolidated, storage_options=s3.storage_options)
-            _many_cases(table, f"open {N_VARS} vars, S3{', consolidated' if consolidated else ''}", url, options,
-                        consolidated, repeats)
+            _many_cases(
+                table,
+                f"open {N_VARS} vars, S3{', consolidated' if consolidated else ''}",
+                url,
+                options,
+                consolidated,
+                repeats,
+            )
 
 
-def _many_cases(table: ResultTable, workload: str, target: str, options: dict[str, Any], consolidated: bool,
-                repeats: int) -> None:
+def _many_cases(
+    table: ResultTable, workload: str, target: str, options: dict[str, Any], consolidated: bool, repeats: int
+) -> None:
     kwargs = {"storage_options": options} if options else {}
     cases = {
         OURS: Case(lambda: open_with("zarr3", target, **kwargs)),
@@ -200,7 +242,9 @@ def main() -> None:
     table.print()
     _print_targets(table)
     if args.json:
-        write_results(args.json, "benchmarks/bench_xarray_open.py", LIBRARIES, {"xarray": table.to_json()}, sys.argv[1:])
+        write_results(
+            args.json, "benchmarks/bench_xarray_open.py", LIBRARIES, {"xarray": table.to_json()}, sys.argv[1:]
+        )
 
 
 def _print_targets(table: ResultTable) -> None:
@@ -212,7 +256,9 @@ def _print_targets(table: ResultTable) -> None:
     print(f"  point series ours / zarr:     {point[OURS].median / point[ZARR].median:.2f} (target <= 1.0)")
     for workload, timings in rows.items():
         if workload.startswith("open"):
-            print(f"  {workload}: zarr / ours = {timings[ZARR].median / timings[OURS].median:.1f}x (target >= 2)")
+            print(
+                f"  {workload}: zarr / ours = {timings[ZARR].median / timings[OURS].median:.1f}x (target >= 2)"
+            )
 
 
 if __name__ == "__main__":

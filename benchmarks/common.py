@@ -166,7 +166,10 @@ def time_interleaved(cases: dict[str, Case], repeats: int = 3, warmup: int = 1) 
                 samples[name].append(measured)
     return {
         name: Timing(
-            tuple(m[0] for m in got), peaks[name], tuple(m[2] for m in got), tuple(m[3] for m in got),
+            tuple(m[0] for m in got),
+            peaks[name],
+            tuple(m[2] for m in got),
+            tuple(m[3] for m in got),
             tuple(m[4] for m in got),
         )
         for name, got in samples.items()
@@ -213,8 +216,15 @@ def _frame_name(frame) -> str:
     return f"{os.path.basename(code.co_filename)}:{frame.f_lineno}:{code.co_name}"
 
 
-_IDLE = {("thread.py", "_worker"), ("selectors.py", "select"), ("threading.py", "wait"), ("queue.py", "get"),
-         ("_base.py", "result"), ("_base.py", "_result_or_cancel"), ("threading.py", "_wait_for_tstate_lock")}
+_IDLE = {
+    ("thread.py", "_worker"),
+    ("selectors.py", "select"),
+    ("threading.py", "wait"),
+    ("queue.py", "get"),
+    ("_base.py", "result"),
+    ("_base.py", "_result_or_cancel"),
+    ("threading.py", "_wait_for_tstate_lock"),
+}
 
 
 def _count_stack(frame, counts: collections.Counter) -> None:
@@ -318,23 +328,41 @@ class ResultTable:
             cells = {}
             for impl, t in timings.items():
                 cells[impl] = {
-                    "median_s": t.median, "min_s": min(t.seconds), "cpu_s": t.cpu_median, "system_s": t.system_median,
-                    "minor_faults": t.faults_median, "peak_rss_mb": t.peak_rss_bytes / MB,
-                    "ours_over_this": ours.median / t.median if ours is not None and impl != self.ours else None,
+                    "median_s": t.median,
+                    "min_s": min(t.seconds),
+                    "cpu_s": t.cpu_median,
+                    "system_s": t.system_median,
+                    "minor_faults": t.faults_median,
+                    "peak_rss_mb": t.peak_rss_bytes / MB,
+                    "ours_over_this": ours.median / t.median
+                    if ours is not None and impl != self.ours
+                    else None,
                 }
-            workloads.append({"workload": workload, "logical_mb": self.nbytes[workload] / MB, "results": cells})
-        return {"ours": self.ours, "baselines": list(self.baselines), "floor": self.floor, "workloads": workloads}
+            workloads.append(
+                {"workload": workload, "logical_mb": self.nbytes[workload] / MB, "results": cells}
+            )
+        return {
+            "ours": self.ours,
+            "baselines": list(self.baselines),
+            "floor": self.floor,
+            "workloads": workloads,
+        }
 
     def _print_ratios(self) -> None:
-        stats = [("medians", lambda t: t.median), ("minimums", lambda t: min(t.seconds)),
-                 ("median CPU seconds", lambda t: t.cpu_median or float("nan"))]
+        stats = [
+            ("medians", lambda t: t.median),
+            ("minimums", lambda t: min(t.seconds)),
+            ("median CPU seconds", lambda t: t.cpu_median or float("nan")),
+        ]
         for stat, pick in stats:
             print(f"\nratios of {stat} ({self.ours} / other; < 1 favours {self.ours})")
             print(f"  {'workload':<34}" + "".join(f"{b:>16}" for b in self.baselines))
             for workload, timings in self.rows.items():
                 if self.ours in timings:
                     cells = [
-                        f"{pick(timings[self.ours]) / pick(timings[b]):>16.2f}" if b in timings else f"{'-':>16}"
+                        f"{pick(timings[self.ours]) / pick(timings[b]):>16.2f}"
+                        if b in timings
+                        else f"{'-':>16}"
                         for b in self.baselines
                     ]
                     print(f"  {workload:<34}" + "".join(cells))
@@ -344,13 +372,18 @@ def machine_info(libraries: Sequence[str]) -> dict[str, object]:
     """What :func:`print_machine_info` prints, as plain data for a results file."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return {
-        "machine": platform.machine(), "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
-        "ram_gb": round(total / 1e9, 1), "python": platform.python_version(), "versions": library_versions(libraries),
+        "machine": platform.machine(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "ram_gb": round(total / 1e9, 1),
+        "python": platform.python_version(),
+        "versions": library_versions(libraries),
     }
 
 
-def write_results(path: Path, benchmark: str, libraries: Sequence[str], tables: dict[str, object],
-                  argv: Sequence[str]) -> None:
+def write_results(
+    path: Path, benchmark: str, libraries: Sequence[str], tables: dict[str, object], argv: Sequence[str]
+) -> None:
     """Write one run's tables to ``path`` as JSON, with the date, the command line, the machine and the versions.
 
     ``docs/render_performance.py`` builds the documentation's performance page from these files.
@@ -358,8 +391,11 @@ def write_results(path: Path, benchmark: str, libraries: Sequence[str], tables: 
     import json
 
     document = {
-        "benchmark": benchmark, "date": time.strftime("%Y-%m-%d"), "command": " ".join(["python", benchmark, *argv]),
-        "machine": machine_info(libraries), "tables": tables,
+        "benchmark": benchmark,
+        "date": time.strftime("%Y-%m-%d"),
+        "command": " ".join(["python", benchmark, *argv]),
+        "machine": machine_info(libraries),
+        "tables": tables,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=1) + "\n")

@@ -28,6 +28,7 @@ BLOSC_JSON = {
     "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0},
 }
 
+
 @dataclass(frozen=True)
 class Layout:
     """Shape, shard and inner-chunk grid of the benchmark array."""
@@ -136,12 +137,16 @@ def _point_shard(root: Path, layout: Layout, shard, out: np.ndarray, index: np.n
     region = layout.chunk_region(shard, inner)
     buf = _scratch(CHUNKS)
     Blosc().decode(chunk, out=buf)
-    out[region[0]] = buf[: region[0].stop - region[0].start, POINT[1] - region[1].start, POINT[2] - region[2].start]
+    out[region[0]] = buf[
+        : region[0].stop - region[0].start, POINT[1] - region[1].start, POINT[2] - region[2].start
+    ]
 
 
 def point_shards(layout: Layout) -> list[tuple[int, ...]]:
     """Shards holding the point series (all time shards at one lat/lon)."""
-    return [s for s in layout.shard_coords() if s[1] == POINT[1] // SHARDS[1] and s[2] == POINT[2] // SHARDS[2]]
+    return [
+        s for s in layout.shard_coords() if s[1] == POINT[1] // SHARDS[1] and s[2] == POINT[2] // SHARDS[2]
+    ]
 
 
 def floor_point(root: Path, layout: Layout, indexes: dict | None = None) -> np.ndarray:

@@ -33,8 +33,12 @@ def apply(enabled: str, defrag: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--settings", default=DEFAULT_SETTINGS, help=f"enabled:defrag pairs (default {DEFAULT_SETTINGS})")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--settings", default=DEFAULT_SETTINGS, help=f"enabled:defrag pairs (default {DEFAULT_SETTINGS})"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the benchmark command, after --")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command

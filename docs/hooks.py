@@ -31,5 +31,7 @@ def on_config(config: Any) -> Any:
 
 def on_files(files: Files, config: Any) -> Files:
     for figure in sorted(FIGURES.glob("*.png")):
-        files.append(File(f"figures/{figure.name}", str(FIGURES.parent), config.site_dir, config.use_directory_urls))
+        files.append(
+            File(f"figures/{figure.name}", str(FIGURES.parent), config.site_dir, config.use_directory_urls)
+        )
     return files

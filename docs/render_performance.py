@@ -31,17 +31,30 @@ def _number(value: float | None, digits: int = 3) -> str:
 
 
 #: Our own resources shown after the times, where the benchmark measured them: (key, heading, digits).
-RESOURCES = (("cpu_s", "our CPU s", 3), ("system_s", "our sys s", 3), ("minor_faults", "our faults", 0),
-             ("peak_rss_mb", "our peak MB", 0), ("requests", "our requests", 0), ("rounds", "our rounds", 0),
-             ("finalize_s", "dask concatenate s", 3))
+RESOURCES = (
+    ("cpu_s", "our CPU s", 3),
+    ("system_s", "our sys s", 3),
+    ("minor_faults", "our faults", 0),
+    ("peak_rss_mb", "our peak MB", 0),
+    ("requests", "our requests", 0),
+    ("rounds", "our rounds", 0),
+    ("finalize_s", "dask concatenate s", 3),
+)
 
 
 def render_table(table: dict[str, Any]) -> list[str]:
     """One Markdown table: a row per workload, a column per implementation, then our own resources."""
     ours, others = table["ours"], list(table["baselines"])
     rows = table["workloads"]
-    measured = [r for r in RESOURCES if any(row["results"].get(ours, {}).get(r[0]) is not None for row in rows)]
-    head = ["workload", f"{ours} s", *[f"{o}: s (ours / it)" for o in others], *[heading for _, heading, _ in measured]]
+    measured = [
+        r for r in RESOURCES if any(row["results"].get(ours, {}).get(r[0]) is not None for row in rows)
+    ]
+    head = [
+        "workload",
+        f"{ours} s",
+        *[f"{o}: s (ours / it)" for o in others],
+        *[heading for _, heading, _ in measured],
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         results = row["results"]
@@ -49,7 +62,11 @@ def render_table(table: dict[str, Any]) -> list[str]:
         cells = [row["workload"], _number(mine.get("median_s"))]
         for other in others:
             theirs = results.get(other)
-            cells.append("-" if theirs is None else f"{_number(theirs['median_s'])} ({_number(theirs.get('ours_over_this'), 2)})")
+            cells.append(
+                "-"
+                if theirs is None
+                else f"{_number(theirs['median_s'])} ({_number(theirs.get('ours_over_this'), 2)})"
+            )
         cells += [_number(mine.get(key), digits) for key, _, digits in measured]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -62,9 +79,13 @@ def render_results(directory: Path = RESULTS) -> str:
         run = json.loads(path.read_text())
         machine = run["machine"]
         versions = ", ".join(f"{name} {version}" for name, version in machine["versions"].items())
-        out += [f"### `{run['benchmark']}`", "",
-                f"`{run['command']}`, {run['date']}; {machine['machine']}, {machine['usable_cores']} cores, "
-                f"{machine['ram_gb']} GB, Python {machine['python']}; {versions}.", ""]
+        out += [
+            f"### `{run['benchmark']}`",
+            "",
+            f"`{run['command']}`, {run['date']}; {machine['machine']}, {machine['usable_cores']} cores, "
+            f"{machine['ram_gb']} GB, Python {machine['python']}; {versions}.",
+            "",
+        ]
         for name, table in run["tables"].items():
             out += [f"**{name}**", "", *render_table(table), ""]
     return "\n".join(out).rstrip() + "\n"

@@ -49,7 +49,9 @@ def _kernel_manager(kernel_dir: Path) -> KernelManager:
     spec = kernel_dir / KERNEL
     spec.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"})
+    )
     specs = KernelSpecManager(kernel_dirs=[str(kernel_dir)], ensure_native_kernel=False)
     return KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
 
@@ -79,8 +81,12 @@ def execute(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", default=NOTEBOOKS, help=f"notebooks to run (default: {' '.join(NOTEBOOKS)})")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "names", nargs="*", default=NOTEBOOKS, help=f"notebooks to run (default: {' '.join(NOTEBOOKS)})"
+    )
     parser.add_argument("--size", default="small", choices=["small", "full"])
     args = parser.parse_args(argv)
     figures = HERE / "figures"

@@ -25,11 +25,20 @@ def zarr3_command() -> list[str]:
     if script is not None:
         return [script]
     installed = distributions(path=[sysconfig.get_paths()["purelib"]], name="zarr3_backend")
-    declared = [ep for dist in installed for ep in dist.entry_points if (ep.group, ep.name) == ("console_scripts", "zarr3")]
-    assert not declared, "the installed zarr3_backend declares the zarr3 script, but it is not next to sys.executable"
+    declared = [
+        ep
+        for dist in installed
+        for ep in dist.entry_points
+        if (ep.group, ep.name) == ("console_scripts", "zarr3")
+    ]
+    assert not declared, (
+        "the installed zarr3_backend declares the zarr3 script, but it is not next to sys.executable"
+    )
     return [sys.executable, "-m", "zarr3_backend"]
 
 
 def zarr3(*args: Any, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """``zarr3 ARGS...`` run in ``cwd`` (the checkout by default), its output captured as text."""
-    return subprocess.run([*zarr3_command(), *map(str, args)], check=False, capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [*zarr3_command(), *map(str, args)], check=False, capture_output=True, text=True, cwd=cwd, timeout=120
+    )

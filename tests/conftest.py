@@ -95,7 +95,9 @@ def _s3_filesystems_end_with_their_test() -> Iterator[None]:
 
 def _store_roots(directory: Path) -> list[Path]:
     """Directories holding a ``zarr.json`` whose parent holds none (stores, not their nodes)."""
-    return sorted(p.parent for p in directory.rglob("zarr.json") if not (p.parent.parent / "zarr.json").exists())
+    return sorted(
+        p.parent for p in directory.rglob("zarr.json") if not (p.parent.parent / "zarr.json").exists()
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +108,9 @@ def _written_stores_validate(request: pytest.FixtureRequest) -> Iterator[None]:
     opts out with ``@pytest.mark.invalid_store``.
     """
     yield
-    if not request.node.get_closest_marker("validate_stores") or request.node.get_closest_marker("invalid_store"):
+    if not request.node.get_closest_marker("validate_stores") or request.node.get_closest_marker(
+        "invalid_store"
+    ):
         return
     tmp_path = getattr(request.node, "funcargs", {}).get("tmp_path")
     if tmp_path is None:

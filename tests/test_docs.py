@@ -42,13 +42,21 @@ def aws_bucket(s3_server: S3Endpoint) -> Iterator[None]:
     if fs.exists("bucket"):
         fs.rm("bucket", recursive=True)
     fs.mkdir("bucket")
-    env = {"AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": "foo", "AWS_SECRET_ACCESS_KEY": "foo",
-           "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    env = {
+        "AWS_ENDPOINT_URL": s3_server.endpoint_url,
+        "AWS_ACCESS_KEY_ID": "foo",
+        "AWS_SECRET_ACCESS_KEY": "foo",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
     with patched_env(env):
         yield
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(REPO))
+)
 def test_examples_run(page: Path, aws_bucket: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "__docs__"}
@@ -62,7 +70,9 @@ def test_readme_is_a_short_user_guide() -> None:
     readme = (REPO / "README.md").read_text()
     assert len(readme) <= README_LIMIT, f"README.md has {len(readme)} characters; at most {README_LIMIT}"
     figures = TIMING.findall(readme)
-    assert not figures, f"README.md holds timing figures {figures}: measurements belong on docs/performance.md"
+    assert not figures, (
+        f"README.md holds timing figures {figures}: measurements belong on docs/performance.md"
+    )
 
 
 def test_performance_page_is_rendered_from_the_results() -> None:

@@ -24,12 +24,18 @@ ROOT = REPO / PACKAGE
 # Imports of package modules inside a function body, each with the reason it is deferred.
 # A deferred import that dodges a cycle does not belong here: fix the cycle.
 DEFERRED: dict[tuple[str, str], str] = {
-    ("zarr3_backend.dask.write_graph", "zarr3_backend.dask.progress"):
-        "progress imports dask at module level; the write graph module stays importable without dask",
-    ("zarr3_backend.dask.compute", "zarr3_backend.dask.progress"):
-        "progress imports dask at module level; compute stays importable without dask",
-    ("zarr3_backend.conversion.shards", "zarr3_backend.dask.progress"):
-        "progress imports dask at module level; conversion (and the zarr3 command) stay importable without dask",
+    (
+        "zarr3_backend.dask.write_graph",
+        "zarr3_backend.dask.progress",
+    ): "progress imports dask at module level; the write graph module stays importable without dask",
+    (
+        "zarr3_backend.dask.compute",
+        "zarr3_backend.dask.progress",
+    ): "progress imports dask at module level; compute stays importable without dask",
+    (
+        "zarr3_backend.conversion.shards",
+        "zarr3_backend.dask.progress",
+    ): "progress imports dask at module level; conversion (and the zarr3 command) stay importable without dask",
 }
 MAX_ROOT_MODULES = 10
 MAX_MODULE_LINES = 450
@@ -49,7 +55,9 @@ def imports(module: str) -> Iterator[tuple[str, int, bool]]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text(), str(path))
     deferred_nodes = {
-        id(node) for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+        id(node)
+        for fn in ast.walk(tree)
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
         for node in ast.walk(fn)
     }
     for node in ast.walk(tree):
@@ -82,7 +90,10 @@ def test_import_contracts_hold():
     importlinter_cli = pytest.importorskip("importlinter.cli")
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     assert len(contracts) >= 3
-    assert importlinter_cli.lint_imports(config_filename=str(REPO / "pyproject.toml")) == importlinter_cli.EXIT_STATUS_SUCCESS
+    assert (
+        importlinter_cli.lint_imports(config_filename=str(REPO / "pyproject.toml"))
+        == importlinter_cli.EXIT_STATUS_SUCCESS
+    )
 
 
 def test_contract_layers_name_every_subpackage():
@@ -91,9 +102,15 @@ def test_contract_layers_name_every_subpackage():
     (layers,) = [c["layers"] for c in contracts if c["type"] == "layers" and "containers" not in c]
     placed = {name.strip() for layer in layers for name in layer.split("|")}
     top = {module.split(".")[1] for module in MODULES if module.count(".") >= 1}
-    unplaced = {f"{PACKAGE}.{name}" for name in top} - placed - {
-        f"{PACKAGE}.__main__", f"{PACKAGE}.synthetic", f"{PACKAGE}.testing",  # above every layer: entry point, demo data, contract suites
-    }
+    unplaced = (
+        {f"{PACKAGE}.{name}" for name in top}
+        - placed
+        - {
+            f"{PACKAGE}.__main__",
+            f"{PACKAGE}.synthetic",
+            f"{PACKAGE}.testing",  # above every layer: entry point, demo data, contract suites
+        }
+    )
     assert sorted(unplaced) == []
 
 
@@ -111,7 +128,9 @@ def test_contract_layers_place_every_module_of_their_containers():
 
 def test_no_deferred_imports_except_the_listed_ones():
     found = {(module, target) for module, target, _, deferred in internal_edges() if deferred}
-    assert sorted(found - set(DEFERRED)) == [], "import at module level, or list it in DEFERRED with its reason"
+    assert sorted(found - set(DEFERRED)) == [], (
+        "import at module level, or list it in DEFERRED with its reason"
+    )
     assert sorted(set(DEFERRED) - found) == [], "DEFERRED lists an import that no longer exists"
 
 
@@ -133,7 +152,7 @@ def test_no_import_cycles():
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt)
         stack.pop()
@@ -158,7 +177,8 @@ def test_no_module_over_450_lines():
 def wide_functions(source: str) -> list[str]:
     """``line name`` of every function in ``source`` taking more than five positional parameters."""
     return [
-        f"{node.lineno} {node.name}" for node in ast.walk(ast.parse(source))
+        f"{node.lineno} {node.name}"
+        for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and len([a for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]) > 5
     ]
@@ -166,22 +186,27 @@ def wide_functions(source: str) -> list[str]:
 
 def test_no_function_takes_more_than_five_positional_parameters():
     """Past five, parameters are keyword-only (after ``*``), so a call names what it passes."""
-    wide = [f"{module}:{found}" for module, path in MODULES.items() for found in wide_functions(path.read_text())]
+    wide = [
+        f"{module}:{found}" for module, path in MODULES.items() for found in wide_functions(path.read_text())
+    ]
     assert wide == []
 
 
 def test_wide_functions_are_found():
-    source = "class C:\n    def m(self, a, b, c, d, e, /, f=1): ...\n" "def g(a, b, c, d, e, *, f): ...\n"
+    source = "class C:\n    def m(self, a, b, c, d, e, /, f=1): ...\ndef g(a, b, c, d, e, *, f): ...\n"
     assert wide_functions(source) == ["2 m"]
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from ..api import create_array", "zarr3_backend.api"),
-    ("from .. import api", "zarr3_backend.api"),
-    ("from ..api import create_array as make", "zarr3_backend.api"),
-    ("from .. import __version__", "zarr3_backend"),
-    ("import zarr3_backend.api", "zarr3_backend.api"),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from ..api import create_array", "zarr3_backend.api"),
+        ("from .. import api", "zarr3_backend.api"),
+        ("from ..api import create_array as make", "zarr3_backend.api"),
+        ("from .. import __version__", "zarr3_backend"),
+        ("import zarr3_backend.api", "zarr3_backend.api"),
+    ],
+)
 def test_imports_are_resolved(monkeypatch, source, expected):
     """The checker sees relative, package-relative and absolute imports, in functions too."""
     path = ROOT / "codecs" / "probe.py"

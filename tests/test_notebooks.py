@@ -35,7 +35,9 @@ execute = _execute_module()
 
 
 def test_every_notebook_is_covered() -> None:
-    assert sorted(path.stem for path in NOTEBOOKS.glob("*.ipynb")) == sorted(NAMES) == sorted(execute.NOTEBOOKS)
+    assert (
+        sorted(path.stem for path in NOTEBOOKS.glob("*.ipynb")) == sorted(NAMES) == sorted(execute.NOTEBOOKS)
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -48,7 +50,9 @@ def test_committed_notebook_was_executed_with_its_code(name: str) -> None:
     )
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert all(cell.execution_count is not None for cell in code), f"{name}.ipynb has unexecuted cells"
-    assert not [o for cell in code for o in cell.outputs if o.output_type == "error"], f"{name}.ipynb has errors"
+    assert not [o for cell in code for o in cell.outputs if o.output_type == "error"], (
+        f"{name}.ipynb has errors"
+    )
     images = [o for cell in code for o in cell.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 5, f"{name}.ipynb shows only {len(images)} plots"
     assert (NOTEBOOKS / "figures" / f"{name}.png").stat().st_size > 10_000

@@ -16,8 +16,10 @@ def _mypy(*targets: Path, cache: Path = ROOT / ".mypy_cache") -> tuple[int, list
     # The package's cache sits in the repository (git-ignored): a second run only rechecks edited modules.
     stdout, stderr, status = api.run(
         [
-            "--config-file", str(ROOT / "pyproject.toml"),
-            "--cache-dir", str(cache),
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(cache),
             "--no-error-summary",
             *map(str, targets),
         ]
@@ -48,12 +50,17 @@ ALLOWED_FORMS = re.compile(r"\bnp\.\w+\[Any\]|\bNDArray\[Any\]|\bndarray\[Any, |
 # Public signatures that keep a bare Any, each with the third-party type or protocol that forces it.
 ALLOWED_ANY: dict[tuple[str, str], str] = {
     **{
-        ("zarr3_backend.nodes.attributes", f"Attributes.{name}"):
-            "attribute values are the values of the JSON object dict[str, Any] (numpy values are encoded on write)"
+        (
+            "zarr3_backend.nodes.attributes",
+            f"Attributes.{name}",
+        ): "attribute values are the values of the JSON object dict[str, Any] (numpy values are encoded on write)"
         for name in ("__getitem__", "__setitem__", "update")
     },
     **{
-        (module, f"{cls}.__reduce__"): "the pickle protocol: typeshed types object.__reduce__ as str | tuple[Any, ...]"
+        (
+            module,
+            f"{cls}.__reduce__",
+        ): "the pickle protocol: typeshed types object.__reduce__ as str | tuple[Any, ...]"
         for module, cls in [
             ("zarr3_backend.nodes.array", "Array"),
             ("zarr3_backend.nodes.array_kinds", "ConsolidatedArray"),
@@ -62,30 +69,48 @@ ALLOWED_ANY: dict[tuple[str, str], str] = {
             ("zarr3_backend.nodes.hierarchy", "V2Group"),
         ]
     },
-    ("zarr3_backend.xarray.entrypoint", "Zarr3BackendEntrypoint.open_groups_as_dict"):
-        "xarray's decoding keywords, passed to StoreBackendEntrypoint.open_dataset, which leaves them unannotated",
-    ("zarr3_backend.xarray.entrypoint", "Zarr3BackendEntrypoint.open_datatree"):
-        "keywords passed on to open_groups_as_dict, xarray's unannotated decoding keywords among them",
-    ("zarr3_backend.xarray.dask_slices", "PushSelections.__call__"):
-        "dask's array_optimize protocol: its graphs, keys and keywords are unannotated in dask",
-    ("zarr3_backend.xarray.dask_slices", "push_selections"):
-        "a dask graph and its keys, which dask leaves unannotated",
-    ("zarr3_backend.xarray.methods", "open_zarr3"):
-        "keywords passed on to xarray.open_dataset, each of its own type",
+    (
+        "zarr3_backend.xarray.entrypoint",
+        "Zarr3BackendEntrypoint.open_groups_as_dict",
+    ): "xarray's decoding keywords, passed to StoreBackendEntrypoint.open_dataset, which leaves them unannotated",
+    (
+        "zarr3_backend.xarray.entrypoint",
+        "Zarr3BackendEntrypoint.open_datatree",
+    ): "keywords passed on to open_groups_as_dict, xarray's unannotated decoding keywords among them",
+    (
+        "zarr3_backend.xarray.dask_slices",
+        "PushSelections.__call__",
+    ): "dask's array_optimize protocol: its graphs, keys and keywords are unannotated in dask",
+    (
+        "zarr3_backend.xarray.dask_slices",
+        "push_selections",
+    ): "a dask graph and its keys, which dask leaves unannotated",
+    (
+        "zarr3_backend.xarray.methods",
+        "open_zarr3",
+    ): "keywords passed on to xarray.open_dataset, each of its own type",
 }
 UNCHECKED = ("testing", "synthetic")  # test helpers and data generators, not the package's interface
 
 
 def _annotations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[str, ast.expr]]:
     arguments = function.args
-    for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+    for argument in [
+        *arguments.posonlyargs,
+        *arguments.args,
+        *arguments.kwonlyargs,
+        arguments.vararg,
+        arguments.kwarg,
+    ]:
         if argument is not None and argument.annotation is not None:
             yield argument.arg, argument.annotation
     if function.returns is not None:
         yield "return", function.returns
 
 
-def _public_functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def _public_functions(
+    node: ast.AST, prefix: str = ""
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.ClassDef) and not child.name.startswith("_"):
             yield from _public_functions(child, f"{prefix}{child.name}.")
@@ -96,8 +121,10 @@ def _public_functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[str, as
 
 
 def _is_bare_any(value: ast.expr | None) -> bool:
-    return isinstance(value, ast.Name) and value.id == "Any" or (
-        isinstance(value, ast.Constant) and value.value == "Any"
+    return (
+        isinstance(value, ast.Name)
+        and value.id == "Any"
+        or (isinstance(value, ast.Constant) and value.value == "Any")
     )
 
 
@@ -128,7 +155,9 @@ def test_no_any_at_module_boundaries() -> None:
     # Untrusted input is ``object`` (narrowed by the parser), documents are JSON, stores StoreLike,
     # selections SelectionLike, fill values Scalar: Any is left only where a third party forces it.
     found = any_at_boundaries(ROOT / "zarr3_backend")
-    assert found == [], "Any in public signatures (type them, or allow-list the third-party reason):\n" + "\n".join(found)
+    assert found == [], (
+        "Any in public signatures (type them, or allow-list the third-party reason):\n" + "\n".join(found)
+    )
 
 
 def test_allow_list_names_real_signatures() -> None:

@@ -9,9 +9,8 @@
 
 import importlib.util
 
-from .codecs import allow_unsafe_codecs  # (importing codecs registers the built-in codecs)
 from .api import create_array, create_group, open, open_array, open_group
-from .nodes.array import Array
+from .codecs import allow_unsafe_codecs  # (importing codecs registers the built-in codecs)
 from .conversion import ConvertSummary, convert
 from .errors import (
     ArgumentError,
@@ -19,9 +18,9 @@ from .errors import (
     ArrayNotFoundError,
     BoundsError,
     ChecksumError,
+    CodecError,
     ConcurrentModificationError,
     ConcurrentWriteError,
-    CodecError,
     CorruptShardError,
     GroupNotFoundError,
     InvalidKeyError,
@@ -42,23 +41,58 @@ from .errors import (
     WriteTypeError,
     Zarr3Error,
 )
-from .nodes.tree_consolidation import consolidate_metadata
+from .nodes.array import Array
 from .nodes.hierarchy import Group
+from .nodes.tree_consolidation import consolidate_metadata
 from .store import clear_store_cache
 
 __version__ = "0.1.0"
 
 if importlib.util.find_spec("xarray") is not None:
     from .xarray.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
-    from .xarray.write.planner import to_zarr3
     from .xarray.write.commit import finish_pending_write
+    from .xarray.write.planner import to_zarr3
 
 __all__ = [
-    "ArgumentError", "ArgumentTypeError", "Array", "ArrayNotFoundError", "BoundsError", "ChecksumError", "CodecError", "ConcurrentModificationError", "ConcurrentWriteError", "ConvertSummary", "CorruptShardError",
-    "Group", "GroupNotFoundError", "InvalidKeyError", "MemoryLimitError", "MetadataError", "NodeExistsError", "NodeNameError",
-    "NodeNotFoundError", "ReadOnlyError", "RegionKeyError", "StoreError", "UnfinishedWriteError", "UnknownExtensionError",
-    "UnsafeCodecError", "WriteError", "WriteKeyError", "WriteNotImplementedError", "WriteTypeError", "Zarr3Error", "allow_unsafe_codecs", "consolidate_metadata",
-    "clear_store_cache", "convert", "create_array", "create_group", "open", "open_array", "open_group",
+    "ArgumentError",
+    "ArgumentTypeError",
+    "Array",
+    "ArrayNotFoundError",
+    "BoundsError",
+    "ChecksumError",
+    "CodecError",
+    "ConcurrentModificationError",
+    "ConcurrentWriteError",
+    "ConvertSummary",
+    "CorruptShardError",
+    "Group",
+    "GroupNotFoundError",
+    "InvalidKeyError",
+    "MemoryLimitError",
+    "MetadataError",
+    "NodeExistsError",
+    "NodeNameError",
+    "NodeNotFoundError",
+    "ReadOnlyError",
+    "RegionKeyError",
+    "StoreError",
+    "UnfinishedWriteError",
+    "UnknownExtensionError",
+    "UnsafeCodecError",
+    "WriteError",
+    "WriteKeyError",
+    "WriteNotImplementedError",
+    "WriteTypeError",
+    "Zarr3Error",
+    "allow_unsafe_codecs",
+    "consolidate_metadata",
+    "clear_store_cache",
+    "convert",
+    "create_array",
+    "create_group",
+    "open",
+    "open_array",
+    "open_group",
 ]
 if importlib.util.find_spec("xarray") is not None:
     __all__ += ["finish_pending_write", "open_zarr3", "to_zarr3"]

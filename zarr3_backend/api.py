@@ -41,7 +41,9 @@ def _parse_mode(mode: object) -> Mode:
     raise ArgumentError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
 
 
-def open(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array | Group:
+def open(
+    store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None
+) -> Array | Group:
     """Open the array or group at ``path``.
 
     A path without ``zarr.json`` opens as an implicit group only if arrays sit
@@ -81,12 +83,16 @@ def open(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options:
     >>> zarr3_backend.open("memory://doc/open_any", "x").shape
     (2,)
     """
-    node = open_node(_store(store, storage_options, mode), normalize_path(path), read_only=mode == "r", strict=True)
+    node = open_node(
+        _store(store, storage_options, mode), normalize_path(path), read_only=mode == "r", strict=True
+    )
     check_opened(node)
     return node
 
 
-def open_array(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Array:
+def open_array(
+    store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None
+) -> Array:
     """Open an existing array.
 
     Parameters
@@ -125,7 +131,9 @@ def open_array(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_op
     return node
 
 
-def open_group(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None) -> Group:
+def open_group(
+    store: StoreLike, path: str = "", *, mode: Mode = "r", storage_options: dict[str, Any] | None = None
+) -> Group:
     """Open a group, or create it.
 
     Parameters
@@ -180,7 +188,11 @@ def open_group(store: StoreLike, path: str = "", *, mode: Mode = "r", storage_op
 
 
 def create_group(
-    store: StoreLike, path: str = "", *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
+    store: StoreLike,
+    path: str = "",
+    *,
+    attributes: dict[str, Any] | None = None,
+    overwrite: bool = False,
     storage_options: dict[str, Any] | None = None,
 ) -> Group:
     """Create a group, and any missing ancestor groups.
@@ -221,7 +233,11 @@ def create_group(
 
 
 def create_array(
-    store: StoreLike, path: str = "", *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+    store: StoreLike,
+    path: str = "",
+    *,
+    overwrite: bool = False,
+    storage_options: dict[str, Any] | None = None,
     **options: Unpack[ArrayDefinition],
 ) -> Array:
     """Create an array; automatic codec parameters are resolved and recorded in its ``zarr.json``.

@@ -32,15 +32,23 @@ def test_demo_refuses_an_existing_directory(tmp_path: Path, store: Path) -> None
     before = sorted(p.relative_to(store) for p in store.rglob("*"))
     result = zarr3("demo", store)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.strip() == (f"zarr3: error: {store} already exists; zarr3 demo writes only into a new "
-                                      "directory, pass one that does not exist")
+    assert result.stderr.strip() == (
+        f"zarr3: error: {store} already exists; zarr3 demo writes only into a new "
+        "directory, pass one that does not exist"
+    )
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
     assert zarr3_backend.open_array(store, "t2m").shape == (8, 6)
 
 
 def test_readme_demo_command_without_a_directory() -> None:
-    result = subprocess.run([sys.executable, "-m", "zarr3_backend", "demo"], capture_output=True, text=True,
-                            cwd=ROOT, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "zarr3_backend", "demo"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+    )
     where = result.stdout.splitlines()[0].removeprefix("writing the demo store to ")
     try:
         assert Path(where).is_dir() and "identical" in result.stdout
@@ -50,7 +58,10 @@ def test_readme_demo_command_without_a_directory() -> None:
 
 def test_version_and_help() -> None:
     version = zarr3("--version")
-    assert version.returncode == 0 and version.stdout.strip() == f"zarr3 (zarr3_backend) {zarr3_backend.__version__}"
+    assert (
+        version.returncode == 0
+        and version.stdout.strip() == f"zarr3 (zarr3_backend) {zarr3_backend.__version__}"
+    )
     usage = zarr3("--help")
     assert usage.returncode == 0
     for command in ("info", "tree", "validate", "demo"):
@@ -62,7 +73,9 @@ def test_version_and_help() -> None:
 def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
     result = zarr3("info", tmp_path / "missing.zarr")
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("zarr3: error: no Zarr array or group at '/'")
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(
+        "zarr3: error: no Zarr array or group at '/'"
+    )
     debug = zarr3("info", tmp_path / "missing.zarr", "--debug")
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "NodeNotFoundError" in debug.stderr
     usage = zarr3("info")
@@ -70,8 +83,13 @@ def test_errors_are_one_line_unless_debug(tmp_path: Path) -> None:
 
 
 def test_a_reader_that_stops_early_gives_no_error(store: Path) -> None:
-    process = subprocess.Popen([*zarr3_command(), "info", "--json", str(store)], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*zarr3_command(), "info", "--json", str(store)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()  # like `zarr3 info --json STORE | head -c 0`, before anything is printed
     stderr = process.stderr.read()
@@ -109,7 +127,9 @@ def test_info_shows_a_cf_fill_value_as_xarray_decodes_it(tmp_path: Path) -> None
     ds = xr.Dataset({"t": ("x", np.array([1.0, np.nan])), "p": ("x", np.array([1.0, 2.0]))})
     ds.p.encoding["_FillValue"] = -9999.0
     ds.to_zarr3(tmp_path / "cf.zarr")
-    assert xr.open_dataset(tmp_path / "cf.zarr", engine="zarr").p.encoding["_FillValue"] == -9999.0  # the oracle
+    assert (
+        xr.open_dataset(tmp_path / "cf.zarr", engine="zarr").p.encoding["_FillValue"] == -9999.0
+    )  # the oracle
     result = zarr3("info", tmp_path / "cf.zarr")
     assert result.returncode == 0, result.stderr
     assert "    _FillValue = nan\n" in result.stdout and "    _FillValue = -9999.0\n" in result.stdout
@@ -119,11 +139,15 @@ def test_info_json_and_path(store: Path) -> None:
     result = zarr3("info", store, "t2m", "--json")
     assert result.returncode == 0, result.stderr
     (entry,) = json.loads(result.stdout)
-    assert entry["path"] == "/t2m" and entry["shape"] == [8, 6] and entry["dimension_names"] == ["time", "lat"]
+    assert (
+        entry["path"] == "/t2m" and entry["shape"] == [8, 6] and entry["dimension_names"] == ["time", "lat"]
+    )
     assert entry["chunks"] == [2, 3] and entry["shards"] == [4, 6] and entry["fill_value"] == -1.0
     assert entry["codecs"][0]["name"] == "sharding_indexed" and entry["attributes"] == {"units": "K"}
     assert entry["stored_chunks"] == 2
-    assert entry["stored_bytes"] == sum(p.stat().st_size for p in (store / "t2m" / "c").rglob("*") if p.is_file())
+    assert entry["stored_bytes"] == sum(
+        p.stat().st_size for p in (store / "t2m" / "c").rglob("*") if p.is_file()
+    )
 
 
 def test_tree_marks_implicit_groups(store: Path) -> None:
@@ -131,23 +155,25 @@ def test_tree_marks_implicit_groups(store: Path) -> None:
     result = zarr3("tree", store)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        "/\n"
-        "├── sub  (implicit group)\n"
-        "│   └── flag  bool (3)\n"
-        "└── t2m  float32 (time=8, lat=6)\n"
+        "/\n├── sub  (implicit group)\n│   └── flag  bool (3)\n└── t2m  float32 (time=8, lat=6)\n"
     )
 
 
-def test_storage_options_reach_fsspec(store: Path, s3_url: str, s3_storage_options: dict[str, Any], tmp_path: Path) -> None:
-    target = zarr3_backend.create_array(f"{s3_url}/x.zarr", "v", shape=(4,), dtype="int16", chunks=(2,),
-                                        storage_options=s3_storage_options)
+def test_storage_options_reach_fsspec(
+    store: Path, s3_url: str, s3_storage_options: dict[str, Any], tmp_path: Path
+) -> None:
+    target = zarr3_backend.create_array(
+        f"{s3_url}/x.zarr", "v", shape=(4,), dtype="int16", chunks=(2,), storage_options=s3_storage_options
+    )
     target[:] = 5
     options = [f"--storage-option={k}={json.dumps(v)}" for k, v in s3_storage_options.items()]
     result = zarr3("info", f"{s3_url}/x.zarr", *options, "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)[1]["stored_chunks"] == 2
     (tmp_path / "options.json").write_text(json.dumps(s3_storage_options))
-    result = zarr3("validate", f"{s3_url}/x.zarr", "--deep", "--storage-options-file", tmp_path / "options.json")
+    result = zarr3(
+        "validate", f"{s3_url}/x.zarr", "--deep", "--storage-options-file", tmp_path / "options.json"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     refused = zarr3("info", f"{s3_url}/x.zarr", "--storage-option", "anon")
     assert refused.returncode == 1 and "expected KEY=VALUE" in refused.stderr
@@ -186,7 +212,10 @@ def test_validate_a_corrupted_store(store: Path) -> None:
     deep = zarr3("validate", store, "--deep")
     assert deep.returncode == 1
     lines = deep.stdout.splitlines()
-    assert any(line.startswith("ERROR    t2m/c/0/0: inner chunk (0, 0)") and "crc32c checksum mismatch" in line for line in lines)
+    assert any(
+        line.startswith("ERROR    t2m/c/0/0: inner chunk (0, 0)") and "crc32c checksum mismatch" in line
+        for line in lines
+    )
     assert any(line.startswith("ERROR    t2m/c/1/0: shard") for line in lines)
     assert "chunks             2         0" in lines and "INVALID: 3 errors, 0 warnings" in lines
 
@@ -198,10 +227,14 @@ def test_validate_a_stale_consolidated_store(store: Path) -> None:
     (store / "t2m" / "zarr.json").write_text(json.dumps(document))
     result = zarr3("validate", store, "--json")
     assert result.returncode == 1
-    assert json.loads(result.stdout) == [{
-        "key": "zarr.json", "check": "consolidated", "severity": "error",
-        "message": "consolidated_metadata['t2m'] differs from t2m/zarr.json in shape (stale: re-run consolidate_metadata)",
-    }]
+    assert json.loads(result.stdout) == [
+        {
+            "key": "zarr.json",
+            "check": "consolidated",
+            "severity": "error",
+            "message": "consolidated_metadata['t2m'] differs from t2m/zarr.json in shape (stale: re-run consolidate_metadata)",
+        }
+    ]
 
 
 def test_validate_a_zarr_v2_store(tmp_path: Path) -> None:
@@ -224,8 +257,10 @@ def test_validate_a_zarr_v2_store(tmp_path: Path) -> None:
     assert bad.returncode == 1
     lines = bad.stdout.splitlines()
     assert any(line.startswith("ERROR    t/1.0: codec 'numcodecs.zlib'") for line in lines), lines
-    assert "ERROR    .zmetadata: .zmetadata['t/.zattrs'] differs from the stored t/.zattrs in units " \
-           "(stale: re-run zarr.consolidate_metadata with zarr-python)" in lines
+    assert (
+        "ERROR    .zmetadata: .zmetadata['t/.zattrs'] differs from the stored t/.zattrs in units "
+        "(stale: re-run zarr.consolidate_metadata with zarr-python)" in lines
+    )
     assert "INVALID: 2 errors, 0 warnings" in lines
 
 
@@ -233,7 +268,10 @@ def test_validate_stray_files_warn_and_strict_fails(store: Path) -> None:
     (store / ".DS_Store").write_text("x")
     result = zarr3("validate", store)
     assert result.returncode == 0
-    assert "WARNING  .DS_Store: stray key in group '/'" in result.stdout and "valid: 0 errors, 1 warning" in result.stdout
+    assert (
+        "WARNING  .DS_Store: stray key in group '/'" in result.stdout
+        and "valid: 0 errors, 1 warning" in result.stdout
+    )
     assert zarr3("validate", store, "--strict").returncode == 1
 
 
@@ -242,7 +280,10 @@ def test_validate_warns_about_an_array_without_a_checksum(store: Path) -> None:
     result = zarr3("validate", store, "--deep")
     assert result.returncode == 0
     lines = result.stdout.splitlines()
-    assert any(line.startswith("WARNING  plain/zarr.json: array '/plain': its chunks carry no checksum") for line in lines)
+    assert any(
+        line.startswith("WARNING  plain/zarr.json: array '/plain': its chunks carry no checksum")
+        for line in lines
+    )
     assert "integrity          0         1" in lines and "valid: 0 errors, 1 warning" in lines
 
 

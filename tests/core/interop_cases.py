@@ -66,8 +66,20 @@ KEY_ENCODINGS: tuple[JSON, ...] = (
 # ---------------------------------------------------------------- data types
 
 NUMERIC_DTYPES = (
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
 )
 EXTRA_DTYPES = ("string", "datetime64[ns]", "timedelta64[s]")
 
@@ -214,7 +226,9 @@ class Case:
         return out
 
 
-def _sharding(chunk_shape: Sequence[int], codecs: list[JSON], index_codecs: list[JSON], location: str) -> JSON:
+def _sharding(
+    chunk_shape: Sequence[int], codecs: list[JSON], index_codecs: list[JSON], location: str
+) -> JSON:
     config = {
         "chunk_shape": list(chunk_shape),
         "codecs": codecs,
@@ -354,7 +368,9 @@ def assert_same(actual: Any, expected: np.ndarray, what: str = "") -> None:
     elif expected.dtype.kind in "fcmM":
         size = expected.dtype.itemsize // (2 if expected.dtype.kind == "c" else 1)
         uint = f"u{size}"
-        np.testing.assert_array_equal(actual.reshape(-1).view(uint), expected.reshape(-1).view(uint), err_msg=what)
+        np.testing.assert_array_equal(
+            actual.reshape(-1).view(uint), expected.reshape(-1).view(uint), err_msg=what
+        )
     else:
         np.testing.assert_array_equal(actual, expected, err_msg=what)
 
@@ -408,13 +424,19 @@ def _unsharded_sweep() -> list[Case]:
                 endian = "little"
             tr = tuple(range(len(shape)))[::-1] if filters else ()
             xfail = ZP_VLEN_TRANSPOSE if dtype == "string" and tr else {}
-            cases.append(Case(
-                id=f"{dtype}-{name}-{_kenc_id(kenc)}-{_shape_id(shape)}",
-                dtype=dtype, shape=shape, chunks=chunks,
-                filters=(transpose(*tr),) if tr else (),
-                compressors=tuple(_resolve_blosc(c, dtype) for c in compressors),
-                endian=endian, chunk_key_encoding=kenc, xfail=xfail,
-            ))
+            cases.append(
+                Case(
+                    id=f"{dtype}-{name}-{_kenc_id(kenc)}-{_shape_id(shape)}",
+                    dtype=dtype,
+                    shape=shape,
+                    chunks=chunks,
+                    filters=(transpose(*tr),) if tr else (),
+                    compressors=tuple(_resolve_blosc(c, dtype) for c in compressors),
+                    endian=endian,
+                    chunk_key_encoding=kenc,
+                    xfail=xfail,
+                )
+            )
     return cases
 
 
@@ -437,65 +459,215 @@ def _sharded() -> list[Case]:
     s = slice
     crc_be = (BYTES_BE, CRC32C)
     return [
-        Case("shard-f4-blosc-crc32c-end", "float32", (13, 10), (4, 3), shards=(8, 6),
-             compressors=(blosc("lz4", "shuffle", 4),), writes=((s(0, 6), s(0, 5)), (s(9, 13), s(7, 10)))),
-        Case("shard-i2-start-gzip", "int16", (13, 10), (4, 3), shards=(8, 6), index_location="start",
-             compressors=(GZIP,), chunk_key_encoding=KEY_ENCODINGS[1], writes=((s(2, 11, 3), s(None)),)),
-        Case("shard-u1-index-bytes-only", "uint8", (30,), (4,), shards=(12,), index_codecs=(BYTES_LE,),
-             endian="none", writes=((s(0, 5),), (s(25, 30),))),
-        Case("shard-f8-index-be-crc-start", "float64", (9, 8, 5), (2, 2, 5), shards=(4, 4, 5),
-             index_codecs=crc_be, index_location="start", compressors=(ZSTD,),
-             chunk_key_encoding=KEY_ENCODINGS[2], writes=((s(0, 3), s(1, 7), s(None)),)),
-        Case("shard-c8-inner-transpose-be", "complex64", (10, 7), (4, 2), shards=(8, 4),
-             filters=(transpose(1, 0),), endian="big", chunk_key_encoding=KEY_ENCODINGS[3],
-             fill_value=["NaN", 1.5]),
-        Case("shard-i8-outer-transpose", "int64", (6, 10), (2, 3), shards=(6, 4),
-             outer_filters=(transpose(1, 0),), compressors=(CRC32C,), fill_value=-7,
-             skip=ZP_OUTER_TRANSPOSE_SKIP, xfail=ZP_OUTER_TRANSPOSE_XFAIL),
-        Case("shard-bool-blosc-bitshuffle-edge", "bool", (11, 11), (3, 3), shards=(6, 6),
-             compressors=(blosc("zstd", "bitshuffle", 1),), fill_value=True, index_location="start"),
-        Case("shard-u4-single-shard-partial", "uint32", (5, 5), (2, 2), shards=(6, 6),
-             compressors=(GZIP, CRC32C), writes=((s(0, 2), s(0, 2)),)),
+        Case(
+            "shard-f4-blosc-crc32c-end",
+            "float32",
+            (13, 10),
+            (4, 3),
+            shards=(8, 6),
+            compressors=(blosc("lz4", "shuffle", 4),),
+            writes=((s(0, 6), s(0, 5)), (s(9, 13), s(7, 10))),
+        ),
+        Case(
+            "shard-i2-start-gzip",
+            "int16",
+            (13, 10),
+            (4, 3),
+            shards=(8, 6),
+            index_location="start",
+            compressors=(GZIP,),
+            chunk_key_encoding=KEY_ENCODINGS[1],
+            writes=((s(2, 11, 3), s(None)),),
+        ),
+        Case(
+            "shard-u1-index-bytes-only",
+            "uint8",
+            (30,),
+            (4,),
+            shards=(12,),
+            index_codecs=(BYTES_LE,),
+            endian="none",
+            writes=((s(0, 5),), (s(25, 30),)),
+        ),
+        Case(
+            "shard-f8-index-be-crc-start",
+            "float64",
+            (9, 8, 5),
+            (2, 2, 5),
+            shards=(4, 4, 5),
+            index_codecs=crc_be,
+            index_location="start",
+            compressors=(ZSTD,),
+            chunk_key_encoding=KEY_ENCODINGS[2],
+            writes=((s(0, 3), s(1, 7), s(None)),),
+        ),
+        Case(
+            "shard-c8-inner-transpose-be",
+            "complex64",
+            (10, 7),
+            (4, 2),
+            shards=(8, 4),
+            filters=(transpose(1, 0),),
+            endian="big",
+            chunk_key_encoding=KEY_ENCODINGS[3],
+            fill_value=["NaN", 1.5],
+        ),
+        Case(
+            "shard-i8-outer-transpose",
+            "int64",
+            (6, 10),
+            (2, 3),
+            shards=(6, 4),
+            outer_filters=(transpose(1, 0),),
+            compressors=(CRC32C,),
+            fill_value=-7,
+            skip=ZP_OUTER_TRANSPOSE_SKIP,
+            xfail=ZP_OUTER_TRANSPOSE_XFAIL,
+        ),
+        Case(
+            "shard-bool-blosc-bitshuffle-edge",
+            "bool",
+            (11, 11),
+            (3, 3),
+            shards=(6, 6),
+            compressors=(blosc("zstd", "bitshuffle", 1),),
+            fill_value=True,
+            index_location="start",
+        ),
+        Case(
+            "shard-u4-single-shard-partial",
+            "uint32",
+            (5, 5),
+            (2, 2),
+            shards=(6, 6),
+            compressors=(GZIP, CRC32C),
+            writes=((s(0, 2), s(0, 2)),),
+        ),
         Case("shard-i4-all-empty", "int32", (8, 8), (2, 2), shards=(4, 4), fill_value=42, writes=()),
-        Case("shard-f2-inner-crc32c", "float16", (16,), (4,), shards=(8,), compressors=(CRC32C,),
-             index_location="start", fill_value="-Infinity"),
-        Case("shard-u8-zstd-checksum", "uint64", (7, 7), (3, 3), shards=(6, 6), compressors=(ZSTD_CHECKSUM,),
-             chunk_key_encoding=KEY_ENCODINGS[1], fill_value=2**64 - 1),
-        Case("shard-c16-blosc-noshuffle-be", "complex128", (6, 6), (3, 3), shards=(6, 6), endian="big",
-             compressors=(blosc("lz4", "noshuffle", 16),), index_codecs=crc_be),
-        Case("shard-string-gzip", "string", (9, 4), (2, 2), shards=(4, 4), compressors=(GZIP,),
-             fill_value="-", writes=((s(0, 5), s(0, 3)),)),
-        Case("shard-datetime-zstd", "datetime64[ns]", (12,), (3,), shards=(6,), compressors=(ZSTD,),
-             index_location="start", writes=((s(1, 4),), (s(9, 11),))),
-        Case("shard-nested-f4", "float32", (12, 12), (4, 4), shards=(8, 8), nested_chunks=(2, 2),
-             compressors=(GZIP,), writes=((s(0, 5), s(3, 12)),)),
-        Case("shard-u2-inner-transpose-201", "uint16", (9, 8, 7), (2, 4, 3), shards=(4, 8, 6),
-             filters=(transpose(2, 0, 1),), compressors=(blosc("blosclz", "shuffle", 2),)),
+        Case(
+            "shard-f2-inner-crc32c",
+            "float16",
+            (16,),
+            (4,),
+            shards=(8,),
+            compressors=(CRC32C,),
+            index_location="start",
+            fill_value="-Infinity",
+        ),
+        Case(
+            "shard-u8-zstd-checksum",
+            "uint64",
+            (7, 7),
+            (3, 3),
+            shards=(6, 6),
+            compressors=(ZSTD_CHECKSUM,),
+            chunk_key_encoding=KEY_ENCODINGS[1],
+            fill_value=2**64 - 1,
+        ),
+        Case(
+            "shard-c16-blosc-noshuffle-be",
+            "complex128",
+            (6, 6),
+            (3, 3),
+            shards=(6, 6),
+            endian="big",
+            compressors=(blosc("lz4", "noshuffle", 16),),
+            index_codecs=crc_be,
+        ),
+        Case(
+            "shard-string-gzip",
+            "string",
+            (9, 4),
+            (2, 2),
+            shards=(4, 4),
+            compressors=(GZIP,),
+            fill_value="-",
+            writes=((s(0, 5), s(0, 3)),),
+        ),
+        Case(
+            "shard-datetime-zstd",
+            "datetime64[ns]",
+            (12,),
+            (3,),
+            shards=(6,),
+            compressors=(ZSTD,),
+            index_location="start",
+            writes=((s(1, 4),), (s(9, 11),)),
+        ),
+        Case(
+            "shard-nested-f4",
+            "float32",
+            (12, 12),
+            (4, 4),
+            shards=(8, 8),
+            nested_chunks=(2, 2),
+            compressors=(GZIP,),
+            writes=((s(0, 5), s(3, 12)),),
+        ),
+        Case(
+            "shard-u2-inner-transpose-201",
+            "uint16",
+            (9, 8, 7),
+            (2, 4, 3),
+            shards=(4, 8, 6),
+            filters=(transpose(2, 0, 1),),
+            compressors=(blosc("blosclz", "shuffle", 2),),
+        ),
         Case("shard-i4-one-inner-chunk", "int32", (7, 5), (4, 4), shards=(4, 4), index_location="start"),
         Case("shard-f4-0d", "float32", (), (), shards=(), skip=ZP_0D_SHARDED),
-        Case("shard-i1-3d-v2slash-edge", "int8", (5, 6, 7), (2, 2, 2), shards=(4, 4, 4),
-             endian="none", chunk_key_encoding=KEY_ENCODINGS[3], compressors=(blosc("lz4", "bitshuffle", 1),)),
+        Case(
+            "shard-i1-3d-v2slash-edge",
+            "int8",
+            (5, 6, 7),
+            (2, 2, 2),
+            shards=(4, 4, 4),
+            endian="none",
+            chunk_key_encoding=KEY_ENCODINGS[3],
+            compressors=(blosc("lz4", "bitshuffle", 1),),
+        ),
     ]
 
 
 def _special() -> list[Case]:
     s = slice
-    nan_payload = {"zarr_python->ours": "zarr-python writes a payload-NaN fill value as \"NaN\" "
-                   "(spec: \"0x7fc00001\"), so unwritten elements lose the payload"}
-    zp_nan_elided = {"zarr_python->ours": "zarr-python does not store a chunk whose NaNs differ in sign or "
-                     "payload from a NaN fill value, so they read back as the fill NaN"}
-    zp_zero_elided = {"zarr_python->ours": "zarr-python does not store a complex chunk that compares == to "
-                      "the fill value, so -0-0j reads back as 0+0j"}
+    nan_payload = {
+        "zarr_python->ours": 'zarr-python writes a payload-NaN fill value as "NaN" '
+        '(spec: "0x7fc00001"), so unwritten elements lose the payload'
+    }
+    zp_nan_elided = {
+        "zarr_python->ours": "zarr-python does not store a chunk whose NaNs differ in sign or "
+        "payload from a NaN fill value, so they read back as the fill NaN"
+    }
+    zp_zero_elided = {
+        "zarr_python->ours": "zarr-python does not store a complex chunk that compares == to "
+        "the fill value, so -0-0j reads back as 0+0j"
+    }
     return [
-        Case("unit-chunks-f8-nan-fill-payloads", "float64", (21,), (1,), fill_value="NaN", writes=(s(None),),
-             xfail=zp_nan_elided),
-        Case("unit-chunks-c16-signed-zeros", "complex128", (21,), (1,), writes=(s(None),), xfail=zp_zero_elided),
+        Case(
+            "unit-chunks-f8-nan-fill-payloads",
+            "float64",
+            (21,),
+            (1,),
+            fill_value="NaN",
+            writes=(s(None),),
+            xfail=zp_nan_elided,
+        ),
+        Case(
+            "unit-chunks-c16-signed-zeros", "complex128", (21,), (1,), writes=(s(None),), xfail=zp_zero_elided
+        ),
         Case("0d-f8-bytes", "float64", (), ()),
         Case("0d-i4-gzip-unwritten", "int32", (), (), compressors=(GZIP,), fill_value=-3, writes=()),
         Case("0d-c16-be-crc32c", "complex128", (), (), endian="big", compressors=(CRC32C,)),
         Case("0d-string", "string", (), (), compressors=(ZSTD,)),
-        Case("fill-f4-nan-payload", "float32", (6,), (4,), fill_value="0x7fc00001", writes=((s(0, 2),),),
-             xfail=nan_payload),
+        Case(
+            "fill-f4-nan-payload",
+            "float32",
+            (6,),
+            (4,),
+            fill_value="0x7fc00001",
+            writes=((s(0, 2),),),
+            xfail=nan_payload,
+        ),
         Case("fill-f8-nan", "float64", (6,), (4,), fill_value="NaN", writes=((s(0, 2),),)),
         Case("fill-f2-infinity", "float16", (3, 3), (2, 2), fill_value="Infinity"),
         Case("fill-f8-hex-negzero", "float64", (5,), (2,), fill_value="0x8000000000000000"),
@@ -503,15 +675,27 @@ def _special() -> list[Case]:
         Case("fill-string", "string", (5, 3), (2, 2), fill_value="fill é"),
         Case("fill-datetime", "datetime64[ns]", (5,), (2,), fill_value=1_000_000_007),
         Case("empty-dimension", "float32", (0, 5), (2, 2), writes=()),
-        Case("two-transposes", "int32", (4, 5, 6), (2, 3, 4), filters=(transpose(2, 0, 1), transpose(1, 0, 2))),
+        Case(
+            "two-transposes", "int32", (4, 5, 6), (2, 3, 4), filters=(transpose(2, 0, 1), transpose(1, 0, 2))
+        ),
         Case("crc32c-then-gzip", "int16", (7, 5), (3, 2), compressors=(CRC32C, GZIP)),
         Case("gzip-then-zstd", "float32", (7, 5), (3, 2), compressors=(GZIP, ZSTD)),
-        Case("blosc-lz4hc-bitshuffle", "int32", (7, 5), (3, 2), compressors=(blosc("lz4hc", "bitshuffle", 4),)),
-        Case("blosc-zlib", "uint8", (7, 5), (3, 2), endian="none", compressors=(blosc("zlib", "shuffle", 1),)),
+        Case(
+            "blosc-lz4hc-bitshuffle", "int32", (7, 5), (3, 2), compressors=(blosc("lz4hc", "bitshuffle", 4),)
+        ),
+        Case(
+            "blosc-zlib", "uint8", (7, 5), (3, 2), endian="none", compressors=(blosc("zlib", "shuffle", 1),)
+        ),
         Case("chunk-larger-than-array", "uint16", (3, 2), (10, 10), compressors=(ZSTD,)),
         Case("unit-chunks", "int32", (3, 4), (1, 1), chunk_key_encoding=KEY_ENCODINGS[2]),
-        Case("dims-and-attrs", "float32", (4, 6), (2, 3), dimension_names=("y", None),
-             attributes={"title": "t", "nested": {"a": [1, 2.5, None, True]}, "unicode": "é"}),
+        Case(
+            "dims-and-attrs",
+            "float32",
+            (4, 6),
+            (2, 3),
+            dimension_names=("y", None),
+            attributes={"title": "t", "nested": {"a": [1, 2.5, None, True]}, "unicode": "é"},
+        ),
     ]
 
 
@@ -586,7 +770,9 @@ def write_zarr_python(case: Case, path: Any) -> Any:
         "zarr_format": 3,
     }
     if case.shards is None:
-        kwargs.update(filters=list(case.filters), serializer=case.serializer, compressors=list(case.compressors))
+        kwargs.update(
+            filters=list(case.filters), serializer=case.serializer, compressors=list(case.compressors)
+        )
     else:
         kwargs.update(filters=list(case.outer_filters), serializer=case.sharding_codec, compressors=None)
     array = zarr.create_array(str(path), **kwargs)
@@ -622,14 +808,24 @@ def ours_kwargs(case: Case) -> dict[str, Any]:
         "attributes": dict(case.attributes) if case.attributes is not None else None,
     }
     if case.shards is None:
-        kwargs.update(chunks=case.chunks, filters=list(case.filters), serializer=case.serializer,
-                      compressors=list(case.compressors))
+        kwargs.update(
+            chunks=case.chunks,
+            filters=list(case.filters),
+            serializer=case.serializer,
+            compressors=list(case.compressors),
+        )
     elif case.outer_filters or case.nested_chunks:
         kwargs.update(chunks=case.grid_chunks, codecs=case.codecs)
     else:
-        kwargs.update(chunks=case.chunks, shards=case.shards, filters=list(case.filters),
-                      serializer=case.serializer, compressors=list(case.compressors),
-                      index_codecs=list(case.index_codecs), index_location=case.index_location)
+        kwargs.update(
+            chunks=case.chunks,
+            shards=case.shards,
+            filters=list(case.filters),
+            serializer=case.serializer,
+            compressors=list(case.compressors),
+            index_codecs=list(case.index_codecs),
+            index_location=case.index_location,
+        )
     return kwargs
 
 
@@ -647,7 +843,9 @@ def check_properties(array: Any, case: Case) -> None:
     """zarr3_backend's view of an array another implementation wrote for ``case``."""
     assert array.shape == case.shape
     npdt = numpy_dtype(case.dtype)
-    assert_same(np.asarray(array.fill_value, dtype=npdt), np.asarray(case.fill, dtype=npdt), f"{case.id}: fill_value")
+    assert_same(
+        np.asarray(array.fill_value, dtype=npdt), np.asarray(case.fill, dtype=npdt), f"{case.id}: fill_value"
+    )
     if not (case.outer_filters or case.nested_chunks):
         assert (tuple(array.chunks), array.shards) == (case.chunks, case.shards)
     assert dict(array.attrs) == dict(case.attributes or {})
@@ -673,7 +871,8 @@ def _sel_repr(sel: Selection) -> str:
     def one(s: Any) -> str:
         if isinstance(s, slice):
             return f"{'' if s.start is None else s.start}:{'' if s.stop is None else s.stop}" + (
-                f":{s.step}" if s.step is not None else "")
+                f":{s.step}" if s.step is not None else ""
+            )
         if isinstance(s, np.ndarray):
             return f"array({s.tolist()})"
         return "..." if s is Ellipsis else repr(s)

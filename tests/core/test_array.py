@@ -58,7 +58,9 @@ def test_complete_chunk_write_does_not_read(store):
 
 def test_orthogonal_selection(store):
     data = np.arange(7 * 9 * 4).reshape(7, 9, 4)
-    a = zarr3_backend.create_array(store, shape=data.shape, dtype=data.dtype, chunks=(2, 4, 3), shards=(4, 8, 3))
+    a = zarr3_backend.create_array(
+        store, shape=data.shape, dtype=data.dtype, chunks=(2, 4, 3), shards=(4, 8, 3)
+    )
     a[...] = data
     rows, cols = np.array([6, 0, 3, 3]), np.array([True, False] * 4 + [True])
     np.testing.assert_array_equal(a.oindex[rows, cols, 1:], data[rows][:, cols][:, :, 1:])
@@ -104,7 +106,10 @@ def test_resize_shrink_then_grow_shows_fill(store):
 def test_attributes_persist(store):
     a = zarr3_backend.create_array(store, "x", shape=(2,), dtype="int8", attributes={"units": "K"})
     a.attrs["long_name"] = "air temperature"
-    assert zarr3_backend.open_array(store, "x").attrs.asdict() == {"units": "K", "long_name": "air temperature"}
+    assert zarr3_backend.open_array(store, "x").attrs.asdict() == {
+        "units": "K",
+        "long_name": "air temperature",
+    }
 
 
 def test_strings_roundtrip(store):
@@ -139,7 +144,11 @@ def array_and_selection(draw):
     chunks = tuple(draw(st.integers(1, 4)) for _ in shape)
     factors = tuple(draw(st.integers(1, 3)) for _ in shape)
     selection = tuple(
-        slice(draw(st.integers(-n - 1, n + 1)), draw(st.integers(-n - 1, n + 1)), draw(st.sampled_from([1, 2, 3, -1])))
+        slice(
+            draw(st.integers(-n - 1, n + 1)),
+            draw(st.integers(-n - 1, n + 1)),
+            draw(st.sampled_from([1, 2, 3, -1])),
+        )
         for n in shape
     )
     return shape, chunks, factors, selection
@@ -152,7 +161,9 @@ def test_read_and_write_match_numpy(tmp_path_factory, case, sharded):
     store = make_store("memory://" + str(tmp_path_factory.mktemp("h")))
     shards = tuple(c * f for c, f in zip(chunks, factors)) if sharded else None
     data = np.arange(int(np.prod(shape)), dtype="int32").reshape(shape)
-    a = zarr3_backend.create_array(store, shape=shape, dtype="int32", chunks=chunks, shards=shards, fill_value=-5)
+    a = zarr3_backend.create_array(
+        store, shape=shape, dtype="int32", chunks=chunks, shards=shards, fill_value=-5
+    )
     a[...] = data
     np.testing.assert_array_equal(a[selection], data[selection])
     data[selection] = -data[selection] - 1
@@ -162,7 +173,10 @@ def test_read_and_write_match_numpy(tmp_path_factory, case, sharded):
 
 def test_values_that_do_not_fit_the_selection_are_refused_by_array_name(tmp_path):
     array = zarr3_backend.create_array(tmp_path, "a", shape=(4, 4), dtype="f8", chunks=(2, 2))
-    with pytest.raises(zarr3_backend.ArgumentError, match=r"array '/a': cannot write a value of shape \(3,\) into a selection of shape \(2, 4\)"):
+    with pytest.raises(
+        zarr3_backend.ArgumentError,
+        match=r"array '/a': cannot write a value of shape \(3,\) into a selection of shape \(2, 4\)",
+    ):
         array[0:2] = np.ones(3)
     with pytest.raises(ValueError, match=r"array '/a'.*data type float64"):
         array[0, 0] = "x"
@@ -174,5 +188,7 @@ def test_values_that_do_not_fit_the_selection_are_refused_by_array_name(tmp_path
 @pytest.mark.parametrize("opener", [zarr3_backend.open, zarr3_backend.open_group, zarr3_backend.open_array])
 def test_unknown_modes_are_refused(tmp_path, opener):
     zarr3_backend.create_array(tmp_path, "a", shape=(2,), dtype="f8")
-    with pytest.raises(zarr3_backend.ArgumentError, match=r"mode must be one of 'r', 'r\+', 'a', 'w', 'w-', got 'rw'"):
+    with pytest.raises(
+        zarr3_backend.ArgumentError, match=r"mode must be one of 'r', 'r\+', 'a', 'w', 'w-', got 'rw'"
+    ):
         opener(tmp_path, "a" if opener is zarr3_backend.open_array else "", mode="rw")

@@ -88,7 +88,9 @@ def assert_bounded(peak: int, stored: int) -> None:
 
 
 def _array(tmp_path: Path, codecs: list[Any], **kwargs: Any) -> z3.Array:
-    array = z3.create_array(tmp_path, "a", shape=(128, 64), dtype="float64", chunks=CHUNK, codecs=codecs, **kwargs)
+    array = z3.create_array(
+        tmp_path, "a", shape=(128, 64), dtype="float64", chunks=CHUNK, codecs=codecs, **kwargs
+    )
     array[:] = 1.0
     return array
 
@@ -106,10 +108,14 @@ CASES = {
     "zstd-then-crc32c": ([BYTES, "zstd", "crc32c"], lambda: _with_crc(zstd_bomb())),
     "numcodecs-zstd": ([BYTES, {"name": "numcodecs.zstd", "configuration": {"level": 1}}], zstd_bomb),
     "numcodecs-gzip": ([BYTES, {"name": "numcodecs.gzip", "configuration": {"level": 1}}], gzip_bomb),
-    "numcodecs-bz2": ([BYTES, {"name": "numcodecs.bz2", "configuration": {"level": 1}}],
-                      lambda: bz2.compress(bytes(1 << 20)) * 1024),
-    "numcodecs-lzma": ([BYTES, {"name": "numcodecs.lzma", "configuration": {}}],
-                       lambda: lzma.compress(bytes(4 << 20), preset=0)),
+    "numcodecs-bz2": (
+        [BYTES, {"name": "numcodecs.bz2", "configuration": {"level": 1}}],
+        lambda: bz2.compress(bytes(1 << 20)) * 1024,
+    ),
+    "numcodecs-lzma": (
+        [BYTES, {"name": "numcodecs.lzma", "configuration": {}}],
+        lambda: lzma.compress(bytes(4 << 20), preset=0),
+    ),
 }
 
 
@@ -123,7 +129,9 @@ def test_bomb_chunk_fails_within_bounded_memory(tmp_path: Path, case: str) -> No
     array = _array(tmp_path, codecs)
     bomb = make_bomb()
     LocalStore(tmp_path).set("a/c/0/0", bomb)
-    peak = peak_allocation(lambda: array[:64])  # only the hostile chunk (a valid lzma chunk alone holds 8 MiB)
+    peak = peak_allocation(
+        lambda: array[:64]
+    )  # only the hostile chunk (a valid lzma chunk alone holds 8 MiB)
     assert "a/c/0/0" in peak_allocation.message and str(CHUNK_BYTES) in peak_allocation.message  # type: ignore[attr-defined]
     assert_bounded(peak, len(bomb))
     np.testing.assert_array_equal(array[64:], 1.0)  # the other chunk still reads
@@ -140,8 +148,16 @@ def _shard_with(inner: bytes) -> bytes:
 @pytest.mark.parametrize("selection", [np.s_[:], np.s_[:64]], ids=["whole-shard", "partial"])
 def test_bomb_as_inner_chunk_of_a_shard(tmp_path: Path, case: str, selection: Any) -> None:
     inner_codecs, make_bomb = CASES[case]
-    array = z3.create_array(tmp_path, "a", shape=(256, 64), dtype="float64", chunks=CHUNK, shards=(128, 64),
-                            serializer=inner_codecs[0], compressors=inner_codecs[1:])
+    array = z3.create_array(
+        tmp_path,
+        "a",
+        shape=(256, 64),
+        dtype="float64",
+        chunks=CHUNK,
+        shards=(128, 64),
+        serializer=inner_codecs[0],
+        compressors=inner_codecs[1:],
+    )
     array[:] = 1.0
     shard = _shard_with(make_bomb())
     LocalStore(tmp_path).set("a/c/0/0", shard)
@@ -151,8 +167,20 @@ def test_bomb_as_inner_chunk_of_a_shard(tmp_path: Path, case: str, selection: An
     np.testing.assert_array_equal(array[128:], 1.0)
 
 
-@pytest.mark.parametrize("compressor", ["gzip", "zstd", "blosc", "numcodecs.zlib", "numcodecs.bz2", "numcodecs.lzma",
-                                        "numcodecs.lz4", "numcodecs.zstd", "numcodecs.blosc"])
+@pytest.mark.parametrize(
+    "compressor",
+    [
+        "gzip",
+        "zstd",
+        "blosc",
+        "numcodecs.zlib",
+        "numcodecs.bz2",
+        "numcodecs.lzma",
+        "numcodecs.lz4",
+        "numcodecs.zstd",
+        "numcodecs.blosc",
+    ],
+)
 def test_valid_chunks_decode_under_the_bounds(tmp_path: Path, compressor: str) -> None:
     array = _array(tmp_path, [TRANSPOSE, BYTES, compressor, "crc32c"])
     data = np.random.default_rng(1).standard_normal((128, 64))
@@ -178,15 +206,16 @@ def test_chained_compressors_get_a_bound_too(tmp_path: Path) -> None:
 
 def test_bounds_follow_the_chunk_spec() -> None:
     from zarr3_backend.codecs.base import ChunkSpec
-    from zarr3_backend.core.dtypes import parse_data_type
     from zarr3_backend.codecs.chain import CodecChain
+    from zarr3_backend.core.dtypes import parse_data_type
 
     spec = ChunkSpec(CHUNK, parse_data_type("float64"), np.float64(0))
     chain = CodecChain.from_json([BYTES, "zstd", "crc32c"])
     assert chain._limits(spec)[0] == CHUNK_BYTES
     assert chain._limits(spec)[1] > CHUNK_BYTES
     assert CodecChain.from_json([{"name": "vlen-utf8"}, "zstd"])._limits(
-        ChunkSpec((4,), parse_data_type("string"), "")) == [None]
+        ChunkSpec((4,), parse_data_type("string"), "")
+    ) == [None]
     gzip = codec_from_json({"name": "gzip", "configuration": {"level": 9}})
     payload = np.random.default_rng(0).bytes(100_000)  # incompressible: the worst case
     assert len(gzip.encode(payload, spec)) <= gzip.max_encoded_size(len(payload), spec)

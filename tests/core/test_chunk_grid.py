@@ -56,7 +56,10 @@ def test_must_understand_false_is_refused_even_for_unknown_grids():
 
 @pytest.mark.parametrize("bad", [[0, 2], [-1], [1.5], ["2"], [True], "4", None, 3])
 def test_bad_chunk_shape(bad):
-    with pytest.raises(MetadataError, match=r"chunk_grid\.configuration\.chunk_shape: expected a list of positive integers, got"):
+    with pytest.raises(
+        MetadataError,
+        match=r"chunk_grid\.configuration\.chunk_shape: expected a list of positive integers, got",
+    ):
         RegularChunkGrid.from_json(grid_json(bad))
 
 
@@ -67,7 +70,10 @@ def test_bad_chunk_shape(bad):
         ("regular", r"chunk_shape: required member is missing"),
         ({"name": "regular", "configuration": {"chunk_shape": [1], "x": 1}}, r"unexpected members \['x'\]"),
         ({"name": "regular", "configuration": [1]}, r"chunk_grid\.configuration: expected an object"),
-        ({"name": "regular", "configuration": {"chunk_shape": [1]}, "extra": 1}, r"unexpected members \['extra'\]"),
+        (
+            {"name": "regular", "configuration": {"chunk_shape": [1]}, "extra": 1},
+            r"unexpected members \['extra'\]",
+        ),
         ({"configuration": {}}, r"chunk_grid: expected an object with a string 'name'"),
         ([1, 2], r"chunk_grid: expected an object with a string 'name'"),
     ],
@@ -80,7 +86,9 @@ def test_malformed_grid_objects(obj, match):
 def test_validate_against_array_ndim():
     grid = RegularChunkGrid((2, 2))
     grid.validate((4, 5))
-    with pytest.raises(MetadataError, match=r"expected 3 entries to match the array shape \(4, 5, 6\), got 2"):
+    with pytest.raises(
+        MetadataError, match=r"expected 3 entries to match the array shape \(4, 5, 6\), got 2"
+    ):
         grid.validate((4, 5, 6))
 
 

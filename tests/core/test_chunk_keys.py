@@ -36,7 +36,14 @@ def test_spec_examples(encoding, coords, key):
 
 
 @given(
-    st.sampled_from([DefaultChunkKeyEncoding("/"), DefaultChunkKeyEncoding("."), V2ChunkKeyEncoding("."), V2ChunkKeyEncoding("/")]),
+    st.sampled_from(
+        [
+            DefaultChunkKeyEncoding("/"),
+            DefaultChunkKeyEncoding("."),
+            V2ChunkKeyEncoding("."),
+            V2ChunkKeyEncoding("/"),
+        ]
+    ),
     st.lists(st.integers(0, 10**12), max_size=5).map(tuple),
 )
 def test_round_trip(encoding, coords):
@@ -78,7 +85,10 @@ def test_decode_rejects_non_chunk_keys(encoding, key, ndim):
         ({"name": "default"}, DefaultChunkKeyEncoding("/")),
         ({"name": "v2", "configuration": {}}, V2ChunkKeyEncoding(".")),
         ({"name": "default", "configuration": {"separator": "."}}, DefaultChunkKeyEncoding(".")),
-        ({"name": "v2", "configuration": {"separator": "/"}, "must_understand": True}, V2ChunkKeyEncoding("/")),
+        (
+            {"name": "v2", "configuration": {"separator": "/"}, "must_understand": True},
+            V2ChunkKeyEncoding("/"),
+        ),
         (V2ChunkKeyEncoding("/"), V2ChunkKeyEncoding("/")),
     ],
 )
@@ -105,10 +115,18 @@ def test_parse_separator_message():
 @pytest.mark.parametrize(
     ("obj", "error", "match"),
     [
-        ({"name": "v3"}, UnknownExtensionError, r"unknown chunk key encoding 'v3'; supported: \['default', 'v2'\]"),
+        (
+            {"name": "v3"},
+            UnknownExtensionError,
+            r"unknown chunk key encoding 'v3'; supported: \['default', 'v2'\]",
+        ),
         ("other", UnknownExtensionError, "unknown chunk key encoding 'other'"),
         ({"name": "default", "must_understand": False}, MetadataError, "must_understand"),
-        ({"name": "default", "configuration": {"separator": "/", "x": 1}}, MetadataError, r"unexpected members \['x'\]"),
+        (
+            {"name": "default", "configuration": {"separator": "/", "x": 1}},
+            MetadataError,
+            r"unexpected members \['x'\]",
+        ),
         ({"name": "default", "configuration": "/"}, MetadataError, "configuration: expected an object"),
         ({"separator": "/"}, MetadataError, "expected an object with a string 'name'"),
         (None, MetadataError, "expected an object with a string 'name'"),
@@ -130,7 +148,9 @@ def test_parse_errors(obj, error, match):
 )
 def test_matches_zarr_python(tmp_path, config, chunk_keys):
     zarr = pytest.importorskip("zarr")
-    array = zarr.create_array(str(tmp_path), shape=(4, 4), chunks=(2, 2), dtype="i1", chunk_key_encoding=config)
+    array = zarr.create_array(
+        str(tmp_path), shape=(4, 4), chunks=(2, 2), dtype="i1", chunk_key_encoding=config
+    )
     array[...] = 1
     written = json.loads((tmp_path / "zarr.json").read_text())["chunk_key_encoding"]
     encoding = parse_chunk_key_encoding(written)

@@ -27,16 +27,28 @@ from zarr3_backend.codecs import (
     get_codec_class,
     numcodecs_codec_class,
     register_codec,
+    registry,
 )
-from zarr3_backend.codecs import registry
 from zarr3_backend.codecs.sharding import ShardingCodec
 from zarr3_backend.codecs.zstd import decompress_bounded, frame_content_size
 from zarr3_backend.errors import ChecksumError, CodecError, MetadataError, UnknownExtensionError
 from zarr3_backend.testing.codecs import CodecContract, chunk_spec
 
 DATETIME = {"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}
-FIXED = ["bool", "int8", "uint16", "int32", "uint64", "float16", "float32", "float64", "complex64", "complex128",
-         "r24", DATETIME]
+FIXED = [
+    "bool",
+    "int8",
+    "uint16",
+    "int32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "r24",
+    DATETIME,
+]
 
 
 def _id(value: object) -> str:
@@ -71,12 +83,23 @@ class TestTransposeContract(CodecContract):
 
 
 BYTES_CODECS = [
-    GzipCodec(0), GzipCodec(6), ZstdCodec(), ZstdCodec(level=-3, checksum=True), Crc32cCodec(),
-    BloscCodec(), BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle"),
+    GzipCodec(0),
+    GzipCodec(6),
+    ZstdCodec(),
+    ZstdCodec(level=-3, checksum=True),
+    Crc32cCodec(),
+    BloscCodec(),
+    BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle"),
     BloscCodec(typesize=3, cname="blosclz", shuffle="bitshuffle", blocksize=256),
     BloscCodec(cname="zlib", shuffle="shuffle"),
-    numcodec("bz2", level=5), numcodec("zlib", level=1), numcodec("lz4"), numcodec("shuffle"),
-    numcodec("crc32"), numcodec("adler32"), numcodec("fletcher32"), numcodec("zstd", level=1),
+    numcodec("bz2", level=5),
+    numcodec("zlib", level=1),
+    numcodec("lz4"),
+    numcodec("shuffle"),
+    numcodec("crc32"),
+    numcodec("adler32"),
+    numcodec("fletcher32"),
+    numcodec("zstd", level=1),
 ]
 
 
@@ -111,8 +134,14 @@ class TestVLenBytesContract(CodecContract):
 
 
 class TestNumcodecsFiltersContract(CodecContract):
-    @pytest.fixture(params=[("delta", "int32", {"dtype": "<i4"}), ("packbits", "bool", {}),
-                            ("astype", "int16", {"encode_dtype": "<i8"})], ids=lambda p: p[0])
+    @pytest.fixture(
+        params=[
+            ("delta", "int32", {"dtype": "<i4"}),
+            ("packbits", "bool", {}),
+            ("astype", "int16", {"encode_dtype": "<i8"}),
+        ],
+        ids=lambda p: p[0],
+    )
     def case(self, request):
         return request.param
 
@@ -129,8 +158,14 @@ class TestNumcodecsFiltersContract(CodecContract):
 class TestLossyNumcodecsFiltersContract(CodecContract):
     lossless = False
 
-    @pytest.fixture(params=[("quantize", {"digits": 2}), ("bitround", {"keepbits": 5}),
-                            ("fixedscaleoffset", {"offset": 1, "scale": 10, "astype": "<i8"})], ids=lambda p: p[0])
+    @pytest.fixture(
+        params=[
+            ("quantize", {"digits": 2}),
+            ("bitround", {"keepbits": 5}),
+            ("fixedscaleoffset", {"offset": 1, "scale": 10, "astype": "<i8"}),
+        ],
+        ids=lambda p: p[0],
+    )
     def codec(self, request):
         return numcodec(request.param[0], **request.param[1])
 
@@ -196,9 +231,17 @@ def test_transpose_shape_views_and_json():
     assert codec.to_json() == {"name": "transpose", "configuration": {"order": [2, 0, 1]}}
 
 
-@pytest.mark.parametrize("order, match", [("C", "no longer allowed"), ("F", "no longer allowed"),
-                                          ([0, 0], "permutation"), ([1, 2], "permutation"),
-                                          ([0, True], "list of integers"), (None, "list of integers")])
+@pytest.mark.parametrize(
+    "order, match",
+    [
+        ("C", "no longer allowed"),
+        ("F", "no longer allowed"),
+        ([0, 0], "permutation"),
+        ([1, 2], "permutation"),
+        ([0, True], "list of integers"),
+        (None, "list of integers"),
+    ],
+)
 def test_transpose_rejects_invalid_orders(order, match):
     with pytest.raises(MetadataError, match=match):
         codec_from_json({"name": "transpose", "configuration": {"order": order}})
@@ -225,7 +268,9 @@ def test_gzip_writes_gzip_format_and_rejects_corrupt_data():
 
 @pytest.mark.parametrize("level", [-1, 10, True, 1.5, "5"])
 def test_gzip_rejects_bad_levels(level):
-    with pytest.raises(MetadataError, match=r"codec 'gzip': configuration.level: expected an integer in 0..9"):
+    with pytest.raises(
+        MetadataError, match=r"codec 'gzip': configuration.level: expected an integer in 0..9"
+    ):
         GzipCodec(level)
 
 
@@ -266,7 +311,9 @@ def test_crc32c_known_vector_layout_and_zero_copy_decode():
 def test_crc32c_reports_mismatch_and_truncation():
     spec = chunk_spec("uint8", (9,))
     corrupt = b"123456780" + (0xE3069283).to_bytes(4, "little")
-    with pytest.raises(ChecksumError, match=r"^crc32c checksum mismatch: stored 0xe3069283, computed 0x[0-9a-f]{8}$"):
+    with pytest.raises(
+        ChecksumError, match=r"^crc32c checksum mismatch: stored 0xe3069283, computed 0x[0-9a-f]{8}$"
+    ):
         Crc32cCodec().decode(corrupt, spec)
     with pytest.raises(CodecError, match="too short"):
         Crc32cCodec().decode(b"abc", spec)
@@ -281,7 +328,10 @@ def test_blosc_evolve_records_typesize_and_shuffle():
     assert BloscCodec().evolve(chunk_spec("string", (2,))) == BloscCodec(typesize=1, shuffle="bitshuffle")
     explicit = BloscCodec(typesize=2, shuffle="noshuffle")
     assert explicit.evolve(chunk_spec("float64", (2,))) is explicit
-    assert BloscCodec().to_json() == {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 5, "blocksize": 0}}
+    assert BloscCodec().to_json() == {
+        "name": "blosc",
+        "configuration": {"cname": "zstd", "clevel": 5, "blocksize": 0},
+    }
 
 
 def test_blosc_shuffles_with_the_recorded_typesize():
@@ -295,9 +345,16 @@ def test_blosc_shuffles_with_the_recorded_typesize():
     assert bytes(BloscCodec().decode(theirs, spec)) == raw
 
 
-@pytest.mark.parametrize("config, match", [({"cname": "lzma"}, "cname"), ({"clevel": 10}, "clevel"),
-                                           ({"shuffle": 1}, "shuffle"), ({"typesize": 0}, "typesize"),
-                                           ({"blocksize": -1}, "blocksize")])
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"cname": "lzma"}, "cname"),
+        ({"clevel": 10}, "clevel"),
+        ({"shuffle": 1}, "shuffle"),
+        ({"typesize": 0}, "typesize"),
+        ({"blocksize": -1}, "blocksize"),
+    ],
+)
 def test_blosc_rejects_invalid_configuration(config, match):
     with pytest.raises(MetadataError, match=f"codec 'blosc': configuration.{match}"):
         codec_from_json({"name": "blosc", "configuration": config})
@@ -307,8 +364,12 @@ def test_blosc_rejects_corrupt_data_and_wrong_output_sizes():
     spec = chunk_spec("float64", (100,))
     codec = BloscCodec(typesize=8, shuffle="shuffle")
     encoded = bytes(codec.encode(np.arange(100.0).tobytes(), spec))
-    for bad, match in [(b"", "too short"), (encoded[:-1], "truncated"), (encoded + b"x", "truncated"),
-                       (bytes(16), "0 compressed bytes")]:
+    for bad, match in [
+        (b"", "too short"),
+        (encoded[:-1], "truncated"),
+        (encoded + b"x", "truncated"),
+        (bytes(16), "0 compressed bytes"),
+    ]:
         with pytest.raises(CodecError, match=match):
             codec.decode(bad, spec)
     garbage = encoded[:16] + bytes(len(encoded) - 16)
@@ -365,11 +426,31 @@ def test_vlen_rejects_corrupt_data_wrong_counts_and_fixed_types():
 
 
 def test_numcodecs_kinds_mirror_zarr_python():
-    kinds = {name: numcodecs_codec_class(f"numcodecs.{name}").kind
-             for name in ("delta", "packbits", "fixedscaleoffset", "quantize", "bitround", "astype",
-                          "bz2", "shuffle", "crc32", "lz4", "zlib", "blosc")}
+    kinds = {
+        name: numcodecs_codec_class(f"numcodecs.{name}").kind
+        for name in (
+            "delta",
+            "packbits",
+            "fixedscaleoffset",
+            "quantize",
+            "bitround",
+            "astype",
+            "bz2",
+            "shuffle",
+            "crc32",
+            "lz4",
+            "zlib",
+            "blosc",
+        )
+    }
     assert {k for k, v in kinds.items() if v == "array_to_array"} == {
-        "delta", "packbits", "fixedscaleoffset", "quantize", "bitround", "astype"}
+        "delta",
+        "packbits",
+        "fixedscaleoffset",
+        "quantize",
+        "bitround",
+        "astype",
+    }
     assert numcodec("crc32").compute_encoded_size(10, chunk_spec("uint8", (10,))) == 14
     with pytest.raises(UnknownExtensionError, match="numcodecs.nope"):
         get_codec_class("numcodecs.nope")
@@ -389,7 +470,9 @@ def test_numcodecs_configuration_errors_name_the_codec():
 def test_registry_accepts_short_hand_names_objects_and_codecs():
     assert codec_from_json("crc32c") == Crc32cCodec()
     assert codec_from_json({"name": "crc32c"}) == Crc32cCodec()
-    assert codec_from_json({"name": "gzip", "configuration": {"level": 2}, "must_understand": True}) == GzipCodec(2)
+    assert codec_from_json(
+        {"name": "gzip", "configuration": {"level": 2}, "must_understand": True}
+    ) == GzipCodec(2)
     codec = ZstdCodec()
     assert codec_from_json(codec) is codec
     assert codec_from_json({"name": "zstd", "must_understand": False}) == ZstdCodec()
@@ -405,14 +488,27 @@ def test_registry_skips_unknown_codecs_only_when_allowed():
         codec_from_json("my-codec")
 
 
-@pytest.mark.parametrize("obj, match", [
-    (3, "expected a name or an object"), ({"configuration": {}}, "no 'name'"), ({"name": 3}, "expected a string"),
-    ({"name": "Gzip"}, "not a valid extension name"), ({"name": "foo/bar"}, "not a valid extension name"),
-    ("foo bar", "not a valid extension name"), ("foo:bar", "not a valid extension name"),
-    ({"name": "gzip", "configuration": [1]}, r"codec.configuration: expected an object, got \[1\] in .*'gzip'"),
-    ({"name": "gzip", "level": 1}, r"codec: unexpected members \['level'\] in .*'gzip'"),
-    ({"name": "gzip", "must_understand": "no"}, "codec.must_understand: expected true or false, got 'no'"),
-])
+@pytest.mark.parametrize(
+    "obj, match",
+    [
+        (3, "expected a name or an object"),
+        ({"configuration": {}}, "no 'name'"),
+        ({"name": 3}, "expected a string"),
+        ({"name": "Gzip"}, "not a valid extension name"),
+        ({"name": "foo/bar"}, "not a valid extension name"),
+        ("foo bar", "not a valid extension name"),
+        ("foo:bar", "not a valid extension name"),
+        (
+            {"name": "gzip", "configuration": [1]},
+            r"codec.configuration: expected an object, got \[1\] in .*'gzip'",
+        ),
+        ({"name": "gzip", "level": 1}, r"codec: unexpected members \['level'\] in .*'gzip'"),
+        (
+            {"name": "gzip", "must_understand": "no"},
+            "codec.must_understand: expected true or false, got 'no'",
+        ),
+    ],
+)
 def test_registry_rejects_malformed_codec_objects(obj, match):
     with pytest.raises(MetadataError, match=match):
         codec_from_json(obj)
@@ -424,7 +520,8 @@ def test_register_codec_rejects_non_codecs():
 
 
 def test_third_party_codecs_load_from_entry_points(tmp_path, monkeypatch):
-    (tmp_path / "my_plugin_codec.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_plugin_codec.py").write_text(
+        textwrap.dedent("""
         from dataclasses import dataclass
         from zarr3_backend.codecs import BytesBytesCodec
 
@@ -435,10 +532,13 @@ def test_third_party_codecs_load_from_entry_points(tmp_path, monkeypatch):
                 return bytes(data)[::-1]
             def decode(self, data, spec):
                 return bytes(data)[::-1]
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     ep = EntryPoint(name="reverse-bytes", value="my_plugin_codec:Reverse", group=registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(
+        registry, "entry_points", lambda group: [ep] if group == registry.ENTRY_POINT_GROUP else []
+    )
     registry._entry_points.cache_clear()
     monkeypatch.delitem(registry._codecs, "reverse-bytes", raising=False)
     try:
@@ -476,7 +576,7 @@ def _decode_stored_chunk(codecs: list[dict], data: bytes, spec):
         if codec.kind == "array_to_array":
             specs.append(codec.resolve_spec(specs[-1]))
     n_aa = sum(c.kind == "array_to_array" for c in objects)
-    for codec in reversed(objects[n_aa + 1:]):
+    for codec in reversed(objects[n_aa + 1 :]):
         data = codec.decode(data, specs[-1])
     chunk = objects[n_aa].decode(data, specs[-1])
     for codec, codec_spec in zip(reversed(objects[:n_aa]), reversed(specs[:n_aa])):
@@ -484,42 +584,64 @@ def _decode_stored_chunk(codecs: list[dict], data: bytes, spec):
     return chunk
 
 
-@pytest.mark.parametrize("settings, data_type", [
-    ({}, "int32"), ({}, "uint8"), ({"cname": "lz4", "clevel": 1, "shuffle": "noshuffle"}, "float64"),
-    ({"typesize": 2, "shuffle": "bitshuffle", "blocksize": 512}, "int16"),
-])
+@pytest.mark.parametrize(
+    "settings, data_type",
+    [
+        ({}, "int32"),
+        ({}, "uint8"),
+        ({"cname": "lz4", "clevel": 1, "shuffle": "noshuffle"}, "float64"),
+        ({"typesize": 2, "shuffle": "bitshuffle", "blocksize": 512}, "int16"),
+    ],
+)
 def test_blosc_json_identical_to_zarr_python(zarr_python, tmp_path, settings, data_type):
-    codecs = _zarr_python_codecs(zarr_python, tmp_path / "a", dtype=data_type,
-                                 compressors=zarr_python.codecs.BloscCodec(**settings))
+    codecs = _zarr_python_codecs(
+        zarr_python, tmp_path / "a", dtype=data_type, compressors=zarr_python.codecs.BloscCodec(**settings)
+    )
     ours = BloscCodec(**settings).evolve(chunk_spec(data_type, (10,))).to_json()
     assert json.dumps(ours) == json.dumps(codecs[-1])
 
 
-@pytest.mark.parametrize("kwargs, data_type, expected", [
-    ({}, "float64", [BytesCodec("little"), ZstdCodec()]),
-    ({}, "uint8", [BytesCodec(), ZstdCodec()]),
-    ({}, "string", [VLenUTF8Codec(), ZstdCodec()]),
-    ({"compressors": "gzip-placeholder"}, "int16", [BytesCodec("little"), GzipCodec()]),
-    ({"compressors": "crc32c-placeholder"}, "int16", [BytesCodec("little"), Crc32cCodec()]),
-])
+@pytest.mark.parametrize(
+    "kwargs, data_type, expected",
+    [
+        ({}, "float64", [BytesCodec("little"), ZstdCodec()]),
+        ({}, "uint8", [BytesCodec(), ZstdCodec()]),
+        ({}, "string", [VLenUTF8Codec(), ZstdCodec()]),
+        ({"compressors": "gzip-placeholder"}, "int16", [BytesCodec("little"), GzipCodec()]),
+        ({"compressors": "crc32c-placeholder"}, "int16", [BytesCodec("little"), Crc32cCodec()]),
+    ],
+)
 def test_zarr_python_json_and_chunks_are_ours(zarr_python, tmp_path, kwargs, data_type, expected):
-    placeholders = {"gzip-placeholder": zarr_python.codecs.GzipCodec(),
-                    "crc32c-placeholder": zarr_python.codecs.Crc32cCodec()}
+    placeholders = {
+        "gzip-placeholder": zarr_python.codecs.GzipCodec(),
+        "crc32c-placeholder": zarr_python.codecs.Crc32cCodec(),
+    }
     kwargs = {k: placeholders.get(v, v) for k, v in kwargs.items()}
     codecs = _zarr_python_codecs(zarr_python, tmp_path / "a", dtype=data_type, **kwargs)
     spec = chunk_spec(data_type, (10,))
     assert codecs == [c.evolve(spec).to_json() for c in expected]
     chunk = _decode_stored_chunk(codecs, (tmp_path / "a" / "c" / "1").read_bytes(), spec)
-    assert chunk.tolist() == (np.arange(10, 20).astype(spec.dtype) if data_type != "string"
-                              else np.array([str(i) for i in range(10, 20)], dtype=object)).tolist()
+    assert (
+        chunk.tolist()
+        == (
+            np.arange(10, 20).astype(spec.dtype)
+            if data_type != "string"
+            else np.array([str(i) for i in range(10, 20)], dtype=object)
+        ).tolist()
+    )
 
 
-@pytest.mark.parametrize("name, kwargs, location", [
-    ("Delta", {"dtype": "<i8"}, "filters"),
-    ("FixedScaleOffset", {"offset": 0, "scale": 10, "astype": "<i4"}, "filters"),
-    ("Quantize", {"digits": 3}, "filters"), ("Shuffle", {}, "compressors"), ("BZ2", {"level": 5}, "compressors"),
-    ("CRC32", {}, "compressors"),
-])
+@pytest.mark.parametrize(
+    "name, kwargs, location",
+    [
+        ("Delta", {"dtype": "<i8"}, "filters"),
+        ("FixedScaleOffset", {"offset": 0, "scale": 10, "astype": "<i4"}, "filters"),
+        ("Quantize", {"digits": 3}, "filters"),
+        ("Shuffle", {}, "compressors"),
+        ("BZ2", {"level": 5}, "compressors"),
+        ("CRC32", {}, "compressors"),
+    ],
+)
 def test_numcodecs_json_and_chunks_match_zarr_python(zarr_python, tmp_path, name, kwargs, location):
     import zarr.codecs.numcodecs as zarr_numcodecs
 
@@ -548,5 +670,7 @@ def test_zstd_frame_without_content_size_below_and_at_the_bound():
 @pytest.mark.parametrize("index_codecs, size", [(["bytes", "crc32c"], 6 * 16 + 4), (["bytes"], 6 * 16)])
 def test_sharding_index_size_is_public(index_codecs, size):
     """validate.py checks shard layouts with it: 16 bytes per inner chunk, plus what the index codecs add."""
-    sharding = ShardingCodec.from_json({"chunk_shape": [2, 2], "codecs": ["bytes"], "index_codecs": index_codecs})
+    sharding = ShardingCodec.from_json(
+        {"chunk_shape": [2, 2], "codecs": ["bytes"], "index_codecs": index_codecs}
+    )
     assert sharding.index_size(chunk_spec("int8", (4, 6))) == size

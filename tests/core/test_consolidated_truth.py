@@ -67,15 +67,24 @@ def test_core_api_writes_refresh_the_consolidated_root(store: Path, engine: str)
     ds = xr.open_dataset(store, engine=engine, group="sub")
     assert ds["c"].attrs == {"units": "m"}
     root = zarr.open_group(store, mode="r")
-    assert root["a"].shape == (6,) and root["a"].attrs["long_name"] == "A" and root.attrs["title"] == "refreshed"
+    assert (
+        root["a"].shape == (6,) and root["a"].attrs["long_name"] == "A" and root.attrs["title"] == "refreshed"
+    )
     del group["sub"]
     assert not [k for k in _root_consolidated(store) if k.startswith("sub")]
     assert set(xr.open_groups(store, engine=engine)) == {"/"}
 
 
 def test_overwrite_through_the_core_api_refreshes_the_consolidated_root(store: Path) -> None:
-    new = zarr3_backend.create_array(store, "a", shape=(3, 2), dtype="int16", overwrite=True, dimension_names=["p", "q"],
-                                     compressors=[{"name": "gzip", "configuration": {"level": 1}}])
+    new = zarr3_backend.create_array(
+        store,
+        "a",
+        shape=(3, 2),
+        dtype="int16",
+        overwrite=True,
+        dimension_names=["p", "q"],
+        compressors=[{"name": "gzip", "configuration": {"level": 1}}],
+    )
     new[...] = 7
     assert _root_consolidated(store)["a"]["shape"] == [3, 2]
     assert zarr3_backend.open_group(store)["a"][...].tolist() == [[7, 7]] * 3
@@ -86,7 +95,9 @@ def test_overwrite_through_the_core_api_refreshes_the_consolidated_root(store: P
 def test_unaligned_hierarchy_raises_on_open_datatree(tmp_path: Path) -> None:
     path = tmp_path / "u.zarr"
     xr.Dataset(coords={"x": np.arange(3)}).to_zarr3(path)
-    xr.Dataset({"v": ("x", np.arange(4.0))}, coords={"x": np.arange(4)}).to_zarr3(path, group="child", mode="a")
+    xr.Dataset({"v": ("x", np.arange(4.0))}, coords={"x": np.arange(4)}).to_zarr3(
+        path, group="child", mode="a"
+    )
     for engine in ENGINES:
         with pytest.raises(ValueError, match="not aligned"):
             xr.open_datatree(path, engine=engine)
@@ -95,17 +106,31 @@ def test_unaligned_hierarchy_raises_on_open_datatree(tmp_path: Path) -> None:
 @pytest.mark.invalid_store  # stale on purpose
 def test_decode_error_on_stale_consolidated_entry_says_so(store: Path) -> None:
     # Another tool rewrites "a" with other codecs and does not refresh the consolidated root.
-    zarr.create_array(store, name="a", shape=(4,), dtype="float64", compressors=zarr.codecs.GzipCodec(),
-                      overwrite=True, dimension_names=["x"])[...] = 1.0
+    zarr.create_array(
+        store,
+        name="a",
+        shape=(4,),
+        dtype="float64",
+        compressors=zarr.codecs.GzipCodec(),
+        overwrite=True,
+        dimension_names=["x"],
+    )[...] = 1.0
     ds = xr.open_dataset(store, engine="zarr3")
     with pytest.raises(CodecError, match="stale consolidated metadata.*'a'"):
-        ds["a"].values
+        _ = ds["a"].values
 
 
 @pytest.mark.invalid_store  # stale on purpose
 def test_decode_error_in_a_stale_index_coordinate_says_so(store: Path) -> None:
-    zarr.create_array(store, name="x", shape=(4,), dtype="int64", compressors=zarr.codecs.GzipCodec(),
-                      overwrite=True, dimension_names=["x"])[...] = 1
+    zarr.create_array(
+        store,
+        name="x",
+        shape=(4,),
+        dtype="int64",
+        compressors=zarr.codecs.GzipCodec(),
+        overwrite=True,
+        dimension_names=["x"],
+    )[...] = 1
     with pytest.raises(CodecError, match="stale consolidated metadata.*'x'"):
         xr.open_dataset(store, engine="zarr3")
 

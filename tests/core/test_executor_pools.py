@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 import pytest
-
 from forking import in_forked_child
+
 from zarr3_backend.core import executor
 from zarr3_backend.store import local
 from zarr3_backend.store.local import LocalStore
@@ -21,7 +21,9 @@ def _on(pool, function):
 
 def test_a_local_store_reader_thread_is_not_a_work_pool_thread() -> None:
     reader = local._reader_pool()
-    assert _on(reader, threading.current_thread).name.startswith("zarr3-")  # the old name-prefix rule matched it
+    assert _on(reader, threading.current_thread).name.startswith(
+        "zarr3-"
+    )  # the old name-prefix rule matched it
     assert _on(reader, executor.in_work_pool) is False
     assert _on(reader, executor.current_pool) == "local"
 
@@ -45,7 +47,9 @@ def test_work_submitted_from_a_work_pool_thread_runs_inline(monkeypatch) -> None
 def test_fetch_and_work_runs_inline_on_a_work_pool_thread() -> None:
     def run() -> list[str]:
         names: list[str] = []
-        executor.fetch_and_work(lambda g: ([g], 1), [1, 2, 3], lambda _: names.append(threading.current_thread().name), 4)
+        executor.fetch_and_work(
+            lambda g: ([g], 1), [1, 2, 3], lambda _: names.append(threading.current_thread().name), 4
+        )
         return names
 
     here = threading.current_thread().name
@@ -110,14 +114,17 @@ def test_only_the_executor_creates_thread_pools_or_handles_fork() -> None:
 
     root = Path(executor.__file__).parent
     offenders = [
-        str(path.relative_to(root)) for path in root.rglob("*.py")
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
         if path.name != "executor.py"
         and any(word in path.read_text() for word in ("ThreadPoolExecutor(", "register_at_fork"))
     ]
     assert offenders == []
 
 
-def test_map_io_waits_side_by_side_on_io_threads_beyond_the_cpu_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_map_io_waits_side_by_side_on_io_threads_beyond_the_cpu_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("ZARR3_BACKEND_THREADS", "1")
     barrier = threading.Barrier(6, timeout=5)  # six calls must wait at once: more than the CPU threads
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from interop_cases import canonical_codecs, canonical_key_encoding, check_reads, fill_from_json
 
 import zarr3_backend
-from interop_cases import canonical_codecs, canonical_key_encoding, check_reads, fill_from_json
 
 GOLDEN = Path(__file__).parent / "golden"
 STORES = sorted(p.parent for p in GOLDEN.glob("*/*/expected.npz"))
@@ -91,7 +91,11 @@ def _check_hierarchy(store: Path, root: Any) -> None:
 
 def _children(nodes: dict[str, Any], parent: str) -> set[str]:
     prefix = f"{parent}/" if parent else ""
-    return {p[len(prefix):] for p in nodes if p.startswith(prefix) and p != parent and "/" not in p[len(prefix):]}
+    return {
+        p[len(prefix) :]
+        for p in nodes
+        if p.startswith(prefix) and p != parent and "/" not in p[len(prefix) :]
+    }
 
 
 @pytest.mark.parametrize("zarr_json", METADATA_FILES, ids=_store_id)
@@ -114,7 +118,9 @@ def canonical_metadata(doc: dict[str, Any]) -> dict[str, Any]:
     doc = json.loads(json.dumps(doc))
     for key in [k for k, v in doc.items() if isinstance(v, dict) and v.get("must_understand") is False]:
         del doc[key]
-    doc["storage_transformers"] = [t for t in doc.get("storage_transformers", []) if t.get("must_understand", True)]
+    doc["storage_transformers"] = [
+        t for t in doc.get("storage_transformers", []) if t.get("must_understand", True)
+    ]
     for key in ("attributes", "storage_transformers", "dimension_names"):
         if doc.get(key) in ({}, [], None):
             doc.pop(key, None)
@@ -139,5 +145,9 @@ def _dtype_name(data_type: Any) -> str:
 def _canonical_fill(value: Any, dtype: str) -> Any:
     if dtype.startswith(("float", "complex")):
         bits = np.asarray(fill_from_json(value, dtype))
-        return bits.reshape(1).view(f"u{bits.dtype.itemsize // (2 if dtype.startswith('complex') else 1)}").tolist()
+        return (
+            bits.reshape(1)
+            .view(f"u{bits.dtype.itemsize // (2 if dtype.startswith('complex') else 1)}")
+            .tolist()
+        )
     return value

@@ -79,7 +79,9 @@ def test_erase_node(store):
 
 
 def test_open_missing_node(store):
-    with pytest.raises(NodeNotFoundError, match=r"zarr.json not found \(nor a Zarr v2 \.zarray or \.zgroup\)"):
+    with pytest.raises(
+        NodeNotFoundError, match=r"zarr.json not found \(nor a Zarr v2 \.zarray or \.zgroup\)"
+    ):
         zarr3_backend.open_group(store)
     with pytest.raises(FileNotFoundError):
         zarr3_backend.open_array(store, "nope")
@@ -132,12 +134,16 @@ def test_zarr_python_reads_our_consolidated_metadata(store):
 
 def test_non_json_attributes_are_refused_by_name_and_nothing_is_written(tmp_path):
     array = zarr3_backend.create_array(tmp_path, "a", shape=(2,), dtype="f8", attributes={"units": "m"})
-    with pytest.raises(zarr3_backend.ArgumentTypeError, match=r"attribute 'bad': .*set is not JSON serialisable"):
+    with pytest.raises(
+        zarr3_backend.ArgumentTypeError, match=r"attribute 'bad': .*set is not JSON serialisable"
+    ):
         array.attrs["bad"] = {1, 2}
     with pytest.raises(TypeError, match=r"attribute 'when'"):
         zarr3_backend.open_group(tmp_path, mode="r+").attrs.update(when=object())
     with pytest.raises(zarr3_backend.ArgumentTypeError, match=r"attribute 'bad'"):
-        zarr3_backend.create_array(tmp_path, "b", shape=(2,), dtype="f8", attributes={"ok": 1, "bad": object()})
+        zarr3_backend.create_array(
+            tmp_path, "b", shape=(2,), dtype="f8", attributes={"ok": 1, "bad": object()}
+        )
     assert dict(zarr3_backend.open_array(tmp_path, "a").attrs) == {"units": "m"} == dict(array.attrs)
     assert "b" not in zarr3_backend.open_group(tmp_path)
 

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarr3_backend.errors import BoundsError
 from zarr3_backend.core.indexing import (
     ArraySelector,
     IntSelector,
     SliceSelector,
     normalize_selection,
-    plan_selection,
     plan_chunks,
+    plan_selection,
 )
+from zarr3_backend.errors import BoundsError
 
 SENTINEL = -999
 
@@ -60,8 +60,10 @@ def oindex(a, sel):
     """Orthogonal indexing: numpy applied one axis at a time."""
     axis = 0
     for obj in _expand(sel, a.ndim):
-        a = a[(slice(None),) * axis + (obj,)] if not isinstance(obj, (list, np.ndarray)) else np.take(
-            a, _as_index(obj, a.shape[axis]), axis=axis
+        a = (
+            a[(slice(None),) * axis + (obj,)]
+            if not isinstance(obj, (list, np.ndarray))
+            else np.take(a, _as_index(obj, a.shape[axis]), axis=axis)
         )
         axis += not isinstance(obj, (int, np.integer))
     return a
@@ -174,7 +176,9 @@ def test_basic_read_matches_numpy(c):
 def test_write_matches_numpy(c, scalar):
     a, chunk_shape, selection = c
     out_shape = plan_selection(selection, a.shape, chunk_shape, orthogonal=True).out_shape
-    value = np.int64(-5) if scalar else -np.arange(int(np.prod(out_shape)), dtype=np.int64).reshape(out_shape) - 1
+    value = (
+        np.int64(-5) if scalar else -np.arange(int(np.prod(out_shape)), dtype=np.int64).reshape(out_shape) - 1
+    )
     expected = a.copy()
     expected[_ix(selection, a.shape)] = value
     np.testing.assert_array_equal(write(selection, a, chunk_shape, value), expected)
@@ -238,7 +242,9 @@ def test_out_shape_and_drop_axes():
 
 def test_zero_dimensional():
     items = list(plan_chunks((), (), ()))
-    assert [(i.coords, i.chunk_selection, i.out_selection, i.is_complete) for i in items] == [((), (), (), True)]
+    assert [(i.coords, i.chunk_selection, i.out_selection, i.is_complete) for i in items] == [
+        ((), (), (), True)
+    ]
     assert [i.coords for i in plan_chunks(Ellipsis, (), ())] == [()]
 
 
@@ -296,7 +302,9 @@ def test_basic_mode_accepts_a_single_array_like_numpy():
     ],
 )
 def test_invalid_selections(selection, message):
-    with pytest.raises(BoundsError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+    with pytest.raises(
+        BoundsError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")
+    ):
         plan_selection(selection, (10, 5), (3, 3), orthogonal=True, where="temp")
 
 

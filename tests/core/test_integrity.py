@@ -23,17 +23,29 @@ pytestmark = pytest.mark.invalid_store  # every test leaves a byte flipped at so
 
 def write_core(root: Path, sharded: bool) -> None:
     group = zarr3_backend.create_group(root)
-    floats = group.create_array("f", shape=(8, 6), dtype="float32", chunks=(2, 3) if sharded else (4, 3),
-                                shards=(4, 6) if sharded else None)
+    floats = group.create_array(
+        "f",
+        shape=(8, 6),
+        dtype="float32",
+        chunks=(2, 3) if sharded else (4, 3),
+        shards=(4, 6) if sharded else None,
+    )
     floats[...] = np.arange(48).reshape(8, 6) / 7
-    group.create_array("s", shape=(4,), dtype=str, chunks=(2,), shards=(4,) if sharded else None)[...] = ["a", "bb", "ccc", "dddd"]
+    group.create_array("s", shape=(4,), dtype=str, chunks=(2,), shards=(4,) if sharded else None)[...] = [
+        "a",
+        "bb",
+        "ccc",
+        "dddd",
+    ]
 
 
 def write_to_zarr3(root: Path, sharded: bool) -> None:
     xr = pytest.importorskip("xarray")
     ds = xr.Dataset(
-        {"t2m": (("time", "lat"), np.random.default_rng(0).random((8, 6)).astype("float32")),
-         "name": (("lat",), np.array(["a", "bb", "ccc", "d", "e", "f"], dtype=object))},
+        {
+            "t2m": (("time", "lat"), np.random.default_rng(0).random((8, 6)).astype("float32")),
+            "name": (("lat",), np.array(["a", "bb", "ccc", "d", "e", "f"], dtype=object)),
+        },
         coords={"time": np.arange(8), "lat": np.linspace(0, 5, 6)},
     )
     encoding = {"t2m": {"chunks": (2, 3), "shards": (4, 6)}} if sharded else {"t2m": {"chunks": (4, 3)}}
@@ -56,12 +68,16 @@ def array_of(root: Path, obj: Path) -> str:
 @pytest.mark.parametrize("sharded", [False, True], ids=["unsharded", "sharded"])
 @pytest.mark.parametrize("write", [write_core, write_to_zarr3], ids=["create_array", "to_zarr3"])
 def test_every_flipped_byte_raises_a_checksum_error_naming_the_key(
-    write: Callable[[Path, bool], None], sharded: bool, tmp_path: Path,
+    write: Callable[[Path, bool], None],
+    sharded: bool,
+    tmp_path: Path,
 ) -> None:
     root = tmp_path / "s.zarr"
     write(root, sharded)
     objects = stored_objects(root)
-    assert len(objects) >= 3 and validate_store(root, deep=True) == []  # default codecs: no integrity warning either
+    assert (
+        len(objects) >= 3 and validate_store(root, deep=True) == []
+    )  # default codecs: no integrity warning either
     for obj in objects:
         key = obj.relative_to(root).as_posix()
         array = array_of(root, obj)
@@ -79,7 +95,9 @@ def test_every_flipped_byte_raises_a_checksum_error_naming_the_key(
 
 @pytest.mark.parametrize("sharded", [False, True], ids=["unsharded", "sharded"])
 @pytest.mark.parametrize("write", [write_core, write_to_zarr3], ids=["create_array", "to_zarr3"])
-def test_validate_deep_reports_every_flipped_byte(write: Callable[[Path, bool], None], sharded: bool, tmp_path: Path) -> None:
+def test_validate_deep_reports_every_flipped_byte(
+    write: Callable[[Path, bool], None], sharded: bool, tmp_path: Path
+) -> None:
     root = tmp_path / "s.zarr"
     write(root, sharded)
     for obj in stored_objects(root):
@@ -90,6 +108,10 @@ def test_validate_deep_reports_every_flipped_byte(write: Callable[[Path, bool], 
             damaged[i] ^= 0x01
             obj.write_bytes(bytes(damaged))
             problems = validate_store(root, deep=True)
-            assert [(p.key, p.check, p.severity) for p in problems] == [(key, "chunks", "error")], (key, i, problems)
+            assert [(p.key, p.check, p.severity) for p in problems] == [(key, "chunks", "error")], (
+                key,
+                i,
+                problems,
+            )
             assert "checksum mismatch" in problems[0].message
         obj.write_bytes(original)

@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-import zarr3_backend
 from interop_cases import (
     assert_same,
     canonical_codecs,
@@ -25,6 +23,8 @@ from interop_cases import (
     write_ours,
     write_tensorstore,
 )
+
+import zarr3_backend
 
 pytestmark = pytest.mark.validate_stores
 
@@ -74,21 +74,32 @@ def test_we_update_tensorstore_array(case: Any, tmp_path: Path) -> None:
 def test_tensorstore_reads_our_default_codecs(shards: tuple[int, ...] | None, tmp_path: Path) -> None:
     """Default codecs (zstd then crc32c, inside the shards too) read by tensorstore, which verifies crc32c."""
     values = np.random.default_rng(5).random((9, 12)).astype("float32")
-    ours = zarr3_backend.create_array(str(tmp_path / "a"), shape=values.shape, dtype="float32", chunks=(2, 3), shards=shards)
+    ours = zarr3_backend.create_array(
+        str(tmp_path / "a"), shape=values.shape, dtype="float32", chunks=(2, 3), shards=shards
+    )
     ours[...] = values
     codecs = ours.metadata.codecs[0]["configuration"]["codecs"] if shards else ours.metadata.codecs
     assert [c["name"] for c in codecs] == ["bytes", "zstd", "crc32c"]
     array = ts.open(tensorstore_spec(tmp_path / "a"), open=True).result()
     assert_same(array.read().result(), values, "tensorstore reading our default codecs")
-    assert_same(array[1::2, 2:7].read().result(), values[1::2, 2:7], "tensorstore reading our default codecs [1::2, 2:7]")
+    assert_same(
+        array[1::2, 2:7].read().result(),
+        values[1::2, 2:7],
+        "tensorstore reading our default codecs [1::2, 2:7]",
+    )
 
 
 def test_tensorstore_metadata_round_trip(tmp_path: Path) -> None:
     """tensorstore's parse of our zarr.json keeps every field we wrote."""
     zarr3_backend.create_array(
-        str(tmp_path / "a"), shape=(5, 4), dtype="float64", chunks=(2, 2), fill_value=np.float64("-inf"),
+        str(tmp_path / "a"),
+        shape=(5, 4),
+        dtype="float64",
+        chunks=(2, 2),
+        fill_value=np.float64("-inf"),
         compressors=[{"name": "zstd", "configuration": {"level": 2, "checksum": True}}],
-        dimension_names=("y", None), attributes={"units": "m"},
+        dimension_names=("y", None),
+        attributes={"units": "m"},
     )
     stored = json.loads((tmp_path / "a" / "zarr.json").read_text())
     meta = ts.open(tensorstore_spec(tmp_path / "a"), open=True).result().spec().to_json()["metadata"]

@@ -13,9 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-import zarr3_backend
-from zarr3_backend.store import make_store
 from interop_cases import (
     assert_same,
     canonical_codecs,
@@ -27,9 +24,15 @@ from interop_cases import (
     write_zarr_python,
 )
 
+import zarr3_backend
+from zarr3_backend.store import make_store
+
 zarr = pytest.importorskip("zarr")
 
-pytestmark = [pytest.mark.validate_stores, pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")]
+pytestmark = [
+    pytest.mark.validate_stores,
+    pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning"),
+]
 
 
 # ---------------------------------------------------------------- arrays
@@ -83,14 +86,19 @@ def test_we_update_zarr_python_array(case: Any, tmp_path: Path) -> None:
 def test_zarr_python_reads_our_default_codecs(shards: tuple[int, ...] | None, tmp_path: Path) -> None:
     """Default codecs (zstd then crc32c, inside the shards too): zarr-python reads them and finds no flaw."""
     values = np.random.default_rng(3).random((9, 12)).astype("float32")
-    ours = zarr3_backend.create_array(str(tmp_path / "f"), shape=values.shape, dtype="float32", chunks=(2, 3), shards=shards)
+    ours = zarr3_backend.create_array(
+        str(tmp_path / "f"), shape=values.shape, dtype="float32", chunks=(2, 3), shards=shards
+    )
     ours[...] = values
-    text = zarr3_backend.create_array(str(tmp_path / "s"), shape=(5,), dtype=str, chunks=(2,),
-                                      shards=None if shards is None else (4,))
+    text = zarr3_backend.create_array(
+        str(tmp_path / "s"), shape=(5,), dtype=str, chunks=(2,), shards=None if shards is None else (4,)
+    )
     text[...] = ["a", "", "ccc", "dé", "e"]
     codecs = ours.metadata.codecs[0]["configuration"]["codecs"] if shards else ours.metadata.codecs
     assert [c["name"] for c in codecs] == ["bytes", "zstd", "crc32c"]
-    assert_same(zarr.open_array(str(tmp_path / "f"), mode="r")[...], values, "zarr-python reading our default codecs")
+    assert_same(
+        zarr.open_array(str(tmp_path / "f"), mode="r")[...], values, "zarr-python reading our default codecs"
+    )
     assert zarr.open_array(str(tmp_path / "s"), mode="r")[...].tolist() == ["a", "", "ccc", "dé", "e"]
 
 
@@ -98,8 +106,10 @@ def test_engine_zarr_reads_to_zarr3_defaults(tmp_path: Path) -> None:
     """A dataset written with to_zarr3's default codecs (checksummed) reads back through xarray's zarr engine."""
     xr = pytest.importorskip("xarray")
     ds = xr.Dataset(
-        {"t": (("x", "y"), np.random.default_rng(4).random((6, 8)).astype("float32")),
-         "name": (("x",), np.array(["a", "bb", "c", "d", "e", "ff"], dtype=object))},
+        {
+            "t": (("x", "y"), np.random.default_rng(4).random((6, 8)).astype("float32")),
+            "name": (("x",), np.array(["a", "bb", "c", "d", "e", "ff"], dtype=object)),
+        },
         coords={"x": np.arange(6), "y": np.linspace(0, 1, 8)},
     )
     ds.to_zarr3(tmp_path / "d.zarr", encoding={"t": {"chunks": (2, 4), "shards": (6, 8)}})
@@ -111,7 +121,9 @@ def test_engine_zarr_reads_to_zarr3_defaults(tmp_path: Path) -> None:
 
 def test_resize_and_attributes_both_ways(tmp_path: Path) -> None:
     data = np.arange(35, dtype="int32").reshape(7, 5)
-    ours = zarr3_backend.create_array(str(tmp_path / "ours"), shape=(7, 5), dtype="int32", chunks=(3, 2), fill_value=-1)
+    ours = zarr3_backend.create_array(
+        str(tmp_path / "ours"), shape=(7, 5), dtype="int32", chunks=(3, 2), fill_value=-1
+    )
     ours[...] = data
     ours.resize((9, 3))
     ours.attrs["note"] = "resized"
@@ -132,14 +144,29 @@ def test_resize_and_attributes_both_ways(tmp_path: Path) -> None:
 def test_we_write_zarr_json_zarr_python_parses(tmp_path: Path) -> None:
     """Every field of our zarr.json survives zarr-python's parse + re-serialise."""
     zarr3_backend.create_array(
-        str(tmp_path / "a"), shape=(5, 4), dtype="float32", chunks=(2, 2), fill_value=np.float32("nan"),
-        compressors=[{"name": "gzip", "configuration": {"level": 1}}], dimension_names=("y", "x"),
+        str(tmp_path / "a"),
+        shape=(5, 4),
+        dtype="float32",
+        chunks=(2, 2),
+        fill_value=np.float32("nan"),
+        compressors=[{"name": "gzip", "configuration": {"level": 1}}],
+        dimension_names=("y", "x"),
         attributes={"units": "m", "list": [1, 2]},
     )
     stored = json.loads((tmp_path / "a" / "zarr.json").read_text())
     parsed = zarr.open_array(str(tmp_path / "a"), mode="r").metadata.to_dict()
-    for key in ("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
-                "fill_value", "codecs", "attributes", "dimension_names"):
+    for key in (
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "dimension_names",
+    ):
         assert _jsonable(parsed[key]) == stored[key], key
 
 
@@ -155,15 +182,24 @@ TREE = {
     "a/b": {"deep": True},
     "a/b/c": {},
 }
-TREE_ARRAYS = {"a/b/arr": (np.arange(12, dtype="int16").reshape(3, 4), {"units": "K"}), "top": (np.ones(3), {})}
+TREE_ARRAYS = {
+    "a/b/arr": (np.arange(12, dtype="int16").reshape(3, 4), {"units": "K"}),
+    "top": (np.ones(3), {}),
+}
 
 
 def _write_tree_zarr_python(root: Path) -> None:
     for path, attrs in TREE.items():
         zarr.create_group(str(root), path=path, attributes=attrs, overwrite=not path)
     for path, (data, attrs) in TREE_ARRAYS.items():
-        array = zarr.create_array(str(root), name=path, shape=data.shape, dtype=data.dtype, chunks=(2,) * data.ndim,
-                                  attributes=attrs)
+        array = zarr.create_array(
+            str(root),
+            name=path,
+            shape=data.shape,
+            dtype=data.dtype,
+            chunks=(2,) * data.ndim,
+            attributes=attrs,
+        )
         array[...] = data
 
 
@@ -171,8 +207,9 @@ def _write_tree_ours(root: Path) -> None:
     for path, attrs in TREE.items():
         zarr3_backend.create_group(str(root), path, attributes=attrs, overwrite=not path)
     for path, (data, attrs) in TREE_ARRAYS.items():
-        array = zarr3_backend.create_array(str(root), path, shape=data.shape, dtype=data.dtype,
-                                           chunks=(2,) * data.ndim, attributes=attrs)
+        array = zarr3_backend.create_array(
+            str(root), path, shape=data.shape, dtype=data.dtype, chunks=(2,) * data.ndim, attributes=attrs
+        )
         array[...] = data
 
 

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 
 import zarr3_backend
 from zarr3_backend import MetadataError, UnknownExtensionError
-from zarr3_backend.core.metadata import MAX_DEPTH, ArrayMetadata, GroupMetadata, json_depth, parse_node_metadata
+from zarr3_backend.core.metadata import (
+    MAX_DEPTH,
+    ArrayMetadata,
+    GroupMetadata,
+    json_depth,
+    parse_node_metadata,
+)
 from zarr3_backend.store import make_store
 
 ARRAY = {
@@ -87,7 +93,9 @@ def test_unknown_data_type_cannot_be_ignored():
 
 def test_unknown_codec_must_understand(tmp_path):
     store = make_store(str(tmp_path))
-    document = changed(codecs=[{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "fancy-compressor"}])
+    document = changed(
+        codecs=[{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "fancy-compressor"}]
+    )
     store.set("zarr.json", json.dumps(document).encode())
     with pytest.raises(UnknownExtensionError, match="fancy-compressor"):
         zarr3_backend.open_array(store)
@@ -98,9 +106,16 @@ def test_unknown_codec_must_understand(tmp_path):
 
 def test_codec_order_is_validated(tmp_path):
     store = make_store(str(tmp_path))
-    document = changed(codecs=[{"name": "gzip", "configuration": {"level": 1}}, {"name": "bytes", "configuration": {"endian": "little"}}])
+    document = changed(
+        codecs=[
+            {"name": "gzip", "configuration": {"level": 1}},
+            {"name": "bytes", "configuration": {"endian": "little"}},
+        ]
+    )
     store.set("zarr.json", json.dumps(document).encode())
-    with pytest.raises(MetadataError, match=r"exactly one array->bytes codec.*gzip \(bytes->bytes\), bytes \(array->bytes\)"):
+    with pytest.raises(
+        MetadataError, match=r"exactly one array->bytes codec.*gzip \(bytes->bytes\), bytes \(array->bytes\)"
+    ):
         zarr3_backend.open_array(store)
 
 
@@ -113,7 +128,9 @@ def test_malformed_json_and_v2_are_explained():
 
 def test_group_metadata_with_consolidated():
     document = {
-        "zarr_format": 3, "node_type": "group", "attributes": {"title": "t"},
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {"title": "t"},
         "consolidated_metadata": {"kind": "inline", "must_understand": False, "metadata": {"a": ARRAY}},
     }
     group = GroupMetadata.from_json(document)
@@ -122,7 +139,9 @@ def test_group_metadata_with_consolidated():
 
 
 def test_short_hand_extension_names():
-    metadata = ArrayMetadata.from_json(changed(codecs=[{"name": "bytes", "configuration": {"endian": "big"}}, "crc32c"]))
+    metadata = ArrayMetadata.from_json(
+        changed(codecs=[{"name": "bytes", "configuration": {"endian": "big"}}, "crc32c"])
+    )
     assert metadata.codecs[1] == {"name": "crc32c"}
 
 
@@ -132,7 +151,9 @@ def test_default_fill_value_is_recorded(tmp_path):
     assert json.loads(store.get("zarr.json"))["fill_value"] == 0
 
 
-_TRICKY_TEXT = st.text(st.sampled_from(list('[]{}"\\/ab\n\u00b0\u20ac\U0001f600')) | st.characters(), max_size=12)
+_TRICKY_TEXT = st.text(
+    st.sampled_from(list('[]{}"\\/ab\n\u00b0\u20ac\U0001f600')) | st.characters(), max_size=12
+)
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TRICKY_TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY_TEXT, inner, max_size=4),
@@ -147,10 +168,12 @@ def _walked_depth(value: object) -> int:
 
 @given(_JSON, st.booleans())
 @example(["a\\", [1]], True)  # a string ending in a backslash: its closing quote follows an escaped backslash
-@example({"\\\"": [{"]": "\\"}]}, False)
+@example({'\\"': [{"]": "\\"}]}, False)
 def test_json_depth_on_the_bytes_matches_the_decoded_documents(value, ensure_ascii):
     # strings full of brackets, quotes and backslashes must not count, however they are escaped
-    raw = json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")  # as zarr.json may hold them
+    raw = json.dumps(value, ensure_ascii=ensure_ascii).encode(
+        "utf-8", "surrogatepass"
+    )  # as zarr.json may hold them
     assert json_depth(raw) == _walked_depth(value)
 
 

@@ -19,14 +19,14 @@ import pytest
 import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from interop_cases import tensorstore_spec
 
 import zarr3_backend
-from zarr3_backend.nodes.array import Array
 from zarr3_backend.codecs.chain import CodecChain
 from zarr3_backend.codecs.sharding import ShardingCodec
+from zarr3_backend.nodes.array import Array
 from zarr3_backend.nodes.shard_writes import write_block, write_numpy
 from zarr3_backend.store.local import LocalStore
-from interop_cases import tensorstore_spec
 
 pytestmark = pytest.mark.validate_stores
 
@@ -53,7 +53,9 @@ def inner_bytes(array: Array) -> dict[tuple[int, ...], bytes]:
     return found
 
 
-def touches(coords: tuple[int, ...], chunks: tuple[int, ...], start: tuple[int, ...], stop: tuple[int, ...]) -> bool:
+def touches(
+    coords: tuple[int, ...], chunks: tuple[int, ...], start: tuple[int, ...], stop: tuple[int, ...]
+) -> bool:
     return all(c * n < e and (c + 1) * n > s for c, n, s, e in zip(coords, chunks, start, stop))
 
 
@@ -66,11 +68,16 @@ def partial_writes(draw: Any) -> dict[str, Any]:
     start = tuple(draw(st.integers(0, n - 1)) for n in shape)
     stop = tuple(draw(st.integers(s + 1, n)) for s, n in zip(start, shape))
     return {
-        "chunks": chunks, "shards": shards, "shape": shape, "start": start, "stop": stop,
+        "chunks": chunks,
+        "shards": shards,
+        "shape": shape,
+        "start": start,
+        "stop": stop,
         "compressors": draw(st.sampled_from([[], ["crc32c"], [ZSTD, "crc32c"]])),
         "index_codecs": draw(st.sampled_from([[BYTES], [BYTES, "crc32c"]])),
         "index_location": draw(st.sampled_from(["start", "end"])),
-        "seed": draw(st.integers(0, 2**16)), "zeros": draw(st.booleans()),
+        "seed": draw(st.integers(0, 2**16)),
+        "zeros": draw(st.booleans()),
     }
 
 
@@ -93,8 +100,15 @@ def test_partial_writes_match_numpy_keep_untouched_bytes_and_interoperate(case: 
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "a"
         array = zarr3_backend.create_array(
-            str(path), shape=case["shape"], dtype="int16", chunks=case["chunks"], shards=case["shards"], fill_value=0,
-            compressors=case["compressors"], index_codecs=case["index_codecs"], index_location=case["index_location"],
+            str(path),
+            shape=case["shape"],
+            dtype="int16",
+            chunks=case["chunks"],
+            shards=case["shards"],
+            fill_value=0,
+            compressors=case["compressors"],
+            index_codecs=case["index_codecs"],
+            index_location=case["index_location"],
         )
         expected = initial_values(case, rng)
         array[...] = expected
@@ -110,13 +124,19 @@ def test_partial_writes_match_numpy_keep_untouched_bytes_and_interoperate(case: 
         for coords, data in before.items():
             if not touches(coords, case["chunks"], case["start"], case["stop"]):
                 assert after.get(coords) == data, f"untouched inner chunk {coords} changed"
-        assert {c for c in after if not touches(c, case["chunks"], case["start"], case["stop"])} <= set(before)
+        assert {c for c in after if not touches(c, case["chunks"], case["start"], case["stop"])} <= set(
+            before
+        )
         np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[...], expected)
-        np.testing.assert_array_equal(ts.open(tensorstore_spec(path), open=True).result().read().result(), expected)
+        np.testing.assert_array_equal(
+            ts.open(tensorstore_spec(path), open=True).result().read().result(), expected
+        )
 
 
 def test_a_partial_write_into_a_missing_shard_stores_only_its_inner_chunks(tmp_path: Path) -> None:
-    array = zarr3_backend.create_array(str(tmp_path / "a"), shape=(8, 8), dtype="int16", chunks=(2, 2), shards=(4, 8))
+    array = zarr3_backend.create_array(
+        str(tmp_path / "a"), shape=(8, 8), dtype="int16", chunks=(2, 2), shards=(4, 8)
+    )
     write_block(array, (1, 3), np.full((2, 2), 5, "int16"))
     assert sorted(inner_bytes(array)) == [(0, 1), (0, 2), (1, 1), (1, 2)]
     expected = np.zeros((8, 8), "int16")
@@ -128,7 +148,9 @@ def test_a_partial_write_into_a_missing_shard_stores_only_its_inner_chunks(tmp_p
 def test_a_partial_write_leaving_only_fill_deletes_the_shard_unless_asked(
     tmp_path: Path, write_empty_chunks: bool
 ) -> None:
-    array = zarr3_backend.create_array(str(tmp_path / "a"), shape=(8, 8), dtype="int16", chunks=(2, 2), shards=(4, 8))
+    array = zarr3_backend.create_array(
+        str(tmp_path / "a"), shape=(8, 8), dtype="int16", chunks=(2, 2), shards=(4, 8)
+    )
     array[1:3, 3:5] = 5
     write_block(array, (0, 2), np.zeros((4, 4), "int16"), write_empty_chunks=write_empty_chunks)
     assert array.store.exists(array.chunk_key((0, 0))) == write_empty_chunks
@@ -136,7 +158,9 @@ def test_a_partial_write_leaving_only_fill_deletes_the_shard_unless_asked(
 
 
 def test_a_partial_write_resets_what_lies_beyond_the_arrays_edge(tmp_path: Path) -> None:
-    wide = zarr3_backend.create_array(str(tmp_path / "a"), shape=(8, 8), dtype="int16", chunks=(2, 2), shards=(4, 8))
+    wide = zarr3_backend.create_array(
+        str(tmp_path / "a"), shape=(8, 8), dtype="int16", chunks=(2, 2), shards=(4, 8)
+    )
     wide[...] = 7
     narrow = Array(wide.store, wide.path, wide.metadata.with_shape((8, 5)))  # as after a failed append
     write_block(narrow, (0, 0), np.ones((2, 2), "int16"))
@@ -185,11 +209,15 @@ def test_a_month_rewrite_of_a_year_shard_codes_only_the_inner_chunks_it_touches(
 ) -> None:
     time = pd.date_range("2021-01-01", periods=730, freq="D")
     values = np.random.default_rng(0).normal(size=(730, 8, 8)).astype("float32")
-    ds = xr.Dataset({n: (("time", "y", "x"), values + i) for i, n in enumerate(["a", "b"])}, coords={"time": time})
+    ds = xr.Dataset(
+        {n: (("time", "y", "x"), values + i) for i, n in enumerate(["a", "b"])}, coords={"time": time}
+    )
     encoding = {n: {"chunks": (73, 4, 4), "shards": (365, 8, 8)} for n in ["a", "b"]}
     ds.to_zarr3(tmp_path / "s.zarr", encoding=encoding)
     before = {n: inner_bytes(zarr3_backend.open_array(tmp_path / "s.zarr", n)) for n in ["a", "b"]}
-    month = ds.sel(time="2021-03") + 1  # days 59-89: inner time chunks 0 and 1 of the first shard, both in part
+    month = (
+        ds.sel(time="2021-03") + 1
+    )  # days 59-89: inner time chunks 0 and 1 of the first shard, both in part
     month = month.chunk() if backing == "dask" else month
     inner_codec_calls.clear()
     stored_keys.clear()
@@ -197,7 +225,9 @@ def test_a_month_rewrite_of_a_year_shard_codes_only_the_inner_chunks_it_touches(
         warnings.simplefilter("error")
         month.to_zarr3(tmp_path / "s.zarr", region="auto")
     coded = sorted(c for c in inner_codec_calls if c[1] == (73, 4, 4))
-    assert coded == [("decode", (73, 4, 4))] * 16 + [("encode", (73, 4, 4))] * 16  # 2 x 2 x 2 per variable, each once
+    assert (
+        coded == [("decode", (73, 4, 4))] * 16 + [("encode", (73, 4, 4))] * 16
+    )  # 2 x 2 x 2 per variable, each once
     assert sorted(k for k in stored_keys if "/c/" in k) == ["a/c/0/0/0", "b/c/0/0/0"]  # one put per shard
     expected = ds.copy(deep=True)
     expected.loc[{"time": month.time}] = month

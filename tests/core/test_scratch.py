@@ -7,12 +7,11 @@ import threading
 
 import numpy as np
 import pytest
-
 from forking import in_forked_child
 
 import zarr3_backend
-from zarr3_backend.errors import ScratchBufferError, Zarr3Error
 from zarr3_backend.core.scratch import borrow, in_use
+from zarr3_backend.errors import ScratchBufferError, Zarr3Error
 
 INT32 = np.dtype("int32")
 
@@ -31,7 +30,10 @@ def test_a_nested_borrow_raises_and_the_loan_ends_with_its_block() -> None:
         assert in_use()
         with pytest.raises(ScratchBufferError, match="still lent"), borrow((3,), INT32):
             pass
-        with pytest.raises(ScratchBufferError), borrow((9, 9), np.dtype("float64")):  # any shape: one loan per thread
+        with (
+            pytest.raises(ScratchBufferError),
+            borrow((9, 9), np.dtype("float64")),
+        ):  # any shape: one loan per thread
             pass
     assert not in_use()
     assert issubclass(ScratchBufferError, Zarr3Error)
@@ -107,17 +109,44 @@ def test_a_forked_child_borrows_even_when_another_thread_held_a_loan_at_fork() -
         assert again is parents and (again == 1).all()  # the child's writes stayed in the child
 
 
-@pytest.mark.parametrize("codecs", [
-    [{"name": "transpose", "configuration": {"order": [1, 0]}}, "bytes", {"name": "zstd", "configuration": {"level": 1}}],
-    [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2], "codecs": ["bytes", "gzip"], "index_codecs": ["bytes"]}}, "crc32c"],
-    [{"name": "transpose", "configuration": {"order": [1, 0]}},
-     {"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2], "codecs": ["bytes", "zstd"], "index_codecs": ["bytes", "crc32c"]}}],
-])
+@pytest.mark.parametrize(
+    "codecs",
+    [
+        [
+            {"name": "transpose", "configuration": {"order": [1, 0]}},
+            "bytes",
+            {"name": "zstd", "configuration": {"level": 1}},
+        ],
+        [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [2, 2],
+                    "codecs": ["bytes", "gzip"],
+                    "index_codecs": ["bytes"],
+                },
+            },
+            "crc32c",
+        ],
+        [
+            {"name": "transpose", "configuration": {"order": [1, 0]}},
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [2, 2],
+                    "codecs": ["bytes", "zstd"],
+                    "index_codecs": ["bytes", "crc32c"],
+                },
+            },
+        ],
+    ],
+)
 def test_partial_writes_whose_encoding_needs_a_second_temporary(codecs, tmp_path) -> None:
     """A partial write fills the thread's scratch chunk; encoding it through a transpose or a shard's
     strided inner chunks needs another contiguous copy, which must neither alias nor raise."""
-    a = zarr3_backend.create_array(str(tmp_path / "a"), shape=(4, 4), dtype="int32", chunks=(4, 4),
-                                   codecs=codecs, fill_value=-1)
+    a = zarr3_backend.create_array(
+        str(tmp_path / "a"), shape=(4, 4), dtype="int32", chunks=(4, 4), codecs=codecs, fill_value=-1
+    )
     expected = np.full((4, 4), -1, dtype="int32")
     a[1:3, 0:3] = np.arange(6, dtype="int32").reshape(2, 3)
     expected[1:3, 0:3] = np.arange(6).reshape(2, 3)

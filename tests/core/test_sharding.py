@@ -7,13 +7,26 @@ import zarr3_backend
 from zarr3_backend import ChecksumError, CodecError, CorruptShardError
 from zarr3_backend.testing.stores import CountingStore
 
-BLOSC = [{"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}]
+BLOSC = [
+    {
+        "name": "blosc",
+        "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0},
+    }
+]
 
 
 def sharded(store, location="end", **kwargs):
     data = np.random.default_rng(0).normal(size=(8, 12, 6)).astype("float32")
-    a = zarr3_backend.create_array(store, shape=data.shape, dtype="float32", chunks=(2, 3, 6), shards=(4, 6, 6),
-                                   index_location=location, compressors=BLOSC, **kwargs)
+    a = zarr3_backend.create_array(
+        store,
+        shape=data.shape,
+        dtype="float32",
+        chunks=(2, 3, 6),
+        shards=(4, 6, 6),
+        index_location=location,
+        compressors=BLOSC,
+        **kwargs,
+    )
     a[...] = data
     return a, data
 
@@ -67,7 +80,9 @@ def test_adjacent_inner_chunks_are_coalesced(store):
 
 
 def test_empty_inner_chunks_are_marked_and_read_as_fill(store):
-    a = zarr3_backend.create_array(store, shape=(4, 4), dtype="int32", chunks=(2, 2), shards=(4, 4), fill_value=-1)
+    a = zarr3_backend.create_array(
+        store, shape=(4, 4), dtype="int32", chunks=(2, 2), shards=(4, 4), fill_value=-1
+    )
     a[:2, :2] = 5
     raw = store.get(a.chunk_key((0, 0)))
     entries = np.frombuffer(raw[-(4 * 16 + 4) : -4], "<u8").reshape(2, 2, 2)
@@ -86,12 +101,26 @@ def test_partial_edge_shard(store):
 
 
 def test_nested_sharding(store):
-    inner = {"name": "sharding_indexed", "configuration": {
-        "chunk_shape": [2, 2], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "gzip", "configuration": {"level": 1}}],
-        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}], "index_location": "start"}}
-    outer = {"name": "sharding_indexed", "configuration": {
-        "chunk_shape": [4, 4], "codecs": [inner],
-        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}
+    inner = {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [2, 2],
+            "codecs": [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "gzip", "configuration": {"level": 1}},
+            ],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_location": "start",
+        },
+    }
+    outer = {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [4, 4],
+            "codecs": [inner],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+        },
+    }
     data = np.arange(64, dtype="int64").reshape(8, 8)
     a = zarr3_backend.create_array(store, shape=(8, 8), dtype="int64", chunks=(8, 8), codecs=[outer])
     a[...] = data
@@ -141,8 +170,14 @@ def test_shard_not_divisible_by_inner_chunk_is_explained(store):
 
 
 def test_index_pointing_past_the_end_is_an_error(store):
-    a = zarr3_backend.create_array(store, shape=(4,), dtype="int32", chunks=(2,), shards=(4,),
-                                   index_codecs=[{"name": "bytes", "configuration": {"endian": "little"}}])
+    a = zarr3_backend.create_array(
+        store,
+        shape=(4,),
+        dtype="int32",
+        chunks=(2,),
+        shards=(4,),
+        index_codecs=[{"name": "bytes", "configuration": {"endian": "little"}}],
+    )
     a[...] = [1, 2, 3, 4]
     key = a.chunk_key((0,))
     raw = bytearray(store.get(key))
@@ -155,8 +190,9 @@ def test_index_pointing_past_the_end_is_an_error(store):
 
 
 def test_chunk_checksum_mismatch_names_key(store):
-    a = zarr3_backend.create_array(store, "v", shape=(6,), dtype="float64", chunks=(3,),
-                                   compressors=[{"name": "crc32c"}])
+    a = zarr3_backend.create_array(
+        store, "v", shape=(6,), dtype="float64", chunks=(3,), compressors=[{"name": "crc32c"}]
+    )
     a[...] = np.arange(6.0)
     raw = bytearray(store.get("v/c/1"))
     raw[0] ^= 1

@@ -48,7 +48,9 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
 
 def test_pickle_codec_is_refused_when_opening(hostile: tuple[Path, Path]) -> None:
     root, marker = hostile
-    with pytest.raises(UnsafeCodecError, match=r"'numcodecs.pickle'.*allow_unsafe_codecs.*ZARR3_ALLOW_UNSAFE_CODECS") as info:
+    with pytest.raises(
+        UnsafeCodecError, match=r"'numcodecs.pickle'.*allow_unsafe_codecs.*ZARR3_ALLOW_UNSAFE_CODECS"
+    ) as info:
         z3.open_array(root, "a")
     assert "a/zarr.json" in str(info.value)
     assert isinstance(info.value, MetadataError)
@@ -90,7 +92,9 @@ def test_registry_flag_for_third_party_codecs(tmp_path: Path) -> None:
 
     register_codec(Exec, unsafe=True)
     assert is_unsafe("test.exec-on-decode") and not is_unsafe("crc32c")
-    document = json.loads((z3.create_array(tmp_path, shape=(2,), dtype="uint8").store.get("zarr.json") or b"").decode())
+    document = json.loads(
+        (z3.create_array(tmp_path, shape=(2,), dtype="uint8").store.get("zarr.json") or b"").decode()
+    )
     document["codecs"].append({"name": "test.exec-on-decode"})
     LocalStore(tmp_path).set("zarr.json", json.dumps(document).encode())
     with pytest.raises(UnsafeCodecError, match="test.exec-on-decode"):

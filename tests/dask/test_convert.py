@@ -18,23 +18,32 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from hypothesis import given, strategies as st
+from command import zarr3
+from hypothesis import given
+from hypothesis import strategies as st
 
 import zarr3_backend
-from zarr3_backend.cli import main
 from zarr3_backend import ConvertSummary, convert
-from zarr3_backend.conversion import default_shards, shards as shard_tasks
+from zarr3_backend.cli import main
+from zarr3_backend.conversion import default_shards
+from zarr3_backend.conversion import shards as shard_tasks
 from zarr3_backend.conversion.record import DONE, checksum
 from zarr3_backend.errors import (
-    ArgumentError, ChecksumError, MetadataError, NodeExistsError, NodeNotFoundError, WriteError,
+    ArgumentError,
+    ChecksumError,
+    MetadataError,
+    NodeExistsError,
+    NodeNotFoundError,
+    WriteError,
 )
 from zarr3_backend.store import make_store
 from zarr3_backend.validate import validate_store
-from command import zarr3
 
 pytestmark = [
     pytest.mark.timeout(120),
-    pytest.mark.filterwarnings("ignore::UserWarning"),  # zarr-python's warnings about v3 string and time types
+    pytest.mark.filterwarnings(
+        "ignore::UserWarning"
+    ),  # zarr-python's warnings about v3 string and time types
     pytest.mark.filterwarnings("ignore::FutureWarning"),
     pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning"),
 ]
@@ -55,8 +64,11 @@ def dataset() -> xr.Dataset:
             "station": (("lat",), np.array(["a", "bb", "ccc", "d", "e", "f", "g", "hh"])),
             "land": (("lon",), np.arange(10) % 3 == 0),
         },
-        coords={"time": pd.date_range("2001-01-01", periods=12, freq="6h"), "lat": np.linspace(-80, 80, 8),
-                "lon": np.arange(10) * 36.0},
+        coords={
+            "time": pd.date_range("2001-01-01", periods=12, freq="6h"),
+            "lat": np.linspace(-80, 80, 8),
+            "lon": np.arange(10) * 36.0,
+        },
         attrs={"title": "convert test", "history": "written by xarray"},
     )
     ds.precip.encoding = {"dtype": "int16", "scale_factor": 0.01, "add_offset": 50.0, "_FillValue": -32767}
@@ -77,7 +89,11 @@ def opened(path: Path, engine: str = "zarr") -> xr.Dataset:
 
 def fingerprint(path: Path) -> dict[str, str]:
     """Every file below ``path`` with a hash of its bytes."""
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in path.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in path.rglob("*")
+        if p.is_file()
+    }
 
 
 def test_converted_store_reads_identical_and_validates(source: Path, tmp_path: Path) -> None:
@@ -92,8 +108,18 @@ def test_converted_store_reads_identical_and_validates(source: Path, tmp_path: P
     assert (t2m.chunks, t2m.shards, t2m.dimension_names) == ((3, 4, 5), SHARDS, ("time", "lat", "lon"))
     assert "_ARRAY_DIMENSIONS" not in t2m.attrs
     root = zarr3_backend.open_group(tmp_path / "dst.zarr")
-    assert sorted(root.metadata.consolidated or {}) == ["land", "lat", "lon", "precip", "station", "t2m", "time"]
-    assert [p for p in validate_store(make_store(tmp_path / "dst.zarr"), deep=True) if p.severity == "error"] == []
+    assert sorted(root.metadata.consolidated or {}) == [
+        "land",
+        "lat",
+        "lon",
+        "precip",
+        "station",
+        "t2m",
+        "time",
+    ]
+    assert [
+        p for p in validate_store(make_store(tmp_path / "dst.zarr"), deep=True) if p.severity == "error"
+    ] == []
     assert not any(key.startswith("__zarr3_convert") for key in fingerprint(tmp_path / "dst.zarr"))
 
 
@@ -105,7 +131,9 @@ def test_packed_variable_keeps_its_raw_values_and_encoding(source: Path, tmp_pat
     np.testing.assert_array_equal(raw.values, source_raw.values)
 
 
-def test_interrupted_convert_finishes_on_a_second_run(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_convert_finishes_on_a_second_run(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dst = tmp_path / "dst.zarr"
     fail_after(monkeypatch, 5)
     with pytest.raises(RuntimeError, match="simulated interruption"):
@@ -114,8 +142,11 @@ def test_interrupted_convert_finishes_on_a_second_run(source: Path, tmp_path: Pa
         zarr3_backend.open_group(dst)
     verified = len(list(make_store(dst).list_prefix(DONE)))
     assert 5 <= verified < 13
-    with pytest.raises(ArgumentError, match=r"unfinished convert with another plan "
-                       r"\(arrays/precip/chunk_grid/configuration/chunk_shape: \[6, 4, 10\] then, \[12, 8, 10\] now\)"):
+    with pytest.raises(
+        ArgumentError,
+        match=r"unfinished convert with another plan "
+        r"\(arrays/precip/chunk_grid/configuration/chunk_shape: \[6, 4, 10\] then, \[12, 8, 10\] now\)",
+    ):
         convert(source, dst, shards=(12, 8, 10))
     monkeypatch.undo()
     summary = convert(source, dst, shards=SHARDS)
@@ -140,7 +171,10 @@ def fail_after(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
 
 
 def test_to_object_storage_resumes_and_reads_identical(
-    tmp_path: Path, s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    s3_url: str,
+    s3_storage_options: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     source, dst = tmp_path / "v2.zarr", f"{s3_url}/dst.zarr"
     dataset().to_zarr(source, zarr_format=2, consolidated=True)
@@ -155,12 +189,20 @@ def test_to_object_storage_resumes_and_reads_identical(
     assert not list(make_store(dst, storage_options=s3_storage_options).list_prefix("__zarr3_convert/"))
 
 
-def test_a_shard_that_reads_back_differently_is_not_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shard_that_reads_back_differently_is_not_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = zarr3_backend.create_array(tmp_path / "src.zarr", "x", shape=(20,), dtype="int32", chunks=(5,))
     src[:] = np.arange(20)
     real_write = shard_tasks.write_block
-    monkeypatch.setattr(shard_tasks, "write_block", lambda array, start, values: real_write(array, start, values + (start[0] == 10)))
-    with pytest.raises(ChecksumError, match=r"x/c/1: the shard read back has checksum crc32c:\w+, but the source"):
+    monkeypatch.setattr(
+        shard_tasks,
+        "write_block",
+        lambda array, start, values: real_write(array, start, values + (start[0] == 10)),
+    )
+    with pytest.raises(
+        ChecksumError, match=r"x/c/1: the shard read back has checksum crc32c:\w+, but the source"
+    ):
         convert(tmp_path / "src.zarr", tmp_path / "dst.zarr", shards=(10,))
     record = make_store(tmp_path / "dst.zarr")
     assert sorted(record.list_prefix(DONE)) == [DONE + "x/c/0"]
@@ -194,8 +236,11 @@ def test_a_v2_data_type_without_a_v3_equivalent_is_refused_before_writing(tmp_pa
     group = zarr.open_group(tmp_path / "src.zarr", mode="w", zarr_format=2)
     group.create_array("ok", shape=(2,), dtype="int8")[:] = 1
     group.create_array("pairs", shape=(2,), dtype=[("a", "<i4"), ("b", "<f8")])
-    with pytest.raises(MetadataError, match=r"array 'pairs': its data type 'structured' \(numpy \[\('a', '<i4'\), "
-                                            r"\('b', '<f8'\)\]\) has no Zarr v3 equivalent, so it cannot be converted"):
+    with pytest.raises(
+        MetadataError,
+        match=r"array 'pairs': its data type 'structured' \(numpy \[\('a', '<i4'\), "
+        r"\('b', '<f8'\)\]\) has no Zarr v3 equivalent, so it cannot be converted",
+    ):
         convert(tmp_path / "src.zarr", tmp_path / "dst.zarr")
     assert not (tmp_path / "dst.zarr").exists() or not any((tmp_path / "dst.zarr").iterdir())
 
@@ -206,21 +251,38 @@ def test_v2_times_with_a_fill_value_read_the_same_after_converting(tmp_path: Pat
     import zarr
 
     group = zarr.open_group(tmp_path / "src.zarr", mode="w", zarr_format=2)
-    fills = {"when": ("M8[s]", np.datetime64(5, "s")), "nat": ("M8[ns]", np.datetime64("NaT", "ns")),
-             "lag": ("m8[s]", np.timedelta64(7, "s")), "count": ("int16", -1)}
+    fills = {
+        "when": ("M8[s]", np.datetime64(5, "s")),
+        "nat": ("M8[ns]", np.datetime64("NaT", "ns")),
+        "lag": ("m8[s]", np.timedelta64(7, "s")),
+        "count": ("int16", -1),
+    }
     for name, (dtype, fill) in fills.items():
-        array = group.create_array(name, shape=(5,), chunks=(2,), dtype=dtype, fill_value=fill,
-                                   attributes={"_ARRAY_DIMENSIONS": ["x"]})
-        array[:3] = np.array([1, 2, 3]).astype(dtype)  # the last chunk stays missing: it reads as the fill value
+        array = group.create_array(
+            name,
+            shape=(5,),
+            chunks=(2,),
+            dtype=dtype,
+            fill_value=fill,
+            attributes={"_ARRAY_DIMENSIONS": ["x"]},
+        )
+        array[:3] = np.array([1, 2, 3]).astype(
+            dtype
+        )  # the last chunk stays missing: it reads as the fill value
     group["when"][1] = np.datetime64("NaT")
     zarr.consolidate_metadata(tmp_path / "src.zarr")
     convert(tmp_path / "src.zarr", tmp_path / "dst.zarr")
     source = opened(tmp_path / "src.zarr")
-    assert source.when.values[4] == np.datetime64(5, "s") and source.lag.values[4] == np.timedelta64(7, "s")  # unmasked
+    assert source.when.values[4] == np.datetime64(5, "s") and source.lag.values[4] == np.timedelta64(
+        7, "s"
+    )  # unmasked
     for name, (dtype, fill) in fills.items():
         written = zarr3_backend.open_array(tmp_path / "dst.zarr", name)
-        assert written.dtype == np.dtype(dtype) and written.fill_value.astype(dtype) == np.array(fill).astype(dtype) or (
-            np.isnat(fill) and np.isnat(written.fill_value))
+        assert (
+            written.dtype == np.dtype(dtype)
+            and written.fill_value.astype(dtype) == np.array(fill).astype(dtype)
+            or (np.isnat(fill) and np.isnat(written.fill_value))
+        )
         assert ("_FillValue" in written.attrs) == (name == "count")
     converted = opened(tmp_path / "dst.zarr")
     xr.testing.assert_identical(opened(tmp_path / "dst.zarr", "zarr3"), converted)
@@ -234,27 +296,43 @@ def test_settings_per_array(tmp_path: Path) -> None:
     group = zarr3_backend.create_group(tmp_path / "src.zarr", attributes={"a": 1})
     group.create_array("x", shape=(40, 6), dtype="float64", chunks=(10, 6))[:] = np.arange(240).reshape(40, 6)
     group.create_array("g/y", shape=(30,), dtype="uint8", chunks=(10,), attributes={"k": "v"})[:] = 3
-    convert(tmp_path / "src.zarr", tmp_path / "dst.zarr", chunks={"x": (5, 3)}, shards={"x": (20, 6), "g/y": (30,)},
-            codecs={"g/y": ["bytes", {"name": "gzip", "configuration": {"level": 1}}]})
+    convert(
+        tmp_path / "src.zarr",
+        tmp_path / "dst.zarr",
+        chunks={"x": (5, 3)},
+        shards={"x": (20, 6), "g/y": (30,)},
+        codecs={"g/y": ["bytes", {"name": "gzip", "configuration": {"level": 1}}]},
+    )
     x, y = (zarr3_backend.open_array(tmp_path / "dst.zarr", p) for p in ("x", "g/y"))
     assert (x.chunks, x.shards, y.chunks, y.shards) == ((5, 3), (20, 6), (10,), (30,))
-    assert y.metadata.codecs[0]["configuration"]["codecs"][1] == {"name": "gzip", "configuration": {"level": 1}}
+    assert y.metadata.codecs[0]["configuration"]["codecs"][1] == {
+        "name": "gzip",
+        "configuration": {"level": 1},
+    }
     assert y.attrs["k"] == "v" and zarr3_backend.open_group(tmp_path / "dst.zarr").attrs["a"] == 1
     np.testing.assert_array_equal(x[:], np.arange(240).reshape(40, 6))
     with pytest.raises(ArgumentError, match="shards: no array 'z'"):
         convert(tmp_path / "src.zarr", tmp_path / "other.zarr", shards={"z": (1,)})
 
 
-def test_cli_convert_resumes_after_a_killed_run_and_validates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_convert_resumes_after_a_killed_run_and_validates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source, dst = tmp_path / "v2.zarr", tmp_path / "dst.zarr"
     dataset().to_zarr(source, zarr_format=2, consolidated=True)
-    killed = subprocess.run([sys.executable, "-c", KILLED_AFTER_3.format(src=str(source), dst=str(dst))], timeout=120)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_3.format(src=str(source), dst=str(dst))], timeout=120
+    )
     assert killed.returncode == 9
     result = zarr3("convert", source, dst, "--shards", "6,4,10", "--codecs", '["bytes", "zstd", "crc32c"]')
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"converting {source} -> {dst}\n")
-    copied, earlier = map(int, re.search(r"13 shards, (\d+) written and verified .*, (\d+) verified by an earlier run",
-                                         result.stdout).groups())
+    copied, earlier = map(
+        int,
+        re.search(
+            r"13 shards, (\d+) written and verified .*, (\d+) verified by an earlier run", result.stdout
+        ).groups(),
+    )
     assert copied + earlier == 13 and earlier >= 3
     assert f"convert: {copied}/{copied} shards (100%)" in result.stdout
     xr.testing.assert_identical(opened(dst), opened(source))
@@ -281,9 +359,17 @@ KILLED_AFTER_3 = textwrap.dedent("""
 def test_cli_settings_are_parsed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = str(tmp_path / "src.zarr")
     zarr3_backend.create_array(src, "v", shape=(8, 4), dtype="int16", chunks=(2, 4))[:] = 1
-    assert main(["convert", src, str(tmp_path / "dst.zarr"), "--quiet", "--shards", "v=4,4", "--chunks", "v=1,4"]) == 0
+    assert (
+        main(
+            ["convert", src, str(tmp_path / "dst.zarr"), "--quiet", "--shards", "v=4,4", "--chunks", "v=1,4"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert out.splitlines()[-1] == "converted 1 array: 2 shards, 2 written and verified (0 MB); consolidated metadata written"
+    assert (
+        out.splitlines()[-1]
+        == "converted 1 array: 2 shards, 2 written and verified (0 MB); consolidated metadata written"
+    )
     v = zarr3_backend.open_array(tmp_path / "dst.zarr", "v")
     assert (v.chunks, v.shards) == ((1, 4), (4, 4))
     assert main(["convert", src, str(tmp_path / "x.zarr"), "--shards", "4,4", "--shards", "v=4,4"]) == 1
@@ -307,8 +393,13 @@ def test_on_a_distributed_cluster(client: Any, tmp_path: Path) -> None:
         convert("memory://convert/src.zarr", tmp_path / "from_memory.zarr")
 
 
-@given(st.lists(st.tuples(st.integers(1, 5000), st.integers(1, 400)), min_size=1, max_size=4), st.sampled_from([1, 4, 8]))
-def test_default_shards_hold_whole_chunks_of_half_to_all_of_the_target(dims: list[tuple[int, int]], item_size: int) -> None:
+@given(
+    st.lists(st.tuples(st.integers(1, 5000), st.integers(1, 400)), min_size=1, max_size=4),
+    st.sampled_from([1, 4, 8]),
+)
+def test_default_shards_hold_whole_chunks_of_half_to_all_of_the_target(
+    dims: list[tuple[int, int]], item_size: int
+) -> None:
     shape, chunks = tuple(n for n, _ in dims), tuple(min(c, n) for n, c in dims)
     target = 1 << 20
     shards = default_shards(shape, chunks, item_size, target=target)
@@ -318,4 +409,4 @@ def test_default_shards_hold_whole_chunks_of_half_to_all_of_the_target(dims: lis
     assert size <= max(target, math.prod(chunks) * item_size)
     assert size > target // 2 or whole or shards == chunks
     leading = next((d for d, (s, c) in enumerate(zip(shards, chunks)) if s > c), None)  # grown dims come last
-    assert leading is None or all(s >= n for s, n in zip(shards[leading + 1:], shape[leading + 1:]))
+    assert leading is None or all(s >= n for s, n in zip(shards[leading + 1 :], shape[leading + 1 :]))

@@ -33,12 +33,17 @@ def test_graph_is_one_task_per_shard_for_a_large_lazy_dataset(tmp_path):
     # 2.9 GB of float32, never materialised: 720 shards of 4 MB
     data = da.zeros((7200, 320, 320), chunks=(10, 320, 320), dtype="f4")
     ds = xr.Dataset({"v": (("t", "y", "x"), data)})
-    delayed = ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (10, 160, 160), "shards": (10, 320, 320)}},
-                          compute=False)
+    delayed = ds.to_zarr3(
+        tmp_path / "a.zarr",
+        encoding={"v": {"chunks": (10, 160, 160), "shards": (10, 320, 320)}},
+        compute=False,
+    )
     graph = dict(delayed.__dask_graph__())
     shard_tasks = [key for key in graph if is_shard_key(key)]
     assert len(shard_tasks) == 720
-    assert len(graph) == 720 + 2  # the source blocks fuse into their shard task; + gathering the counts + finalize
+    assert (
+        len(graph) == 720 + 2
+    )  # the source blocks fuse into their shard task; + gathering the counts + finalize
     assert zarr3_backend.open_array(tmp_path / "a.zarr", "v").nchunks_stored() == 0  # nothing written yet
 
 

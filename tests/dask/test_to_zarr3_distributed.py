@@ -114,6 +114,8 @@ def test_failed_append_on_cluster_is_invisible(client, tmp_path):
 def test_longer_dask_strings_fail_in_the_worker_and_roll_back(client, tmp_path):
     xr.Dataset({"s": ("t", np.array(["ab", "cd"]))}).to_zarr3(tmp_path / "s.zarr")
     longer = xr.Dataset({"s": ("t", np.array(["a", "b", "abc", "ghijk"], dtype=object))}).chunk({"t": 2})
-    with pytest.raises(zarr3_backend.WriteError, match=r"variable 's' holds strings of up to 5 characters.*fixed length 2"):
+    with pytest.raises(
+        zarr3_backend.WriteError, match=r"variable 's' holds strings of up to 5 characters.*fixed length 2"
+    ):
         longer.to_zarr3(tmp_path / "s.zarr", append_dim="t")
     np.testing.assert_array_equal(xr.open_dataset(tmp_path / "s.zarr", engine="zarr3").s.values, ["ab", "cd"])

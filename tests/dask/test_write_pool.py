@@ -50,7 +50,9 @@ def test_writes_reuse_the_same_threads() -> None:
             compute_writes(dask.delayed(out.extend)(_graph(*[who] * (2 * CPU_COUNT))))
         seen.append(set(out))
     assert all(thread.name.startswith("zarr3-write") for thread in seen[0])
-    assert all(thread.is_alive() for thread in seen[0])  # kept, with their scratch buffers, for the next write
+    assert all(
+        thread.is_alive() for thread in seen[0]
+    )  # kept, with their scratch buffers, for the next write
     assert seen[0] & seen[1]
 
 

@@ -43,11 +43,11 @@ import hashlib
 import ipaddress
 import json
 import os
-import subprocess
-import sys
 import re
 import socket
 import ssl
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -68,7 +68,12 @@ from xml.sax.saxutils import escape
 import crc32c
 
 __all__ = [
-    "LatencyS3Server", "RemoteServer", "RequestStats", "TlsFiles", "latency_s3_process", "latency_s3_server",
+    "LatencyS3Server",
+    "RemoteServer",
+    "RequestStats",
+    "TlsFiles",
+    "latency_s3_process",
+    "latency_s3_server",
     "self_signed_certificate",
 ]
 
@@ -161,7 +166,7 @@ def self_signed_certificate(directory: str | Path) -> TlsFiles:
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "zarr3_backend test CA")])
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def signed(subject: x509.Name, public_key: Any, *extensions: tuple[Any, bool]) -> x509.Certificate:
         builder = (
@@ -200,7 +205,9 @@ class LatencyS3Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512
 
-    def __init__(self, latency: float = 0.0, bandwidth: float | None = None, *, tls: TlsFiles | None = None) -> None:
+    def __init__(
+        self, latency: float = 0.0, bandwidth: float | None = None, *, tls: TlsFiles | None = None
+    ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.latency = latency
         self.bandwidth = bandwidth
@@ -234,7 +241,9 @@ class LatencyS3Server(ThreadingHTTPServer):
                 self._connections.discard(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], OSError):  # a connection that ended (as drop_connections ends them) is no error
+        if not isinstance(
+            sys.exc_info()[1], OSError
+        ):  # a connection that ended (as drop_connections ends them) is no error
             super().handle_error(request, client_address)
 
     def drop_connections(self) -> int:
@@ -248,7 +257,9 @@ class LatencyS3Server(ThreadingHTTPServer):
             idle = self._connections - self._busy
         for connection in idle:
             try:
-                socket.socket.shutdown(connection, socket.SHUT_RDWR)  # the socket's own, not TLS's: its thread reads EOF
+                socket.socket.shutdown(
+                    connection, socket.SHUT_RDWR
+                )  # the socket's own, not TLS's: its thread reads EOF
             except OSError:
                 pass
         return len(idle)
@@ -342,7 +353,9 @@ def _new_object(data: bytes, checksum: tuple[str, str] | None = None) -> _Object
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body leave in separate writes: no delayed-ACK stall between them
+    disable_nagle_algorithm = (
+        True  # headers and body leave in separate writes: no delayed-ACK stall between them
+    )
     server: LatencyS3Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -403,7 +416,9 @@ class _Handler(BaseHTTPRequestHandler):
             counted, depth = self._counted
             self.server._end(counted, self._sent, depth)
 
-    def _dispatch(self, method: str, bucket: str, key: str, query: dict[str, str], body: bytes | None) -> None:
+    def _dispatch(
+        self, method: str, bucket: str, key: str, query: dict[str, str], body: bytes | None
+    ) -> None:
         if body is None:
             self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "EntityTooLarge", "request body too large")
             return
@@ -419,7 +434,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._get(objects, key, method == "HEAD")
         elif method == "PUT":
             if "uploadId" in query or "partNumber" in query:
-                self._error(HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", "multipart uploads are not supported")
+                self._error(
+                    HTTPStatus.NOT_IMPLEMENTED, "NotImplemented", "multipart uploads are not supported"
+                )
                 return
             self._put(objects, key, body)
         elif method == "DELETE":
@@ -440,7 +457,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif method == "HEAD":
             self._reply(HTTPStatus.OK, b"", {"x-amz-bucket-region": "us-east-1"}, head=True)
         elif method == "GET" and "location" in query:
-            self._reply(HTTPStatus.OK, b'<LocationConstraint xmlns="http://s3.amazonaws.com/doc/2006-03-01/"/>', {"Content-Type": _XML})
+            self._reply(
+                HTTPStatus.OK,
+                b'<LocationConstraint xmlns="http://s3.amazonaws.com/doc/2006-03-01/"/>',
+                {"Content-Type": _XML},
+            )
         elif method == "GET":
             self._list(bucket, objects, query)
         elif method == "POST" and "delete" in query:
@@ -469,12 +490,16 @@ class _Handler(BaseHTTPRequestHandler):
             if "bandwidth" in query:
                 server.bandwidth = float(query["bandwidth"]) or None
         elif command == "chain":
-            self._reply(HTTPStatus.OK, json.dumps(server.stats.chain).encode(), {"Content-Type": "application/json"})
+            self._reply(
+                HTTPStatus.OK, json.dumps(server.stats.chain).encode(), {"Content-Type": "application/json"}
+            )
             return
         elif command != "stats":
             self._reply(HTTPStatus.NOT_FOUND, b"")
             return
-        self._reply(HTTPStatus.OK, json.dumps(server.stats.snapshot()).encode(), {"Content-Type": "application/json"})
+        self._reply(
+            HTTPStatus.OK, json.dumps(server.stats.snapshot()).encode(), {"Content-Type": "application/json"}
+        )
 
     # -- objects -------------------------------------------------------------
     def _get(self, objects: dict[str, _Object], key: str, head: bool) -> None:
@@ -488,7 +513,12 @@ class _Handler(BaseHTTPRequestHandler):
         }  # fmt: skip
         if_match, if_none = self.headers.get("If-Match"), self.headers.get("If-None-Match")
         if if_match is not None and if_match.strip() not in (found.etag, "*"):
-            self._error(HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", "If-Match failed", "HEAD" if head else "GET")
+            self._error(
+                HTTPStatus.PRECONDITION_FAILED,
+                "PreconditionFailed",
+                "If-Match failed",
+                "HEAD" if head else "GET",
+            )
             return
         if if_none is not None and if_none.strip() in (found.etag, "*"):
             self._reply(HTTPStatus.NOT_MODIFIED, b"", headers, head=True)
@@ -496,7 +526,10 @@ class _Handler(BaseHTTPRequestHandler):
         data, size = found.data, len(found.data)
         match = _RANGE.match(self.headers.get("Range", "").strip())
         if match is None:
-            if found.checksum is not None and self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
+            if (
+                found.checksum is not None
+                and self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
+            ):
                 name, value = found.checksum
                 headers.update({f"x-amz-checksum-{name}": value, "x-amz-checksum-type": "FULL_OBJECT"})
             self._reply(HTTPStatus.OK, data, headers, head=head)
@@ -507,8 +540,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             start, stop = int(first), min(size, int(last) + 1) if last else size
         if start >= size or stop <= start:
-            self._error(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE, "InvalidRange", "range not satisfiable",
-                        "HEAD" if head else "GET", {"Content-Range": f"bytes */{size}"})
+            self._error(
+                HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE,
+                "InvalidRange",
+                "range not satisfiable",
+                "HEAD" if head else "GET",
+                {"Content-Range": f"bytes */{size}"},
+            )
             return
         misbehave = self.server.misbehave
         if misbehave == "whole":
@@ -524,20 +562,26 @@ class _Handler(BaseHTTPRequestHandler):
     def _put(self, objects: dict[str, _Object], key: str, body: bytes) -> None:
         checksum = self._sent_checksum()
         if checksum is not None and _checksum(checksum[0], body) not in (None, checksum[1]):
-            self._error(HTTPStatus.BAD_REQUEST, "BadDigest", f"The {checksum[0].upper()} you specified did not match the calculated checksum.")
+            self._error(
+                HTTPStatus.BAD_REQUEST,
+                "BadDigest",
+                f"The {checksum[0].upper()} you specified did not match the calculated checksum.",
+            )
             return
         with self.server._lock:
             current = objects.get(key)
             if_match, if_none = self.headers.get("If-Match"), self.headers.get("If-None-Match")
-            if (if_match is not None and (current is None or if_match.strip() not in (current.etag, "*"))) or (
-                if_none is not None and current is not None and if_none.strip() in (current.etag, "*")
-            ):
+            if (
+                if_match is not None and (current is None or if_match.strip() not in (current.etag, "*"))
+            ) or (if_none is not None and current is not None and if_none.strip() in (current.etag, "*")):
                 failed = True
             else:
                 failed = False
                 objects[key] = stored = _new_object(body, checksum)
         if failed:
-            self._error(HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", f"precondition failed for {key!r}")
+            self._error(
+                HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", f"precondition failed for {key!r}"
+            )
         else:
             self._reply(HTTPStatus.OK, b"", {"ETag": stored.etag})
 
@@ -566,7 +610,11 @@ class _Handler(BaseHTTPRequestHandler):
         prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
         limit = max(1, min(1000, int(query.get("max-keys", "1000") or 1000)))
         after = query.get("continuation-token") or query.get("start-after") or ""
-        encode = (lambda s: urllib.parse.quote(s, safe="/")) if query.get("encoding-type") == "url" else (lambda s: s)
+        encode = (
+            (lambda s: urllib.parse.quote(s, safe="/"))
+            if query.get("encoding-type") == "url"
+            else (lambda s: s)
+        )
         with self.server._lock:
             keys = sorted(k for k in objects if k.startswith(prefix) and k > after)
             entries: list[tuple[str, _Object | None]] = []
@@ -608,7 +656,9 @@ class _Handler(BaseHTTPRequestHandler):
                     f"<ETag>{escape(obj.etag)}</ETag><Size>{len(obj.data)}</Size>"
                     "<StorageClass>STANDARD</StorageClass></Contents>"
                 )
-        self._xml(f'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{"".join(parts)}</ListBucketResult>')
+        self._xml(
+            f'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{"".join(parts)}</ListBucketResult>'
+        )
 
     # -- bodies and responses --------------------------------------------------
     def _read_body(self) -> bytes | None:
@@ -643,14 +693,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile.readline()
 
     def _xml(self, text: str) -> None:
-        self._reply(HTTPStatus.OK, ('<?xml version="1.0" encoding="UTF-8"?>' + text).encode(), {"Content-Type": _XML})
+        self._reply(
+            HTTPStatus.OK, ('<?xml version="1.0" encoding="UTF-8"?>' + text).encode(), {"Content-Type": _XML}
+        )
 
-    def _error(self, status: HTTPStatus, code: str, message: str, method: str = "", extra: dict[str, str] | None = None) -> None:
+    def _error(
+        self,
+        status: HTTPStatus,
+        code: str,
+        message: str,
+        method: str = "",
+        extra: dict[str, str] | None = None,
+    ) -> None:
         body = f"<Error><Code>{code}</Code><Message>{escape(message)}</Message></Error>".encode()
         self._reply(status, body, {"Content-Type": _XML, **(extra or {})}, head=method == "HEAD")
 
     def _reply(
-        self, status: HTTPStatus, body: bytes | memoryview, headers: dict[str, str] | None = None, head: bool = False
+        self,
+        status: HTTPStatus,
+        body: bytes | memoryview,
+        headers: dict[str, str] | None = None,
+        head: bool = False,
     ) -> None:
         """Wait out the latency, send headers, then the body at no more than the bandwidth cap."""
         delay = self._first_byte_at - time.monotonic()
@@ -659,7 +722,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        self.send_header("x-amz-request-id", base64.b16encode(hashlib.md5(self.path.encode(), usedforsecurity=False).digest()[:8]).decode())
+        self.send_header(
+            "x-amz-request-id",
+            base64.b16encode(hashlib.md5(self.path.encode(), usedforsecurity=False).digest()[:8]).decode(),
+        )
         if status not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED):
             self.send_header("Content-Length", str(len(body)))
         if head or not body:
@@ -716,7 +782,9 @@ def latency_s3_server(
     close to one S3 connection); ``tls``: serve https.
     """
     server = LatencyS3Server(latency, bandwidth, tls=tls)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="latency-s3-server", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.05,), name="latency-s3-server", daemon=True
+    )
     thread.start()
     try:
         yield server
@@ -746,12 +814,16 @@ class RemoteServer:
 
         host, port = urllib.parse.urlsplit(self.endpoint_url).netloc.split(":")
         connection = (
-            http.client.HTTPSConnection(host, int(port), timeout=60, context=ssl.create_default_context(cafile=self.ca_file))
+            http.client.HTTPSConnection(
+                host, int(port), timeout=60, context=ssl.create_default_context(cafile=self.ca_file)
+            )
             if self.ca_file
             else http.client.HTTPConnection(host, int(port), timeout=60)
         )
         try:
-            connection.request("GET", CONTROL + command + ("?" + urllib.parse.urlencode(query) if query else ""))
+            connection.request(
+                "GET", CONTROL + command + ("?" + urllib.parse.urlencode(query) if query else "")
+            )
             return json.loads(connection.getresponse().read())
         finally:
             connection.close()
@@ -777,7 +849,9 @@ class RemoteServer:
 
 
 @contextmanager
-def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None, *, tls: bool = False) -> Iterator[RemoteServer]:
+def latency_s3_process(
+    latency: float = 0.0, bandwidth: float | None = None, *, tls: bool = False
+) -> Iterator[RemoteServer]:
     """Run the server in a child process (``python -m tests.servers.latency_s3``) until the block ends.
 
     Buckets are created with S3 requests (``PUT /bucket``), e.g. by s3fs's ``mkdir``.
@@ -787,7 +861,10 @@ def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None, *, 
     if bandwidth:
         command += ["--bandwidth", str(bandwidth)]
     package_parent = str(Path(__file__).resolve().parents[2])  # the child imports this very package
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])),
+    }
     with tempfile.TemporaryDirectory() as directory:
         files = self_signed_certificate(directory) if tls else None
         if files is not None:
@@ -805,7 +882,9 @@ def latency_s3_process(latency: float = 0.0, bandwidth: float | None = None, *, 
 
 
 def _main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="S3-compatible loopback server with latency (prints its URL)")
+    parser = argparse.ArgumentParser(
+        description="S3-compatible loopback server with latency (prints its URL)"
+    )
     parser.add_argument("--latency", type=float, default=0.0, help="first-byte latency per request, seconds")
     parser.add_argument("--bandwidth", type=float, default=None, help="per-connection cap, bytes per second")
     parser.add_argument("--tls-certificate", help="serve https with this PEM certificate (and --tls-key)")

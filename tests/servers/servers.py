@@ -182,7 +182,9 @@ def http_server(directory: str | os.PathLike[str], latency: float = 0.0) -> Iter
     handler_class = type("Handler", (RangeRequestHandler,), {"latency": latency})
     handler = partial(handler_class, directory=os.fspath(directory))
     server = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="zarr3-http-server", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.05,), name="zarr3-http-server", daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -10,11 +10,11 @@ import fsspec
 import pytest
 from fsspec.asyn import get_loop
 
+from tests.servers.latency_s3 import latency_s3_server
 from zarr3_backend.errors import StoreError
-from zarr3_backend.store.base import ByteRange
 from zarr3_backend.store import FsspecStore
 from zarr3_backend.store.arrivals import Answer, LaneArrivals
-from tests.servers.latency_s3 import latency_s3_server
+from zarr3_backend.store.base import ByteRange
 
 
 class Requests:
@@ -96,14 +96,17 @@ def test_senders_that_die_raise_instead_of_hanging():
         list(LaneArrivals(get_loop(), fetch, 5, 1, outcome))
 
 
-
 @pytest.mark.parametrize("remote", [True, False])
 def test_a_store_hands_out_what_get_many_returns(remote):
     s3fs = pytest.importorskip("s3fs")
     requests = [("a", None), ("missing", None), ("c", ByteRange(1, 3)), ("a", ByteRange(5, 9))]
     with latency_s3_server() as server:
         server.create_bucket("b")
-        fs = s3fs.S3FileSystem(**server.storage_options, skip_instance_cache=True) if remote else fsspec.filesystem("memory")
+        fs = (
+            s3fs.S3FileSystem(**server.storage_options, skip_instance_cache=True)
+            if remote
+            else fsspec.filesystem("memory")
+        )
         store = FsspecStore(fs, "b")
         store.set("a", b"12"), store.set("c", b"abcdef")
         assert sorted(store.fetch_each(requests)) == list(enumerate(store.get_many(requests)))

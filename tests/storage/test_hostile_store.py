@@ -11,9 +11,9 @@ from typing import Any
 from urllib.parse import unquote
 
 import fsspec
-from fsspec.implementations.memory import MemoryFileSystem
 import numpy as np
 import pytest
+from fsspec.implementations.memory import MemoryFileSystem
 
 import zarr3_backend as z3
 from zarr3_backend.errors import InvalidKeyError, MetadataError, NodeNameError, StoreError, Zarr3Error
@@ -21,12 +21,27 @@ from zarr3_backend.nodes.paths import validate_node_name
 from zarr3_backend.store import FsspecStore, LocalStore, validate_key
 from zarr3_backend.store.base import TMP_PREFIX
 
-HOSTILE_NAMES = ["%2e%2e", "%2E%2E", "%2e%2E", "..%2F", "..%2fsecret", "%2e", "a%5cb", "a%5Cb", "a\\b", "a\0b",
-                 "%252e%252e", "%2e%2e%2f", "x%00y"]
+HOSTILE_NAMES = [
+    "%2e%2e",
+    "%2E%2E",
+    "%2e%2E",
+    "..%2F",
+    "..%2fsecret",
+    "%2e",
+    "a%5cb",
+    "a%5Cb",
+    "a\\b",
+    "a\0b",
+    "%252e%252e",
+    "%2e%2e%2f",
+    "x%00y",
+]
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -80,7 +95,9 @@ def test_overwriting_the_root_removes_links_not_their_targets(root: Path, outsid
     assert snapshot(outside) == before
 
 
-@pytest.mark.parametrize("operation", ["get", "set", "delete", "exists", "list_prefix", "list_dir", "delete_prefix"])
+@pytest.mark.parametrize(
+    "operation", ["get", "set", "delete", "exists", "list_prefix", "list_dir", "delete_prefix"]
+)
 def test_every_store_primitive_refuses_keys_through_links(root: Path, outside: Path, operation: str) -> None:
     store = LocalStore(root)
     before = snapshot(outside)
@@ -206,7 +223,9 @@ def recorded_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.mark.parametrize("name", ["%2e%2e", "..%2F", "%2E%2E%2Fsecret", "..%5c"])
-def test_http_store_never_requests_outside_its_root(http_dir: Any, recorded_paths: list[str], name: str) -> None:
+def test_http_store_never_requests_outside_its_root(
+    http_dir: Any, recorded_paths: list[str], name: str
+) -> None:
     store_dir = Path(http_dir.path) / "store.zarr"
     z3.create_array(store_dir, "a", shape=(2,), dtype="uint8")[:] = [1, 2]
     z3.consolidate_metadata(store_dir)
@@ -220,7 +239,9 @@ def test_http_store_never_requests_outside_its_root(http_dir: Any, recorded_path
     with pytest.raises(Zarr3Error):
         z3.open_group(url, f"{name}/x")
     hostile = json.loads((store_dir / "zarr.json").read_text())
-    hostile["consolidated_metadata"]["metadata"][f"{name}/secret"] = hostile["consolidated_metadata"]["metadata"]["a"]
+    hostile["consolidated_metadata"]["metadata"][f"{name}/secret"] = hostile["consolidated_metadata"][
+        "metadata"
+    ]["a"]
     (store_dir / "zarr.json").write_text(json.dumps(hostile))
     with pytest.raises(MetadataError, match="consolidated_metadata member"):
         z3.open_group(url)

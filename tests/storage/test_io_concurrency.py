@@ -13,8 +13,8 @@ import pytest
 import zarr3_backend
 from zarr3_backend.core.executor import fetch_and_work, io_concurrency
 from zarr3_backend.store import FsspecStore
-from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.store.fsspec_s3 import with_connection_pool
+from zarr3_backend.testing.stores import CountingStore
 
 
 class Recorder:
@@ -107,7 +107,9 @@ def s3(settled_heap):
 
 def _write(s3, name: str, shards: int, shard_shape: tuple[int, int]) -> tuple[str, np.ndarray]:
     url = s3.create_bucket(name) + "/a"
-    data = np.arange(shards * shard_shape[0] * shard_shape[1], dtype="float32").reshape(shards * shard_shape[0], -1)
+    data = np.arange(shards * shard_shape[0] * shard_shape[1], dtype="float32").reshape(
+        shards * shard_shape[0], -1
+    )
     a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(shard_shape[0], shard_shape[1] // 2),
                                    shards=shard_shape, storage_options=s3.storage_options)  # fmt: skip
     a[...] = data
@@ -134,13 +136,17 @@ def test_large_shards_are_all_fetched_at_once(s3):
 @pytest.mark.parametrize("lanes", [64, 32, 8])
 def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypatch, lanes):
     url = s3.create_bucket("split") + "/a"
-    data = np.random.default_rng(0).random((16, 1 << 20), dtype="float32")  # 2 shards of 32 MiB, barely compressible
+    data = np.random.default_rng(0).random(
+        (16, 1 << 20), dtype="float32"
+    )  # 2 shards of 32 MiB, barely compressible
     a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(8, 1 << 17), shards=(8, 1 << 20),
                                    storage_options=s3.storage_options)  # fmt: skip
     a[...] = data
     monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", str(lanes))
     np.testing.assert_array_equal(_full_read(s3, url), data)
-    if lanes >= 32:  # each shard: its index, then its 8 inner chunks of ~4 MiB as 8 MiB ranges, all in flight at once
+    if (
+        lanes >= 32
+    ):  # each shard: its index, then its 8 inner chunks of ~4 MiB as 8 MiB ranges, all in flight at once
         assert s3.stats.requests == 2 + 2 * 4 and s3.stats.max_in_flight == 8 and s3.stats.rounds == 2
     else:  # 2 shards are a quarter of 8 lanes: they fill the connections well enough by themselves
         assert s3.stats.requests == 2 and s3.stats.rounds == 1
@@ -148,7 +154,9 @@ def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypa
 
 @pytest.mark.parametrize(("shards", "split"), [(15, True), (16, False)])
 def test_reads_of_a_quarter_of_the_lanes_or_more_are_not_split(s3, monkeypatch, shards, split):
-    monkeypatch.setattr(zarr3_backend.nodes.array, "RANGE_PART_BYTES", 64 << 10)  # 256 KiB shards count as large
+    monkeypatch.setattr(
+        zarr3_backend.nodes.array, "RANGE_PART_BYTES", 64 << 10
+    )  # 256 KiB shards count as large
     url = s3.create_bucket(f"split{shards}") + "/a"
     data = np.random.default_rng(0).random((shards * 8, 1 << 13), dtype="float32")  # barely compressible
     a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(8, 1 << 10), shards=(8, 1 << 13),
@@ -185,19 +193,28 @@ class _SlowIndexStore(CountingStore):
         self.released = threading.Event()
 
     def get_many_versioned(self, requests):
-        if any(key.endswith("c/0/0") and byte_range is not None and byte_range.start < 0 for key, byte_range in requests):
+        if any(
+            key.endswith("c/0/0") and byte_range is not None and byte_range.start < 0
+            for key, byte_range in requests
+        ):
             assert self.released.wait(10), "the other shards' chunks were never requested"
         versioned = super().get_many_versioned(requests)
         with self._lock:
-            shards = {key for key, byte_range in self.requests if byte_range is not None and byte_range.start >= 0}
-            if len(shards - {"c/0/0"}) == 3:  # every other shard's inner chunks: none waited for the slow index
+            shards = {
+                key for key, byte_range in self.requests if byte_range is not None and byte_range.start >= 0
+            }
+            if (
+                len(shards - {"c/0/0"}) == 3
+            ):  # every other shard's inner chunks: none waited for the slow index
                 self.released.set()
         return versioned
 
 
 def test_each_shard_of_a_remote_read_goes_on_as_soon_as_its_own_index_arrives(tmp_path):
     data = np.arange(4 * 8 * 8, dtype="float32").reshape(32, 8)
-    zarr3_backend.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8))[...] = data
+    zarr3_backend.create_array(
+        str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8)
+    )[...] = data
     store = _SlowIndexStore(zarr3_backend.store.LocalStore(str(tmp_path / "a")))
     array = zarr3_backend.open_array(store)
     np.testing.assert_array_equal(array[:, 5], data[:, 5])  # 4 shards: one inner chunk of each
@@ -220,7 +237,9 @@ class _SlowIndexS3Store(FsspecStore):
 
     async def get_many_versioned_async(self, requests):
         self.loops.add(asyncio.get_running_loop())
-        self.chunks_requested |= {key for key, r in requests if r is not None and r.start >= 0 and key != "c/0/0"}
+        self.chunks_requested |= {
+            key for key, r in requests if r is not None and r.start >= 0 and key != "c/0/0"
+        }
         if len(self.chunks_requested) == 3:
             self.released.set()
         if any(key == "c/0/0" and r is not None and r.start < 0 for key, r in requests):
@@ -237,8 +256,12 @@ def test_a_remote_read_drives_each_shards_rounds_on_the_event_loop(s3):
                                storage_options=s3.storage_options)[...] = data  # fmt: skip
     fs = s3fs.S3FileSystem(**s3.storage_options, skip_instance_cache=True)
     store = _SlowIndexS3Store(fs, "loop/a", read_only=True)
-    np.testing.assert_array_equal(zarr3_backend.open_array(store)[:, 5], data[:, 5])  # 4 shards: index, then 1 chunk
-    assert store.released.is_set()  # three shards went on to their chunks while the fourth's index was held back
+    np.testing.assert_array_equal(
+        zarr3_backend.open_array(store)[:, 5], data[:, 5]
+    )  # 4 shards: index, then 1 chunk
+    assert (
+        store.released.is_set()
+    )  # three shards went on to their chunks while the fourth's index was held back
     assert store.loops == {fs.loop} and store.sync_batches == 0  # no thread woke up between a shard's rounds
 
 
@@ -301,8 +324,12 @@ def test_a_fetched_group_reaches_its_reader_in_the_same_loop_step(s3):
     np.testing.assert_array_equal(read.out, data[:, 5])
     time.sleep(0.05)  # the loop runs its pending steps
     answered = [i for i, event in enumerate(store.events) if event == "chunk answered"]
-    assert len(answered) == 2 and sorted(store.events) == sorted(["chunk answered", "settled", "next loop step"] * 2)
-    assert all(store.events[i + 1] == "settled" for i in answered)  # two answers may share a step; none waits for one
+    assert len(answered) == 2 and sorted(store.events) == sorted(
+        ["chunk answered", "settled", "next loop step"] * 2
+    )
+    assert all(
+        store.events[i + 1] == "settled" for i in answered
+    )  # two answers may share a step; none waits for one
 
 
 def test_a_fetch_cancelled_on_the_loop_fails_the_read_instead_of_hanging(s3):

@@ -94,7 +94,9 @@ def test_an_uploads_checksum_is_kept_checked_and_returned_as_s3_does(http_or_htt
     assert server.buckets["bkt"]["k"].checksum == kept
     whole = fs.call_s3("get_object", Bucket="bkt", Key="k", ChecksumMode="ENABLED")
     assert whole["ChecksumCRC32"] == kept[1] and whole["ChecksumType"] == "FULL_OBJECT"
-    assert "ChecksumCRC32" not in fs.call_s3("get_object", Bucket="bkt", Key="k", Range="bytes=0-3", ChecksumMode="ENABLED")
+    assert "ChecksumCRC32" not in fs.call_s3(
+        "get_object", Bucket="bkt", Key="k", Range="bytes=0-3", ChecksumMode="ENABLED"
+    )
     with pytest.raises(OSError, match="BadDigest|did not match"):
         fs.call_s3("put_object", Bucket="bkt", Key="bad", Body=b"abc", ChecksumCRC32="AAAAAA==")
     assert "bad" not in server.buckets["bkt"]
@@ -124,7 +126,9 @@ def test_counters_count_requests_and_concurrency(s3):
     for i in range(8):
         s3.put("bkt", f"k{i}", b"v")
     s3.latency = 0.3  # long enough that all 8 are in flight together, also on a busy machine
-    store = zarr3_backend.store.make_store("s3://bkt", storage_options={**s3.storage_options, "skip_instance_cache": True})
+    store = zarr3_backend.store.make_store(
+        "s3://bkt", storage_options={**s3.storage_options, "skip_instance_cache": True}
+    )
     store.get_many([(f"k{i}", None) for i in range(8)])  # one concurrent batch
     stats = s3.stats
     assert stats.requests == 8 and stats.requests_by_kind["GET"] == 8
@@ -159,13 +163,17 @@ def test_zarr_python_and_tensorstore_read_and_write(s3):
     store = zarr.storage.FsspecStore.from_url("s3://bkt/zp", storage_options=s3.storage_options)
     a = zarr.create_array(store, shape=data.shape, chunks=(5, 4), shards=(10, 12), dtype="int32")
     a[...] = data
-    np.testing.assert_array_equal(zarr3_backend.open_array("s3://bkt/zp", storage_options=s3.storage_options)[...], data)
+    np.testing.assert_array_equal(
+        zarr3_backend.open_array("s3://bkt/zp", storage_options=s3.storage_options)[...], data
+    )
     spec = {"driver": "zarr3", "kvstore": s3.tensorstore_kvstore("bkt", "ts/")}
     t = ts.open(spec, create=True, dtype=ts.int32, shape=data.shape,
                 chunk_layout=ts.ChunkLayout(chunk_shape=[5, 6])).result()  # fmt: skip
     t[...] = data
     np.testing.assert_array_equal(ts.open(spec).result().read().result(), data)
-    np.testing.assert_array_equal(zarr3_backend.open_array("s3://bkt/ts", storage_options=s3.storage_options)[...], data)
+    np.testing.assert_array_equal(
+        zarr3_backend.open_array("s3://bkt/ts", storage_options=s3.storage_options)[...], data
+    )
     np.testing.assert_array_equal(zarr.open_array(store, mode="r")[...], data)
 
 
@@ -178,11 +186,17 @@ def test_a_server_process_over_tls_serves_and_counts():
         fs = filesystem(server)
         fs.mkdir("bkt")
         array = zarr3_backend.create_array(
-            "s3://bkt/a", shape=data.shape, dtype=data.dtype, chunks=(3, 5), storage_options=server.storage_options
+            "s3://bkt/a",
+            shape=data.shape,
+            dtype=data.dtype,
+            chunks=(3, 5),
+            storage_options=server.storage_options,
         )
         array[...] = data
         server.reset_stats()
-        np.testing.assert_array_equal(zarr3_backend.open_array("s3://bkt/a", storage_options=server.storage_options)[...], data)
+        np.testing.assert_array_equal(
+            zarr3_backend.open_array("s3://bkt/a", storage_options=server.storage_options)[...], data
+        )
         assert server.stats()["by_kind"]["GET"] >= 1
 
 
@@ -232,14 +246,18 @@ def _open_stats(s3, bucket: str, **kwargs):
     (False, {}, 3),  # the same: on object storage the default lists the group while fetching its document
     (True, {"consolidated": False}, 3),  # consolidated metadata ignored: the same three rounds, one listing
 ])  # fmt: skip
-def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, monkeypatch, consolidated, open_kwargs, expected):
+def test_open_rounds_do_not_grow_with_the_number_of_variables(
+    s3, monkeypatch, consolidated, open_kwargs, expected
+):
     xr = pytest.importorskip("xarray")
     monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "32")  # fewer variables than the default 64 exceed it
     sizes = (5, 28, 50)
     for n in sizes:
         coords = {"t": np.arange(4), "x": np.arange(3)}
         ds = xr.Dataset({f"v{i}": (("t", "x"), np.zeros((4, 3), "f4")) for i in range(n)}, coords=coords)
-        ds.to_zarr3(s3.create_bucket(f"vars{n}") + "/g", storage_options=s3.storage_options, consolidated=consolidated)
+        ds.to_zarr3(
+            s3.create_bucket(f"vars{n}") + "/g", storage_options=s3.storage_options, consolidated=consolidated
+        )
     s3.latency = 0.3  # well above the client's own stagger, also on a busy machine; rounds do not depend on it otherwise
     few, fitting, many = (_open_stats(s3, f"vars{n}", **open_kwargs) for n in sizes)
     assert few.rounds == expected
@@ -252,16 +270,23 @@ def test_open_rounds_do_not_grow_with_the_number_of_variables(s3, monkeypatch, c
 def test_a_coordinate_listed_last_is_fetched_and_read_while_the_other_documents_arrive(s3, monkeypatch):
     xr = pytest.importorskip("xarray")
     monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", "4")
-    ds = xr.Dataset({f"v{i:02d}": (("x",), np.arange(3.0) + i) for i in range(12)}, coords={"x": [10, 20, 30]})
+    ds = xr.Dataset(
+        {f"v{i:02d}": (("x",), np.arange(3.0) + i) for i in range(12)}, coords={"x": [10, 20, 30]}
+    )
     ds.to_zarr3(s3.create_bucket("late") + "/g", storage_options=s3.storage_options, consolidated=False)
     s3.latency = 0.3
     stats = _open_stats(s3, "late")
     # the document and the listing; 13 documents on 4 lanes: x's goes out once the first has shown that the
     # variables have a dimension x, and its chunk is read alongside the last documents, not after them
     assert stats.rounds == 1 + 4
-    assert stats.requests_by_kind == {"LIST": 1, "GET": 1 + 1 + 13 + 1}  # the pending record's GET in the first round
+    assert stats.requests_by_kind == {
+        "LIST": 1,
+        "GET": 1 + 1 + 13 + 1,
+    }  # the pending record's GET in the first round
     s3.latency = 0.0
-    back = xr.open_dataset("s3://late/g", engine="zarr3", storage_options={**s3.storage_options, "skip_instance_cache": True})
+    back = xr.open_dataset(
+        "s3://late/g", engine="zarr3", storage_options={**s3.storage_options, "skip_instance_cache": True}
+    )
     xr.testing.assert_identical(back.load(), ds)
 
 
@@ -273,17 +298,22 @@ def test_datatree_open_rounds_grow_with_the_depth_not_the_number_of_groups(s3):
             **{f"/g{i}": xr.Dataset({"v": (("t",), np.arange(3.0) + i)}, coords={"t": np.arange(3)}) for i in range(n)},
             **{f"/g{i}/sub": xr.Dataset({"w": (("x",), np.arange(2.0) * i)}) for i in range(n // 2)},
         })  # fmt: skip
-        tree.to_zarr3(s3.create_bucket(f"tree{n}") + "/t", storage_options=s3.storage_options, consolidated=False)
+        tree.to_zarr3(
+            s3.create_bucket(f"tree{n}") + "/t", storage_options=s3.storage_options, consolidated=False
+        )
         s3.latency = 0.3
         s3.reset_stats()
         options = {**s3.storage_options, "skip_instance_cache": True}
-        back = xr.open_datatree(f"s3://tree{n}/t", engine="zarr3", storage_options=options, consolidated=False)
+        back = xr.open_datatree(
+            f"s3://tree{n}/t", engine="zarr3", storage_options=options, consolidated=False
+        )
         rounds.append(s3.stats.rounds)
         chains.append(s3.stats.chain)
         s3.latency = 0.0
         xr.testing.assert_identical(back.load(), tree)
         assert list(xr.open_groups(f"s3://tree{n}/t", engine="zarr3", storage_options=options)) == [
-            "/", *(p for i in range(n) for p in [f"/g{i}", *([f"/g{i}/sub"] if i < n // 2 else [])])
+            "/",
+            *(p for i in range(n) for p in [f"/g{i}", *([f"/g{i}/sub"] if i < n // 2 else [])]),
         ]  # depth first, as engine="zarr"
     # the root's document and listing; its children's documents; then per level: listings, documents; the
     # coordinates t of the first level are read as their documents arrive, alongside the second level's listings
@@ -310,7 +340,9 @@ def test_consolidated_open_fetches_only_the_root_document_and_coordinates(s3, wi
                     storage_options={**s3.storage_options, "skip_instance_cache": True}).close()  # fmt: skip
     assert s3.stats.requests_by_kind == {"GET": gets}  # consolidated=True: no listing
     s3.reset_stats()
-    group = zarr3_backend.open_group("s3://c50/g", storage_options={**s3.storage_options, "skip_instance_cache": True})
+    group = zarr3_backend.open_group(
+        "s3://c50/g", storage_options={**s3.storage_options, "skip_instance_cache": True}
+    )
     assert len(group.members()) == 50 + len(coords)
     assert s3.stats.requests == 1
 
@@ -333,14 +365,18 @@ def test_a_failed_open_leaves_no_coordinate_read_in_flight(s3):
 
 def test_object_storage_counts_as_remote_however_many_cpu_threads(s3, monkeypatch):
     xr = pytest.importorskip("xarray")
-    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "96")  # more CPU threads than the 64 lanes, as on a large node
+    monkeypatch.setenv(
+        "ZARR3_BACKEND_THREADS", "96"
+    )  # more CPU threads than the 64 lanes, as on a large node
     ds = xr.Dataset({"v": (("t",), np.arange(4.0))}, coords={"t": np.arange(4)})
     ds.to_zarr3(s3.create_bucket("big-node") + "/g", storage_options=s3.storage_options, consolidated=False)
     s3.latency = 0.3
     assert _open_stats(s3, "big-node").rounds == 3  # document and listing at once, as on any remote store
 
 
-def test_a_dataset_written_and_opened_through_xarray_reads_as_engine_zarr_reads_it(http_or_https, monkeypatch):
+def test_a_dataset_written_and_opened_through_xarray_reads_as_engine_zarr_reads_it(
+    http_or_https, monkeypatch
+):
     """The public path end to end, over http and https (through obstore, which verifies the server's certificate)."""
     xr = pytest.importorskip("xarray")
     from zarr3_backend.store import ObstoreStore, make_store
@@ -351,12 +387,20 @@ def test_a_dataset_written_and_opened_through_xarray_reads_as_engine_zarr_reads_
     ds = xr.Dataset({"t2m": (("time", "lat", "lon"), rng.normal(280, 5, (12, 9, 16)).astype("f4"))},
                     coords={"time": np.arange(12), "lat": np.linspace(-40, 40, 9), "lon": np.arange(16) * 22.5})  # fmt: skip
     url = server.create_bucket("era") + "/x.zarr"
-    ds.to_zarr3(url, storage_options=server.storage_options, encoding={"t2m": {"chunks": (4, 9, 8), "shards": (12, 9, 16)}})
+    ds.to_zarr3(
+        url,
+        storage_options=server.storage_options,
+        encoding={"t2m": {"chunks": (4, 9, 8), "shards": (12, 9, 16)}},
+    )
     options = {**server.storage_options, "skip_instance_cache": True}
     ours = xr.open_dataset(url, engine="zarr3", chunks={}, storage_options=options)
     theirs = xr.open_dataset(url, engine="zarr", consolidated=False, zarr_format=3, storage_options=options)
     xr.testing.assert_identical(ours.load(), theirs.load())
-    xr.testing.assert_identical(ours.t2m.sel(lat=10.0, lon=45.0, method="nearest").load(), ds.t2m.isel(lat=5, lon=2))
+    xr.testing.assert_identical(
+        ours.t2m.sel(lat=10.0, lon=45.0, method="nearest").load(), ds.t2m.isel(lat=5, lon=2)
+    )
     store = make_store(url, storage_options=options)
-    https = server.endpoint_url.startswith("https://")  # the server speaks only https then: the reads above verified it
+    https = server.endpoint_url.startswith(
+        "https://"
+    )  # the server speaks only https then: the reads above verified it
     assert isinstance(store, ObstoreStore) and ("root_certificate" in store.settings.client_options) == https

@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("obstore")
 
+from tests.servers.latency_s3 import LatencyS3Server, latency_s3_server, self_signed_certificate
 from zarr3_backend.errors import StoreError
 from zarr3_backend.store import ByteRange, FsspecStore, ObstoreStore, Store, clear_store_cache, make_store
 from zarr3_backend.store.obstore_options import UnsupportedOptionError, obstore_settings
-from tests.servers.latency_s3 import LatencyS3Server, latency_s3_server, self_signed_certificate
 from zarr3_backend.testing.stores import SAMPLE, StoreContract
 
 
@@ -39,7 +39,9 @@ class TestObstoreOnMoto(_ObstoreContract):
 
 
 @pytest.fixture(scope="module", params=["http", "https"])
-def latency_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LatencyS3Server]:
+def latency_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LatencyS3Server]:
     tls = self_signed_certificate(tmp_path_factory.mktemp("tls")) if request.param == "https" else None
     with latency_s3_server(tls=tls) as server:
         yield server
@@ -65,7 +67,13 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LatencyS3Se
 
 def _tls_options(server: LatencyS3Server, **client_kwargs: Any) -> dict[str, Any]:
     options = server.storage_options
-    return {**options, "client_kwargs": {**{k: v for k, v in options["client_kwargs"].items() if k != "verify"}, **client_kwargs}}
+    return {
+        **options,
+        "client_kwargs": {
+            **{k: v for k, v in options["client_kwargs"].items() if k != "verify"},
+            **client_kwargs,
+        },
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +83,9 @@ def _no_ca_bundle_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_self_signed_server_is_refused_without_its_ca(tls_server: LatencyS3Server) -> None:
     store = _obstore("s3://tls/data.zarr", _tls_options(tls_server))
-    with pytest.raises(StoreError, match=r"could not read key 'zarr\.json' of s3://tls/data\.zarr: .*error sending request"):
+    with pytest.raises(
+        StoreError, match=r"could not read key 'zarr\.json' of s3://tls/data\.zarr: .*error sending request"
+    ):
         store.get("zarr.json")
 
 
@@ -113,15 +123,22 @@ def test_s3fs_options_are_translated() -> None:
     assert obstore_settings("gs", {"token": {"type": "service_account"}}).config == {
         "service_account_key": '{"type": "service_account"}'
     }
-    assert obstore_settings("az", {"account_name": "a", "sas_token": "x"}).config == {"account_name": "a", "sas_key": "x"}
+    assert obstore_settings("az", {"account_name": "a", "sas_token": "x"}).config == {
+        "account_name": "a",
+        "sas_key": "x",
+    }
 
 
 @pytest.mark.parametrize("options, name", [
     ({"use_ssl": False}, "use_ssl"), ({"client_kwargs": {"proxies": {}}}, "client_kwargs.proxies"),
     ({"config_kwargs": {"retries": {}}}, "config_kwargs.retries"),
 ])  # fmt: skip
-def test_an_option_obstore_lacks_falls_back_to_fsspec_with_a_warning_naming_it(options: dict[str, Any], name: str) -> None:
-    with pytest.warns(UserWarning, match=rf"storage option '{name}' has no obstore equivalent.*through fsspec"):
+def test_an_option_obstore_lacks_falls_back_to_fsspec_with_a_warning_naming_it(
+    options: dict[str, Any], name: str
+) -> None:
+    with pytest.warns(
+        UserWarning, match=rf"storage option '{name}' has no obstore equivalent.*through fsspec"
+    ):
         store = make_store("s3://bucket/x", storage_options={"anon": True, **options})
     assert isinstance(store, FsspecStore)
     with pytest.raises(UnsupportedOptionError, match=name):
@@ -140,7 +157,9 @@ def test_the_fallback_warning_names_the_users_line(s3_url: str, s3_storage_optio
 def test_backend_fsspec_forces_fsspec() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert isinstance(make_store("s3://bucket/x", storage_options={"anon": True, "backend": "fsspec"}), FsspecStore)
+        assert isinstance(
+            make_store("s3://bucket/x", storage_options={"anon": True, "backend": "fsspec"}), FsspecStore
+        )
         assert isinstance(make_store("gs://bucket/x", storage_options={"token": "anon"}), ObstoreStore)
     assert isinstance(make_store("memory://x"), FsspecStore)
 
@@ -163,30 +182,49 @@ def test_large_values_go_up_whole(s3_url: str, s3_storage_options: dict[str, Any
     store = _obstore(s3_url, s3_storage_options)
     value = np.random.default_rng(0).integers(0, 255, PUT_PART_BYTES * 2 + 12345, dtype=np.uint8).tobytes()
     store.set("big", (value[:100], value[100:]))
-    assert store.get("big") == value and store.get("big", ByteRange(PUT_PART_BYTES - 3, PUT_PART_BYTES + 5)) == value[PUT_PART_BYTES - 3 : PUT_PART_BYTES + 5]
+    assert (
+        store.get("big") == value
+        and store.get("big", ByteRange(PUT_PART_BYTES - 3, PUT_PART_BYTES + 5))
+        == value[PUT_PART_BYTES - 3 : PUT_PART_BYTES + 5]
+    )
 
 
 # -- end to end: the same data as fsspec reads ------------------------------------------------------------------------
 
 
-def test_an_s3_dataset_reads_bit_identical_through_obstore_and_fsspec(s3_url: str, s3_storage_options: dict[str, Any]) -> None:
+def test_an_s3_dataset_reads_bit_identical_through_obstore_and_fsspec(
+    s3_url: str, s3_storage_options: dict[str, Any]
+) -> None:
     xr = pytest.importorskip("xarray")
     from zarr3_backend import to_zarr3
 
     rng = np.random.default_rng(7)
     ds = xr.Dataset(
-        {"t": (("time", "y"), rng.standard_normal((6, 5)).astype("float32")), "n": ("y", np.arange(5, dtype="int64"))},
+        {
+            "t": (("time", "y"), rng.standard_normal((6, 5)).astype("float32")),
+            "n": ("y", np.arange(5, dtype="int64")),
+        },
         coords={"time": np.arange(6), "y": np.linspace(0, 1, 5)},
     )
     url = f"{s3_url}/ds.zarr"
-    to_zarr3(ds, make_store(url, storage_options=s3_storage_options), encoding={"t": {"chunks": (3, 5), "shards": (6, 5)}})
+    to_zarr3(
+        ds,
+        make_store(url, storage_options=s3_storage_options),
+        encoding={"t": {"chunks": (3, 5), "shards": (6, 5)}},
+    )
     assert isinstance(make_store(url, storage_options=s3_storage_options), ObstoreStore)
     via_obstore = xr.open_dataset(url, engine="zarr3", storage_options=s3_storage_options).load()
-    via_fsspec = xr.open_dataset(url, engine="zarr3", storage_options={**s3_storage_options, "backend": "fsspec"}).load()
+    via_fsspec = xr.open_dataset(
+        url, engine="zarr3", storage_options={**s3_storage_options, "backend": "fsspec"}
+    ).load()
     xr.testing.assert_identical(via_obstore, via_fsspec)
     xr.testing.assert_identical(via_obstore, ds)
     for name in ds.variables:
-        assert via_obstore[name].values.tobytes() == via_fsspec[name].values.tobytes() == ds[name].values.tobytes()
+        assert (
+            via_obstore[name].values.tobytes()
+            == via_fsspec[name].values.tobytes()
+            == ds[name].values.tobytes()
+        )
 
 
 def test_sizes_are_asked_for_not_read(s3_url: str, s3_storage_options: dict[str, Any]) -> None:
@@ -195,7 +233,9 @@ def test_sizes_are_asked_for_not_read(s3_url: str, s3_storage_options: dict[str,
     assert store.sizes(["a", "b/c", "missing"]) == [3, 0, None]
 
 
-def test_fetch_each_sends_preferred_requests_next_and_names_errors_in_order(s3_url: str, s3_storage_options: dict[str, Any]) -> None:
+def test_fetch_each_sends_preferred_requests_next_and_names_errors_in_order(
+    s3_url: str, s3_storage_options: dict[str, Any]
+) -> None:
     store = ObstoreStore(s3_url, s3_storage_options, io_concurrency=1)
     store.set_many({f"k{i}": bytes([i]) for i in range(10)})
     arrivals = store.fetch_each([(f"k{i}", None) for i in range(10)])
@@ -206,8 +246,15 @@ def test_fetch_each_sends_preferred_requests_next_and_names_errors_in_order(s3_u
             arrivals.prefer([9, 5, 0])  # 0 is answered already: unaffected
         order.append(index)
     # the one lane may have taken 1 already: 9 and 5 come next, before 2
-    assert order[0] == 0 and order.index(9) < order.index(5) < order.index(2) and sorted(order) == list(range(10))
-    assert [value for _, value in store.fetch_each([("k1", None), ("missing", None)])] in ([b"\x01", None], [None, b"\x01"])
+    assert (
+        order[0] == 0
+        and order.index(9) < order.index(5) < order.index(2)
+        and sorted(order) == list(range(10))
+    )
+    assert [value for _, value in store.fetch_each([("k1", None), ("missing", None)])] in (
+        [b"\x01", None],
+        [None, b"\x01"],
+    )
 
 
 def test_a_child_forked_after_obstore_was_used_is_refused_instead_of_hanging(

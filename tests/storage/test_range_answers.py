@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from tests.servers.latency_s3 import LatencyS3Server, latency_s3_server
 from zarr3_backend.errors import StoreError
 from zarr3_backend.store import ByteRange, make_store
-from tests.servers.latency_s3 import LatencyS3Server, latency_s3_server
 
 pytest.importorskip("obstore")
 pytest.importorskip("s3fs")
@@ -52,7 +52,9 @@ def test_a_wrong_answer_to_a_range_request_is_a_store_error_naming_the_key(
 
 
 @BACKENDS
-def test_a_whole_object_answering_a_range_request_is_refused_or_sliced(server: LatencyS3Server, store_options: dict[str, Any]) -> None:
+def test_a_whole_object_answering_a_range_request_is_refused_or_sliced(
+    server: LatencyS3Server, store_options: dict[str, Any]
+) -> None:
     """obstore refuses a 200 to a Range request; on S3 through fsspec the range is sliced out of the whole object."""
     store = make_store("s3://m", storage_options=store_options)
     server.misbehave = "whole"
@@ -65,7 +67,9 @@ def test_a_whole_object_answering_a_range_request_is_refused_or_sliced(server: L
 
 
 @BACKENDS
-def test_bytes_after_a_body_never_reach_another_request(server: LatencyS3Server, store_options: dict[str, Any]) -> None:
+def test_bytes_after_a_body_never_reach_another_request(
+    server: LatencyS3Server, store_options: dict[str, Any]
+) -> None:
     store = make_store("s3://m", storage_options=store_options)
     server.misbehave = "extra"
     answered = 0
@@ -81,7 +85,9 @@ def test_bytes_after_a_body_never_reach_another_request(server: LatencyS3Server,
 
 
 @BACKENDS
-def test_every_fault_reads_right_or_fails_in_a_concurrent_batch(server: LatencyS3Server, store_options: dict[str, Any]) -> None:
+def test_every_fault_reads_right_or_fails_in_a_concurrent_batch(
+    server: LatencyS3Server, store_options: dict[str, Any]
+) -> None:
     store = make_store("s3://m", storage_options=store_options)
     requests = [(key, byte_range) for key in VALUES for byte_range in [None, *RANGES]]
     for fault in ["extra", "whole", "short", "shifted"]:
@@ -93,8 +99,12 @@ def test_every_fault_reads_right_or_fails_in_a_concurrent_batch(server: LatencyS
         assert values == [VALUES[k] if r is None else VALUES[k][r.slice()] for k, r in requests], fault
 
 
-@pytest.mark.parametrize("backend, faults", [("obstore", ["whole", "short", "shifted"]), ("fsspec", ["whole", "short"])])
-def test_over_plain_http_a_wrong_answer_is_a_store_error(server: LatencyS3Server, backend: str, faults: list[str]) -> None:
+@pytest.mark.parametrize(
+    "backend, faults", [("obstore", ["whole", "short", "shifted"]), ("fsspec", ["whole", "short"])]
+)
+def test_over_plain_http_a_wrong_answer_is_a_store_error(
+    server: LatencyS3Server, backend: str, faults: list[str]
+) -> None:
     """The same faults through the http(s) stores (fsspec's hides the headers: a shifted answer of the right length is not seen there)."""
     pytest.importorskip("aiohttp")
     store = make_store(f"{server.endpoint_url}/m", storage_options={"backend": backend})

@@ -70,7 +70,9 @@ def _measured_scan(s3: Any, array: zarr3_backend.Array) -> np.ndarray:
 
 
 def test_a_scan_reads_ahead_in_fewer_rounds(s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(zarr3_backend.nodes.array, "RANGE_PART_BYTES", 8 << 10)  # 64 KiB shards count as large
+    monkeypatch.setattr(
+        zarr3_backend.nodes.array, "RANGE_PART_BYTES", 8 << 10
+    )  # 64 KiB shards count as large
     url, data = _write(s3, "ahead")
     np.testing.assert_array_equal(_measured_scan(s3, _open(s3, url)), data)
     rounds_ahead = s3.stats.rounds
@@ -110,7 +112,9 @@ def test_a_read_after_a_write_returns_the_new_bytes(s3: Any, backend: str) -> No
     writer[8:12] = -1.0  # completed before the next read starts
     np.testing.assert_array_equal(array[8:12], np.full((4, *SHARD[1:]), -1.0, "float32"))
     assert array._read_ahead.served == 0
-    np.testing.assert_array_equal(array[12:16], data[12:16])  # not written: served from the value fetched ahead
+    np.testing.assert_array_equal(
+        array[12:16], data[12:16]
+    )  # not written: served from the value fetched ahead
     assert array._read_ahead.served == 1
 
 
@@ -122,7 +126,9 @@ def test_a_new_compute_after_a_write_returns_the_new_bytes(s3: Any) -> None:
     data = np.random.default_rng(1).random((SHARDS * SHARD[0], *SHARD[1:]), dtype="float32")
     url = s3.create_bucket("compute") + "/ds.zarr"
     ds = xr.Dataset({"v": (("t", "y", "x"), data)})
-    to_zarr3(ds, url, encoding={"v": {"chunks": (4, 32, 32), "shards": SHARD}}, storage_options=s3.storage_options)
+    to_zarr3(
+        ds, url, encoding={"v": {"chunks": (4, 32, 32), "shards": SHARD}}, storage_options=s3.storage_options
+    )
     clear_store_cache()
     opened = xr.open_dataset(url, engine="zarr3", chunks={}, storage_options=s3.storage_options)
     with dask_threads(2):
@@ -132,7 +138,9 @@ def test_a_new_compute_after_a_write_returns_the_new_bytes(s3: Any) -> None:
         expected = np.concatenate([data[:8], np.full_like(data[8:], -1.0)])
         s3.reset_stats()
         np.testing.assert_array_equal(opened.v.values, expected)
-    assert s3.stats.requests_by_kind["HEAD"] >= SHARDS - 2  # the shards fetched ahead were checked, then served
+    assert (
+        s3.stats.requests_by_kind["HEAD"] >= SHARDS - 2
+    )  # the shards fetched ahead were checked, then served
 
 
 def dask_threads(n: int) -> Any:
@@ -143,7 +151,9 @@ def dask_threads(n: int) -> Any:
 
 def test_no_read_ahead_on_local_files(tmp_path: Any) -> None:
     data = np.arange(SHARDS * 4 * 8, dtype="float32").reshape(SHARDS * 4, 8)
-    zarr3_backend.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(4, 4), shards=(4, 8))[...] = data
+    zarr3_backend.create_array(
+        str(tmp_path / "a"), shape=data.shape, dtype="float32", chunks=(4, 4), shards=(4, 8)
+    )[...] = data
     store = CountingStore(zarr3_backend.store.LocalStore(str(tmp_path / "a")))
     array = zarr3_backend.open_array(store)
     for i in range(SHARDS):
@@ -173,7 +183,9 @@ def test_values_fetched_ahead_stay_within_the_bytes_budget(s3: Any, monkeypatch:
 
 def test_missing_chunks_fetched_ahead_read_as_fill(s3: Any) -> None:
     url, data = _write(s3, "missing")
-    zarr3_backend.open_array(url, mode="r+", storage_options=s3.storage_options)[8:16] = 0.0  # all fill: deleted
+    zarr3_backend.open_array(url, mode="r+", storage_options=s3.storage_options)[8:16] = (
+        0.0  # all fill: deleted
+    )
     array = _open(s3, url)
     expected = data.copy()
     expected[8:16] = 0.0

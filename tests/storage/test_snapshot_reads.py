@@ -43,9 +43,19 @@ def version(v: int) -> np.ndarray:
 
 
 def create(store: Any, **kwargs: Any) -> zarr3_backend.Array:
-    a = zarr3_backend.create_array(store, "v", shape=SHAPE, dtype="int32", chunks=CHUNKS, shards=SHARDS,
-                                   fill_value=0, compressors=None, index_codecs=INDEX_CODECS,
-                                   dimension_names=("y", "x"), **kwargs)
+    a = zarr3_backend.create_array(
+        store,
+        "v",
+        shape=SHAPE,
+        dtype="int32",
+        chunks=CHUNKS,
+        shards=SHARDS,
+        fill_value=0,
+        compressors=None,
+        index_codecs=INDEX_CODECS,
+        dimension_names=("y", "x"),
+        **kwargs,
+    )
     a[...] = version(0)
     return a
 
@@ -77,7 +87,9 @@ def test_stale_layout_really_moves_inner_chunks():
 # -- (a) a long-lived handle sees another handle's rewrite ---------------------------------
 
 
-@pytest.mark.parametrize("columns", [slice(2, 6), slice(3, 13), slice(0, 16)], ids=["partial", "both-shards", "all"])
+@pytest.mark.parametrize(
+    "columns", [slice(2, 6), slice(3, 13), slice(0, 16)], ids=["partial", "both-shards", "all"]
+)
 def test_long_lived_array_reads_the_rewritten_shard(tmp_path, columns):
     create(str(tmp_path))
     reader = zarr3_backend.open_array(str(tmp_path), "v")
@@ -94,7 +106,10 @@ def test_in_place_same_size_rewrite_with_mtime_set_back_is_not_read_through_a_st
     create(str(tmp_path / "old"))
     new = create(str(tmp_path / "new"))
     new[...] = version(1)
-    shard, replacement = tmp_path / "old" / "v" / "c" / "0" / "0", (tmp_path / "new" / "v" / "c" / "0" / "0").read_bytes()
+    shard, replacement = (
+        tmp_path / "old" / "v" / "c" / "0" / "0",
+        (tmp_path / "new" / "v" / "c" / "0" / "0").read_bytes(),
+    )
     reader = zarr3_backend.open_array(str(tmp_path / "old"), "v")
     np.testing.assert_array_equal(reader[:, 2:6], version(0)[:, 2:6])  # caches the index of shard (0, 0)
     before = os.stat(shard)
@@ -103,7 +118,11 @@ def test_in_place_same_size_rewrite_with_mtime_set_back_is_not_read_through_a_st
         file.write(replacement)
     os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = os.stat(shard)
-    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
     expected = version(0)
     expected[:, :8] = version(1)[:, :8]  # shard (0, 0) rewritten, shard (0, 1) as it was
     np.testing.assert_array_equal(reader[:, columns], expected[:, columns])
@@ -269,7 +288,9 @@ def test_long_lived_xarray_dataset_reads_the_rewritten_shard(tmp_path):
         writer[...] = version(v)
         np.testing.assert_array_equal(ds["v"][:, 2:6].values, version(v)[:, 2:6])
         np.testing.assert_array_equal(ds["v"][:, 3:13].values, version(v)[:, 3:13])
-        expected = xr.open_dataset(str(tmp_path), engine="zarr", chunks={}, consolidated=False)  # the oracle, freshly opened
+        expected = xr.open_dataset(
+            str(tmp_path), engine="zarr", chunks={}, consolidated=False
+        )  # the oracle, freshly opened
         np.testing.assert_array_equal(ds["v"].values, expected["v"].values)
 
 

@@ -24,7 +24,11 @@ from zarr3_backend.testing.stores import SAMPLE, CountingStore, ReadOnlyStoreCon
 
 def _fsspec_store(url: str, storage_options: dict[str, Any] | None = None) -> FsspecStore:
     """The fsspec store of ``url``, also where obstore would serve it (``"backend": "fsspec"``)."""
-    options = {**(storage_options or {}), "backend": "fsspec"} if url.startswith(("s3:", "http")) else storage_options
+    options = (
+        {**(storage_options or {}), "backend": "fsspec"}
+        if url.startswith(("s3:", "http"))
+        else storage_options
+    )
     store = make_store(url, storage_options=options)
     assert isinstance(store, FsspecStore)
     return store
@@ -181,7 +185,13 @@ def test_local_large_values_read_in_threads(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     values = {f"c/{i}": os.urandom(1 << 20) + bytes([i]) for i in range(4)}
     store.set_many(values)
-    requests = [("c/0", None), ("missing", None), ("c/1", ByteRange.suffix(1)), ("c/3", None), ("c/2", ByteRange(5, 9))]
+    requests = [
+        ("c/0", None),
+        ("missing", None),
+        ("c/1", ByteRange.suffix(1)),
+        ("c/3", None),
+        ("c/2", ByteRange(5, 9)),
+    ]
     expected = [values["c/0"], None, b"\x01", values["c/3"], values["c/2"][5:9]]
     assert store.get_many(requests) == expected
 
@@ -214,7 +224,9 @@ def test_local_unreadable_file_is_store_error(tmp_path: Path, monkeypatch: pytes
 
 def test_local_pickle_and_identity(tmp_path: Path) -> None:
     store = LocalStore(tmp_path, read_only=True)
-    assert pickle.loads(pickle.dumps(store)) == store and hash(store) == hash(LocalStore(tmp_path, read_only=True))
+    assert pickle.loads(pickle.dumps(store)) == store and hash(store) == hash(
+        LocalStore(tmp_path, read_only=True)
+    )
     assert store != LocalStore(tmp_path) and repr(store) == f"LocalStore({str(tmp_path)!r}, read_only=True)"
     assert store.url == f"file://{tmp_path}" and LocalStore(store.url, read_only=True) == store
 

@@ -17,7 +17,7 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend.errors import ArgumentTypeError, MetadataError, NodeNotFoundError, ReadOnlyError
-from zarr3_backend.store import FsspecStore, LocalStore, ZarrMemoryStore, Store, make_store
+from zarr3_backend.store import FsspecStore, LocalStore, Store, ZarrMemoryStore, make_store
 from zarr3_backend.testing.stores import StoreContract
 
 pytestmark = pytest.mark.validate_stores
@@ -39,7 +39,9 @@ def test_zarr_local_store_becomes_our_local_store(tmp_path: Path) -> None:
     theirs = zarr.storage.LocalStore(tmp_path / "a.zarr")
     assert make_store(theirs) == LocalStore(tmp_path / "a.zarr")
     assert _roundtrip(theirs).tolist() == list(range(6))
-    assert zarr.open_array(theirs, path="v", mode="r")[:].tolist() == list(range(6))  # zarr-python reads what we wrote
+    assert zarr.open_array(theirs, path="v", mode="r")[:].tolist() == list(
+        range(6)
+    )  # zarr-python reads what we wrote
 
 
 def test_read_only_zarr_store_stays_read_only(tmp_path: Path) -> None:
@@ -101,7 +103,9 @@ def test_fsspec_mapper_becomes_fsspec_store() -> None:
 
 def test_local_file_systems_become_local_stores(tmp_path: Path) -> None:
     assert make_store(fsspec.get_mapper(str(tmp_path / "m.zarr"))) == LocalStore(tmp_path / "m.zarr")
-    assert make_store(zarr.storage.FsspecStore.from_url(f"file://{tmp_path}/f.zarr")) == LocalStore(tmp_path / "f.zarr")
+    assert make_store(zarr.storage.FsspecStore.from_url(f"file://{tmp_path}/f.zarr")) == LocalStore(
+        tmp_path / "f.zarr"
+    )
     assert _roundtrip(fsspec.get_mapper(str(tmp_path / "m.zarr"))).tolist() == list(range(6))
 
 
@@ -114,14 +118,20 @@ def test_xarray_reads_and_writes_through_foreign_stores(tmp_path: Path) -> None:
 
 
 def test_other_objects_are_refused_with_what_is_accepted(tmp_path: Path) -> None:
-    with pytest.raises(ArgumentTypeError, match=r"store must be a path or URL string.*fsspec mapper.*got builtins.object"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"store must be a path or URL string.*fsspec mapper.*got builtins.object"
+    ):
         make_store(object())
     zip_store = zarr.storage.ZipStore(tmp_path / "a.zip", mode="w")
-    with pytest.raises(ArgumentTypeError, match=r"ZipStore\) cannot be used by zarr3_backend; pass a path or URL"):
+    with pytest.raises(
+        ArgumentTypeError, match=r"ZipStore\) cannot be used by zarr3_backend; pass a path or URL"
+    ):
         make_store(zip_store)
     with pytest.raises(ArgumentTypeError, match="storage_options only apply to URLs"):
         make_store(fsspec.get_mapper("memory://x"), storage_options={"anon": True})
-    with pytest.raises(ArgumentTypeError, match="store must be"):  # the public entry points too, a TypeError as before
+    with pytest.raises(
+        ArgumentTypeError, match="store must be"
+    ):  # the public entry points too, a TypeError as before
         zarr3_backend.open_group(12)
 
 
@@ -144,19 +154,56 @@ class TestZarrMemoryStoreContract(StoreContract):
 # -- numcodecs and zarr-python codec objects ---------------------------------------------
 
 
-@pytest.mark.parametrize("given, expected", [
-    (numcodecs.Blosc(cname="lz4", clevel=3, shuffle=numcodecs.Blosc.BITSHUFFLE),
-     {"name": "blosc", "configuration": {"typesize": 4, "cname": "lz4", "clevel": 3, "shuffle": "bitshuffle", "blocksize": 0}}),
-    (numcodecs.Blosc(cname="zstd", shuffle=numcodecs.Blosc.AUTOSHUFFLE),
-     {"name": "blosc", "configuration": {"typesize": 4, "cname": "zstd", "clevel": 5, "shuffle": "shuffle", "blocksize": 0}}),
-    (numcodecs.Zstd(level=7, checksum=True), {"name": "zstd", "configuration": {"level": 7, "checksum": True}}),
-    (numcodecs.GZip(level=2), {"name": "gzip", "configuration": {"level": 2}}),
-    (numcodecs.LZMA(), {"name": "numcodecs.lzma", "configuration": numcodecs.LZMA().get_config() | {"id": None}}),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        (
+            numcodecs.Blosc(cname="lz4", clevel=3, shuffle=numcodecs.Blosc.BITSHUFFLE),
+            {
+                "name": "blosc",
+                "configuration": {
+                    "typesize": 4,
+                    "cname": "lz4",
+                    "clevel": 3,
+                    "shuffle": "bitshuffle",
+                    "blocksize": 0,
+                },
+            },
+        ),
+        (
+            numcodecs.Blosc(cname="zstd", shuffle=numcodecs.Blosc.AUTOSHUFFLE),
+            {
+                "name": "blosc",
+                "configuration": {
+                    "typesize": 4,
+                    "cname": "zstd",
+                    "clevel": 5,
+                    "shuffle": "shuffle",
+                    "blocksize": 0,
+                },
+            },
+        ),
+        (
+            numcodecs.Zstd(level=7, checksum=True),
+            {"name": "zstd", "configuration": {"level": 7, "checksum": True}},
+        ),
+        (numcodecs.GZip(level=2), {"name": "gzip", "configuration": {"level": 2}}),
+        (
+            numcodecs.LZMA(),
+            {"name": "numcodecs.lzma", "configuration": numcodecs.LZMA().get_config() | {"id": None}},
+        ),
+    ],
+)
 def test_numcodecs_compressors_become_v3_codecs(given: Any, expected: dict[str, Any]) -> None:
     expected["configuration"].pop("id", None)
-    array = zarr3_backend.create_array("memory://store-inputs/numcodecs", shape=(10,), dtype="float32", chunks=(5,),
-                                       compressors=given, overwrite=True)  # one object, not a list
+    array = zarr3_backend.create_array(
+        "memory://store-inputs/numcodecs",
+        shape=(10,),
+        dtype="float32",
+        chunks=(5,),
+        compressors=given,
+        overwrite=True,
+    )  # one object, not a list
     assert array.metadata.codecs[-1] == expected
     array[:] = np.arange(10)
     assert zarr3_backend.open_array("memory://store-inputs/numcodecs")[:].tolist() == list(range(10))
@@ -164,8 +211,13 @@ def test_numcodecs_compressors_become_v3_codecs(given: Any, expected: dict[str, 
 
 def test_numcodecs_filters_and_zarr_python_codecs() -> None:
     array = zarr3_backend.create_array(
-        "memory://store-inputs/filters", shape=(8,), dtype="int32", chunks=(4,), overwrite=True,
-        filters=[numcodecs.Delta(dtype="<i4")], compressors=[zarr.codecs.ZstdCodec(level=4)],
+        "memory://store-inputs/filters",
+        shape=(8,),
+        dtype="int32",
+        chunks=(4,),
+        overwrite=True,
+        filters=[numcodecs.Delta(dtype="<i4")],
+        compressors=[zarr.codecs.ZstdCodec(level=4)],
     )
     assert [c["name"] for c in array.metadata.codecs] == ["numcodecs.delta", "bytes", "zstd"]
     assert array.metadata.codecs[-1]["configuration"]["level"] == 4
@@ -196,9 +248,15 @@ def parent_of_stores(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("opener", [
-    zarr3_backend.open, zarr3_backend.open_group, lambda p: xr.open_dataset(p, engine="zarr3"),
-], ids=["open", "open_group", "open_dataset"])
+@pytest.mark.parametrize(
+    "opener",
+    [
+        zarr3_backend.open,
+        zarr3_backend.open_group,
+        lambda p: xr.open_dataset(p, engine="zarr3"),
+    ],
+    ids=["open", "open_group", "open_dataset"],
+)
 def test_a_directory_of_stores_is_not_an_empty_group(parent_of_stores: Path, opener: Any) -> None:
     with pytest.raises(NodeNotFoundError, match=r"zarr.json not found.*further down.*c\.zarr, a/b\.zarr"):
         opener(parent_of_stores)
@@ -208,7 +266,9 @@ def test_a_directory_of_stores_is_not_an_empty_group(parent_of_stores: Path, ope
 
 
 def test_implicit_groups_holding_arrays_still_open(tmp_path: Path) -> None:
-    array = zarr3_backend.create_array(tmp_path / "s.zarr", "g/v", shape=(3,), dtype="int16", dimension_names=["x"])
+    array = zarr3_backend.create_array(
+        tmp_path / "s.zarr", "g/v", shape=(3,), dtype="int16", dimension_names=["x"]
+    )
     array[:] = [1, 2, 3]
     for key in ("zarr.json", "g/zarr.json"):
         (tmp_path / "s.zarr" / key).unlink()

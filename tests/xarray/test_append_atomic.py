@@ -16,8 +16,8 @@ every row (threads; a shared ``lock=``) or a ``ConcurrentWriteError``.
 from __future__ import annotations
 
 import shutil
-import warnings
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -103,8 +103,12 @@ def _open_all(path: Path) -> list[xr.Dataset]:
     """The root with both engines, and the child group with engine="zarr3" alone and inside the tree."""
     datasets = [xr.open_dataset(path, engine=engine).load() for engine in ("zarr3", "zarr")]
     tree = xr.open_datatree(path, engine="zarr3")
-    return [*datasets, xr.open_dataset(path, group="child", engine="zarr3").load(), tree["child"].to_dataset().load(),
-            xr.open_dataset(path, group="child", engine="zarr").load()]
+    return [
+        *datasets,
+        xr.open_dataset(path, group="child", engine="zarr3").load(),
+        tree["child"].to_dataset().load(),
+        xr.open_dataset(path, group="child", engine="zarr").load(),
+    ]
 
 
 def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
@@ -123,7 +127,9 @@ def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-
         with pytest.raises(InjectedFault):
             write(FailingStore(make_store(str(path)), fail_at=k))
         for got, old, new in zip(_open_all(path), before, after):
-            assert got.identical(old) or got.identical(new), f"fault at write {k}: neither before nor after\n{got}"
+            assert got.identical(old) or got.identical(new), (
+                f"fault at write {k}: neither before nor after\n{got}"
+            )
         if not (path / PENDING_KEY).exists():  # failed before the commit point: rolled back, no stray chunks
             assert _keys(path) == _keys(template), f"fault at write {k}"
             assert [p for p in validate_store(path) if p.severity == "error"] == []
@@ -136,7 +142,9 @@ def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-
                 assert PENDING_KEY in str(exc) and "finish_pending_write" in str(exc)
                 assert (path / PENDING_KEY).exists()
             else:
-                assert got.identical(old) or got.identical(new), f"fault at write {k}: unconsolidated read\n{got}"
+                assert got.identical(old) or got.identical(new), (
+                    f"fault at write {k}: unconsolidated read\n{got}"
+                )
         write(make_store(str(path)))
         for got, new in zip(_open_all(path), after):
             assert got.identical(new), f"fault at write {k}: retry did not converge to after\n{got}"
@@ -147,7 +155,10 @@ def _run_with_faults(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-
 def _check_pending(path: Path, copy: Path, after: list[xr.Dataset]) -> None:
     """``validate`` names the pending record and advises finishing it, and following that advice gives "after"."""
     problems = validate_store(path)
-    assert any(p.key == PENDING_KEY and p.severity == "error" and "finish_pending_write" in p.message for p in problems)
+    assert any(
+        p.key == PENDING_KEY and p.severity == "error" and "finish_pending_write" in p.message
+        for p in problems
+    )
     assert not any("re-run consolidate_metadata" in p.message for p in problems)
     shutil.copytree(path, copy)
     assert zarr3_backend.finish_pending_write(copy) is True
@@ -241,22 +252,29 @@ def test_a_different_request_completes_the_pending_one_first(tmp_path: Path) -> 
     probe = FailingStore(make_store(str(tmp_path / "probe.zarr")))
     _addition().to_zarr3(probe, append_dim="time")
     with pytest.raises(InjectedFault):  # fails on the first node document after the commit point
-        _addition().to_zarr3(FailingStore(make_store(str(path)), fail_at=probe.keys.index(PENDING_KEY) + 2),
-                             append_dim="time")
+        _addition().to_zarr3(
+            FailingStore(make_store(str(path)), fail_at=probe.keys.index(PENDING_KEY) + 2), append_dim="time"
+        )
     later = _addition().assign_coords(time=np.arange(8, 11))
     later.to_zarr3(path, append_dim="time")
     np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr3").time, np.arange(11))
-    np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr", consolidated=False).time, np.arange(11))
+    np.testing.assert_array_equal(
+        xr.open_dataset(path, engine="zarr", consolidated=False).time, np.arange(11)
+    )
     assert not (path / PENDING_KEY).exists()
 
 
 def test_datatree_new_variables_and_groups_are_all_or_nothing_at_every_write(tmp_path: Path) -> None:
-    extra = xr.Dataset({"rain": (("time", "x"), np.ones((5, 4)))}, coords={"time": np.arange(5)}).chunk({"time": 2})
-    tree = xr.DataTree.from_dict({
-        "/": extra,
-        "/child": xr.Dataset({"snow": (("step", "x"), np.zeros((5, 4)))}).chunk({"step": 2}),
-        "/fresh": xr.Dataset({"z": ("y", np.arange(3.0))}),
-    })
+    extra = xr.Dataset({"rain": (("time", "x"), np.ones((5, 4)))}, coords={"time": np.arange(5)}).chunk(
+        {"time": 2}
+    )
+    tree = xr.DataTree.from_dict(
+        {
+            "/": extra,
+            "/child": xr.Dataset({"snow": (("step", "x"), np.zeros((5, 4)))}).chunk({"step": 2}),
+            "/fresh": xr.Dataset({"z": ("y", np.arange(3.0))}),
+        }
+    )
     _run_with_faults(tmp_path, lambda store: tree.to_zarr3(store, mode="a"))
 
 
@@ -264,7 +282,10 @@ def _rows(start: int, n: int) -> xr.Dataset:
     """``n`` rows from time ``start`` on, each row's values equal to its time (so any misplaced row shows)."""
     time = np.arange(start, start + n)
     return xr.Dataset(
-        {"t2m": (("time", "x"), np.repeat(time[:, None], 4, axis=1).astype(float)), "lat": ("x", np.linspace(0, 3, 4))},
+        {
+            "t2m": (("time", "x"), np.repeat(time[:, None], 4, axis=1).astype(float)),
+            "lat": ("x", np.linspace(0, 3, 4)),
+        },
         coords={"time": time},
     ).chunk({"time": 1})
 
@@ -276,7 +297,9 @@ def _expected(*parts: xr.Dataset) -> xr.Dataset:
 def _assert_rows(path: Path, expected: xr.Dataset) -> None:
     for engine, consolidated in (("zarr3", None), ("zarr3", False), ("zarr", False)):
         got = xr.open_dataset(path, engine=engine, consolidated=consolidated).load()
-        np.testing.assert_array_equal(got.time, expected.time, err_msg=f"{engine}, consolidated={consolidated}")
+        np.testing.assert_array_equal(
+            got.time, expected.time, err_msg=f"{engine}, consolidated={consolidated}"
+        )
         np.testing.assert_array_equal(got.t2m, expected.t2m, err_msg=f"{engine}, consolidated={consolidated}")
 
 
@@ -296,7 +319,9 @@ def test_deferred_appends_keep_all_their_rows_in_call_order(tmp_path: Path, orde
             # the rows are reserved at once, as engine="zarr" does: the arrays have grown already
             assert xr.open_dataset(path, engine="zarr3").sizes["time"] == 10
         else:
-            _base().to_zarr(path, zarr_format=3, encoding={"t2m": {"chunks": (1, 4)}, "time": {"chunks": (2,)}})
+            _base().to_zarr(
+                path, zarr_format=3, encoding={"t2m": {"chunks": (1, 4)}, "time": {"chunks": (2,)}}
+            )
             d1 = first.to_zarr(path, append_dim="time", compute=False)
             d2 = second.to_zarr(path, append_dim="time", compute=False)
         if order == "together":
@@ -320,7 +345,9 @@ def test_deferred_and_immediate_appends_mix(tmp_path: Path) -> None:
 
 def test_appending_threads_give_every_row(tmp_path: Path) -> None:
     path = _template(tmp_path)
-    parts = [_rows(5 + 2 * i, 2) for i in range(4)]  # every part shares no shard, but all plan against one store
+    parts = [
+        _rows(5 + 2 * i, 2) for i in range(4)
+    ]  # every part shares no shard, but all plan against one store
     errors: list[BaseException] = []
 
     def append(part: xr.Dataset) -> None:
@@ -379,10 +406,14 @@ def test_a_failed_append_keeps_rows_another_writer_committed_meanwhile(tmp_path:
             other.to_zarr3(path, append_dim="time")  # commits rows 5..7 while this write runs
         raise RuntimeError("source failed")
 
-    data = da.ones((3, 4), chunks=(3, 4)).map_blocks(fail_after_the_other_writer, dtype=float, meta=np.array((), float))
+    data = da.ones((3, 4), chunks=(3, 4)).map_blocks(
+        fail_after_the_other_writer, dtype=float, meta=np.array((), float)
+    )
     failing = _rows(5, 3).assign(t2m=(("time", "x"), data))
     with dask.config.set(scheduler="synchronous"), pytest.raises(RuntimeError, match="source failed"):
-        failing.to_zarr3(FailingStore(make_store(str(path))), append_dim="time")  # a store of its own: another "process"
+        failing.to_zarr3(
+            FailingStore(make_store(str(path))), append_dim="time"
+        )  # a store of its own: another "process"
     _assert_rows(path, _expected(other))  # its roll-back did not clear the other writer's rows
 
 
@@ -399,7 +430,9 @@ def test_a_failed_append_after_a_deferred_one_resets_only_its_own_rows(tmp_path:
             raise RuntimeError("source failed")
         return block
 
-    broken = _rows(7, 3).assign(t2m=(("time", "x"), da.map_blocks(explode, da.ones((3, 4), chunks=(1, 4)), dtype=float)))
+    broken = _rows(7, 3).assign(
+        t2m=(("time", "x"), da.map_blocks(explode, da.ones((3, 4), chunks=(1, 4)), dtype=float))
+    )
     with pytest.raises(RuntimeError, match="source failed"):
         broken.to_zarr3(path, append_dim="time")
     _assert_rows(path, _expected(_rows(5, 2)))
@@ -412,7 +445,9 @@ def test_rows_reserved_and_not_written_are_never_silent(tmp_path: Path) -> None:
 
     path = _template(tmp_path)
     delayed = _rows(5, 3).to_zarr3(path, append_dim="time", compute=False)
-    with pytest.warns(UnfinishedWriteWarning, match=r"rows 5\.\.7 of 'time'.*not written yet.*compute the delayed") as caught:
+    with pytest.warns(
+        UnfinishedWriteWarning, match=r"rows 5\.\.7 of 'time'.*not written yet.*compute the delayed"
+    ) as caught:
         assert HINT not in xr.open_dataset(path, engine="zarr3").attrs
     assert caught[0].filename == __file__  # the warning names the user's line
     assert HINT in xr.open_dataset(path, engine="zarr").attrs  # engine="zarr" shows it
@@ -438,22 +473,31 @@ def test_a_failed_deferred_append_stays_reported(tmp_path: Path, fail_at: str) -
     def explode(block: np.ndarray) -> np.ndarray:
         raise RuntimeError("source failed")
 
-    broken = _rows(5, 3).assign(t2m=(("time", "x"), da.ones((3, 4), chunks=(1, 4)).map_blocks(explode, meta=np.array((), float))))
-    if fail_at == "reserving":  # the pending record, just after the reservation is listed: nothing is published
+    broken = _rows(5, 3).assign(
+        t2m=(("time", "x"), da.ones((3, 4), chunks=(1, 4)).map_blocks(explode, meta=np.array((), float)))
+    )
+    if (
+        fail_at == "reserving"
+    ):  # the pending record, just after the reservation is listed: nothing is published
         shutil.copytree(path, tmp_path / "probe.zarr")
         probe = FailingStore(make_store(str(tmp_path / "probe.zarr")))
         broken.to_zarr3(probe, append_dim="time", compute=False)
         assert probe.keys[probe.keys.index(APPENDING) + 1] == PENDING_KEY
         with pytest.raises(InjectedFault):
-            broken.to_zarr3(FailingStore(make_store(str(path)), fail_at=probe.keys.index(PENDING_KEY)), append_dim="time",
-                            compute=False)
+            broken.to_zarr3(
+                FailingStore(make_store(str(path)), fail_at=probe.keys.index(PENDING_KEY)),
+                append_dim="time",
+                compute=False,
+            )
         assert _keys(path) == keys  # rolled back, reservation taken off
         _assert_rows(path, _expected())
         return
     delayed = broken.to_zarr3(path, append_dim="time", compute=False)
     with pytest.raises(RuntimeError, match="source failed"):
         delayed.compute()
-    with pytest.warns(UnfinishedWriteWarning, match=r"rows 5\.\.7 of 'time'.*region=\{'time': slice\(5, 8\)\}"):
+    with pytest.warns(
+        UnfinishedWriteWarning, match=r"rows 5\.\.7 of 'time'.*region=\{'time': slice\(5, 8\)\}"
+    ):
         xr.open_dataset(path, engine="zarr3")
 
 
@@ -507,7 +551,9 @@ def test_appending_processes_without_a_lock_give_every_row(tmp_path: Path) -> No
     from zarr3_backend.xarray.write.lease import LEASE_KEY
 
     path = _template(tmp_path)
-    parts = [(5 + 3 * i, 3) for i in range(3)]  # 3 rows each: neighbours share a shard, all plan from one length
+    parts = [
+        (5 + 3 * i, 3) for i in range(3)
+    ]  # 3 rows each: neighbours share a shard, all plan from one length
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(len(parts), mp_context=context) as pool:
         list(pool.map(_append_in_a_process, [str(path)] * len(parts), *zip(*parts)))
@@ -528,8 +574,9 @@ def _dead_pid() -> int:
 
 
 @pytest.mark.parametrize("holder", ["alive", "gone"])
-def test_a_held_lease_is_waited_for_and_an_abandoned_one_taken_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    holder: str) -> None:
+def test_a_held_lease_is_waited_for_and_an_abandoned_one_taken_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holder: str
+) -> None:
     import json
     import os
     import socket
@@ -539,11 +586,15 @@ def test_a_held_lease_is_waited_for_and_an_abandoned_one_taken_over(tmp_path: Pa
 
     path = _template(tmp_path)
     pid = os.getppid() if holder == "alive" else _dead_pid()
-    (path / LEASE_KEY).write_text(json.dumps({"host": socket.gethostname(), "pid": pid, "since": 0, "id": "x"}))
+    (path / LEASE_KEY).write_text(
+        json.dumps({"host": socket.gethostname(), "pid": pid, "since": 0, "id": "x"})
+    )
     monkeypatch.setenv("ZARR3_BACKEND_LEASE_WAIT", "0.3")
     if holder == "alive":
         keys = _keys(path)
-        with pytest.raises(ConcurrentWriteError, match=rf"held {LEASE_KEY} .*process {pid} on .*delete {LEASE_KEY}"):
+        with pytest.raises(
+            ConcurrentWriteError, match=rf"held {LEASE_KEY} .*process {pid} on .*delete {LEASE_KEY}"
+        ):
             _rows(5, 2).to_zarr3(path, append_dim="time")
         assert _keys(path) == keys  # nothing of the write was done
         _assert_rows(path, _expected())

@@ -26,6 +26,8 @@ LOCKED: list[str] = []
 def _recorded(lock: Any, key: str) -> Any:
     LOCKED.append(key)
     return lock
+
+
 WIDTH = 16384
 
 
@@ -35,7 +37,7 @@ class FileLocks:
     def __init__(self, directory: str) -> None:
         self.directory = directory
 
-    def __call__(self, key: str) -> "FileLock":
+    def __call__(self, key: str) -> FileLock:
         return FileLock(str(Path(self.directory) / (key.replace("/", "_") + ".lock")))
 
 
@@ -124,7 +126,10 @@ def test_partial_shard_region_warns_once_where_writers_may_race(tmp_path: Path) 
         xr.Dataset({"v": (("row", "x"), np.ones((ROWS, WIDTH)))}).chunk().to_zarr3(
             path, region={"row": slice(0, ROWS)}, compute=False
         )
-    assert _in_thread(lambda: ds.to_zarr3(path, region={"row": slice(2, 4)}, lock=FileLocks(str(tmp_path)))) == []
+    assert (
+        _in_thread(lambda: ds.to_zarr3(path, region={"row": slice(2, 4)}, lock=FileLocks(str(tmp_path))))
+        == []
+    )
 
 
 def _child_write(path: str, queue: Any) -> None:
@@ -177,7 +182,11 @@ def test_distributed_lock_per_shard(tmp_path: Path) -> None:
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"):
         with warnings.catch_warnings():
             warnings.simplefilter("error", PartialShardWarning)
-            ds.to_zarr3(path, region={"row": slice(3, 9)}, lock=lambda key: _recorded(distributed.Lock(f"test:{key}"), key))
+            ds.to_zarr3(
+                path,
+                region={"row": slice(3, 9)},
+                lock=lambda key: _recorded(distributed.Lock(f"test:{key}"), key),
+            )
     assert set(LOCKED) == {"v/c/0/0"}  # both tasks took the lock of the one shard they share
     values = xr.open_dataset(path, engine="zarr3")["v"].values[:, 0]
     np.testing.assert_array_equal(values, [0] * 3 + [5] * 6 + [0] * (ROWS - 9))

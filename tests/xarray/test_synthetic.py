@@ -72,7 +72,10 @@ def test_era5_is_physically_plausible(era5) -> None:  # type: ignore[no-untyped-
 
 def test_era5_weather_travels_east(era5) -> None:  # type: ignore[no-untyped-def]
     band = era5.v10.sel(latitude=slice(55, 40)).mean("latitude").values  # (time, lon)
-    lags = [np.mean([np.corrcoef(band[t + 1], np.roll(band[t], shift))[0, 1] for t in range(100)]) for shift in range(-3, 4)]
+    lags = [
+        np.mean([np.corrcoef(band[t + 1], np.roll(band[t], shift))[0, 1] for t in range(100)])
+        for shift in range(-3, 4)
+    ]
     assert int(np.argmax(lags)) - 3 > 0  # tomorrow's pattern is today's shifted east
 
 

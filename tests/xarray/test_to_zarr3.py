@@ -26,7 +26,10 @@ from zarr3_backend.store import LocalStore
 from zarr3_backend.testing.stores import CountingStore
 
 ENGINES = ["zarr", "zarr3"]
-pytestmark = [pytest.mark.validate_stores, pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning")]
+pytestmark = [
+    pytest.mark.validate_stores,
+    pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning"),
+]
 
 
 def sample_dataset(chunks: dict | None = None, cf: bool = False) -> xr.Dataset:
@@ -132,7 +135,11 @@ def test_one_task_per_shard(tmp_path):
         delayed = ds[["t2m"]].to_zarr3(tmp_path / "a.zarr", encoding=encoding, compute=False)
     assert caught[0].filename == __file__  # the warning names the user's line
     graph = dict(delayed.__dask_graph__())
-    writes = [k for k in graph if isinstance(k, tuple) and str(k[0]).startswith("zarr3-write-shard-") and len(k) == 4]
+    writes = [
+        k
+        for k in graph
+        if isinstance(k, tuple) and str(k[0]).startswith("zarr3-write-shard-") and len(k) == 4
+    ]
     assert len(writes) == 3  # t2m: 12 / 4 shards along time, one along lat and lon
     delayed.compute()
     assert_reads_back(tmp_path / "a.zarr", ds[["t2m"]].compute())
@@ -303,7 +310,9 @@ def test_region_auto(tmp_path):
     expected["count"][4:8] += 1
     assert_reads_back(tmp_path / "a.zarr", expected)
     with pytest.raises(KeyError, match="not in the stored coordinate"):
-        part.assign_coords(time=part.time + pd.Timedelta(days=100)).to_zarr3(tmp_path / "a.zarr", region="auto")
+        part.assign_coords(time=part.time + pd.Timedelta(days=100)).to_zarr3(
+            tmp_path / "a.zarr", region="auto"
+        )
     with pytest.raises(ValueError, match="contiguous"):
         part.isel(time=[0, 2]).to_zarr3(tmp_path / "a.zarr", region="auto")
 
@@ -354,7 +363,10 @@ def test_datatree_append_dim_is_refused_like_to_zarr(tmp_path):
     tree.to_zarr3(tmp_path / "t.zarr")
     with pytest.raises(NotImplementedError):  # the oracle: DataTree.to_zarr raises it too
         tree.to_zarr(tmp_path / "o.zarr", append_dim="time")
-    with pytest.raises(zarr3_backend.WriteNotImplementedError, match=r"append_dim='time' is not supported for a DataTree.*group=path"):
+    with pytest.raises(
+        zarr3_backend.WriteNotImplementedError,
+        match=r"append_dim='time' is not supported for a DataTree.*group=path",
+    ):
         tree.to_zarr3(tmp_path / "t.zarr", append_dim="time")  # used to be a silent no-op
     assert xr.open_datatree(tmp_path / "t.zarr", engine="zarr3")["surface"].sizes["time"] == ds.sizes["time"]
 

@@ -22,7 +22,10 @@ from zarr3_backend.dask.write_graph import ShardAlignmentWarning
 
 DTYPES = ["int8", "uint16", "int32", "int64", "float32", "float64", "bool"]
 DIMS = ("a", "b", "c")
-pytestmark = [pytest.mark.validate_stores, pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning")]
+pytestmark = [
+    pytest.mark.validate_stores,
+    pytest.mark.filterwarnings("ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning"),
+]
 
 
 @st.composite
@@ -31,8 +34,10 @@ def variables(draw, sizes: dict[str, int]):
     dims = tuple(draw(st.permutations(list(sizes)))[:ndim])
     shape = tuple(sizes[d] for d in dims)
     dtype = np.dtype(draw(st.sampled_from(DTYPES)))
-    values = np.asarray(draw(st.lists(st.integers(-100, 100), min_size=int(np.prod(shape)), max_size=int(np.prod(shape)))))
-    data = (values % 2 == 0) if dtype == bool else values.astype(dtype).reshape(shape)
+    values = np.asarray(
+        draw(st.lists(st.integers(-100, 100), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+    )
+    data = (values % 2 == 0) if dtype == np.dtype(bool) else values.astype(dtype).reshape(shape)
     if dtype.kind == "f" and draw(st.booleans()):
         data = data.astype(dtype).copy()
         data.reshape(-1)[:: draw(st.integers(2, 5))] = np.nan
@@ -42,7 +47,13 @@ def variables(draw, sizes: dict[str, int]):
         encoding["shards"] = tuple(c * draw(st.integers(1, 3)) for c in chunks)
     if dtype.kind in "iu" and draw(st.booleans()):
         encoding["fill_value"] = int(draw(st.integers(0, 100)))
-    attrs = draw(st.dictionaries(st.sampled_from(["units", "long_name", "n"]), st.one_of(st.text(max_size=5), st.integers(-5, 5)), max_size=2))
+    attrs = draw(
+        st.dictionaries(
+            st.sampled_from(["units", "long_name", "n"]),
+            st.one_of(st.text(max_size=5), st.integers(-5, 5)),
+            max_size=2,
+        )
+    )
     return xr.Variable(dims, np.reshape(data, shape), attrs), encoding
 
 

@@ -72,49 +72,116 @@ def bad_tree() -> xr.DataTree:
 
 
 REFUSED: list[tuple[str, Callable[[Path], Any], type[Exception]]] = [
-    *[(f"mode=w, variable {n!r}", lambda p, n=n: renamed(n).to_zarr3(p, mode="w"), Zarr3Error)
-      for n in ("..", ".", "%2e%2e", "%2E%2e", "a\\b", "a\0b", "__reserved", "...", "a%2Fb")],
-    *[(f"mode=w, coordinate {n!r}", lambda p, n=n: renamed(n, coordinate=True).to_zarr3(p, mode="w"), Zarr3Error)
-      for n in ("..", "%2e%2e", "a\\b", "a\0b")],
+    *[
+        (f"mode=w, variable {n!r}", lambda p, n=n: renamed(n).to_zarr3(p, mode="w"), Zarr3Error)
+        for n in ("..", ".", "%2e%2e", "%2E%2e", "a\\b", "a\0b", "__reserved", "...", "a%2Fb")
+    ],
+    *[
+        (
+            f"mode=w, coordinate {n!r}",
+            lambda p, n=n: renamed(n, coordinate=True).to_zarr3(p, mode="w"),
+            Zarr3Error,
+        )
+        for n in ("..", "%2e%2e", "a\\b", "a\0b")
+    ],
     ("mode=a, variable '..'", lambda p: renamed("..").to_zarr3(p, mode="a"), Zarr3Error),
-    ("mode=w, DataArray named '..'", lambda p: xr.DataArray(np.arange(3.0), dims="y", name="..").to_zarr3(p, mode="w"),
-     Zarr3Error),
-    ("mode=w, chunks (5, 4.5)", lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": {"chunks": (5, 4.5)}}), Zarr3Error),
-    ("mode=w, wrong-rank chunks", lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": {"chunks": (5, 4, 1)}}),
-     Zarr3Error),
-    ("mode=w, encoding 'foo'", lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": "foo"}), Zarr3Error),
-    ("mode=w, encoding of no variable", lambda p: dataset().to_zarr3(p, mode="w", encoding={"nope": {}}), Zarr3Error),
-    ("mode=w, unknown codec", lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": {"compressors": [{"name": "nope"}]}}),
-     Zarr3Error),
-    ("mode=w, non-JSON attribute", lambda p: dataset().assign_attrs(bad=object()).to_zarr3(p, mode="w"), Zarr3Error),
-    ("mode=w, non-JSON variable attribute",
-     lambda p: dataset().assign(t2m=dataset().t2m.assign_attrs(bad={1, 2})).to_zarr3(p, mode="w"), Zarr3Error),
+    (
+        "mode=w, DataArray named '..'",
+        lambda p: xr.DataArray(np.arange(3.0), dims="y", name="..").to_zarr3(p, mode="w"),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, chunks (5, 4.5)",
+        lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": {"chunks": (5, 4.5)}}),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, wrong-rank chunks",
+        lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": {"chunks": (5, 4, 1)}}),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, encoding 'foo'",
+        lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": "foo"}),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, encoding of no variable",
+        lambda p: dataset().to_zarr3(p, mode="w", encoding={"nope": {}}),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, unknown codec",
+        lambda p: dataset().to_zarr3(p, mode="w", encoding={"t2m": {"compressors": [{"name": "nope"}]}}),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, non-JSON attribute",
+        lambda p: dataset().assign_attrs(bad=object()).to_zarr3(p, mode="w"),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, non-JSON variable attribute",
+        lambda p: dataset().assign(t2m=dataset().t2m.assign_attrs(bad={1, 2})).to_zarr3(p, mode="w"),
+        Zarr3Error,
+    ),
     ("mode='x'", lambda p: dataset().to_zarr3(p, mode="x"), Zarr3Error),  # type: ignore[arg-type]
     ("mode=w with append_dim", lambda p: dataset().to_zarr3(p, mode="w", append_dim="time"), Zarr3Error),
-    ("mode=w with region", lambda p: dataset().to_zarr3(p, mode="w", region={"time": slice(0, 5)}), Zarr3Error),
+    (
+        "mode=w with region",
+        lambda p: dataset().to_zarr3(p, mode="w", region={"time": slice(0, 5)}),
+        Zarr3Error,
+    ),
     ("zarr_format=2", lambda p: dataset().to_zarr3(p, mode="w", zarr_format=2), Zarr3Error),
     ("progress='bad'", lambda p: dataset().to_zarr3(p, mode="w", progress="bad"), Zarr3Error),  # type: ignore[arg-type]
-    ("append leaving out a variable", lambda p: dataset().drop_vars("t2m").to_zarr3(p, append_dim="time"), Zarr3Error),
-    ("append along a dimension not stored", lambda p: dataset().expand_dims("new").to_zarr3(p, append_dim="new"),
-     Zarr3Error),
+    (
+        "append leaving out a variable",
+        lambda p: dataset().drop_vars("t2m").to_zarr3(p, append_dim="time"),
+        Zarr3Error,
+    ),
+    (
+        "append along a dimension not stored",
+        lambda p: dataset().expand_dims("new").to_zarr3(p, append_dim="new"),
+        Zarr3Error,
+    ),
     ("region past the end", lambda p: dataset().to_zarr3(p, region={"time": slice(3, 8)}), Zarr3Error),
     ("region with a step", lambda p: dataset().to_zarr3(p, region={"time": slice(0, 5, 2)}), Zarr3Error),
-    ("mode=r+ with a new variable", lambda p: dataset().assign(new=("x", np.ones(4))).to_zarr3(p, mode="r+"), Zarr3Error),
-    ("mode=a with encoding of a stored variable",
-     lambda p: dataset().to_zarr3(p, mode="a", encoding={"t2m": {"chunks": (1, 4)}}), Zarr3Error),
+    (
+        "mode=r+ with a new variable",
+        lambda p: dataset().assign(new=("x", np.ones(4))).to_zarr3(p, mode="r+"),
+        Zarr3Error,
+    ),
+    (
+        "mode=a with encoding of a stored variable",
+        lambda p: dataset().to_zarr3(p, mode="a", encoding={"t2m": {"chunks": (1, 4)}}),
+        Zarr3Error,
+    ),
     ("mode=w-, the default, on the store", lambda p: dataset().to_zarr3(p), NodeExistsError),
     ("mode=w, DataTree with a bad second group", lambda p: bad_tree().to_zarr3(p, mode="w"), Zarr3Error),
-    ("mode=w, DataTree with a bad encoding in a later group",
-     lambda p: xr.DataTree.from_dict({"/": dataset(), "/child": dataset()}).to_zarr3(
-         p, mode="w", encoding={"/child": {"t2m": {"chunks": (1, 2, 3)}}}), Zarr3Error),
-    ("mode=w, DataTree encoding for no group",
-     lambda p: xr.DataTree.from_dict({"/": dataset()}).to_zarr3(p, mode="w", encoding={"/nope": {}}), Zarr3Error),
+    (
+        "mode=w, DataTree with a bad encoding in a later group",
+        lambda p: xr.DataTree.from_dict({"/": dataset(), "/child": dataset()}).to_zarr3(
+            p, mode="w", encoding={"/child": {"t2m": {"chunks": (1, 2, 3)}}}
+        ),
+        Zarr3Error,
+    ),
+    (
+        "mode=w, DataTree encoding for no group",
+        lambda p: xr.DataTree.from_dict({"/": dataset()}).to_zarr3(p, mode="w", encoding={"/nope": {}}),
+        Zarr3Error,
+    ),
     ("mode=w, group '..'", lambda p: dataset().to_zarr3(p, mode="w", group=".."), Zarr3Error),
-    ("mode=w, group below an array", lambda p: dataset().to_zarr3(p, mode="w", group="t2m/inner"), Zarr3Error),
+    (
+        "mode=w, group below an array",
+        lambda p: dataset().to_zarr3(p, mode="w", group="t2m/inner"),
+        Zarr3Error,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("write", "exc"), [(w, e) for _, w, e in REFUSED], ids=[name for name, _, _ in REFUSED])
+@pytest.mark.parametrize(
+    ("write", "exc"), [(w, e) for _, w, e in REFUSED], ids=[name for name, _, _ in REFUSED]
+)
 def test_a_refused_write_changes_no_byte_and_the_store_still_opens(stored: Path, write, exc) -> None:  # type: ignore[no-untyped-def]
     before = snapshot(stored)
     with pytest.raises(exc):
@@ -138,13 +205,20 @@ def test_a_refused_datatree_write_leaves_every_group(tmp_path: Path) -> None:
 
 
 BRICKED_ROOT = {  # what the old writer left after a refused name: a root naming '..' as a consolidated member
-    "zarr_format": 3, "node_type": "group", "attributes": {},
-    "consolidated_metadata": {"kind": "inline", "must_understand": False,
-                              "metadata": {"..": {"zarr_format": 3, "node_type": "group", "attributes": {}}}},
+    "zarr_format": 3,
+    "node_type": "group",
+    "attributes": {},
+    "consolidated_metadata": {
+        "kind": "inline",
+        "must_understand": False,
+        "metadata": {"..": {"zarr_format": 3, "node_type": "group", "attributes": {}}},
+    },
 }
 
 
-@pytest.mark.parametrize("root", [json.dumps(BRICKED_ROOT), "{not json", '{"zarr_format": 3, "node_type": "array"}'])
+@pytest.mark.parametrize(
+    "root", [json.dumps(BRICKED_ROOT), "{not json", '{"zarr_format": 3, "node_type": "array"}']
+)
 def test_mode_w_and_overwrite_replace_a_store_with_invalid_root_metadata(stored: Path, root: str) -> None:
     (stored / "zarr.json").write_text(root)
     with pytest.raises(MetadataError):
@@ -169,7 +243,11 @@ def test_mode_w_replaces_a_group_whose_own_metadata_is_invalid(stored: Path) -> 
 
 
 def record(documents: Any = None, **fields: Any) -> str:
-    base: dict[str, Any] = {"token": "t", "consolidate": True, "documents": {} if documents is None else documents}
+    base: dict[str, Any] = {
+        "token": "t",
+        "consolidate": True,
+        "documents": {} if documents is None else documents,
+    }
     return json.dumps({**base, **fields})
 
 
@@ -195,12 +273,16 @@ TAMPERED = {
     "document v2": record({"child": {"zarr_format": 2}}),
     "document naming '..' as a consolidated member": record({"": BRICKED_ROOT}),
     "attributes a list": record({"child": {**GROUP, "attributes": [1]}}),
-    "deep document": record({"child": {**GROUP, "attributes": {"a": "DEEP"}}}).replace('"DEEP"', "[" * 50_000 + "]" * 50_000),
+    "deep document": record({"child": {**GROUP, "attributes": {"a": "DEEP"}}}).replace(
+        '"DEEP"', "[" * 50_000 + "]" * 50_000
+    ),
 }
 
 
 @pytest.mark.parametrize("content", list(TAMPERED.values()), ids=list(TAMPERED))
-def test_a_tampered_pending_record_is_refused_before_anything_is_published(stored: Path, content: str) -> None:
+def test_a_tampered_pending_record_is_refused_before_anything_is_published(
+    stored: Path, content: str
+) -> None:
     (stored / PENDING_KEY).write_text(content)
     before = snapshot(stored)
     with pytest.raises(MetadataError) as raised:
@@ -246,10 +328,19 @@ def project(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("make", "message"), [
-    (v2_store, r"is a Zarr v2 store \(\.zgroup found, no zarr\.json\).*mode='w' to delete the Zarr v2 store"),
-    (project, r"is not empty \(it holds 'notes/readme\.txt', but no zarr\.json\).*mode='w' to delete everything there"),
-])
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            v2_store,
+            r"is a Zarr v2 store \(\.zgroup found, no zarr\.json\).*mode='w' to delete the Zarr v2 store",
+        ),
+        (
+            project,
+            r"is not empty \(it holds 'notes/readme\.txt', but no zarr\.json\).*mode='w' to delete everything there",
+        ),
+    ],
+)
 def test_mode_w_minus_refuses_a_non_empty_location_as_engine_zarr_does(tmp_path: Path, make, message) -> None:  # type: ignore[no-untyped-def]
     path = make(tmp_path / "target")
     before = snapshot(path)
@@ -267,9 +358,13 @@ def test_mode_w_minus_refuses_a_non_empty_location_as_engine_zarr_does(tmp_path:
 def test_no_write_hides_a_zarr_v2_store(tmp_path: Path) -> None:
     path = v2_store(tmp_path / "v2.zarr")
     before = snapshot(path)
-    for write in (lambda: dataset().to_zarr3(path, mode="a"), lambda: dataset().to_zarr3(path, append_dim="time"),
-                  lambda: dataset().to_zarr3(path, group="child"), lambda: dataset().to_zarr3(path, group="child", mode="w"),
-                  lambda: dataset().to_zarr3(path, region={"time": slice(0, 5)})):
+    for write in (
+        lambda: dataset().to_zarr3(path, mode="a"),
+        lambda: dataset().to_zarr3(path, append_dim="time"),
+        lambda: dataset().to_zarr3(path, group="child"),
+        lambda: dataset().to_zarr3(path, group="child", mode="w"),
+        lambda: dataset().to_zarr3(path, region={"time": slice(0, 5)}),
+    ):
         with pytest.raises(Zarr3Error, match="Zarr v2 store") as raised:
             write()
         assert "mode='w-'" not in str(raised.value)
@@ -278,7 +373,9 @@ def test_no_write_hides_a_zarr_v2_store(tmp_path: Path) -> None:
 
 
 def test_existing_store_message_says_mode_w_deletes(stored: Path) -> None:
-    with pytest.raises(NodeExistsError, match=r"mode='w' to replace it \(this deletes it and everything below it\)"):
+    with pytest.raises(
+        NodeExistsError, match=r"mode='w' to replace it \(this deletes it and everything below it\)"
+    ):
         dataset().to_zarr3(stored)
     with pytest.raises(NodeExistsError, match="this deletes it"):
         zarr3_backend.create_group(stored)
@@ -293,6 +390,7 @@ class Interrupt(KeyboardInterrupt):
 
 def interrupted(ds: xr.Dataset, name: str) -> xr.Dataset:
     """``ds`` with ``name`` dask-backed, its third block raising :class:`Interrupt`."""
+
     def stop(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
         if block_info and block_info[None]["chunk-location"][0] == 2:
             raise Interrupt
@@ -308,7 +406,10 @@ def lazy() -> xr.Dataset:
 
 
 def assert_unfinished(path: Path, group: str = "") -> None:
-    with pytest.raises(UnfinishedWriteError, match=r"did not finish.*Re-run the same write.*mode='w' to replace it \(which deletes"):
+    with pytest.raises(
+        UnfinishedWriteError,
+        match=r"did not finish.*Re-run the same write.*mode='w' to replace it \(which deletes",
+    ):
         xr.open_dataset(path, engine="zarr3", group=group or None)
     with pytest.raises(UnfinishedWriteError, match=FLAG):
         zarr3_backend.open_group(path, group)
@@ -403,7 +504,9 @@ def test_a_template_warns_until_its_data_is_written(tmp_path: Path) -> None:
     with pytest.warns(UnfinishedWriteWarning):
         assert FLAG not in xr.open_dataset(path, engine="zarr3").attrs
     pytest.importorskip("zarr")
-    assert xr.open_dataset(path, engine="zarr").attrs[FLAG]["template"] is True  # engine="zarr" users see the mark
+    assert (
+        xr.open_dataset(path, engine="zarr").attrs[FLAG]["template"] is True
+    )  # engine="zarr" users see the mark
     with pytest.warns(UnfinishedWriteWarning):
         zarr3_backend.open_group(path)
     assert [(p.key, p.severity) for p in validate_store(path)] == [("zarr.json", "warning")]

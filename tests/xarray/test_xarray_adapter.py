@@ -22,9 +22,9 @@ from xarray.backends.zarr import FillValueCoder
 
 import zarr3_backend
 from zarr3_backend import api
+from zarr3_backend.errors import MetadataError
 from zarr3_backend.nodes.creation import TARGET_CHUNK_BYTES, default_chunks
 from zarr3_backend.nodes.shard_writes import PartialShardWarning
-from zarr3_backend.errors import MetadataError
 from zarr3_backend.store import make_store
 from zarr3_backend.xarray.encoding import decode_fill_value
 from zarr3_backend.xarray.root import normalize_location
@@ -38,12 +38,35 @@ ADAPTER = Path(zarr3_backend.__file__).parent / "xarray_backend"
 # --- store locations: same as xarray's _normalize_path ----------------------------------------------------------------
 
 LOCATIONS: list[object] = [
-    "data.zarr", "./a/../data.zarr", "/abs/data.zarr", "~/data.zarr", "~", "", ".",
-    Path("rel/data.zarr"), Path("~/x.zarr"), Path("/abs/y.zarr"),
-    "s3://bucket/data.zarr", "gs://b/d", "http://host:8000/d.zarr", "https://h/d", "file:///tmp/d.zarr",
-    "memory://doc/x", "simplecache::s3://bucket/d.zarr", "zip::file://a.zip", "s3+https://odd/d",
-    "c:/windows/path", "3s://not-a-protocol", "a::b", "abc:/x", "no_scheme:data",
-    b"bytes/path", None, 3, {"zarr.json": b"{}"}, make_store("memory://doc/normalize"),
+    "data.zarr",
+    "./a/../data.zarr",
+    "/abs/data.zarr",
+    "~/data.zarr",
+    "~",
+    "",
+    ".",
+    Path("rel/data.zarr"),
+    Path("~/x.zarr"),
+    Path("/abs/y.zarr"),
+    "s3://bucket/data.zarr",
+    "gs://b/d",
+    "http://host:8000/d.zarr",
+    "https://h/d",
+    "file:///tmp/d.zarr",
+    "memory://doc/x",
+    "simplecache::s3://bucket/d.zarr",
+    "zip::file://a.zip",
+    "s3+https://odd/d",
+    "c:/windows/path",
+    "3s://not-a-protocol",
+    "a::b",
+    "abc:/x",
+    "no_scheme:data",
+    b"bytes/path",
+    None,
+    3,
+    {"zarr.json": b"{}"},
+    make_store("memory://doc/normalize"),
 ]
 
 
@@ -64,10 +87,20 @@ def test_open_dataset_accepts_a_home_relative_path(tmp_path: Path, monkeypatch: 
 
 # --- _FillValue: decoded by xarray's FillValueCoder --------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype, value", [
-    ("float32", np.nan), ("float64", -9999.5), ("float64", np.inf), ("complex128", 1 - 2j), ("int16", -1),
-    ("uint8", 255), ("bool", True), ("int64", -(2**62)),
-])
+
+@pytest.mark.parametrize(
+    "dtype, value",
+    [
+        ("float32", np.nan),
+        ("float64", -9999.5),
+        ("float64", np.inf),
+        ("complex128", 1 - 2j),
+        ("int16", -1),
+        ("uint8", 255),
+        ("bool", True),
+        ("int64", -(2**62)),
+    ],
+)
 def test_fill_value_attribute_decodes_as_xarray_does(dtype: str, value: object) -> None:
     array = zarr3_backend.create_array(f"memory://doc/fv-{dtype}", shape=(1,), dtype=dtype, overwrite=True)
     stored = FillValueCoder.encode(value, np.dtype(dtype))
@@ -76,25 +109,36 @@ def test_fill_value_attribute_decodes_as_xarray_does(dtype: str, value: object) 
     np.testing.assert_equal(got, expected)
 
 
-@pytest.mark.parametrize("dtype, stored", [
-    ("float64", -9999.0),  # a plain number another tool wrote: kept, not refused
-    ("int8", "x"),
-    ("<U3", "abc"),        # a type FillValueCoder does not decode
-])
+@pytest.mark.parametrize(
+    "dtype, stored",
+    [
+        ("float64", -9999.0),  # a plain number another tool wrote: kept, not refused
+        ("int8", "x"),
+        ("<U3", "abc"),  # a type FillValueCoder does not decode
+    ],
+)
 def test_fill_value_attribute_xarray_cannot_decode_is_kept(dtype: str, stored: object) -> None:
-    array = zarr3_backend.create_array(f"memory://doc/fv-raw-{dtype}", shape=(1,), dtype=dtype, overwrite=True)
+    array = zarr3_backend.create_array(
+        f"memory://doc/fv-raw-{dtype}", shape=(1,), dtype=dtype, overwrite=True
+    )
     assert decode_fill_value(stored, array) == stored
 
 
 def test_fill_value_of_strings_and_bytes(tmp_path: Path) -> None:
     strings = zarr3_backend.create_array("memory://doc/fv-str", shape=(1,), dtype=str, overwrite=True)
     assert decode_fill_value("n/a", strings) == "n/a"
-    raw = zarr3_backend.create_array("memory://doc/fv-bytes", shape=(1,), dtype="variable_length_bytes",
-                                     serializer={"name": "vlen-bytes"}, overwrite=True)
+    raw = zarr3_backend.create_array(
+        "memory://doc/fv-bytes",
+        shape=(1,),
+        dtype="variable_length_bytes",
+        serializer={"name": "vlen-bytes"},
+        overwrite=True,
+    )
     assert decode_fill_value(FillValueCoder.encode(b"\x00ab", np.dtype("S3")), raw) == b"\x00ab"
 
 
 # --- default chunks: one heuristic for create_array and to_zarr3 -------------------------------------------------------
+
 
 def test_default_chunks_halve_or_divide_the_largest_dimension() -> None:
     assert default_chunks((1001, 999), 8) == (501, 999)  # create_array: halve, rounding up
@@ -120,11 +164,15 @@ def test_create_array_and_to_zarr3_use_the_documented_rule(tmp_path: Path) -> No
 
 # --- write plans ---------------------------------------------------------------------------------------------------------
 
+
 def test_plan_is_data_and_writes_nothing_but_its_checks(tmp_path: Path) -> None:
     store = make_store(str(tmp_path / "p.zarr"))
     ds = xr.Dataset({"v": ("x", np.arange(4.0))}, coords={"x": np.arange(4)})
     plan = plan_dataset(ds, store, "g", encoding={"v": {"chunks": 2}}, options=WriteOptions("w-"))
-    assert [(w.name, w.array.path, w.array.chunks) for w in plan.data] == [("v", "g/v", (2,)), ("x", "g/x", (4,))]
+    assert [(w.name, w.array.path, w.array.chunks) for w in plan.data] == [
+        ("v", "g/v", (2,)),
+        ("x", "g/x", (4,)),
+    ]
     assert list(plan.documents) == ["", "g", "g/v", "g/x"] and plan.defaults == {""}
     assert plan.created == ("g/v", "g/x") and plan.grown == ()
     assert list(store.list_prefix("")) == []
@@ -132,8 +180,10 @@ def test_plan_is_data_and_writes_nothing_but_its_checks(tmp_path: Path) -> None:
 
 def test_then_keeps_documents_over_later_ancestor_defaults() -> None:
     first = WritePlan(documents={"": {"a": 1}, "g": {"a": 2}}, defaults=frozenset({""}))
-    later = WritePlan(documents={"": {"default": True}, "g": {"default": True}, "g/c": {"a": 3}},
-                      defaults=frozenset({"", "g"}))
+    later = WritePlan(
+        documents={"": {"default": True}, "g": {"default": True}, "g/c": {"a": 3}},
+        defaults=frozenset({"", "g"}),
+    )
     merged = first.then(later)
     assert merged.documents == {"": {"a": 1}, "g": {"a": 2}, "g/c": {"a": 3}} and merged.defaults == {""}
     assert first.then(WritePlan(documents={"": {"a": 4}})).documents[""] == {"a": 4}
@@ -143,14 +193,20 @@ def test_then_keeps_documents_over_later_ancestor_defaults() -> None:
 def test_tree_in_mode_w_replaces_an_array_and_keeps_every_groups_attributes(tmp_path: Path) -> None:
     path = tmp_path / "t.zarr"
     zarr3_backend.create_array(path, "x/p", shape=(2,), dtype="int8")  # an array where the tree goes
-    tree = xr.DataTree.from_dict({
-        "/": xr.Dataset(attrs={"level": "root"}),
-        "/c": xr.Dataset({"v": ("t", np.arange(3.0))}, attrs={"level": "child"}),
-        "/c/d": xr.Dataset(attrs={"level": "grandchild"}),
-    })
+    tree = xr.DataTree.from_dict(
+        {
+            "/": xr.Dataset(attrs={"level": "root"}),
+            "/c": xr.Dataset({"v": ("t", np.arange(3.0))}, attrs={"level": "child"}),
+            "/c/d": xr.Dataset(attrs={"level": "grandchild"}),
+        }
+    )
     tree.to_zarr3(path, mode="w", group="x/p")
     back = xr.open_datatree(path, engine="zarr3", group="x/p")
-    assert [back[p].attrs for p in ("/", "/c", "/c/d")] == [{"level": "root"}, {"level": "child"}, {"level": "grandchild"}]
+    assert [back[p].attrs for p in ("/", "/c", "/c/d")] == [
+        {"level": "root"},
+        {"level": "child"},
+        {"level": "grandchild"},
+    ]
     xr.testing.assert_identical(back["c"].to_dataset().load(), tree["c"].to_dataset())
     assert isinstance(zarr3_backend.open_group(path, "x"), zarr3_backend.Group)
 
@@ -174,11 +230,14 @@ def test_write_warnings_point_at_the_callers_line(tmp_path: Path, call: str) -> 
         warnings.simplefilter("always")
         write(ds, tmp_path / "a.zarr", encoding={"v": {"shards": (2048, 1024)}})
         write(ds.isel(t=slice(0, 2)).chunk(), tmp_path / "a.zarr", region={"t": slice(0, 2)}, compute=False)
-    kinds = {w.category: w.filename for w in caught if w.category in (InnerChunksWarning, PartialShardWarning)}
+    kinds = {
+        w.category: w.filename for w in caught if w.category in (InnerChunksWarning, PartialShardWarning)
+    }
     assert kinds == {InnerChunksWarning: __file__, PartialShardWarning: __file__}
 
 
 # --- the adapter's shape -------------------------------------------------------------------------------------------------
+
 
 def _modules() -> list[Path]:
     return sorted(ADAPTER.glob("*.py"))
@@ -189,8 +248,10 @@ def test_one_write_mode_type_defined_in_api() -> None:
     assert typing.get_args(api.Mode) == api.MODES
     modes = [
         f"{path.name}:{node.lineno}"
-        for path in _modules() for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id.endswith("Mode") for t in node.targets)
+        for path in _modules()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id.endswith("Mode") for t in node.targets)
     ]
     assert modes == []
     # dask's Delayed (the return type) is imported for type checkers only: dask loads on first use.
@@ -202,8 +263,10 @@ def test_one_write_mode_type_defined_in_api() -> None:
 def test_the_package_imports_no_private_xarray_names() -> None:
     private = [
         f"{path.relative_to(ADAPTER.parent)}:{node.lineno} {alias.name}"
-        for path in sorted(ADAPTER.parent.rglob("*.py")) for node in ast.walk(ast.parse(path.read_text()))
+        for path in sorted(ADAPTER.parent.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "xarray"
-        for alias in node.names if alias.name.startswith("_")
+        for alias in node.names
+        if alias.name.startswith("_")
     ]
     assert private == []

@@ -17,7 +17,13 @@ import xarray as xr
 from xarray.core import indexing
 
 import zarr3_backend
-from zarr3_backend.errors import GroupNotFoundError, MetadataError, NodeNotFoundError, StoreError, UnknownExtensionError
+from zarr3_backend.errors import (
+    GroupNotFoundError,
+    MetadataError,
+    NodeNotFoundError,
+    StoreError,
+    UnknownExtensionError,
+)
 from zarr3_backend.store import make_store
 from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.xarray import Zarr3BackendArray, Zarr3BackendEntrypoint
@@ -29,12 +35,23 @@ V = np.arange(8 * 12 * 10, dtype="float32").reshape(8, 12, 10)
 
 def write_sample(target: Any, **group_kwargs: Any) -> zarr3_backend.Group:
     """A group with a sharded 3-D variable, index coordinates, a CF non-index coordinate and attributes."""
-    g = zarr3_backend.create_group(target, attributes={"title": "sample", "_NCProperties": "hidden"}, **group_kwargs)
-    v = g.create_array("v", shape=V.shape, dtype="float32", chunks=(2, 3, 5), shards=(4, 6, 10),
-                       dimension_names=["time", "y", "x"], attributes={"units": "K", "coordinates": "label"})
+    g = zarr3_backend.create_group(
+        target, attributes={"title": "sample", "_NCProperties": "hidden"}, **group_kwargs
+    )
+    v = g.create_array(
+        "v",
+        shape=V.shape,
+        dtype="float32",
+        chunks=(2, 3, 5),
+        shards=(4, 6, 10),
+        dimension_names=["time", "y", "x"],
+        attributes={"units": "K", "coordinates": "label"},
+    )
     v[...] = V
     for name, n in (("time", 8), ("y", 12), ("x", 10)):
-        g.create_array(name, shape=(n,), dtype="int64", chunks=(n,), dimension_names=[name])[...] = np.arange(n) * 10
+        g.create_array(name, shape=(n,), dtype="int64", chunks=(n,), dimension_names=[name])[...] = (
+            np.arange(n) * 10
+        )
     lab = g.create_array("label", shape=(10,), dtype="string", chunks=(5,), dimension_names=["x"])
     lab[...] = [f"l{i}" for i in range(10)]
     return g
@@ -65,7 +82,9 @@ def test_entry_point_attributes() -> None:
     engine = xr.backends.list_engines()["zarr3"]
     assert isinstance(engine, Zarr3BackendEntrypoint)
     assert engine.description and engine.url.startswith("https://") and engine.supports_groups
-    assert {"group", "storage_options", "drop_variables", "decode_times"} <= set(engine.open_dataset_parameters)
+    assert {"group", "storage_options", "drop_variables", "decode_times"} <= set(
+        engine.open_dataset_parameters
+    )
 
 
 @pytest.mark.invalid_store  # "wrong" on purpose
@@ -79,7 +98,13 @@ def test_guess_can_open(sample: Path, tmp_path: Path) -> None:
     (tmp_path / "broken" / ".zarray").write_text("{not json")
     assert engine.guess_can_open(sample) and engine.guess_can_open(str(sample))
     assert engine.guess_can_open(make_store(str(sample)))
-    for other in (tmp_path / "file.nc", tmp_path / "missing.zarr", tmp_path / "wrong", tmp_path / "broken", object()):
+    for other in (
+        tmp_path / "file.nc",
+        tmp_path / "missing.zarr",
+        tmp_path / "wrong",
+        tmp_path / "broken",
+        object(),
+    ):
         assert not engine.guess_can_open(other)
     assert not (tmp_path / "missing.zarr").exists()
 
@@ -101,7 +126,9 @@ def test_guess_can_open_claims_zarr_v2_stores(tmp_path: Path, consolidated: bool
         assert engine.guess_can_open(make_store(str(path)))
     # engine="zarr" is asked first and claims names ending in .zarr; a v2 store named otherwise is ours
     assert xr.backends.plugins.guess_engine(str(tmp_path / "v2store")) == "zarr3"
-    xr.testing.assert_identical(xr.open_dataset(tmp_path / "v2store"), xr.open_dataset(tmp_path / "v2store", engine="zarr"))
+    xr.testing.assert_identical(
+        xr.open_dataset(tmp_path / "v2store"), xr.open_dataset(tmp_path / "v2store", engine="zarr")
+    )
 
 
 # -- dims, coordinates, attributes --------------------------------------------
@@ -128,7 +155,9 @@ def test_conflicting_dims_error_names_arrays_and_fix(tmp_path: Path) -> None:
     g = zarr3_backend.create_group(str(tmp_path / "c.zarr"))
     g.create_array("p", shape=(2,), dtype="int8")
     g.create_array("q", shape=(5,), dtype="int8")
-    with pytest.raises(MetadataError, match=r"'dim_0'.*size 2 in \['p'\].*size 5 in \['q'\].*dimension_names.*drop_variables"):
+    with pytest.raises(
+        MetadataError, match=r"'dim_0'.*size 2 in \['p'\].*size 5 in \['q'\].*dimension_names.*drop_variables"
+    ):
         xr.open_dataset(tmp_path / "c.zarr", engine="zarr3")
     assert list(xr.open_dataset(tmp_path / "c.zarr", engine="zarr3", drop_variables="q").data_vars) == ["p"]
 
@@ -174,7 +203,9 @@ class RemoteWithoutListings(CountingStore):
 
 def test_an_unneeded_listing_may_fail_but_a_needed_one_may_not(sample: Path) -> None:
     plain = RemoteWithoutListings(make_store(str(sample)))
-    with pytest.raises(StoreError, match="AccessDenied"):  # nothing consolidated: the members need the listing
+    with pytest.raises(
+        StoreError, match="AccessDenied"
+    ):  # nothing consolidated: the members need the listing
         xr.open_dataset(plain, engine="zarr3")
     zarr3_backend.consolidate_metadata(make_store(str(sample)))
     store = RemoteWithoutListings(make_store(str(sample)))
@@ -230,8 +261,14 @@ def test_backend_array_uses_outer_reads(sample: Path) -> None:
 # -- dask ----------------------------------------------------------------------
 def test_chunk_options_follow_shards(tmp_path: Path) -> None:
     g = zarr3_backend.create_group(str(tmp_path / "big.zarr"))
-    g.create_array("a", shape=(400, 60, 40), dtype="float64", chunks=(10, 30, 20), shards=(20, 60, 40),
-                   dimension_names=["t", "y", "x"])
+    g.create_array(
+        "a",
+        shape=(400, 60, 40),
+        dtype="float64",
+        chunks=(10, 30, 20),
+        shards=(20, 60, 40),
+        dimension_names=["t", "y", "x"],
+    )
     opened = lambda chunks: xr.open_dataset(tmp_path / "big.zarr", engine="zarr3", chunks=chunks).a.chunks  # noqa: E731
     assert opened({}) == ((20,) * 20, (60,), (40,))
     with dask.config.set({"array.chunk-size": "2MiB"}):
@@ -263,7 +300,9 @@ def test_graph_pickles(sample: Path) -> None:
 @pytest.mark.slow
 def test_local_cluster_processes(sample: Path) -> None:
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         with distributed.Client(cluster):
             ds = xr.open_dataset(sample, engine="zarr3", chunks={})
             assert float(ds.v.sum().compute()) == float(V.sum(dtype="float64"))
@@ -309,7 +348,10 @@ def test_open_dataset_of_subgroup(tmp_path: Path) -> None:
 
 # -- errors ------------------------------------------------------------------
 def test_error_missing_store(tmp_path: Path) -> None:
-    with pytest.raises(NodeNotFoundError, match=r"no Zarr group at .*missing\.zarr.*zarr\.json not found \(nor a Zarr v2 \.zgroup\).*Check the path"):
+    with pytest.raises(
+        NodeNotFoundError,
+        match=r"no Zarr group at .*missing\.zarr.*zarr\.json not found \(nor a Zarr v2 \.zgroup\).*Check the path",
+    ):
         xr.open_dataset(tmp_path / "missing.zarr", engine="zarr3")
     assert not (tmp_path / "missing.zarr").exists()
 

@@ -12,10 +12,23 @@ import pytest
 import xarray as xr
 
 pytest.importorskip("zarr")
-pytestmark = [pytest.mark.validate_stores, pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning", "ignore::FutureWarning")]
+pytestmark = [
+    pytest.mark.validate_stores,
+    pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning", "ignore::FutureWarning"),
+]
 
-ENCODING_KEYS_COMPARED = ("chunks", "shards", "fill_value", "dtype", "units", "calendar", "_FillValue",
-                          "scale_factor", "add_offset", "coordinates")
+ENCODING_KEYS_COMPARED = (
+    "chunks",
+    "shards",
+    "fill_value",
+    "dtype",
+    "units",
+    "calendar",
+    "_FillValue",
+    "scale_factor",
+    "add_offset",
+    "coordinates",
+)
 
 
 def floats() -> tuple[xr.Dataset, dict[str, Any]]:
@@ -23,8 +36,11 @@ def floats() -> tuple[xr.Dataset, dict[str, Any]]:
     data = rng.random((6, 5, 4)).astype("float32")
     data[0, 0, 0] = np.nan
     ds = xr.Dataset(
-        {"t2m": (("time", "lat", "lon"), data, {"units": "K", "long_name": "temperature"}),
-         "f64": (("lat",), rng.random(5)), "f16": (("lon",), np.array([1, 2, np.nan, 4], "float16"))},
+        {
+            "t2m": (("time", "lat", "lon"), data, {"units": "K", "long_name": "temperature"}),
+            "f64": (("lat",), rng.random(5)),
+            "f16": (("lon",), np.array([1, 2, np.nan, 4], "float16")),
+        },
         coords={"time": np.arange(6), "lat": np.linspace(-60, 60, 5), "lon": np.arange(4.0)},
         attrs={"title": "floats", "history": ["a", "b"], "nested": {"k": 1}},
     )
@@ -38,8 +54,10 @@ def sharded() -> tuple[xr.Dataset, dict[str, Any]]:
 
 def strings() -> tuple[xr.Dataset, dict[str, Any]]:
     ds = xr.Dataset(
-        {"fixed": (("station",), np.array(["a", "bb", "ccc"])),
-         "vlen": (("station",), np.array(["x", "yy", ""], dtype=object))},
+        {
+            "fixed": (("station",), np.array(["a", "bb", "ccc"])),
+            "vlen": (("station",), np.array(["x", "yy", ""], dtype=object)),
+        },
         coords={"station": ["s1", "s2", "s3"]},
     )
     return ds, {}
@@ -53,8 +71,11 @@ def times() -> tuple[xr.Dataset, dict[str, Any]]:
     t = pd.date_range("2000-01-01", periods=5, freq="6h").values.copy()
     t[2] = np.datetime64("NaT")
     ds = xr.Dataset(
-        {"when": (("n",), t), "dt": (("n",), np.array([1, 2, 3, 4, 5], "timedelta64[h]").astype("m8[ns]")),
-         "v": (("time",), np.arange(4.0))},
+        {
+            "when": (("n",), t),
+            "dt": (("n",), np.array([1, 2, 3, 4, 5], "timedelta64[h]").astype("m8[ns]")),
+            "v": (("time",), np.arange(4.0)),
+        },
         coords={"time": pd.date_range("1999-12-30", periods=4, freq="D")},
     )
     ds["v"].encoding["units"] = "hours since 1999-01-01"
@@ -63,10 +84,13 @@ def times() -> tuple[xr.Dataset, dict[str, Any]]:
 
 def cf_ints() -> tuple[xr.Dataset, dict[str, Any]]:
     ds = xr.Dataset(
-        {"packed": (("x",), np.array([1.5, np.nan, -3.25, 10.0])),
-         "flag": (("x",), np.array([1, 2, 255, 0], "uint8"), {"_FillValue": 255}),
-         "i64": (("x",), np.array([1, -2, 3, 4], "int64")), "b": (("x",), np.array([True, False, True, True])),
-         "c": (("x",), np.array([1 + 2j, 0, np.nan, 3j], "complex128"))},
+        {
+            "packed": (("x",), np.array([1.5, np.nan, -3.25, 10.0])),
+            "flag": (("x",), np.array([1, 2, 255, 0], "uint8"), {"_FillValue": 255}),
+            "i64": (("x",), np.array([1, -2, 3, 4], "int64")),
+            "b": (("x",), np.array([True, False, True, True])),
+            "c": (("x",), np.array([1 + 2j, 0, np.nan, 3j], "complex128")),
+        },
     )
     encoding = {"packed": {"dtype": "int16", "scale_factor": 0.25, "add_offset": 1.0, "_FillValue": -32768}}
     return ds, encoding
@@ -76,14 +100,23 @@ def coords() -> tuple[xr.Dataset, dict[str, Any]]:
     lat = np.linspace(10, 20, 3)
     ds = xr.Dataset(
         {"v": (("y", "x"), np.arange(12.0).reshape(3, 4))},
-        coords={"lat2d": (("y", "x"), np.repeat(lat, 4).reshape(3, 4)), "lon2d": (("y", "x"), np.ones((3, 4))),
-                "height": ((), 2.0), "x": [1, 2, 3, 4]},
+        coords={
+            "lat2d": (("y", "x"), np.repeat(lat, 4).reshape(3, 4)),
+            "lon2d": (("y", "x"), np.ones((3, 4))),
+            "height": ((), 2.0),
+            "x": [1, 2, 3, 4],
+        },
     )
     return ds, {}
 
 
 CASES: dict[str, Any] = {
-    "floats": floats, "sharded": sharded, "strings": strings, "times": times, "cf_ints": cf_ints, "coords": coords,
+    "floats": floats,
+    "sharded": sharded,
+    "strings": strings,
+    "times": times,
+    "cf_ints": cf_ints,
+    "coords": coords,
     "fixed_bytes": fixed_bytes,
 }
 
@@ -115,13 +148,21 @@ def test_open_dataset_parity(case: Any, consolidated: bool, tmp_path: Path) -> N
 
 @pytest.mark.parametrize(
     "options",
-    [{"decode_times": False}, {"mask_and_scale": False}, {"decode_coords": "all"}, {"decode_cf": False},
-     {"drop_variables": ["v", "lat2d"]}, {"decode_timedelta": False}],
+    [
+        {"decode_times": False},
+        {"mask_and_scale": False},
+        {"decode_coords": "all"},
+        {"decode_cf": False},
+        {"drop_variables": ["v", "lat2d"]},
+        {"decode_timedelta": False},
+    ],
 )
 @pytest.mark.parametrize("case", ["times", "cf_ints", "coords"])
 def test_decode_options_parity(case: str, options: dict[str, Any], tmp_path: Path) -> None:
     path = write(*CASES[case](), tmp_path / "p.zarr", False)
-    assert_parity(xr.open_dataset(path, engine="zarr", **options), xr.open_dataset(path, engine="zarr3", **options))
+    assert_parity(
+        xr.open_dataset(path, engine="zarr", **options), xr.open_dataset(path, engine="zarr3", **options)
+    )
 
 
 def test_dask_chunked_parity(tmp_path: Path) -> None:
@@ -135,8 +176,14 @@ def nested_tree() -> xr.DataTree:
     ds, _ = floats()
     strings_ds, _ = strings()
     times_ds, _ = times()
-    return xr.DataTree.from_dict({"/": ds[["f64"]].assign_attrs(root=1), "/a": strings_ds, "/a/b": times_ds,
-                                  "/c": xr.Dataset(attrs={"empty": True})})
+    return xr.DataTree.from_dict(
+        {
+            "/": ds[["f64"]].assign_attrs(root=1),
+            "/a": strings_ds,
+            "/a/b": times_ds,
+            "/c": xr.Dataset(attrs={"empty": True}),
+        }
+    )
 
 
 @pytest.mark.parametrize("consolidated", [False, True], ids=["plain", "consolidated"])

@@ -18,7 +18,9 @@ import zarr3_backend
 from zarr3_backend import WriteError, WriteKeyError, WriteTypeError
 
 zarr = pytest.importorskip("zarr")
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning", "ignore::FutureWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::RuntimeWarning", "ignore::UserWarning", "ignore::FutureWarning"
+)
 
 
 def write_open(ds: xr.Dataset, path: Path, engine: str, **open_kwargs: object) -> xr.Dataset:
@@ -48,11 +50,19 @@ def test_encoding_chunksizes_after_isel_drops_the_source_chunks(tmp_path: Path) 
         assert ds1.v.encoding["chunks"] == (2, 2, 1)
         ds2 = write_open(ds1.isel(t=0), tmp_path / f"{engine}2.zarr", engine)  # (2, 2, 1) no longer fits 'v'
         xr.testing.assert_equal(ds2.load(), original.isel(t=0).load())
-    assert stored_chunks(tmp_path / "zarr32.zarr", "v", "zarr3") == stored_chunks(tmp_path / "zarr2.zarr", "v", "zarr") == (2, 2)
+    assert (
+        stored_chunks(tmp_path / "zarr32.zarr", "v", "zarr3")
+        == stored_chunks(tmp_path / "zarr2.zarr", "v", "zarr")
+        == (2, 2)
+    )
 
 
-@pytest.mark.parametrize("indexer", [{"y": 1}, {"x": ("x0", [0, 1]), "y": ("x0", [0, 1])}], ids=["scalar", "vectorized"])
-def test_indexing_roundtrip_writes_a_selection_of_fewer_dimensions(tmp_path: Path, indexer: dict[str, object]) -> None:
+@pytest.mark.parametrize(
+    "indexer", [{"y": 1}, {"x": ("x0", [0, 1]), "y": ("x0", [0, 1])}], ids=["scalar", "vectorized"]
+)
+def test_indexing_roundtrip_writes_a_selection_of_fewer_dimensions(
+    tmp_path: Path, indexer: dict[str, object]
+) -> None:
     ds = xr.Dataset({"A": xr.DataArray([[1, "a"], [2, "b"]], dims=["x", "y"])})
     results = {}
     for engine in ("zarr", "zarr3"):
@@ -96,7 +106,9 @@ def test_source_shards_and_codecs_that_no_longer_fit_are_dropped_with_the_chunks
 def test_explicit_chunks_of_the_wrong_rank_still_raise(tmp_path: Path, key: str) -> None:
     # Deliberate difference (README): engine="zarr" ignores them silently; an explicit request is refused instead.
     ds = xr.Dataset({"x": ("y", np.arange(10.0))})
-    with pytest.raises(WriteError, match=rf"encoding\['x'\]\['{key}'\]=\(2, 2\) has 2 entries, but 'x' has 1 dimensions"):
+    with pytest.raises(
+        WriteError, match=rf"encoding\['x'\]\['{key}'\]=\(2, 2\) has 2 entries, but 'x' has 1 dimensions"
+    ):
         ds.to_zarr3(tmp_path / "a.zarr", encoding={"x": {key: (2, 2)}})
     assert not (tmp_path / "a.zarr").exists()
 
@@ -105,7 +117,9 @@ def test_explicit_chunks_of_the_wrong_rank_still_raise(tmp_path: Path, key: str)
 
 
 @pytest.mark.parametrize("explicit", [False, True], ids=["variable-encoding", "encoding-argument"])
-def test_non_integer_chunk_sizes_raise_type_error_like_the_zarr_engine(tmp_path: Path, explicit: bool) -> None:
+def test_non_integer_chunk_sizes_raise_type_error_like_the_zarr_engine(
+    tmp_path: Path, explicit: bool
+) -> None:
     ds = xr.Dataset({"v": (("t", "x"), np.zeros((10, 6)))})
     if explicit:
         kwargs: dict[str, object] = {"encoding": {"v": {"chunks": (5, 4.5)}}}
@@ -114,20 +128,38 @@ def test_non_integer_chunk_sizes_raise_type_error_like_the_zarr_engine(tmp_path:
         kwargs = {}
     with pytest.raises(TypeError):
         ds.to_zarr(tmp_path / "oracle.zarr", zarr_format=3, **kwargs)  # type: ignore[call-overload]
-    with pytest.raises(WriteTypeError, match=r"encoding\['v'\]\['chunks'\]=\(5, 4.5\): every size must be a positive integer, got 4.5"):
+    with pytest.raises(
+        WriteTypeError,
+        match=r"encoding\['v'\]\['chunks'\]=\(5, 4.5\): every size must be a positive integer, got 4.5",
+    ):
         ds.to_zarr3(tmp_path / "a.zarr", **kwargs)  # type: ignore[arg-type]
-    with pytest.raises(WriteError, match=r"positive integer, got -2"):  # a bad value stays a ValueError, as in zarr
+    with pytest.raises(
+        WriteError, match=r"positive integer, got -2"
+    ):  # a bad value stays a ValueError, as in zarr
         ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"shards": (10, -2)}})
     assert not (tmp_path / "a.zarr").exists()
 
 
-@pytest.mark.parametrize(("encoding", "exc", "ours"), [
-    ({"x": "foo"}, ValueError, (WriteError, r"encoding\['x'\] must be castable to a dict of encoding keys")),
-    ({"x": ["a"]}, ValueError, (WriteError, r"must be castable to a dict.*got list \['a'\]")),
-    ({"x": {"foo": "bar"}}, ValueError, (WriteError, r"unexpected encoding keys for 'x': \['foo'\]")),
-    ({"invalid": {}}, KeyError, (WriteKeyError, r"encoding given for 'invalid', which is not a variable")),
-])
-def test_bad_encoding_arguments_raise_what_the_zarr_engine_raises(tmp_path: Path, encoding, exc, ours) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("encoding", "exc", "ours"),
+    [
+        (
+            {"x": "foo"},
+            ValueError,
+            (WriteError, r"encoding\['x'\] must be castable to a dict of encoding keys"),
+        ),
+        ({"x": ["a"]}, ValueError, (WriteError, r"must be castable to a dict.*got list \['a'\]")),
+        ({"x": {"foo": "bar"}}, ValueError, (WriteError, r"unexpected encoding keys for 'x': \['foo'\]")),
+        (
+            {"invalid": {}},
+            KeyError,
+            (WriteKeyError, r"encoding given for 'invalid', which is not a variable"),
+        ),
+    ],
+)
+def test_bad_encoding_arguments_raise_what_the_zarr_engine_raises(
+    tmp_path: Path, encoding, exc, ours
+) -> None:  # type: ignore[no-untyped-def]
     ds = xr.Dataset({"x": ("y", np.arange(10.0))})
     with pytest.raises(exc):
         ds.to_zarr(tmp_path / "oracle.zarr", zarr_format=3, mode="w", encoding=encoding)
@@ -142,7 +174,11 @@ def test_encoding_as_key_value_pairs_is_cast_to_a_dict_like_the_zarr_engine(tmp_
     ds = xr.Dataset({"x": ("y", np.arange(10.0))})
     ds.to_zarr(tmp_path / "oracle.zarr", zarr_format=3, encoding={"x": [("chunks", (5,))]})
     ds.to_zarr3(tmp_path / "a.zarr", encoding={"x": [("chunks", (5,))]})
-    assert stored_chunks(tmp_path / "a.zarr", "x", "zarr3") == stored_chunks(tmp_path / "oracle.zarr", "x", "zarr") == (5,)
+    assert (
+        stored_chunks(tmp_path / "a.zarr", "x", "zarr3")
+        == stored_chunks(tmp_path / "oracle.zarr", "x", "zarr")
+        == (5,)
+    )
 
 
 # --- a variable named None --------------------------------------------------------------------------------------------
@@ -153,9 +189,14 @@ def test_a_variable_named_none_is_refused_naming_the_reserved_name(tmp_path: Pat
     ds = xr.Dataset({None: (("x", "y"), [[0, 1], [2, 3]])})
     ds.to_zarr(tmp_path / "oracle.zarr", zarr_format=3)
     assert (tmp_path / "oracle.zarr" / "__values__" / "zarr.json").exists()
-    with pytest.raises(WriteTypeError, match=r"a variable is named None, which engine='zarr' stores as '__values__'.*"
-                                             r"ds.rename\(\{None: 'values'\}\)"):
+    with pytest.raises(
+        WriteTypeError,
+        match=r"a variable is named None, which engine='zarr' stores as '__values__'.*"
+        r"ds.rename\(\{None: 'values'\}\)",
+    ):
         ds.to_zarr3(tmp_path / "a.zarr")
     assert not (tmp_path / "a.zarr").exists()
     ds.rename({None: "values"}).to_zarr3(tmp_path / "a.zarr")  # the advised fix works
-    xr.testing.assert_identical(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(), ds.rename({None: "values"}))
+    xr.testing.assert_identical(
+        xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(), ds.rename({None: "values"})
+    )

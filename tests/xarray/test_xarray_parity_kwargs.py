@@ -20,7 +20,10 @@ from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.xarray import Zarr3BackendArray
 
 pytest.importorskip("zarr")
-pytestmark = [pytest.mark.validate_stores, pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning", "ignore::FutureWarning")]
+pytestmark = [
+    pytest.mark.validate_stores,
+    pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning", "ignore::FutureWarning"),
+]
 
 
 def sample() -> xr.Dataset:
@@ -44,8 +47,14 @@ def store(tmp_path: Path) -> Path:
 
 def test_open_dataset_accepts_zarr_engine_keywords(store: Path) -> None:
     expected = xr.open_dataset(store, engine="zarr")
-    for kwargs in ({"consolidated": True}, {"consolidated": False}, {"consolidated": None}, {"zarr_format": 3},
-                   {"cache_members": False}, {"use_zarr_fill_value_as_mask": False}):
+    for kwargs in (
+        {"consolidated": True},
+        {"consolidated": False},
+        {"consolidated": None},
+        {"zarr_format": 3},
+        {"cache_members": False},
+        {"use_zarr_fill_value_as_mask": False},
+    ):
         xr.testing.assert_identical(xr.open_dataset(store, engine="zarr3", **kwargs).load(), expected.load())
 
 
@@ -65,7 +74,9 @@ def test_use_zarr_fill_value_as_mask_really_masks(store: Path) -> None:
 def test_cf_fill_value_attribute_stays_the_mask(tmp_path: Path, writer: str) -> None:
     # An int variable with CF _FillValue -9 over the zarr fill_value 0: the attribute is what the writer meant.
     path = tmp_path / "cf.zarr"
-    ds = xr.Dataset({"i": ("x", np.array([0, -9, 3], dtype="int16")), "j": ("x", np.array([0, 1, 2], dtype="int16"))})
+    ds = xr.Dataset(
+        {"i": ("x", np.array([0, -9, 3], dtype="int16")), "j": ("x", np.array([0, 1, 2], dtype="int16"))}
+    )
     encoding = {"i": {"_FillValue": -9}}
     if writer == "zarr":
         ds.to_zarr(path, zarr_format=3, encoding=encoding)
@@ -75,7 +86,9 @@ def test_cf_fill_value_attribute_stays_the_mask(tmp_path: Path, writer: str) -> 
     for flag in (None, False):
         opened = xr.open_dataset(path, engine="zarr3", use_zarr_fill_value_as_mask=flag)
         np.testing.assert_array_equal(opened.i.values, masked_i)
-        xr.testing.assert_identical(opened.load(), xr.open_dataset(path, engine="zarr", use_zarr_fill_value_as_mask=flag).load())
+        xr.testing.assert_identical(
+            opened.load(), xr.open_dataset(path, engine="zarr", use_zarr_fill_value_as_mask=flag).load()
+        )
     # True: the CF attribute still wins for i; j, without one, is masked with its zarr fill_value 0.
     opened = xr.open_dataset(path, engine="zarr3", use_zarr_fill_value_as_mask=True)
     np.testing.assert_array_equal(opened.i.values, masked_i)
@@ -86,7 +99,9 @@ def test_cf_fill_value_attribute_stays_the_mask(tmp_path: Path, writer: str) -> 
 def test_zarr_format_2_is_refused_clearly(store: Path) -> None:
     with pytest.raises(zarr3_backend.MetadataError, match="zarr_format=2: .* holds a Zarr v3 hierarchy"):
         xr.open_dataset(store, engine="zarr3", zarr_format=2)
-    with pytest.raises(zarr3_backend.WriteError, match="zarr_format=2 is not supported.*'zarr3 convert SRC DST'"):
+    with pytest.raises(
+        zarr3_backend.WriteError, match="zarr_format=2 is not supported.*'zarr3 convert SRC DST'"
+    ):
         sample().to_zarr3(store.parent / "v2.zarr", zarr_format=2)
     assert not (store.parent / "v2.zarr").exists()
 

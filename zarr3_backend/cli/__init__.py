@@ -55,16 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zarr3 (zarr3_backend) {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show the full traceback on errors")
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback on errors"
+    )
     store_options = argparse.ArgumentParser(add_help=False, parents=[common])
     store_options.add_argument(
-        "--storage-option", action="append", default=[], metavar="KEY=VALUE", dest="storage_option",
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="storage_option",
         help="an fsspec option for the store, e.g. endpoint_url=http://localhost:9000 or anon=true "
-             "(repeatable; values are parsed as JSON when possible)",
+        "(repeatable; values are parsed as JSON when possible)",
     )
-    store_options.add_argument("--storage-options-file", metavar="FILE.json",
-                               help="a JSON object of fsspec options (--storage-option entries override it)")
+    store_options.add_argument(
+        "--storage-options-file",
+        metavar="FILE.json",
+        help="a JSON object of fsspec options (--storage-option entries override it)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info.add_commands(commands, store_options)
     check.add_command(commands, store_options)

@@ -13,17 +13,23 @@ from ..validate import CHECKS, Problem, Progress, validate_store
 from .options import open_store
 
 
-def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser
+) -> None:
     parser = commands.add_parser(
-        "validate", parents=[store_options], help="check a store against the Zarr v3 (or v2) spec",
+        "validate",
+        parents=[store_options],
+        help="check a store against the Zarr v3 (or v2) spec",
         description="Check every zarr.json (required fields, types, extensions, must_understand, codec chains), "
-                    "node names, consolidated metadata, and that every other key is a chunk inside its array's "
-                    "grid. --deep also reads every chunk: shard indexes, checksums, and that each chunk decodes "
-                    "to its expected shape. A Zarr v2 store gets the same checks (.zgroup, .zarray, .zattrs, "
-                    ".zmetadata). Exits with status 1 if any error is found.",
+        "node names, consolidated metadata, and that every other key is a chunk inside its array's "
+        "grid. --deep also reads every chunk: shard indexes, checksums, and that each chunk decodes "
+        "to its expected shape. A Zarr v2 store gets the same checks (.zgroup, .zarray, .zattrs, "
+        ".zmetadata). Exits with status 1 if any error is found.",
     )
     parser.add_argument("store", metavar="STORE")
-    parser.add_argument("--deep", action="store_true", help="also read and check every stored chunk and shard")
+    parser.add_argument(
+        "--deep", action="store_true", help="also read and check every stored chunk and shard"
+    )
     parser.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too")
     parser.add_argument("--json", action="store_true", help="print the problems as JSON")
     parser.set_defaults(run=run_validate)

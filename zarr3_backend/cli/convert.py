@@ -16,38 +16,66 @@ from .options import storage_options
 T = TypeVar("T")
 
 
-def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser
+) -> None:
     parser = commands.add_parser(
-        "convert", parents=[store_options], help="rewrite a Zarr hierarchy (v2 or v3) as sharded Zarr v3",
+        "convert",
+        parents=[store_options],
+        help="rewrite a Zarr hierarchy (v2 or v3) as sharded Zarr v3",
         description="Rewrite every array below SRC into DST as sharded Zarr v3, keeping attributes, dimension names, "
-                    "fill values and data types, with consolidated metadata. Inner chunks are the source chunks, "
-                    "shards ~64-128 MiB slabs of the leading dimension, codecs zstd + crc32c, unless set. One dask "
-                    "task per shard (threads, or a cluster with --scheduler) reads, writes and verifies its shard "
-                    "against the source. Run again after an interruption to finish. SRC is only read; "
-                    "--storage-option applies to SRC, --dst-storage-option to DST.",
+        "fill values and data types, with consolidated metadata. Inner chunks are the source chunks, "
+        "shards ~64-128 MiB slabs of the leading dimension, codecs zstd + crc32c, unless set. One dask "
+        "task per shard (threads, or a cluster with --scheduler) reads, writes and verifies its shard "
+        "against the source. Run again after an interruption to finish. SRC is only read; "
+        "--storage-option applies to SRC, --dst-storage-option to DST.",
     )
     parser.add_argument("src", metavar="SRC")
     parser.add_argument("dst", metavar="DST")
-    shape_help = ("N,N,... for every array with that many dimensions, or PATH=N,N,... for one array "
-                  "(repeatable; not both forms)")
-    parser.add_argument("--shards", action="append", default=[], metavar="[PATH=]SHAPE", help="shard shape: " + shape_help)
-    parser.add_argument("--chunks", action="append", default=[], metavar="[PATH=]SHAPE",
-                        help="inner chunk shape: " + shape_help)
-    parser.add_argument("--codecs", action="append", default=[], metavar="[PATH=]JSON",
-                        help='the inner chunks\' codecs as a JSON list, e.g. \'["bytes", "zstd", "crc32c"]\', '
-                             "for every array or (PATH=JSON) one")
+    shape_help = (
+        "N,N,... for every array with that many dimensions, or PATH=N,N,... for one array "
+        "(repeatable; not both forms)"
+    )
+    parser.add_argument(
+        "--shards", action="append", default=[], metavar="[PATH=]SHAPE", help="shard shape: " + shape_help
+    )
+    parser.add_argument(
+        "--chunks",
+        action="append",
+        default=[],
+        metavar="[PATH=]SHAPE",
+        help="inner chunk shape: " + shape_help,
+    )
+    parser.add_argument(
+        "--codecs",
+        action="append",
+        default=[],
+        metavar="[PATH=]JSON",
+        help='the inner chunks\' codecs as a JSON list, e.g. \'["bytes", "zstd", "crc32c"]\', '
+        "for every array or (PATH=JSON) one",
+    )
     parser.add_argument("--overwrite", action="store_true", help="delete what DST holds first")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on this dask.distributed scheduler")
-    parser.add_argument("--dst-storage-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="an fsspec option for DST (repeatable)")
-    parser.add_argument("--dst-storage-options-file", metavar="FILE.json", help="a JSON object of fsspec options for DST")
+    parser.add_argument(
+        "--dst-storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an fsspec option for DST (repeatable)",
+    )
+    parser.add_argument(
+        "--dst-storage-options-file", metavar="FILE.json", help="a JSON object of fsspec options for DST"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.set_defaults(run=run_convert)
 
 
 def run_convert(args: argparse.Namespace) -> int:
-    dst_options = storage_options(argparse.Namespace(
-        storage_option=args.dst_storage_option, storage_options_file=args.dst_storage_options_file))
+    dst_options = storage_options(
+        argparse.Namespace(
+            storage_option=args.dst_storage_option, storage_options_file=args.dst_storage_options_file
+        )
+    )
     settings: dict[str, Any] = {
         "shards": per_array("--shards", args.shards, parse_shape),
         "chunks": per_array("--chunks", args.chunks, parse_shape),
@@ -55,12 +83,21 @@ def run_convert(args: argparse.Namespace) -> int:
     }
     print(f"converting {args.src} -> {args.dst}", flush=True)
     with scheduler(args.scheduler):
-        summary = convert(args.src, args.dst, overwrite=args.overwrite, progress=not args.quiet,
-                          storage_options=storage_options(args), dst_storage_options=dst_options, **settings)
-    print(f"converted {summary.arrays} array{'s' * (summary.arrays != 1)}: {summary.shards} shards, "
-          f"{summary.copied} written and verified ({summary.nbytes / 1e6:.0f} MB)"
-          + (f", {summary.skipped} verified by an earlier run" if summary.skipped else "")
-          + "; consolidated metadata written")
+        summary = convert(
+            args.src,
+            args.dst,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+            storage_options=storage_options(args),
+            dst_storage_options=dst_options,
+            **settings,
+        )
+    print(
+        f"converted {summary.arrays} array{'s' * (summary.arrays != 1)}: {summary.shards} shards, "
+        f"{summary.copied} written and verified ({summary.nbytes / 1e6:.0f} MB)"
+        + (f", {summary.skipped} verified by an earlier run" if summary.skipped else "")
+        + "; consolidated metadata written"
+    )
     return 0
 
 
@@ -72,7 +109,9 @@ def per_array(option: str, values: list[str], parse: Callable[[str, str], T]) ->
     if all(path is None for path, _ in split) and len(split) == 1:
         return parse(option, split[0][1])
     if any(path is None for path, _ in split):
-        raise ArgumentError(f"{option}: give one value for every array, or PATH=VALUE entries, not both: {values}")
+        raise ArgumentError(
+            f"{option}: give one value for every array, or PATH=VALUE entries, not both: {values}"
+        )
     return {str(path): parse(option, value) for path, value in split}
 
 
@@ -88,7 +127,9 @@ def parse_shape(option: str, value: str) -> tuple[int, ...]:
     try:
         return tuple(int(n) for n in value.split(","))
     except ValueError as exc:
-        raise ArgumentError(f"{option} {value!r}: expected comma-separated integers, e.g. 24,721,1440") from exc
+        raise ArgumentError(
+            f"{option} {value!r}: expected comma-separated integers, e.g. 24,721,1440"
+        ) from exc
 
 
 def parse_codecs(option: str, value: str) -> list[JSON]:
@@ -98,7 +139,9 @@ def parse_codecs(option: str, value: str) -> list[JSON]:
     except ValueError as exc:
         raise ArgumentError(f"{option} {value!r}: not JSON ({exc})") from exc
     if not isinstance(codecs, list):
-        raise ArgumentError(f'{option} {value!r}: expected a JSON list of codecs, e.g. ["bytes", "zstd", "crc32c"]')
+        raise ArgumentError(
+            f'{option} {value!r}: expected a JSON list of codecs, e.g. ["bytes", "zstd", "crc32c"]'
+        )
     return codecs
 
 

@@ -14,15 +14,23 @@ from ..errors import NodeExistsError
 from ..store import make_store
 from .info import print_info
 
-BLOSC_ZSTD = {"name": "blosc",
-              "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}
+BLOSC_ZSTD = {
+    "name": "blosc",
+    "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "shuffle", "typesize": 4, "blocksize": 0},
+}
 
 
-def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    parser = commands.add_parser("demo", parents=[common], help="write and read back an example store",
-                                 description="Write a sharded example array (96 x 181 x 360 float32) into DIR, "
-                                             "a new directory (default: a new temporary one), read it back and "
-                                             "describe it. An existing DIR is refused, never overwritten.")
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    parser = commands.add_parser(
+        "demo",
+        parents=[common],
+        help="write and read back an example store",
+        description="Write a sharded example array (96 x 181 x 360 float32) into DIR, "
+        "a new directory (default: a new temporary one), read it back and "
+        "describe it. An existing DIR is refused, never overwritten.",
+    )
     parser.add_argument("dir", metavar="DIR", nargs="?", help="a directory that does not exist yet")
     parser.set_defaults(run=run_demo)
 
@@ -32,8 +40,17 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"writing the demo store to {path}")
     data = climate_field()
     start = time.perf_counter()
-    t2m = create_array(path, "t2m", shape=data.shape, dtype="float32", chunks=(24, 46, 90), shards=(96, 92, 180),
-                       compressors=[BLOSC_ZSTD, "crc32c"], dimension_names=["time", "lat", "lon"], attributes={"units": "K"})
+    t2m = create_array(
+        path,
+        "t2m",
+        shape=data.shape,
+        dtype="float32",
+        chunks=(24, 46, 90),
+        shards=(96, 92, 180),
+        compressors=[BLOSC_ZSTD, "crc32c"],
+        dimension_names=["time", "lat", "lon"],
+        attributes={"units": "K"},
+    )
     t2m[...] = data
     written = time.perf_counter() - start
     start = time.perf_counter()

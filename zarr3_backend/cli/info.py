@@ -17,18 +17,28 @@ from .options import open_store
 from .survey import Entry, Survey, describe, survey
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser) -> None:
+def add_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], store_options: argparse.ArgumentParser
+) -> None:
     info = commands.add_parser(
-        "info", parents=[store_options], help="describe every array and group, like ncdump -h",
+        "info",
+        parents=[store_options],
+        help="describe every array and group, like ncdump -h",
         description="Describe every array and group below PATH: shape, data type, dimension names, chunks and "
-                    "shards, codecs, fill value, attributes, and how many chunks are stored and their size.",
+        "shards, codecs, fill value, attributes, and how many chunks are stored and their size.",
     )
     info.add_argument("store", metavar="STORE")
-    info.add_argument("path", metavar="PATH", nargs="?", default="", help="a node inside the store (default: the root)")
+    info.add_argument(
+        "path", metavar="PATH", nargs="?", default="", help="a node inside the store (default: the root)"
+    )
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
     info.set_defaults(run=run_info)
-    tree = commands.add_parser("tree", parents=[store_options], help="show the hierarchy at a glance",
-                               description="Show the hierarchy below PATH; implicit groups (no zarr.json) are marked.")
+    tree = commands.add_parser(
+        "tree",
+        parents=[store_options],
+        help="show the hierarchy at a glance",
+        description="Show the hierarchy below PATH; implicit groups (no zarr.json) are marked.",
+    )
     tree.add_argument("store", metavar="STORE")
     tree.add_argument("path", metavar="PATH", nargs="?", default="")
     tree.set_defaults(run=run_tree)
@@ -151,10 +161,10 @@ def run_tree(args: argparse.Namespace) -> int:
 
 def _print_children(found: Survey, paths: list[str], parent: str, indent: str) -> None:
     prefix = f"{parent}/" if parent else ""
-    children = [p for p in paths if p.startswith(prefix) and p != parent and "/" not in p[len(prefix):]]
+    children = [p for p in paths if p.startswith(prefix) and p != parent and "/" not in p[len(prefix) :]]
     for i, child in enumerate(children):
         last = i == len(children) - 1
-        print(f"{indent}{'└── ' if last else '├── '}{_tree_label(found, child, child[len(prefix):])}")
+        print(f"{indent}{'└── ' if last else '├── '}{_tree_label(found, child, child[len(prefix) :])}")
         _print_children(found, paths, child, indent + ("    " if last else "│   "))
 
 

@@ -22,8 +22,9 @@ def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.storage_options_file:
         loaded = json.loads(Path(args.storage_options_file).read_text())
         if not isinstance(loaded, dict):
-            raise ValueError(f"--storage-options-file {args.storage_options_file}: expected a JSON object, "
-                             f"got {loaded!r}")
+            raise ValueError(
+                f"--storage-options-file {args.storage_options_file}: expected a JSON object, got {loaded!r}"
+            )
         options.update(loaded)
     for item in args.storage_option:
         key, sep, value = item.partition("=")

@@ -76,7 +76,10 @@ def value_sizes(store: Store, keys: list[str]) -> int:
     if isinstance(store, LocalStore):
         return sum(os.path.getsize(os.path.join(store.root, key)) for key in keys)
     if isinstance(store, FsspecStore) and keys:
-        return sum(int(n or 0) for n in store.fs.sizes([f"{store.root}/{key}" if store.root else key for key in keys]))
+        return sum(
+            int(n or 0)
+            for n in store.fs.sizes([f"{store.root}/{key}" if store.root else key for key in keys])
+        )
     if isinstance(store, ObstoreStore) and keys:
         return sum(n or 0 for n in store.sizes(keys))
     return sum(len(value or b"") for value in store.get_many([(key, None) for key in keys]))
@@ -130,18 +133,36 @@ def describe(store: Store, found: Survey) -> list[Entry]:
         if isinstance(node, Zarr3Error):
             entries.append({"path": "/" + path, "error": str(node)})
         elif isinstance(node, Group):
-            entries.append({"path": "/" + path, "node_type": "group", "implicit": path in found.implicit,
-                            "attributes": dict(node.attrs), "consolidated": node.metadata.consolidated is not None})
+            entries.append(
+                {
+                    "path": "/" + path,
+                    "node_type": "group",
+                    "implicit": path in found.implicit,
+                    "attributes": dict(node.attrs),
+                    "consolidated": node.metadata.consolidated is not None,
+                }
+            )
         else:
             keys = found.owned.get(path, [])
             chunk_store = apply_storage_transformers(store, node.metadata.storage_transformers)
-            document = ArrayMetadata.to_json(node.metadata)  # for a Zarr v2 array: the v3 description that reads it
-            entries.append({
-                "path": "/" + path, "node_type": "array", "shape": list(node.shape), "data_type": document["data_type"],
-                "dimension_names": document.get("dimension_names"), "chunks": list(node.chunks),
-                "shards": None if node.shards is None else list(node.shards), "codecs": document["codecs"],
-                "fill_value": document["fill_value"], "attributes": document["attributes"],
-                "stored_chunks": len(keys), "stored_bytes": value_sizes(chunk_store, keys),
-                "nbytes": node.size * node.dtype.itemsize,
-            })
+            document = ArrayMetadata.to_json(
+                node.metadata
+            )  # for a Zarr v2 array: the v3 description that reads it
+            entries.append(
+                {
+                    "path": "/" + path,
+                    "node_type": "array",
+                    "shape": list(node.shape),
+                    "data_type": document["data_type"],
+                    "dimension_names": document.get("dimension_names"),
+                    "chunks": list(node.chunks),
+                    "shards": None if node.shards is None else list(node.shards),
+                    "codecs": document["codecs"],
+                    "fill_value": document["fill_value"],
+                    "attributes": document["attributes"],
+                    "stored_chunks": len(keys),
+                    "stored_bytes": value_sizes(chunk_store, keys),
+                    "nbytes": node.size * node.dtype.itemsize,
+                }
+            )
     return entries

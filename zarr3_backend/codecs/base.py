@@ -52,7 +52,9 @@ class Codec(ABC):
         try:
             return cls(**configuration)
         except TypeError as exc:
-            raise MetadataError(f"codec {cls.name!r}: invalid configuration {configuration!r}: {exc}") from exc
+            raise MetadataError(
+                f"codec {cls.name!r}: invalid configuration {configuration!r}: {exc}"
+            ) from exc
 
     def to_json(self) -> dict[str, Any]:
         """The codec as a JSON extension object ``{"name", "configuration"}``."""
@@ -69,7 +71,7 @@ class Codec(ABC):
         """
         return self
 
-    def validate(self, spec: ChunkSpec) -> None:
+    def validate(self, spec: ChunkSpec) -> None:  # noqa: B027 (optional hook; the default accepts every spec)
         """Raise :class:`CodecError` if this codec cannot handle ``spec``."""
 
     def resolve_spec(self, spec: ChunkSpec) -> ChunkSpec:
@@ -150,7 +152,9 @@ class ArrayBytesCodec(Codec):
         """Sans-I/O partial read (see :mod:`zarr3_backend.codecs.read_plan`); default: whole value."""
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
+    def update(
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
+    ) -> Value | None:
         """Write ``value`` into part of a stored chunk; return the new value (``None``: all fill).
 
         ``existing`` is the stored value (``None`` if absent); ``piece`` is an
@@ -241,7 +245,9 @@ class ChunkCodec(ChunkDecoder, Protocol):
         """Sans-I/O read of ``reads`` from the chunk stored under ``ctx.key``."""
         ...
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
+    def update(
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
+    ) -> Value | None:
         """Write ``value`` into ``piece`` of a stored chunk; the new value, ``None`` if it is all fill."""
         ...
 

@@ -87,11 +87,18 @@ class BloscCodec(BytesBytesCodec):
         typesize, shuffle = self._filled(spec)
         try:
             compressed = numcodecs.blosc.compress(
-                data, self.cname.encode("ascii"), self.clevel, SHUFFLES[shuffle], self.blocksize, typesize=typesize
+                data,
+                self.cname.encode("ascii"),
+                self.clevel,
+                SHUFFLES[shuffle],
+                self.blocksize,
+                typesize=typesize,
             )
             return cast(Buffer, compressed)
         except (RuntimeError, ValueError) as exc:
-            raise CodecError(f"codec 'blosc': cannot compress {memoryview(data).nbytes} bytes: {exc}") from exc
+            raise CodecError(
+                f"codec 'blosc': cannot compress {memoryview(data).nbytes} bytes: {exc}"
+            ) from exc
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         out = bytearray(_decoded_size(data))
@@ -109,7 +116,9 @@ class BloscCodec(BytesBytesCodec):
         """Decompress straight into ``out``; always supported."""
         size = _decoded_size(data)
         if size != out.nbytes:
-            raise CodecError(f"codec 'blosc': the header records {size} decoded bytes, but {out.nbytes} were expected")
+            raise CodecError(
+                f"codec 'blosc': the header records {size} decoded bytes, but {out.nbytes} were expected"
+            )
         self._decompress(data, out)
         return True
 
@@ -140,7 +149,9 @@ def _decoded_size(data: Buffer) -> int:
     header = bytes(memoryview(data).cast("B")[:HEADER_SIZE])
     nbytes = memoryview(data).nbytes
     if len(header) < HEADER_SIZE:
-        raise CodecError(f"codec 'blosc': {nbytes} bytes is too short for the {HEADER_SIZE}-byte blosc header")
+        raise CodecError(
+            f"codec 'blosc': {nbytes} bytes is too short for the {HEADER_SIZE}-byte blosc header"
+        )
     compressed = int.from_bytes(header[12:16], "little")
     if compressed != nbytes:
         raise CodecError(
@@ -149,7 +160,9 @@ def _decoded_size(data: Buffer) -> int:
         )
     decoded = int.from_bytes(header[4:8], "little")
     if decoded > numcodecs.blosc.MAX_BUFFERSIZE:
-        raise CodecError(f"codec 'blosc': the header records {decoded} decoded bytes, more than blosc allows (corrupt)")
+        raise CodecError(
+            f"codec 'blosc': the header records {decoded} decoded bytes, more than blosc allows (corrupt)"
+        )
     return decoded
 
 

@@ -30,7 +30,11 @@ class StreamDecompressor(Protocol):
 
 
 def decompress_stream_bounded(
-    make_decompressor: Callable[[], StreamDecompressor], data: Buffer, max_size: int, codec: str, errors: tuple[type[Exception], ...]
+    make_decompressor: Callable[[], StreamDecompressor],
+    data: Buffer,
+    max_size: int,
+    codec: str,
+    errors: tuple[type[Exception], ...],
 ) -> bytes:
     """Decompress ``data`` (one or more concatenated streams) into at most ``max_size`` bytes.
 

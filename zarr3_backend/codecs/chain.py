@@ -158,7 +158,9 @@ class CodecChain:
         for array_codec, codec_spec in zip(self.array_array, inputs):
             chunk = array_codec.encode(chunk, codec_spec)
         if (
-            self.bytes_bytes and not chunk.flags.c_contiguous and self.array_bytes.is_native_layout(bytes_spec)
+            self.bytes_bytes
+            and not chunk.flags.c_contiguous
+            and self.array_bytes.is_native_layout(bytes_spec)
             and not in_use()  # inside another borrow (a partial write's chunk): the bytes codec copies instead
         ):
             with borrow(chunk.shape, chunk.dtype) as contiguous:
@@ -215,7 +217,9 @@ class CodecChain:
             return (yield from self.array_bytes.plan_read(spec, reads, ctx))
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
+    def update(
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
+    ) -> Value | None:
         """Write ``value`` into part of a stored chunk (see :meth:`ArrayBytesCodec.update`)."""
         if not (self.array_array or self.bytes_bytes):
             return self.array_bytes.update(existing, spec, piece, value)

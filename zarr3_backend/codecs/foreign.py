@@ -57,7 +57,10 @@ def _from_numcodecs(obj: Numcodec) -> dict[str, Any]:
     codec_id = configuration.pop("id")
     if codec_id == "blosc":
         shuffle = BLOSC_SHUFFLE.get(configuration.pop("shuffle", 1), "shuffle")
-        return {"name": "blosc", "configuration": {**configuration, "shuffle": shuffle} if shuffle else configuration}
+        return {
+            "name": "blosc",
+            "configuration": {**configuration, "shuffle": shuffle} if shuffle else configuration,
+        }
     if codec_id in ("zstd", "gzip"):
         return {"name": codec_id, "configuration": configuration}
     return {"name": f"numcodecs.{codec_id}", "configuration": configuration}

@@ -40,7 +40,15 @@ from numcodecs.abc import Codec as Numcodec
 from ..core.dtypes import data_type_from_numpy
 from ..errors import CodecError, MetadataError
 from . import blosc, gzip, zstd
-from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
+from .base import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    Buffer,
+    BytesBytesCodec,
+    ChunkSpec,
+    Codec,
+    decoded_too_large,
+)
 from .bounded import decompress_stream_bounded
 from .registry import mark_unsafe, register_codec_family
 
@@ -122,7 +130,10 @@ class NumcodecsBytesBytesCodec(_NumcodecsCodec, BytesBytesCodec):
     def detects_corruption(self) -> bool:
         if self.codec_id == "zstd":
             return self.configuration.get("checksum") is True
-        return self.codec_id in CHECKSUM_IDS or self.codec_id in ("gzip", "zlib")  # gzip: CRC-32, zlib: Adler-32
+        return self.codec_id in CHECKSUM_IDS or self.codec_id in (
+            "gzip",
+            "zlib",
+        )  # gzip: CRC-32, zlib: Adler-32
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
         bound = _ENCODED_BOUNDS.get(self.codec_id)
@@ -166,7 +177,8 @@ def _lzma_bounded(configuration: dict[str, Any]) -> Callable[[Buffer, int, str],
     filters = configuration.get("filters") if format_ == lzma.FORMAT_RAW else None
     memlimit = None if format_ == lzma.FORMAT_RAW else _LZMA_MEMLIMIT
     return lambda data, max_size, codec: decompress_stream_bounded(
-        lambda: lzma.LZMADecompressor(format_, memlimit, filters), data, max_size, codec, (lzma.LZMAError,))
+        lambda: lzma.LZMADecompressor(format_, memlimit, filters), data, max_size, codec, (lzma.LZMAError,)
+    )
 
 
 _BOUNDED_DECODERS: dict[str, Callable[[Buffer, int, str], Buffer]] = {
@@ -175,7 +187,9 @@ _BOUNDED_DECODERS: dict[str, Callable[[Buffer, int, str], Buffer]] = {
     "gzip": lambda data, max_size, codec: gzip.inflate_bounded(data, max_size, gzip.GZIP_WBITS, codec),
     "zlib": lambda data, max_size, codec: gzip.inflate_bounded(data, max_size, zlib.MAX_WBITS, codec),
     "lz4": _lz4_bounded,
-    "bz2": lambda data, max_size, codec: decompress_stream_bounded(bz2.BZ2Decompressor, data, max_size, codec, (OSError,)),
+    "bz2": lambda data, max_size, codec: decompress_stream_bounded(
+        bz2.BZ2Decompressor, data, max_size, codec, (OSError,)
+    ),
 }
 
 
@@ -193,8 +207,12 @@ class NumcodecsArrayArrayCodec(_NumcodecsCodec, ArrayArrayCodec):
 
     def resolve_spec(self, spec: ChunkSpec) -> ChunkSpec:
         if self.codec_id == "packbits":
-            return replace(spec, shape=(1 + math.ceil(spec.size / 8),), data_type=data_type_from_numpy("uint8"),
-                           fill_value=np.uint8(0))
+            return replace(
+                spec,
+                shape=(1 + math.ceil(spec.size / 8),),
+                data_type=data_type_from_numpy("uint8"),
+                fill_value=np.uint8(0),
+            )
         encoded = self.configuration.get("encode_dtype" if self.codec_id == "astype" else "astype")
         if encoded is None or self.codec_id not in {"astype", "delta", "fixedscaleoffset"}:
             return spec

@@ -108,7 +108,9 @@ class DecodeJob:
             out[self.out_selection] = chunk[self.selection]
 
 
-def _direct_target(out: np.ndarray, out_selection: NdIndex, selection: NdIndex, spec: ChunkSpec) -> np.ndarray | None:
+def _direct_target(
+    out: np.ndarray, out_selection: NdIndex, selection: NdIndex, spec: ChunkSpec
+) -> np.ndarray | None:
     """The view of ``out`` to decode into directly, when the whole chunk lands contiguously there."""
     if not all(isinstance(s, slice) for s in out_selection):
         return None
@@ -126,7 +128,9 @@ def _direct_target(out: np.ndarray, out_selection: NdIndex, selection: NdIndex, 
 ReadPlan = Generator[list[ByteRange | None], list[Versioned], list[DecodeJob]]
 
 
-def whole_chunk_plan(codec: ChunkDecoder, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
+def whole_chunk_plan(
+    codec: ChunkDecoder, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext
+) -> ReadPlan:
     """The default plan: fetch the whole value, decode it once, copy every piece."""
     (got,) = yield [None]
     return [DecodeJob(got.value, codec, spec, r.selection, r.out_selection, ctx.key) for r in reads]
@@ -141,7 +145,9 @@ def decode_chunk(codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str)
         return codec.decode(data, spec)
 
 
-def decode_chunk_into(codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str, out: np.ndarray) -> None:
+def decode_chunk_into(
+    codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str, out: np.ndarray
+) -> None:
     """Decode one chunk into ``out``; failures as in :func:`decode_chunk`."""
     with _decoding(where):
         codec.decode_into(data, spec, out)
@@ -154,7 +160,9 @@ def _decoding(where: str) -> Iterator[None]:
     except Zarr3Error as exc:
         raise with_location(exc, where) from exc
     except MemoryError as exc:
-        raise MemoryLimitError(f"{where}: out of memory decoding the chunk ({type(exc).__name__}: {exc})") from exc
+        raise MemoryLimitError(
+            f"{where}: out of memory decoding the chunk ({type(exc).__name__}: {exc})"
+        ) from exc
     except Exception as exc:  # numcodecs/numpy raise RuntimeError, ValueError, ...
         raise CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})") from exc
 

@@ -147,7 +147,7 @@ def get_codec_class(name: str) -> type[Codec]:
         raise UnknownExtensionError(
             f"unknown codec {name!r}: no codec of that name is registered (known: {known}) "
             f"and no entry point in group {ENTRY_POINT_GROUP!r} provides it; install the package "
-            "that implements it, or mark the codec object with \"must_understand\": false if it may be skipped"
+            'that implements it, or mark the codec object with "must_understand": false if it may be skipped'
         )
     return cls
 
@@ -207,7 +207,9 @@ def _load_entry_point(name: str) -> type[Codec] | None:
     try:
         loaded = ep.load()
     except Exception as exc:
-        raise UnknownExtensionError(f"codec {name!r}: entry point {ep.value!r} failed to load: {exc}") from exc
+        raise UnknownExtensionError(
+            f"codec {name!r}: entry point {ep.value!r} failed to load: {exc}"
+        ) from exc
     if isinstance(loaded, type) and issubclass(loaded, Codec):
         _codecs[name] = loaded
     return _codecs.get(name)
@@ -223,7 +225,9 @@ def _from_family(name: str) -> type[Codec] | None:
 # -- configuration validators shared by the codec modules ---------------------
 
 
-def parse_config_int(codec: str, field: str, value: object, low: int | None = None, high: int | None = None) -> int:
+def parse_config_int(
+    codec: str, field: str, value: object, low: int | None = None, high: int | None = None
+) -> int:
     """``value`` as an int within ``[low, high]``, else :class:`MetadataError`.
 
     >>> parse_config_int("gzip", "level", 5, 0, 9)
@@ -231,8 +235,10 @@ def parse_config_int(codec: str, field: str, value: object, low: int | None = No
     """
     if is_int(value, numpy=False) and (low is None or value >= low) and (high is None or value <= high):
         return int(value)
-    bounds = f" in {low}..{high}" if low is not None and high is not None else (
-        f" >= {low}" if low is not None else ""
+    bounds = (
+        f" in {low}..{high}"
+        if low is not None and high is not None
+        else (f" >= {low}" if low is not None else "")
     )
     raise MetadataError(f"codec {codec!r}: configuration.{field}: expected an integer{bounds}, got {value!r}")
 

@@ -52,7 +52,9 @@ class ShardIndex:
         offsets, nbytes = self.entries[..., 0], self.entries[..., 1]
         empty = offsets == EMPTY
         if (empty != (nbytes == EMPTY)).any():
-            raise CorruptShardError(f"{where}: shard index has entries with only one of offset/nbytes marked empty")
+            raise CorruptShardError(
+                f"{where}: shard index has entries with only one of offset/nbytes marked empty"
+            )
         if shard_size is None:
             return self
         ends = offsets[~empty] + nbytes[~empty]

@@ -62,7 +62,9 @@ class ShardingCodec(ArrayBytesCodec):
         if not isinstance(chunk_shape, list) or not all(
             isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunk_shape
         ):
-            raise MetadataError(f"{where}.chunk_shape: expected a list of positive integers, got {chunk_shape!r}")
+            raise MetadataError(
+                f"{where}.chunk_shape: expected a list of positive integers, got {chunk_shape!r}"
+            )
         location = configuration.get("index_location", "end")
         if location not in ("start", "end"):
             raise MetadataError(f"{where}.index_location: expected 'start' or 'end', got {location!r}")
@@ -128,7 +130,9 @@ class ShardingCodec(ArrayBytesCodec):
         try:
             self.index_size(spec)
         except CodecError as exc:
-            raise CodecError(f"sharding_indexed: index_codecs must produce a fixed-size index ({exc})") from exc
+            raise CodecError(
+                f"sharding_indexed: index_codecs must produce a fixed-size index ({exc})"
+            ) from exc
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
         """The index plus every inner chunk at its own bound (``None`` if the inner chain has none)."""
@@ -176,36 +180,58 @@ class ShardingCodec(ArrayBytesCodec):
         """Parse and validate the index of a whole shard value."""
         size = self.index_size(spec)
         if len(data) < size:
-            raise CorruptShardError(f"{where}: shard is truncated: {len(data)} bytes, its index alone needs {size}")
-        raw = memoryview(data)[:size] if self.index_location == "start" else memoryview(data)[len(data) - size :]
+            raise CorruptShardError(
+                f"{where}: shard is truncated: {len(data)} bytes, its index alone needs {size}"
+            )
+        raw = (
+            memoryview(data)[:size]
+            if self.index_location == "start"
+            else memoryview(data)[len(data) - size :]
+        )
         return self._parse_index(raw, spec, where).validate(where, len(data))
 
     def _parse_index(self, raw: Buffer, spec: ChunkSpec, where: str) -> ShardIndex:
         size = self.index_size(spec)
         if len(raw) != size:
-            raise CorruptShardError(f"{where}: shard is truncated: index needs {size} bytes, found {len(raw)}")
+            raise CorruptShardError(
+                f"{where}: shard is truncated: index needs {size} bytes, found {len(raw)}"
+            )
         try:
             entries = self.index_codecs.decode(raw, self._index_spec(spec))
         except CodecError as exc:
             raise with_location(exc, f"{where}: shard index") from exc
-        return ShardIndex(np.array(entries, dtype=np.uint64)).validate(where)  # a copy: never pin the shard bytes
+        return ShardIndex(np.array(entries, dtype=np.uint64)).validate(
+            where
+        )  # a copy: never pin the shard bytes
 
     # -- partial writes ------------------------------------------------------
-    def update(self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray) -> Value | None:
+    def update(
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
+    ) -> Value | None:
         """Re-encode only the inner chunks the write touches; keep the others' bytes unchanged.
 
         Returns the shard as its pieces, which the store writes without joining them.
         """
-        index = ShardIndex.empty(self.chunks_per_shard(spec)) if existing is None else self.decode_index(existing, spec)
+        index = (
+            ShardIndex.empty(self.chunks_per_shard(spec))
+            if existing is None
+            else self.decode_index(existing, spec)
+        )
         inner_spec = self._inner_spec(spec)
         view = None if existing is None else memoryview(existing)
         replaced: dict[tuple[int, ...], Buffer | None] = {}
-        for inner in plan_selection(piece.orthogonal_selection, spec.shape, self.chunk_shape, orthogonal=True).chunks():
+        for inner in plan_selection(
+            piece.orthogonal_selection, spec.shape, self.chunk_shape, orthogonal=True
+        ).chunks():
             byte_range = index.chunk_range(inner.coords)
             stored = None if byte_range is None or view is None else view[byte_range[0] : byte_range[1]]
-            replaced[inner.coords] = update_whole(self.codecs, stored, inner_spec, inner, value[(*inner.out_selection, Ellipsis)])
-        parts = {coords: replaced[coords] if coords in replaced else _stored(view, index, coords)
-                 for coords in np.ndindex(*index.chunks_per_shard)}
+            replaced[inner.coords] = update_whole(
+                self.codecs, stored, inner_spec, inner, value[(*inner.out_selection, Ellipsis)]
+            )
+        parts = {
+            coords: replaced[coords] if coords in replaced else _stored(view, index, coords)
+            for coords in np.ndindex(*index.chunks_per_shard)
+        }
         if all(data is None for data in parts.values()):
             return None
         return self._assemble(parts, spec)
@@ -234,10 +260,13 @@ class ShardingCodec(ArrayBytesCodec):
                     return self._fill_jobs(spec, reads, ctx)
                 data = got.value
                 index = _remember(ctx, self.decode_index(data, spec, ctx.key), got.generation)
-                return self._jobs(spec, reads, index, lambda rng: memoryview(data)[rng[0] : rng[1]], ctx)
+                whole_shard = memoryview(data)
+                return self._jobs(spec, reads, index, lambda rng: whole_shard[rng[0] : rng[1]], ctx)  # noqa: B023 (returned at once)
             if index is None:
                 size = self.index_size(spec)
-                (got,) = yield [ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)]
+                (got,) = yield [
+                    ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)
+                ]
                 if got.value is None:
                     return self._fill_jobs(spec, reads, ctx)
                 index = _remember(ctx, self._parse_index(got.value, spec, ctx.key), got.generation)
@@ -277,7 +306,11 @@ class ShardingCodec(ArrayBytesCodec):
         return self._jobs(spec, reads, index, located.__getitem__, ctx)
 
     def _jobs(
-        self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, get: Callable[[tuple[int, int]], Buffer],
+        self,
+        spec: ChunkSpec,
+        reads: list[SubRead],
+        index: ShardIndex,
+        get: Callable[[tuple[int, int]], Buffer],
         ctx: ReadContext,
     ) -> list[DecodeJob]:
         inner_spec = self._inner_spec(spec)
@@ -285,12 +318,23 @@ class ShardingCodec(ArrayBytesCodec):
         for r in reads:
             rng = index.chunk_range(r.coords)
             data = None if rng is None else get(rng)
-            jobs.append(DecodeJob(data, self.codecs, inner_spec, r.selection, r.out_selection, f"{ctx.key} inner chunk {r.coords}"))
+            jobs.append(
+                DecodeJob(
+                    data,
+                    self.codecs,
+                    inner_spec,
+                    r.selection,
+                    r.out_selection,
+                    f"{ctx.key} inner chunk {r.coords}",
+                )
+            )
         return jobs
 
     def _fill_jobs(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> list[DecodeJob]:
         inner_spec = self._inner_spec(spec)
-        return [DecodeJob(None, self.codecs, inner_spec, r.selection, r.out_selection, ctx.key) for r in reads]
+        return [
+            DecodeJob(None, self.codecs, inner_spec, r.selection, r.out_selection, ctx.key) for r in reads
+        ]
 
 
 def _remember(ctx: ReadContext, index: ShardIndex, generation: Hashable | None) -> ShardIndex:

@@ -36,7 +36,9 @@ def parse_order(order: object) -> tuple[int, ...]:
     if not isinstance(order, list | tuple) or not all(
         isinstance(i, int | np.integer) and not isinstance(i, bool) for i in order
     ):
-        raise MetadataError(f"codec 'transpose': configuration.order: expected a list of integers, got {order!r}")
+        raise MetadataError(
+            f"codec 'transpose': configuration.order: expected a list of integers, got {order!r}"
+        )
     if sorted(order) != list(range(len(order))):
         raise MetadataError(
             f"codec 'transpose': configuration.order: expected a permutation of 0..{len(order) - 1}, got {list(order)}"

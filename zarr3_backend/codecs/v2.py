@@ -48,8 +48,13 @@ VLEN_IDS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array"})
 #: Codecs that turn an object array into bytes (the first filter of an object array).
 _OBJECT_IDS = VLEN_IDS | {"json2", "msgpack2", "pickle", "json", "msgpack", "categorize"}
 #: Filters whose encoded item type is named by a configuration member.
-_ENCODED_TYPE = {"astype": "encode_dtype", "delta": "astype", "fixedscaleoffset": "astype", "quantize": "astype",
-                 "categorize": "astype"}
+_ENCODED_TYPE = {
+    "astype": "encode_dtype",
+    "delta": "astype",
+    "fixedscaleoffset": "astype",
+    "quantize": "astype",
+    "categorize": "astype",
+}
 _SAME_SIZE = frozenset({"shuffle", "bitround"})
 
 Order = Literal["C", "F"]
@@ -87,7 +92,9 @@ class V2FilterCodec(ArrayBytesCodec):
         """Rebuild from :meth:`to_json`: ``{"dtype": <v2 dtype>, "order": "C" | "F", "filters": [<codec objects>]}``."""
         where = f"codec {cls.name!r}: configuration"
         if set(configuration) != {"dtype", "order", "filters"} or configuration["order"] not in ("C", "F"):
-            raise MetadataError(f"{where}: expected members dtype, order ('C' or 'F') and filters, got {configuration!r}")
+            raise MetadataError(
+                f"{where}: expected members dtype, order ('C' or 'F') and filters, got {configuration!r}"
+            )
         filters = configuration["filters"]
         if not isinstance(filters, list):
             raise MetadataError(f"{where}.filters: expected a list of codec objects, got {filters!r}")
@@ -102,7 +109,7 @@ class V2FilterCodec(ArrayBytesCodec):
         return {"dtype": dtype, "order": self.order, "filters": [f.to_json() for f in self.filters]}
 
     def _numcodec(self, index: int) -> Any:
-        return getattr(self.filters[index], "numcodec")  # every filter is a numcodecs adapter (see v2_filter)
+        return getattr(self.filters[index], "numcodec")  # noqa: B009 (typed as Codec;) every filter is a numcodecs adapter (see v2_filter)
 
     def _id(self, index: int) -> str:
         return self.filters[index].name.removeprefix(PREFIX)
@@ -142,7 +149,9 @@ class V2FilterCodec(ArrayBytesCodec):
             )
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
-        raise ReadOnlyError("Zarr v2 arrays are read-only here; convert the store to Zarr v3 with 'zarr3 convert'")
+        raise ReadOnlyError(
+            "Zarr v2 arrays are read-only here; convert the store to Zarr v3 with 'zarr3 convert'"
+        )
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         count = spec.size
@@ -157,7 +166,9 @@ class V2FilterCodec(ArrayBytesCodec):
             if chunk.dtype != self.stored:  # a compressor's bytes, or a filter's items of another byte order
                 chunk = np.ascontiguousarray(chunk).reshape(-1).view(self.stored)
         if chunk.size != count:
-            raise CodecError(f"a v2 chunk of shape {spec.shape} needs {count} items, the filters gave {chunk.size}")
+            raise CodecError(
+                f"a v2 chunk of shape {spec.shape} needs {count} items, the filters gave {chunk.size}"
+            )
         chunk = chunk.reshape(spec.shape, order=self.order)
         return chunk if chunk.dtype == spec.dtype else chunk.astype(spec.dtype)
 
@@ -168,7 +179,9 @@ class V2FilterCodec(ArrayBytesCodec):
             found = int.from_bytes(header, "little") if len(header) == 4 else None
             if found != count:  # checked before numcodecs allocates ``found`` items for a corrupt header
                 raise CodecError(f"filter {codec_id!r}: the chunk holds {found} items, expected {count}")
-        elif isinstance(codec, BytesBytesCodec) and codec_id not in _OBJECT_IDS and codec_id not in _SAME_SIZE:
+        elif (
+            isinstance(codec, BytesBytesCodec) and codec_id not in _OBJECT_IDS and codec_id not in _SAME_SIZE
+        ):
             return codec.decode_bounded(value, _BYTES_SPEC, limit)
         try:
             decoded = self._numcodec(index).decode(value)
@@ -184,7 +197,7 @@ def _descr(dtype: np.dtype) -> list[Any]:
     """A structured dtype as the v2 ``dtype`` JSON: ``[[name, type(, shape)], ...]``."""
     fields = []
     for name, (field_dtype, *_) in (dtype.fields or {}).items():
-        base, shape = (field_dtype.subdtype or (field_dtype, ()))
+        base, shape = field_dtype.subdtype or (field_dtype, ())
         item = _descr(base) if base.fields is not None else base.str
         fields.append([name, item, list(shape)] if shape else [name, item])
     return fields

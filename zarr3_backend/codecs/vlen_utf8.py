@@ -48,7 +48,9 @@ class _VLenCodec(ArrayBytesCodec):
         try:
             return cast(Buffer, self._numcodec.encode(np.ascontiguousarray(chunk, dtype=object)))
         except (TypeError, ValueError, UnicodeError) as exc:
-            raise CodecError(f"codec {self.name!r}: cannot encode chunk of shape {spec.shape}: {exc}") from exc
+            raise CodecError(
+                f"codec {self.name!r}: cannot encode chunk of shape {spec.shape}: {exc}"
+            ) from exc
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         header = bytes(memoryview(data).cast("B")[:4])
@@ -61,7 +63,9 @@ class _VLenCodec(ArrayBytesCodec):
         try:
             items: np.ndarray = self._numcodec.decode(data)
         except (TypeError, ValueError, UnicodeError) as exc:
-            raise CodecError(f"codec {self.name!r}: corrupt data ({memoryview(data).nbytes} bytes): {exc}") from exc
+            raise CodecError(
+                f"codec {self.name!r}: corrupt data ({memoryview(data).nbytes} bytes): {exc}"
+            ) from exc
         return items.reshape(spec.shape)
 
 

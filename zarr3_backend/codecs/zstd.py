@@ -63,7 +63,9 @@ class ZstdCodec(BytesBytesCodec):
     def __post_init__(self) -> None:
         parse_config_int(self.name, "level", self.level, -131072, 22)
         if not isinstance(self.checksum, bool):
-            raise MetadataError(f"codec 'zstd': configuration.checksum: expected true or false, got {self.checksum!r}")
+            raise MetadataError(
+                f"codec 'zstd': configuration.checksum: expected true or false, got {self.checksum!r}"
+            )
 
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         return cast(Buffer, numcodecs.zstd.compress(data, self.level, self.checksum))
@@ -120,12 +122,16 @@ def decompress_bounded(data: Buffer, max_size: int, codec: str = "zstd") -> Buff
             return out
         except (RuntimeError, ValueError) as exc:
             if "expected to decompress" not in str(exc):  # e.g. "Destination buffer is too small"
-                raise CodecError(f"{_corrupt(data, exc)}; it may decode to more than the {max_size} bytes allowed") from exc
+                raise CodecError(
+                    f"{_corrupt(data, exc)}; it may decode to more than the {max_size} bytes allowed"
+                ) from exc
         del out  # the frames hold fewer bytes than max_size: safe to decompress without a bound
     elif recorded > max_size:
         raise decoded_too_large(codec, recorded, max_size)
     try:
-        return cast(Buffer, numcodecs.zstd.decompress(data))  # allocates a recorded size; later frames may not overrun it
+        return cast(
+            Buffer, numcodecs.zstd.decompress(data)
+        )  # allocates a recorded size; later frames may not overrun it
     except (RuntimeError, ValueError) as exc:
         raise CodecError(_corrupt(data, exc)) from exc
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import open as open_node
+from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key
+from ..dask.compute import check_reachable, compute_writes
+from ..errors import ArgumentError, NodeExistsError, WriteError
 from ..nodes.array import Array
 from ..nodes.consolidation import consolidated_entry
 from ..nodes.creation import CodecLike
-from ..dask.compute import check_reachable, compute_writes
-from ..errors import ArgumentError, NodeExistsError, WriteError
-from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key
 from ..store import StoreLike, make_store
 from ..store.base import Store
 from .plan import PerArray, Plan, default_shards, describe_source, make_plan
@@ -52,9 +52,16 @@ class ConvertSummary:
 
 
 def convert(
-    src: StoreLike, dst: StoreLike, *, chunks: PerArray[Sequence[int]] = None, shards: PerArray[Sequence[int]] = None,
-    codecs: PerArray[Sequence[CodecLike]] = None, overwrite: bool = False, progress: bool = False,
-    storage_options: dict[str, Any] | None = None, dst_storage_options: dict[str, Any] | None = None,
+    src: StoreLike,
+    dst: StoreLike,
+    *,
+    chunks: PerArray[Sequence[int]] = None,
+    shards: PerArray[Sequence[int]] = None,
+    codecs: PerArray[Sequence[CodecLike]] = None,
+    overwrite: bool = False,
+    progress: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    dst_storage_options: dict[str, Any] | None = None,
 ) -> ConvertSummary:
     """Rewrite the hierarchy at ``src`` as sharded Zarr v3 at ``dst``, verifying every shard.
 
@@ -116,10 +123,20 @@ def convert(
     _check_apart(src, dst)
     source_store = make_store(src, storage_options=storage_options, read_only=True)
     target = make_store(dst, storage_options=dst_storage_options)
-    plan = make_plan(open_node(source_store), describe_source(src, source_store), chunks=chunks, shards=shards, codecs=codecs)
+    plan = make_plan(
+        open_node(source_store),
+        describe_source(src, source_store),
+        chunks=chunks,
+        shards=shards,
+        codecs=codecs,
+    )
     record = Record(target)
     done = _start(record, plan, overwrite)
-    copies = [c for a in plan.arrays for c in shard_copies(a.source, Array(target, a.path, a.metadata), record, done)]
+    copies = [
+        c
+        for a in plan.arrays
+        for c in shard_copies(a.source, Array(target, a.path, a.metadata), record, done)
+    ]
     if copies:
         _check_readable(source_store)
         check_reachable(target)
@@ -127,7 +144,9 @@ def convert(
     _finish(target, plan)
     record.clear()
     total = sum(math.prod(a.metadata.chunk_grid.grid_shape(a.metadata.shape)) for a in plan.arrays)
-    return ConvertSummary(len(plan.arrays), total, len(copies), total - len(copies), sum(c.nbytes for c in copies))
+    return ConvertSummary(
+        len(plan.arrays), total, len(copies), total - len(copies), sum(c.nbytes for c in copies)
+    )
 
 
 def _start(record: Record, plan: Plan, overwrite: bool) -> set[str]:
@@ -138,8 +157,10 @@ def _start(record: Record, plan: Plan, overwrite: bool) -> set[str]:
     recorded = record.plan()
     if recorded is None:
         if next(iter(store.list_prefix("")), None) is not None:
-            raise NodeExistsError(f"{store!r} is not empty; convert writes only into an empty DST (pass overwrite=True "
-                                  "to delete what is there)")
+            raise NodeExistsError(
+                f"{store!r} is not empty; convert writes only into an empty DST (pass overwrite=True "
+                "to delete what is there)"
+            )
         if record.start(plan.to_json()):
             return set()
         recorded = record.plan()  # another convert started meanwhile: join it if it has the same plan
@@ -159,7 +180,9 @@ def _finish(store: Store, plan: Plan) -> None:
     root = documents.pop("")
     store.set_many({metadata_key(path): encode_metadata(node) for path, node in documents.items()})
     if isinstance(root, GroupMetadata):
-        root = root.with_consolidated({p: consolidated_entry(n.to_json()) for p, n in sorted(documents.items())})
+        root = root.with_consolidated(
+            {p: consolidated_entry(n.to_json()) for p, n in sorted(documents.items())}
+        )
     store.set(metadata_key(""), encode_metadata(root))
 
 
@@ -168,14 +191,20 @@ def _check_readable(store: Store) -> None:
     try:
         check_reachable(store)
     except WriteError as exc:
-        raise ArgumentError(f"SRC {store!r} lives in this process's memory, which the dask workers (other processes) "
-                            "cannot read; convert from a path or an object store instead") from exc
+        raise ArgumentError(
+            f"SRC {store!r} lives in this process's memory, which the dask workers (other processes) "
+            "cannot read; convert from a path or an object store instead"
+        ) from exc
 
 
 def _check_apart(src: StoreLike, dst: StoreLike) -> None:
     """Refuse a DST that is SRC, or inside it, or contains it (an overwrite would delete the source)."""
     if not isinstance(src, str | os.PathLike) or not isinstance(dst, str | os.PathLike):
         return
-    a, b = (os.path.realpath(p) if "://" not in p else p.rstrip("/") for p in (os.fspath(src), os.fspath(dst)))
+    a, b = (
+        os.path.realpath(p) if "://" not in p else p.rstrip("/") for p in (os.fspath(src), os.fspath(dst))
+    )
     if a == b or a.startswith(b + "/") or b.startswith(a + "/"):
-        raise ArgumentError(f"SRC {os.fspath(src)!r} and DST {os.fspath(dst)!r} overlap; convert into another location")
+        raise ArgumentError(
+            f"SRC {os.fspath(src)!r} and DST {os.fspath(dst)!r} overlap; convert into another location"
+        )

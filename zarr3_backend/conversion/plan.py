@@ -102,7 +102,9 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def default_shards(shape: Sequence[int], chunks: Sequence[int], item_size: int, target: int = SHARD_TARGET_BYTES) -> tuple[int, ...]:
+def default_shards(
+    shape: Sequence[int], chunks: Sequence[int], item_size: int, target: int = SHARD_TARGET_BYTES
+) -> tuple[int, ...]:
     """The shard shape ``convert`` gives an array of ``shape`` with inner ``chunks``.
 
     A shard holds whole inner chunks, at most ``target`` bytes decoded (at
@@ -128,24 +130,39 @@ def default_shards(shape: Sequence[int], chunks: Sequence[int], item_size: int, 
 
 
 def make_plan(
-    root: Array | Group, source: str, *, chunks: PerArray[Sequence[int]], shards: PerArray[Sequence[int]],
+    root: Array | Group,
+    source: str,
+    *,
+    chunks: PerArray[Sequence[int]],
+    shards: PerArray[Sequence[int]],
     codecs: PerArray[Sequence[CodecLike]],
 ) -> Plan:
     """The plan converting the hierarchy at ``root`` (``source`` names it in the record)."""
     nodes: list[tuple[str, Array | Group]] = [("", root), *(root.walk() if isinstance(root, Group) else [])]
     arrays = [(path, node) for path, node in nodes if isinstance(node, Array)]
     for name, option in (("chunks", chunks), ("shards", shards), ("codecs", codecs)):
-        unknown: list[str] = sorted(set(option) - {p for p, _ in arrays}) if isinstance(option, Mapping) else []
+        unknown: list[str] = (
+            sorted(set(option) - {p for p, _ in arrays}) if isinstance(option, Mapping) else []
+        )
         if unknown:
-            raise ArgumentError(f"{name}: no array {unknown[0]!r} in {source}; arrays: {sorted(p for p, _ in arrays)}")
+            raise ArgumentError(
+                f"{name}: no array {unknown[0]!r} in {source}; arrays: {sorted(p for p, _ in arrays)}"
+            )
     return Plan(
         source,
         {path: dict(node.attrs) for path, node in nodes if isinstance(node, Group)},
         [
-            ArrayPlan(path, array, target_metadata(
-                path, array, chunks=_shape_for(path, array, chunks), shards=_shape_for(path, array, shards),
-                codecs=_for(path, codecs),
-            ))
+            ArrayPlan(
+                path,
+                array,
+                target_metadata(
+                    path,
+                    array,
+                    chunks=_shape_for(path, array, chunks),
+                    shards=_shape_for(path, array, shards),
+                    codecs=_for(path, codecs),
+                ),
+            )
             for path, array in arrays
         ],
     )
@@ -163,7 +180,11 @@ def _shape_for(path: str, array: Array, option: PerArray[Sequence[int]]) -> Sequ
 
 
 def target_metadata(
-    path: str, array: Array, *, chunks: Sequence[int] | None, shards: Sequence[int] | None,
+    path: str,
+    array: Array,
+    *,
+    chunks: Sequence[int] | None,
+    shards: Sequence[int] | None,
     codecs: Sequence[CodecLike] | None,
 ) -> ArrayMetadata:
     """The metadata ``array`` gets in DST (see the module docstring); a bad setting raises naming ``path``."""
@@ -180,8 +201,13 @@ def target_metadata(
             sharding = {"chunk_shape": list(inner), "codecs": chain, "index_codecs": DEFAULT_INDEX_CODECS}
             options = {"chunks": outer, "codecs": [{"name": "sharding_indexed", "configuration": sharding}]}
         return build_array_metadata(
-            path, shape=array.shape, dtype=metadata.data_type, fill_value=metadata.fill_value,
-            attributes=attributes, dimension_names=dimension_names, **options,
+            path,
+            shape=array.shape,
+            dtype=metadata.data_type,
+            fill_value=metadata.fill_value,
+            attributes=attributes,
+            dimension_names=dimension_names,
+            **options,
         )
     except Zarr3Error as exc:  # metadata and codec chain errors alike
         raise with_location(exc, f"array {path or '/'!r}") from exc
@@ -209,7 +235,11 @@ def carried_over(metadata: ArrayMetadata) -> tuple[dict[str, Any], tuple[str | N
     if isinstance(names, list) and len(names) == metadata.ndim and all(isinstance(n, str) for n in names):
         dimension_names = tuple(names)
         del attributes[DIMENSION_KEY]
-    fill = None if metadata.v2_fill_value is None else cf_fill_value(metadata.fill_value, metadata.data_type.numpy)
+    fill = (
+        None
+        if metadata.v2_fill_value is None
+        else cf_fill_value(metadata.fill_value, metadata.data_type.numpy)
+    )
     if fill is not None:
         attributes["_FillValue"] = fill
     return attributes, dimension_names

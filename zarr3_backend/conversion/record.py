@@ -70,7 +70,7 @@ class Record:
 
     def done(self) -> set[str]:
         """The store keys of the shards verified so far (one listing; their checksums are not fetched)."""
-        return {key[len(DONE):] for key in self.store.list_prefix(DONE)}
+        return {key[len(DONE) :] for key in self.store.list_prefix(DONE)}
 
     def mark(self, key: str, digest: str) -> None:
         """Record the shard stored under ``key`` as written and verified with ``digest``."""

@@ -81,7 +81,10 @@ def shared_pool(name: str, workers: int, *, inline: bool = True, grow: bool = Fa
         pool = _pools.get(name)
         if pool is None or (grow and pool._max_workers < workers):
             pool = _pools[name] = ThreadPoolExecutor(
-                max_workers=workers, thread_name_prefix=f"zarr3-{name}", initializer=_mark, initargs=(name, inline)
+                max_workers=workers,
+                thread_name_prefix=f"zarr3-{name}",
+                initializer=_mark,
+                initargs=(name, inline),
             )
         return pool
 
@@ -211,7 +214,9 @@ def fetch_and_work(
     start = start or _on_io_pool(fetch, lanes)
     for group in groups:
         with flow.changed:
-            flow.changed.wait_for(lambda: flow.errors or (flow.fetching < lanes and flow.held < flow.max_bytes))
+            flow.changed.wait_for(
+                lambda: flow.errors or (flow.fetching < lanes and flow.held < flow.max_bytes)
+            )
             if flow.errors:
                 break
             flow.fetching += 1

@@ -55,9 +55,13 @@ def parse_extension(obj: object, where: str, *, may_be_optional: bool = True) ->
     if isinstance(obj, str):
         return ExtensionObject(obj)
     if not isinstance(obj, dict):
-        raise MetadataError(f"{where}: expected an object with a string 'name' (or a short-hand name), got {_show(obj)}")
+        raise MetadataError(
+            f"{where}: expected an object with a string 'name' (or a short-hand name), got {_show(obj)}"
+        )
     if "name" not in obj:
-        raise MetadataError(f"{where}: expected an object with a string 'name', got {_show(obj)} (it has no 'name' member)")
+        raise MetadataError(
+            f"{where}: expected an object with a string 'name', got {_show(obj)} (it has no 'name' member)"
+        )
     if not isinstance(obj["name"], str):
         raise MetadataError(f"{where}.name: expected a string, got {_show(obj['name'])}")
     extra = sorted(map(str, set(obj) - set(MEMBERS)))
@@ -68,8 +72,12 @@ def parse_extension(obj: object, where: str, *, may_be_optional: bool = True) ->
         )
     configuration = obj.get("configuration", {})
     if not isinstance(configuration, dict):
-        raise MetadataError(f"{where}.configuration: expected an object, got {_show(configuration)} in {_show(obj)}")
-    return ExtensionObject(obj["name"], configuration, _must_understand(obj.get("must_understand", True), where, may_be_optional))
+        raise MetadataError(
+            f"{where}.configuration: expected an object, got {_show(configuration)} in {_show(obj)}"
+        )
+    return ExtensionObject(
+        obj["name"], configuration, _must_understand(obj.get("must_understand", True), where, may_be_optional)
+    )
 
 
 def _must_understand(value: object, where: str, may_be_optional: bool) -> bool:

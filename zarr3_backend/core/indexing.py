@@ -38,7 +38,12 @@ from .integers import is_int
 DimIndex = int | slice | np.ndarray
 #: What one axis of a selection may be: an integer, a slice, ``...`` or a 1-d integer or boolean index array.
 AxisSelection: TypeAlias = (
-    int | np.integer[Any] | slice | EllipsisType | Sequence[int | np.integer[Any] | bool | np.bool_] | np.ndarray
+    int
+    | np.integer[Any]
+    | slice
+    | EllipsisType
+    | Sequence[int | np.integer[Any] | bool | np.bool_]
+    | np.ndarray
 )
 #: What ``a[sel]`` / ``a.oindex[sel]`` accept: one axis selection or a tuple of them (see :func:`normalize_selection`).
 SelectionLike: TypeAlias = AxisSelection | tuple[AxisSelection, ...]
@@ -284,13 +289,17 @@ def _where(name: str | None) -> str:
 def _check_index(index: int, axis: int, dim_len: int, where: str | None) -> None:
     if not -dim_len <= index < dim_len:
         valid = f"; valid indices are {-dim_len}..{dim_len - 1}" if dim_len else ""
-        raise BoundsError(f"index {index} is out of bounds for axis {axis} with size {dim_len}{_where(where)}{valid}")
+        raise BoundsError(
+            f"index {index} is out of bounds for axis {axis} with size {dim_len}{_where(where)}{valid}"
+        )
 
 
 def _normalize_slice(sel: slice, axis: int, dim_len: int, where: str | None) -> SliceSelector:
     for part in (sel.start, sel.stop, sel.step):
         if part is not None and not is_int(part):
-            raise BoundsError(f"slice indices must be integers or None, got {sel!r} for axis {axis}{_where(where)}")
+            raise BoundsError(
+                f"slice indices must be integers or None, got {sel!r} for axis {axis}{_where(where)}"
+            )
     if sel.step == 0:
         raise BoundsError(f"slice step cannot be zero, got {sel!r} for axis {axis}{_where(where)}")
     start, stop, step = sel.indices(dim_len)
@@ -302,7 +311,9 @@ def _normalize_array(obj: object, axis: int, dim_len: int, where: str | None) ->
     if arr.ndim == 0 and arr.dtype.kind in "iu":
         return _normalize_int(int(arr), axis, dim_len, where)
     if arr.ndim != 1:
-        raise BoundsError(f"index arrays must be 1-d, got a {arr.ndim}-d array for axis {axis}{_where(where)}")
+        raise BoundsError(
+            f"index arrays must be 1-d, got a {arr.ndim}-d array for axis {axis}{_where(where)}"
+        )
     if arr.dtype == bool:
         if arr.size != dim_len:
             raise BoundsError(
@@ -356,7 +367,7 @@ def _expand_ellipsis(selection: object, ndim: int, where: str | None) -> tuple[o
         )
     at = ellipses[0] if ellipses else len(sel)
     fill = (slice(None),) * (ndim - explicit)
-    return sel[:at] + fill + sel[at + len(ellipses):]
+    return sel[:at] + fill + sel[at + len(ellipses) :]
 
 
 def _check_basic(dims: tuple[DimSelector, ...], where: str | None) -> None:
@@ -409,7 +420,9 @@ def plan_selection(
     if len(chunk_shape) != len(shape) or not all(c >= 1 for c in chunk_shape):
         raise BoundsError(f"chunk shape {tuple(chunk_shape)} does not fit array shape {tuple(shape)}")
     dims = normalize_selection(selection, shape, orthogonal=orthogonal, where=where)
-    scalar = all(isinstance(d, IntSelector) for d in dims) and not any(s is Ellipsis for s in _as_tuple(selection))
+    scalar = all(isinstance(d, IntSelector) for d in dims) and not any(
+        s is Ellipsis for s in _as_tuple(selection)
+    )
     return Selection(dims, tuple(int(c) for c in chunk_shape), scalar)
 
 

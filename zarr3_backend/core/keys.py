@@ -56,7 +56,9 @@ def validate_key(key: str) -> str:
     for part in key.split("/"):
         problem = segment_problem(part)
         if problem is not None:
-            raise InvalidKeyError(f"store key {key!r}: segment {part!r} {problem}; it could escape the store root")
+            raise InvalidKeyError(
+                f"store key {key!r}: segment {part!r} {problem}; it could escape the store root"
+            )
     return key
 
 

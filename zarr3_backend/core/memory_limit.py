@@ -43,7 +43,9 @@ def check_allocation(nbytes: int, what: str) -> None:
     """Raise :class:`MemoryLimitError` if ``what`` needs more than :func:`physical_memory` bytes."""
     limit = physical_memory()
     if nbytes > limit:
-        raise MemoryLimitError(f"{what} needs {format_bytes(nbytes)}, more than this machine's memory ({format_bytes(limit)})")
+        raise MemoryLimitError(
+            f"{what} needs {format_bytes(nbytes)}, more than this machine's memory ({format_bytes(limit)})"
+        )
 
 
 @contextmanager

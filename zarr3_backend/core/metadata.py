@@ -30,10 +30,21 @@ from .integers import is_int
 from .keys import segment_problem
 from .storage_transformers import is_registered
 
-ARRAY_KEYS = frozenset({
-    "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
-    "fill_value", "codecs", "attributes", "storage_transformers", "dimension_names",
-})
+ARRAY_KEYS = frozenset(
+    {
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "storage_transformers",
+        "dimension_names",
+    }
+)
 GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated_metadata"})
 
 
@@ -48,12 +59,16 @@ _MAX_INDEX = 2**63  # numpy indexes with int64: shapes and their products stay b
 
 def _fail(where: str, field_name: str, expected: str, got: Any) -> MetadataError:
     shown = repr(got)
-    return MetadataError(f"{where}: {field_name}: expected {expected}, got {shown[:200]}{'...' if len(shown) > 200 else ''}")
+    return MetadataError(
+        f"{where}: {field_name}: expected {expected}, got {shown[:200]}{'...' if len(shown) > 200 else ''}"
+    )
 
 
 def parse_shape(value: object, where: str, field_name: str = "shape", low: int = 0) -> tuple[int, ...]:
     """A list of integers of at least ``low`` whose product stays below 2**63."""
-    if not isinstance(value, list) or not all(is_int(v, numpy=False) and low <= v < _MAX_INDEX for v in value):
+    if not isinstance(value, list) or not all(
+        is_int(v, numpy=False) and low <= v < _MAX_INDEX for v in value
+    ):
         kind = "non-negative" if low == 0 else "positive"
         raise _fail(where, field_name, f"a list of {kind} integers below 2**63", value)
     if math.prod(value) >= _MAX_INDEX:
@@ -82,7 +97,11 @@ def parse_dimension_names(value: object, ndim: int, where: str) -> tuple[str | N
     """``None`` or a list of strings/nulls with one entry per dimension."""
     if value is None:
         return None
-    if not isinstance(value, list) or len(value) != ndim or not all(v is None or isinstance(v, str) for v in value):
+    if (
+        not isinstance(value, list)
+        or len(value) != ndim
+        or not all(v is None or isinstance(v, str) for v in value)
+    ):
         raise _fail(where, "dimension_names", f"a list of {ndim} strings or nulls", value)
     if any(v is not None and "\0" in v for v in value):
         raise _fail(where, "dimension_names", "names without NUL characters", value)
@@ -115,7 +134,7 @@ def _unknown_keys(document: dict[str, Any], known: frozenset[str], where: str) -
         value = document[key]
         if not (isinstance(value, dict) and value.get("must_understand") is False):
             raise UnknownExtensionError(
-                f"{where}: unknown metadata field {key!r} (not marked \"must_understand\": false); "
+                f'{where}: unknown metadata field {key!r} (not marked "must_understand": false); '
                 "this node needs an extension zarr3_backend does not implement"
             )
         extra[key] = value
@@ -173,20 +192,31 @@ class ArrayMetadata:
             data_type = parse_data_type(_require(document, "data_type", where))
             grid = RegularChunkGrid.from_json(_require(document, "chunk_grid", where))
             if len(grid.chunk_shape) != len(shape):
-                raise _fail(where, "chunk_grid.configuration.chunk_shape", f"{len(shape)} dimensions", list(grid.chunk_shape))
+                raise _fail(
+                    where,
+                    "chunk_grid.configuration.chunk_shape",
+                    f"{len(shape)} dimensions",
+                    list(grid.chunk_shape),
+                )
             parse_shape(list(grid.chunk_shape), where, "chunk_grid.configuration.chunk_shape", low=1)
             check_chunk_bytes(grid.chunk_shape, data_type, where)
             encoding = parse_chunk_key_encoding(_require(document, "chunk_key_encoding", where))
             fill_value = data_type.parse_fill_value(_require(document, "fill_value", where))
             codecs = parse_extension_list(_require(document, "codecs", where), "codecs", where)
-            transformers = parse_extension_list(document.get("storage_transformers", []), "storage_transformers", where)
+            transformers = parse_extension_list(
+                document.get("storage_transformers", []), "storage_transformers", where
+            )
         except Zarr3Error as exc:
             raise with_location(exc, where) from exc
         if not codecs:
             raise _fail(where, "codecs", "a non-empty list with one array -> bytes codec", [])
         return cls(
-            shape=shape, data_type=data_type, chunk_grid=grid, chunk_key_encoding=encoding,
-            fill_value=fill_value, codecs=codecs,
+            shape=shape,
+            data_type=data_type,
+            chunk_grid=grid,
+            chunk_key_encoding=encoding,
+            fill_value=fill_value,
+            codecs=codecs,
             attributes=parse_attributes(document.get("attributes", {}), where),
             dimension_names=parse_dimension_names(document.get("dimension_names"), len(shape), where),
             storage_transformers=_check_storage_transformers(transformers, where),
@@ -247,7 +277,9 @@ class GroupMetadata:
         document: dict[str, Any] = {"zarr_format": 3, "node_type": "group", "attributes": self.attributes}
         if self.consolidated is not None:
             document["consolidated_metadata"] = {
-                "kind": "inline", "must_understand": False, "metadata": self.consolidated,
+                "kind": "inline",
+                "must_understand": False,
+                "metadata": self.consolidated,
             }
         return {**document, **self.extra}
 
@@ -262,7 +294,11 @@ def parse_consolidated(value: object, where: str) -> dict[str, dict[str, Any]] |
     """zarr-python's inline consolidated metadata: ``{"kind": "inline", "metadata": {path: doc}}``."""
     if value is None:
         return None
-    if not isinstance(value, dict) or value.get("kind") != "inline" or not isinstance(value.get("metadata"), dict):
+    if (
+        not isinstance(value, dict)
+        or value.get("kind") != "inline"
+        or not isinstance(value.get("metadata"), dict)
+    ):
         raise _fail(where, "consolidated_metadata", "{'kind': 'inline', 'metadata': {...}}", value)
     members: dict[str, dict[str, Any]] = value["metadata"]  # each value is checked below
     for name, document in members.items():
@@ -274,7 +310,9 @@ def parse_consolidated(value: object, where: str) -> dict[str, dict[str, Any]] |
                     "it could escape the store root"
                 )
         if not isinstance(document, dict):
-            raise _fail(where, f"consolidated_metadata.metadata[{name!r}]", "a metadata document (object)", document)
+            raise _fail(
+                where, f"consolidated_metadata.metadata[{name!r}]", "a metadata document (object)", document
+            )
     return members
 
 
@@ -302,7 +340,9 @@ def decode_document(raw: bytes, where: str) -> object:
 
 def _parse_int(literal: str) -> int:
     if len(literal.lstrip("-")) > MAX_INT_DIGITS:
-        raise MetadataError(f"integer literal of {len(literal)} digits; at most {MAX_INT_DIGITS} are accepted")
+        raise MetadataError(
+            f"integer literal of {len(literal)} digits; at most {MAX_INT_DIGITS} are accepted"
+        )
     return int(literal)
 
 

@@ -82,7 +82,9 @@ def compute_with_progress(delayed: Delayed, label: str = "to_zarr3", **options: 
         progress.close()
 
 
-def compute_on_cluster(delayed: Delayed, client: Client, progress: bool = False, label: str = "to_zarr3") -> None:
+def compute_on_cluster(
+    delayed: Delayed, client: Client, progress: bool = False, label: str = "to_zarr3"
+) -> None:
     """Compute a write graph on a distributed ``client``, printing :class:`ShardProgress` if ``progress``.
 
     The shard tasks and the final task are submitted together (one graph),

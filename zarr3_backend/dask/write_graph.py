@@ -83,7 +83,11 @@ def _inputs_per_block(have: Sequence[int], want: Sequence[int]) -> int:
 
 
 def _describe(chunks: Sequence[Sequence[int]]) -> str:
-    return "(" + ", ".join(str(c[0]) if len(set(c[:-1])) <= 1 and c[-1] <= c[0] else "irregular" for c in chunks) + ")"
+    return (
+        "("
+        + ", ".join(str(c[0]) if len(set(c[:-1])) <= 1 and c[-1] <= c[0] else "irregular" for c in chunks)
+        + ")"
+    )
 
 
 @dataclass(frozen=True)
@@ -127,13 +131,18 @@ def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
     from .progress import SHARD_TASK_PREFIX
 
     starts = tuple(
-        tuple(int(n) for n in start + np.cumsum([0, *c[:-1]])) for c, start in zip(aligned.chunks, request.origin)
+        tuple(int(n) for n in start + np.cumsum([0, *c[:-1]]))
+        for c, start in zip(aligned.chunks, request.origin)
     )
     task = _ShardTask(request.array, starts, request.write_empty_chunks, request.lock)
-    token = tokenize(aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks)
+    token = tokenize(
+        aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks
+    )
     name = SHARD_TASK_PREFIX + token
     chunks = tuple((1,) * len(c) for c in aligned.chunks)
-    blocks = da.map_blocks(task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64))
+    blocks = da.map_blocks(
+        task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64)
+    )
     return cast("DaskArray", blocks)  # dask's map_blocks is unannotated
 
 

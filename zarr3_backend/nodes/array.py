@@ -75,7 +75,9 @@ class Array:
         self.read_only = state["read_only"]
 
     def __repr__(self) -> str:
-        return f"<zarr3_backend.Array {self.name!r} shape={self.shape} dtype={self.dtype} store={self.store!r}>"
+        return (
+            f"<zarr3_backend.Array {self.name!r} shape={self.shape} dtype={self.dtype} store={self.store!r}>"
+        )
 
     # -- description -----------------------------------------------------
     @property
@@ -150,7 +152,9 @@ class Array:
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"array {self.name!r} is open read-only; open it with mode='r+' or 'a' to write")
+            raise ReadOnlyError(
+                f"array {self.name!r} is open read-only; open it with mode='r+' or 'a' to write"
+            )
 
     # -- reading ---------------------------------------------------------
     def __getitem__(self, selection: SelectionLike) -> ReadResult:
@@ -169,7 +173,9 @@ class Array:
     def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> PlannedRead:
         """``selection`` planned for a batched read (:func:`read_many`)."""
         plan, out, chunk_plans = self._read_plans(selection, orthogonal)
-        store = self._read_ahead.store_for(plan, self.metadata.chunk_shape, self.chunk_key)  # a scan's chunk fetched ahead
+        store = self._read_ahead.store_for(
+            plan, self.metadata.chunk_shape, self.chunk_key
+        )  # a scan's chunk fetched ahead
         return PlannedRead(plan, out, store, chunk_plans)
 
     def _read_plans(
@@ -204,12 +210,23 @@ class Array:
         """
         where, item = f"array {self.name!r}", self.dtype.itemsize
         if out_shape is not None:
-            check_allocation(math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})")
-        field = "sharding_indexed.configuration.chunk_shape" if self.shards is not None else "chunk_grid.configuration.chunk_shape"
-        check_allocation(math.prod(self.chunks) * item, f"{where}: a chunk of shape {self.chunks} ({field}) of {self.dtype}")
+            check_allocation(
+                math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})"
+            )
+        field = (
+            "sharding_indexed.configuration.chunk_shape"
+            if self.shards is not None
+            else "chunk_grid.configuration.chunk_shape"
+        )
+        check_allocation(
+            math.prod(self.chunks) * item,
+            f"{where}: a chunk of shape {self.chunks} ({field}) of {self.dtype}",
+        )
         if self.shards is not None:
             inner = math.prod(s // c for s, c in zip(self.shards, self.chunks))
-            check_allocation(16 * inner, f"{where}: the index of a shard of shape {self.shards} ({inner} inner chunks)")
+            check_allocation(
+                16 * inner, f"{where}: the index of a shard of shape {self.shards} ({inner} inner chunks)"
+            )
 
     def _read_context(self, key: str, split: bool) -> ReadContext:
         """With ``split``, large shards are fetched as side-by-side ranges.
@@ -221,32 +238,46 @@ class Array:
         themselves and splitting only adds requests.
         """
         if split:
-            return ReadContext(key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES)
+            return ReadContext(
+                key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES
+            )
         return ReadContext(key, self._index_cache)
 
     # -- writing ---------------------------------------------------------
     def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
         self.set(selection, value)
 
-    def set(self, selection: SelectionLike, value: npt.ArrayLike, *, orthogonal: bool = False, write_empty_chunks: bool = False) -> None:
+    def set(
+        self,
+        selection: SelectionLike,
+        value: npt.ArrayLike,
+        *,
+        orthogonal: bool = False,
+        write_empty_chunks: bool = False,
+    ) -> None:
         """Write ``value`` (broadcast to the selection) into a selection (see :meth:`get`).
 
         Chunks that end up entirely the fill value are deleted, unless
         ``write_empty_chunks`` asks to store them anyway.
         """
         self._check_writable()
-        plan = plan_selection(selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name)
+        plan = plan_selection(
+            selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name
+        )
         self.check_memory()
         with out_of_memory(f"array {self.name!r}: writing a selection of shape {plan.out_shape}"):
             value = self._as_selection_value(value, plan.out_shape)
             pieces = list(plan.chunks())
             partial = [p for p in pieces if not p.is_complete]
-            existing = dict(zip(
-                (p.coords for p in partial),
-                self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
-            ))
+            existing = dict(
+                zip(
+                    (p.coords for p in partial),
+                    self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
+                )
+            )
             map_concurrently(
-                lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks), pieces
+                lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks),
+                pieces,
             )
 
     def _as_selection_value(self, value: npt.ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
@@ -260,7 +291,9 @@ class Array:
                 f"{shape} with data type {self.dtype}: {exc}"
             ) from exc
 
-    def _write_chunk(self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool) -> None:
+    def _write_chunk(
+        self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool
+    ) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
         spec = self.chunk_spec
@@ -271,7 +304,10 @@ class Array:
         self._put(key, encoded, write_empty)
 
     def update_chunk(
-        self, coords: tuple[int, ...], pieces: Sequence[tuple[tuple[slice, ...], npt.ArrayLike]], *,
+        self,
+        coords: tuple[int, ...],
+        pieces: Sequence[tuple[tuple[slice, ...], npt.ArrayLike]],
+        *,
         write_empty_chunks: bool = False,
     ) -> None:
         """Write ``pieces`` into the stored chunk (shard) at ``coords``: one read of it, then one atomic write.
@@ -303,7 +339,9 @@ class Array:
                 data = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
                 for piece in plan.chunks():
                     existing = None if encoded is None else _one_buffer(encoded)
-                    encoded = self._chain.update(existing, spec, piece, data[(*piece.out_selection, Ellipsis)])
+                    encoded = self._chain.update(
+                        existing, spec, piece, data[(*piece.out_selection, Ellipsis)]
+                    )
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
         self._put(key, encoded, write_empty_chunks)
@@ -327,7 +365,9 @@ class Array:
             return np.full(self.chunk_spec.shape, self.fill_value, dtype=self.dtype)
         return np.array(decode_chunk(self._chain, raw, self.chunk_spec, key))
 
-    def store_chunk(self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False) -> None:
+    def store_chunk(
+        self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False
+    ) -> None:
         """Encode and store one whole chunk (a shard, when sharded) with one atomic write.
 
         An all-fill chunk is deleted instead, unless ``write_empty_chunks``.
@@ -370,9 +410,9 @@ class Array:
             origin = grid.chunk_origin(coords)
             if any(o >= n for o, n in zip(origin, new_shape)):
                 self._chunk_store.delete(self.chunk_key(coords))
-            elif any(o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)) and self._chunk_store.exists(
-                self.chunk_key(coords)
-            ):
+            elif any(
+                o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)
+            ) and self._chunk_store.exists(self.chunk_key(coords)):
                 chunk = self.read_chunk(coords)
                 reset_outside(chunk, tuple(n - o for o, n in zip(origin, new_shape)), self.fill_value)
                 self.store_chunk(coords, chunk)

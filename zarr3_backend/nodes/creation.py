@@ -23,11 +23,17 @@ from ..core.metadata import ArrayMetadata, metadata_key
 from ..errors import ArgumentTypeError, MetadataError
 
 CodecLike = Codec | dict[str, Any] | str
-DEFAULT_INDEX_CODECS: list[CodecLike] = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+DEFAULT_INDEX_CODECS: list[CodecLike] = [
+    {"name": "bytes", "configuration": {"endian": "little"}},
+    {"name": "crc32c"},
+]
 #: ``compressors="auto"``: zstd, then a CRC32C of the compressed bytes, so that any changed byte of a chunk
 #: raises :class:`~zarr3_backend.errors.ChecksumError` naming its key on read (zstd's own checksum would
 #: report a flipped byte as a plain decoding error, or not at all when the flip clears its frame flag).
-DEFAULT_COMPRESSORS: list[CodecLike] = [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}, {"name": "crc32c"}]
+DEFAULT_COMPRESSORS: list[CodecLike] = [
+    {"name": "zstd", "configuration": {"level": 0, "checksum": False}},
+    {"name": "crc32c"},
+]
 TARGET_CHUNK_BYTES = 4 << 20
 
 
@@ -97,17 +103,27 @@ def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> Array
     outer = tuple(shards) if shards is not None and codecs is None else chunks
     _check_chunking(shape, chunks, outer, shards if codecs is None else None)
     chain = _build_chain(
-        codecs, options.get("filters", ()), options.get("serializer", "auto"), options.get("compressors", "auto"),
-        data_type=data_type, sharded=shards is not None, chunks=chunks,
-        index_codecs=options.get("index_codecs"), index_location=options.get("index_location", "end"),
+        codecs,
+        options.get("filters", ()),
+        options.get("serializer", "auto"),
+        options.get("compressors", "auto"),
+        data_type=data_type,
+        sharded=shards is not None,
+        chunks=chunks,
+        index_codecs=options.get("index_codecs"),
+        index_location=options.get("index_location", "end"),
     )
     spec = ChunkSpec(outer, data_type, fill)
     chain = chain.evolve(spec)
     chain.validate(spec)
     metadata = ArrayMetadata(
-        shape=shape, data_type=data_type, chunk_grid=RegularChunkGrid(outer),
+        shape=shape,
+        data_type=data_type,
+        chunk_grid=RegularChunkGrid(outer),
         chunk_key_encoding=parse_chunk_key_encoding(options.get("chunk_key_encoding") or "default"),
-        fill_value=fill, codecs=tuple(chain.to_json()), attributes=dict(options.get("attributes") or {}),
+        fill_value=fill,
+        codecs=tuple(chain.to_json()),
+        attributes=dict(options.get("attributes") or {}),
         dimension_names=None if (names := options.get("dimension_names")) is None else tuple(names),
     )
     return ArrayMetadata.from_json(metadata.to_json(), metadata_key(path))
@@ -156,9 +172,13 @@ def _smallest_divisor(n: int) -> int:
     return next((d for d in range(2, math.isqrt(n) + 1) if n % d == 0), n)
 
 
-def _check_chunking(shape: tuple[int, ...], chunks: tuple[int, ...], outer: tuple[int, ...], shards: Any) -> None:
+def _check_chunking(
+    shape: tuple[int, ...], chunks: tuple[int, ...], outer: tuple[int, ...], shards: Any
+) -> None:
     if len(chunks) != len(shape) or len(outer) != len(shape):
-        raise MetadataError(f"chunks {chunks} / shards {outer} must have {len(shape)} dimensions like shape {shape}")
+        raise MetadataError(
+            f"chunks {chunks} / shards {outer} must have {len(shape)} dimensions like shape {shape}"
+        )
     if any(c < 1 for c in (*chunks, *outer)):
         raise MetadataError(f"chunk and shard lengths must be positive, got chunks={chunks}, shards={outer}")
     if shards is not None:
@@ -180,23 +200,39 @@ def _as_codecs(items: Any) -> list[Codec]:
 
 
 def _build_chain(
-    codecs: Any, filters: Any, serializer: Any, compressors: Any, *, data_type: DataType,
-    sharded: bool, chunks: tuple[int, ...], index_codecs: Any, index_location: str,
+    codecs: Any,
+    filters: Any,
+    serializer: Any,
+    compressors: Any,
+    *,
+    data_type: DataType,
+    sharded: bool,
+    chunks: tuple[int, ...],
+    index_codecs: Any,
+    index_location: str,
 ) -> CodecChain:
     if codecs is not None:
         return CodecChain(_as_codecs(codecs))
     if serializer == "auto":
-        serializer = {"name": "vlen-utf8", "configuration": {}} if data_type.item_size is None else {
-            "name": "bytes", "configuration": {"endian": "little"}}
+        serializer = (
+            {"name": "vlen-utf8", "configuration": {}}
+            if data_type.item_size is None
+            else {"name": "bytes", "configuration": {"endian": "little"}}
+        )
     if compressors == "auto":
         compressors = DEFAULT_COMPRESSORS
     inner = [*_as_codecs(filters), *_as_codecs(serializer), *_as_codecs(compressors)]
     if not sharded:
         return CodecChain(inner)
-    sharding = ShardingCodec.from_json({
-        "chunk_shape": list(chunks),
-        "codecs": [c.to_json() for c in inner],
-        "index_codecs": [c if isinstance(c, dict | str) else c.to_json() for c in (index_codecs or DEFAULT_INDEX_CODECS)],
-        "index_location": index_location,
-    })
+    sharding = ShardingCodec.from_json(
+        {
+            "chunk_shape": list(chunks),
+            "codecs": [c.to_json() for c in inner],
+            "index_codecs": [
+                c if isinstance(c, dict | str) else c.to_json()
+                for c in (index_codecs or DEFAULT_INDEX_CODECS)
+            ],
+            "index_location": index_location,
+        }
+    )
     return CodecChain([sharding])

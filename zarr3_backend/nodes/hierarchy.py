@@ -39,11 +39,19 @@ from .creation import ArrayDefinition, ArrayOptions, build_array_metadata, norma
 from .lookup import has_child_array, is_implicit_group, read_node_metadata, stores_below
 from .paths import join_path, normalize_path
 from .placement import create_array_at, write_group_at
-from .v2_metadata import READ_ONLY_HINT, V2ArrayMetadata, V2GroupMetadata, read_v2_children, read_v2_node, v2_node_from_documents
+from .v2_metadata import (
+    READ_ONLY_HINT,
+    V2ArrayMetadata,
+    V2GroupMetadata,
+    read_v2_children,
+    read_v2_node,
+    v2_node_from_documents,
+)
 
 
-def node_from_metadata(store: Store, path: str, metadata: NodeMetadata, read_only: bool,
-                       consolidated: bool = False) -> Array | Group:
+def node_from_metadata(
+    store: Store, path: str, metadata: NodeMetadata, read_only: bool, consolidated: bool = False
+) -> Array | Group:
     """The node ``metadata`` describes, as the class it opens as (``consolidated``: taken from consolidated metadata)."""
     if isinstance(metadata, V2ArrayMetadata):
         return V2Array(store, path, metadata, read_only=True)
@@ -89,7 +97,9 @@ class Group:
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"group {self.name!r} is open read-only; open it with mode='r+' or 'a' to write")
+            raise ReadOnlyError(
+                f"group {self.name!r} is open read-only; open it with mode='r+' or 'a' to write"
+            )
 
     # -- children ----------------------------------------------------------
     def _child_path(self, name: str) -> str:
@@ -98,7 +108,9 @@ class Group:
             raise NodeNameError(f"a child of group {self.name!r} needs a non-empty name, got {name!r}")
         return join_path(self.path, relative)
 
-    def members(self, arrived: Callable[[str, Array | Group], None] | None = None) -> dict[str, Array | Group]:
+    def members(
+        self, arrived: Callable[[str, Array | Group], None] | None = None
+    ) -> dict[str, Array | Group]:
         """Direct children by name, discovered with one listing and one batched fetch.
 
         A read-only group with consolidated metadata answers from it; a writable
@@ -123,7 +135,9 @@ class Group:
             unasked.pop(name, None)
             if raw is None:
                 continue
-            node = node_from_metadata(self.store, path, parse_node_metadata(raw, metadata_key(path)), self.read_only)
+            node = node_from_metadata(
+                self.store, path, parse_node_metadata(raw, metadata_key(path)), self.read_only
+            )
             if isinstance(node, Array) and node.dimension_names:
                 arrivals.prefer(unasked.pop(d) for d in node.dimension_names if d in unasked)
             children[name] = node
@@ -148,7 +162,9 @@ class Group:
             metadata = node_metadata_from_json(consolidated[relative], metadata_key(path))
         if isinstance(metadata, GroupMetadata):
             prefix = relative + "/"
-            metadata = metadata.with_consolidated({k[len(prefix) :]: v for k, v in consolidated.items() if k.startswith(prefix)})
+            metadata = metadata.with_consolidated(
+                {k[len(prefix) :]: v for k, v in consolidated.items() if k.startswith(prefix)}
+            )
         return node_from_metadata(self.store, path, metadata, self.read_only, consolidated=True)
 
     def arrays(self) -> dict[str, Array]:
@@ -169,7 +185,11 @@ class Group:
         """The child ``name``; a writable group reads its own ``zarr.json`` (its consolidated copy may predate our writes)."""
         path = self._child_path(name)
         relative = path[len(self.path) + 1 :] if self.path else path
-        if self.read_only and self.metadata.consolidated is not None and relative in self.metadata.consolidated:
+        if (
+            self.read_only
+            and self.metadata.consolidated is not None
+            and relative in self.metadata.consolidated
+        ):
             return self._consolidated_node(relative)
         return open_node(self.store, path, read_only=self.read_only)
 
@@ -193,11 +213,19 @@ class Group:
         refresh_consolidated(self.store, [Change(path, None)])
         if self.metadata.consolidated is not None:
             relative = path[len(self.path) + 1 :] if self.path else path
-            kept = {k: v for k, v in self.metadata.consolidated.items() if k != relative and not k.startswith(relative + "/")}
+            kept = {
+                k: v
+                for k, v in self.metadata.consolidated.items()
+                if k != relative and not k.startswith(relative + "/")
+            }
             self.metadata = self.metadata.with_consolidated(kept)
 
     def create_array(
-        self, name: str, *, overwrite: bool = False, storage_options: dict[str, Any] | None = None,
+        self,
+        name: str,
+        *,
+        overwrite: bool = False,
+        storage_options: dict[str, Any] | None = None,
         **options: Unpack[ArrayDefinition],
     ) -> Array:
         """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
@@ -207,12 +235,21 @@ class Group:
         return create_array_at(store, path, build_array_metadata(path, **options), overwrite)
 
     def create_group(
-        self, name: str, *, attributes: dict[str, Any] | None = None, overwrite: bool = False,
+        self,
+        name: str,
+        *,
+        attributes: dict[str, Any] | None = None,
+        overwrite: bool = False,
         storage_options: dict[str, Any] | None = None,
     ) -> Group:
         """Create a group child; keyword arguments as :func:`zarr3_backend.create_group`."""
         self._check_writable()
-        return create_group_at(make_store(self.store, storage_options=storage_options), self._child_path(name), attributes, overwrite)
+        return create_group_at(
+            make_store(self.store, storage_options=storage_options),
+            self._child_path(name),
+            attributes,
+            overwrite,
+        )
 
     def require_group(self, name: str, *, overwrite: bool = False) -> Group:
         """The child group ``name``: the existing one, else a new one (zarr-python's ``require_group``).
@@ -230,11 +267,19 @@ class Group:
             return self.create_group(name, overwrite=True)
         node = self._require(name, lambda: self.create_group(name))
         if not isinstance(node, Group):
-            raise NodeExistsError(f"{join_path(self.path, name)!r} is an array, not a group; delete it first (del group[name])")
+            raise NodeExistsError(
+                f"{join_path(self.path, name)!r} is an array, not a group; delete it first (del group[name])"
+            )
         return node
 
     def require_array(
-        self, name: str, *, shape: Sequence[int] | int, dtype: DataTypeLike, exact: bool = False, **options: Unpack[ArrayOptions]
+        self,
+        name: str,
+        *,
+        shape: Sequence[int] | int,
+        dtype: DataTypeLike,
+        exact: bool = False,
+        **options: Unpack[ArrayOptions],
     ) -> Array:
         """The child array ``name``: the existing one if it fits, else a new one (zarr-python's ``require_array``).
 
@@ -261,7 +306,9 @@ class Group:
         fits = node.dtype == wanted_dtype if exact else np.can_cast(node.dtype, wanted_dtype)
         if not fits:
             relation = "is not" if exact else "does not cast safely to"
-            raise NodeExistsError(f"array {where!r} exists with dtype {node.dtype}, which {relation} {wanted_dtype}")
+            raise NodeExistsError(
+                f"array {where!r} exists with dtype {node.dtype}, which {relation} {wanted_dtype}"
+            )
         return node
 
     def _require(self, name: str, create: Callable[[], Array | Group]) -> Array | Group:
@@ -284,7 +331,9 @@ class V2Group(Group):
     def _check_writable(self) -> None:
         raise ReadOnlyError(f"group {self.name!r} is a Zarr v2 group: {READ_ONLY_HINT}")
 
-    def members(self, arrived: Callable[[str, Array | Group], None] | None = None) -> dict[str, Array | Group]:
+    def members(
+        self, arrived: Callable[[str, Array | Group], None] | None = None
+    ) -> dict[str, Array | Group]:
         """Direct children by name: one listing and one batched fetch of their ``.zarray``/``.zgroup``/``.zattrs``."""
         if self.metadata.consolidated is not None:
             children = self._consolidated_members()
@@ -294,7 +343,11 @@ class V2Group(Group):
             _, prefixes = listing or self.store.list_dir(prefix)
             names = sorted(p[len(prefix) : -1] for p in prefixes)
             found = read_v2_children(self.store, self.path, names)
-            children = {n: node_from_metadata(self.store, join_path(self.path, n), found[n], True) for n in names if n in found}
+            children = {
+                n: node_from_metadata(self.store, join_path(self.path, n), found[n], True)
+                for n in names
+                if n in found
+            }
         if arrived is not None:
             for name, node in children.items():
                 arrived(name, node)
@@ -317,8 +370,10 @@ def open_node(store: Store, path: str, *, read_only: bool, strict: bool = False)
     if has_child_array(store, path) if strict else is_implicit_group(store, path):
         return Group(store, path, GroupMetadata(), read_only=read_only)
     prefix = f"{path}/" if path else ""
-    message = (f"no Zarr array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found "
-               f"(nor a Zarr v2 {prefix}.zarray or {prefix}.zgroup)")
+    message = (
+        f"no Zarr array or group at {path or '/'!r} in {store!r}: {metadata_key(path)} not found "
+        f"(nor a Zarr v2 {prefix}.zarray or {prefix}.zgroup)"
+    )
     found = stores_below(store, path) if strict else []
     if found:
         message += f"; found Zarr stores further down at: {', '.join(found)}. Open one of those instead"

@@ -19,7 +19,9 @@ from .array import Array
 from .hierarchy import Group, node_from_metadata, open_node
 
 
-def open_node_consolidated(store: Store, path: str, *, read_only: bool, strict: bool = False) -> Array | Group:
+def open_node_consolidated(
+    store: Store, path: str, *, read_only: bool, strict: bool = False
+) -> Array | Group:
     """The node at ``path`` as the root's consolidated metadata describes it, if the root has an entry for it.
 
     Fetches the root's and the node's ``zarr.json`` in one batch; without a

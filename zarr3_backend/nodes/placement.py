@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.metadata import ArrayMetadata, GroupMetadata, NodeMetadata, encode_metadata, metadata_key, parse_node_metadata
+from ..core.metadata import (
+    ArrayMetadata,
+    GroupMetadata,
+    NodeMetadata,
+    encode_metadata,
+    metadata_key,
+    parse_node_metadata,
+)
 from ..errors import NodeExistsError, ReadOnlyError
 from ..store.base import Store
 from .array import Array
@@ -32,7 +39,9 @@ def create_array_at(store: Store, path: str, metadata: ArrayMetadata, overwrite:
     return Array(store, path, metadata)
 
 
-def write_group_at(store: Store, path: str, attributes: dict[str, Any] | None, overwrite: bool) -> GroupMetadata:
+def write_group_at(
+    store: Store, path: str, attributes: dict[str, Any] | None, overwrite: bool
+) -> GroupMetadata:
     """Write a new group at ``path`` (and any missing ancestor groups) and return its metadata; consolidated ancestors are refreshed."""
     created = _prepare_path(store, path, overwrite)
     metadata = GroupMetadata(attributes=dict(attributes or {}))
@@ -45,12 +54,16 @@ def missing_parents(store: Store, path: str) -> list[str]:
     """The ancestors of ``path`` that have no ``zarr.json`` (root first); refuse to nest under an array."""
     parts = path.split("/")[:-1] if path else []
     ancestors = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    raws = store.get_many([(metadata_key(p), None) for p in ancestors] + [(k, None) for p in ancestors for k in _v2_keys(p)])
+    raws = store.get_many(
+        [(metadata_key(p), None) for p in ancestors] + [(k, None) for p in ancestors for k in _v2_keys(p)]
+    )
     missing = []
     for index, (ancestor, raw) in enumerate(zip(ancestors, raws)):
         v2_found = raws[len(ancestors) + 2 * index : len(ancestors) + 2 * index + 2]
         if raw is None and any(found is not None for found in v2_found):
-            raise ReadOnlyError(f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is a Zarr v2 node. {READ_ONLY_HINT}")
+            raise ReadOnlyError(
+                f"cannot create {path!r}: its ancestor {ancestor or '/'!r} is a Zarr v2 node. {READ_ONLY_HINT}"
+            )
         if raw is None:
             missing.append(ancestor)
         elif isinstance(parse_node_metadata(raw, metadata_key(ancestor)), ArrayMetadata):

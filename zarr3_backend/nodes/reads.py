@@ -196,7 +196,9 @@ def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:
     job.run(out)
 
 
-def drive_read_plans(plans: list[tuple[str, ReadPlan, np.ndarray]], store: Store) -> list[tuple[DecodeJob, np.ndarray]]:
+def drive_read_plans(
+    plans: list[tuple[str, ReadPlan, np.ndarray]], store: Store
+) -> list[tuple[DecodeJob, np.ndarray]]:
     """Run read plans to completion, one batched ``get_many_versioned`` per round of requests.
 
     Each plan comes with its output array; the result pairs every decode job with it.

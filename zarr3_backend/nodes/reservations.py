@@ -106,7 +106,9 @@ def drop_hint(store: Store, path: str) -> None:
         refresh_consolidated(store, [Change(path, consolidated_entry(metadata.to_json()))])
 
 
-def hint_groups(documents: Mapping[str, dict[str, Any]], lists: Mapping[str, bytes | None]) -> dict[str, dict[str, Any]]:
+def hint_groups(
+    documents: Mapping[str, dict[str, Any]], lists: Mapping[str, bytes | None]
+) -> dict[str, dict[str, Any]]:
     """``documents`` with :data:`HINT` set on each group of ``lists`` iff its list exists.
 
     ``lists`` maps group paths to their stored reservation list (``None``: none).
@@ -114,7 +116,10 @@ def hint_groups(documents: Mapping[str, dict[str, Any]], lists: Mapping[str, byt
     hinted = dict(documents)
     for path, raw in lists.items():
         attributes = {k: v for k, v in hinted[path].get("attributes", {}).items() if k != HINT}
-        hinted[path] = {**hinted[path], "attributes": {**attributes, HINT: True} if raw is not None else attributes}
+        hinted[path] = {
+            **hinted[path],
+            "attributes": {**attributes, HINT: True} if raw is not None else attributes,
+        }
     return hinted
 
 

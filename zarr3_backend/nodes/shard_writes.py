@@ -120,7 +120,9 @@ def _held(lock: Lock) -> Iterator[None]:
         lock.release()
 
 
-def shard_aligned_chunks(shape: Sequence[int], origin: Sequence[int], grid: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+def shard_aligned_chunks(
+    shape: Sequence[int], origin: Sequence[int], grid: Sequence[int]
+) -> tuple[tuple[int, ...], ...]:
     """Dask chunks for data of ``shape`` placed at ``origin`` whose blocks each lie in one grid cell.
 
     >>> shard_aligned_chunks((10, 4), (3, 0), (4, 4))
@@ -133,7 +135,13 @@ def shard_aligned_chunks(shape: Sequence[int], origin: Sequence[int], grid: Sequ
     return tuple(chunks)
 
 
-def write_block(array: Array, start: Sequence[int], block: np.ndarray, write_empty_chunks: bool = False, lock: ShardLock = None) -> None:
+def write_block(
+    array: Array,
+    start: Sequence[int],
+    block: np.ndarray,
+    write_empty_chunks: bool = False,
+    lock: ShardLock = None,
+) -> None:
     """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
 
     The shard is stored with one atomic write; partial blocks are merged into
@@ -203,7 +211,11 @@ def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -
 
 
 def write_numpy(
-    array: Array, origin: Sequence[int], data: npt.ArrayLike, write_empty_chunks: bool = False, lock: ShardLock = None
+    array: Array,
+    origin: Sequence[int],
+    data: npt.ArrayLike,
+    write_empty_chunks: bool = False,
+    lock: ShardLock = None,
 ) -> None:
     """Write an in-memory array at ``origin``, one shard per call of :func:`write_block` on the thread pool."""
     write_numpy_many([(array, origin, data, write_empty_chunks)], lock)

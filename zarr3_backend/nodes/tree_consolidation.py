@@ -17,7 +17,9 @@ from .hierarchy import Group, open_node
 from .paths import normalize_path
 
 
-def consolidate_metadata(store: StoreLike, path: str = "", *, storage_options: dict[str, Any] | None = None) -> Group:
+def consolidate_metadata(
+    store: StoreLike, path: str = "", *, storage_options: dict[str, Any] | None = None
+) -> Group:
     """Write the metadata of every node below the group at ``path`` into its ``zarr.json``.
 
     Readers then discover the whole hierarchy from one document (the layout

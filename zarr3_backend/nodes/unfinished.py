@@ -100,7 +100,9 @@ def unfinished_group(store: Store | None, path: str, metadata: NodeMetadata | No
     value = metadata.attributes[FLAG]
     value = value if isinstance(value, dict) else {}
     fingerprint = value.get("fingerprint")
-    return Unfinished(store, path, value.get("template") is True, fingerprint if isinstance(fingerprint, str) else "")
+    return Unfinished(
+        store, path, value.get("template") is True, fingerprint if isinstance(fingerprint, str) else ""
+    )
 
 
 def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
@@ -112,7 +114,9 @@ def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
         return
     if not unfinished.template and not writable:
         raise UnfinishedWriteError(unfinished.message())
-    warnings.warn(unfinished.message(), UnfinishedWriteWarning, stacklevel=caller_stacklevel("zarr3_backend", "xarray"))  # above xr.open_dataset's frames
+    warnings.warn(
+        unfinished.message(), UnfinishedWriteWarning, stacklevel=caller_stacklevel("zarr3_backend", "xarray")
+    )  # above xr.open_dataset's frames
 
 
 def check_opened(node: Array | Group) -> None:
@@ -132,4 +136,3 @@ def unmark(store: Store, paths: Sequence[str]) -> None:
             store.set(metadata_key(path), encode_metadata(metadata))
             changes.append(Change(path, consolidated_entry(metadata.to_json())))
     refresh_consolidated(store, changes)
-

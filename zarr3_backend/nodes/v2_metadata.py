@@ -100,7 +100,9 @@ def v2_node_from_documents(documents: dict[str, Any], where: str) -> NodeMetadat
     if ZGROUP in documents:
         document = documents[ZGROUP]
         if not isinstance(document, dict) or document.get("zarr_format") != 2:
-            raise MetadataError(f"{where}/{ZGROUP}: expected {{'zarr_format': 2}}, got {str(document)[:200]!r}")
+            raise MetadataError(
+                f"{where}/{ZGROUP}: expected {{'zarr_format': 2}}, got {str(document)[:200]!r}"
+            )
         return V2GroupMetadata(attributes=attributes)
     raise MetadataError(f"{where}: neither {ZARRAY} nor {ZGROUP} found")
 
@@ -111,14 +113,18 @@ def parse_zarray(document: object, attributes: dict[str, Any], where: str) -> V2
         raise MetadataError(f"{where}: expected a JSON object, got {type(document).__name__}")
     missing = sorted(ZARRAY_KEYS - document.keys())
     if missing:
-        raise MetadataError(f"{where}: missing required field{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}")
+        raise MetadataError(
+            f"{where}: missing required field{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}"
+        )
     if document["zarr_format"] != 2:
         raise MetadataError(f"{where}: zarr_format: expected 2, got {document['zarr_format']!r}")
     try:
         shape = parse_shape(document["shape"], where)
         chunks = parse_shape(document["chunks"], where, "chunks", low=1)
         if len(chunks) != len(shape):
-            raise MetadataError(f"{where}: chunks: expected {len(shape)} dimensions like shape, got {list(chunks)}")
+            raise MetadataError(
+                f"{where}: chunks: expected {len(shape)} dimensions like shape, got {list(chunks)}"
+            )
         filters = _filters(document.get("filters"), where)
         dtype = parse_v2_dtype(document["dtype"], _first_id(document.get("filters")), where)
         check_chunk_bytes(chunks, dtype.data_type, where)
@@ -129,7 +135,9 @@ def parse_zarray(document: object, attributes: dict[str, Any], where: str) -> V2
         if given not in (None, ".", "/"):
             raise MetadataError(f"{where}: dimension_separator: expected '.' or '/', got {given!r}")
         separator: Separator = "/" if given == "/" else "."
-        compressor = [] if document["compressor"] is None else [_compressor(document["compressor"], dtype, where)]
+        compressor = (
+            [] if document["compressor"] is None else [_compressor(document["compressor"], dtype, where)]
+        )
         fill_value = parse_v2_fill_value(document["fill_value"], dtype, where)
     except Zarr3Error as exc:
         raise with_location(exc, where) from exc
@@ -142,9 +150,14 @@ def parse_zarray(document: object, attributes: dict[str, Any], where: str) -> V2
     except Zarr3Error as exc:
         raise with_location(exc, where) from exc
     return V2ArrayMetadata(
-        shape=shape, data_type=dtype.data_type, chunk_grid=RegularChunkGrid(chunks),
-        chunk_key_encoding=V2ChunkKeyEncoding(separator), fill_value=fill_value,
-        codecs=(*head, *compressor), attributes=attributes, zarray=dict(document),
+        shape=shape,
+        data_type=dtype.data_type,
+        chunk_grid=RegularChunkGrid(chunks),
+        chunk_key_encoding=V2ChunkKeyEncoding(separator),
+        fill_value=fill_value,
+        codecs=(*head, *compressor),
+        attributes=attributes,
+        zarray=dict(document),
     )
 
 
@@ -158,7 +171,9 @@ def _filters(value: object, where: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise MetadataError(f"{where}: filters: expected null or a list of codec objects, got {str(value)[:200]!r}")
+        raise MetadataError(
+            f"{where}: filters: expected null or a list of codec objects, got {str(value)[:200]!r}"
+        )
     return [v2_filter(item, f"{where}: filters[{i}]") for i, item in enumerate(value)]
 
 
@@ -181,12 +196,17 @@ def _compressor(config: object, dtype: V2DataType, where: str) -> dict[str, Any]
     codec_id = codec.name.removeprefix(PREFIX)
     if codec_id not in _NATIVE_COMPRESSORS:
         return codec.to_json()
-    options = dict(getattr(codec, "configuration"))  # a numcodecs adapter: the object without its id
+    options = dict(getattr(codec, "configuration"))  # noqa: B009 (typed as Codec;) a numcodecs adapter: the object without its id
     if codec_id == "blosc":
         typesize = dtype.stored.itemsize if dtype.stored.kind != "O" else 1
         shuffle = _BLOSC_SHUFFLE.get(options.get("shuffle", 1), "shuffle" if typesize > 1 else "bitshuffle")
-        options = {"typesize": max(typesize, 1), "cname": options.get("cname", "lz4"), "clevel": options.get("clevel", 5),
-                   "shuffle": shuffle, "blocksize": options.get("blocksize", 0)}
+        options = {
+            "typesize": max(typesize, 1),
+            "cname": options.get("cname", "lz4"),
+            "clevel": options.get("clevel", 5),
+            "shuffle": shuffle,
+            "blocksize": options.get("blocksize", 0),
+        }
     elif codec_id == "zstd":
         options = {"level": options.get("level", 0), "checksum": options.get("checksum", False)}
     document = {"name": codec_id, "configuration": options}
@@ -200,9 +220,13 @@ def parse_zmetadata(document: object, where: str) -> dict[str, dict[str, Any]]:
     Keys that could escape the store root are refused, as for v3 consolidated metadata.
     """
     if not isinstance(document, dict) or not isinstance(document.get("metadata"), dict):
-        raise MetadataError(f"{where}: expected {{'zarr_consolidated_format': 1, 'metadata': {{...}}}}, got {str(document)[:200]!r}")
+        raise MetadataError(
+            f"{where}: expected {{'zarr_consolidated_format': 1, 'metadata': {{...}}}}, got {str(document)[:200]!r}"
+        )
     if document.get("zarr_consolidated_format", 1) != 1:
-        raise MetadataError(f"{where}: zarr_consolidated_format: expected 1, got {document.get('zarr_consolidated_format')!r}")
+        raise MetadataError(
+            f"{where}: zarr_consolidated_format: expected 1, got {document.get('zarr_consolidated_format')!r}"
+        )
     nodes: dict[str, dict[str, Any]] = {}
     for key, value in document["metadata"].items():
         path, _, name = key.rpartition("/")

@@ -13,15 +13,24 @@ import fsspec.core
 from ..core.stacklevel import caller_stacklevel
 from ..errors import ArgumentTypeError
 from .base import (
-    TMP_PREFIX, Buffer, ByteRange, Generation, Request, Store, Value, Versioned, join_value, validate_key,
+    TMP_PREFIX,
+    Buffer,
+    ByteRange,
+    Generation,
+    Request,
+    Store,
+    Value,
+    Versioned,
+    join_value,
+    validate_key,
     validate_prefix,
 )
 from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_s3 import with_connection_pool
 from .fsspec_store import FsspecStore
 from .local import LocalStore
-from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
 from .obstore_options import UnsupportedOptionError
+from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
 from .obstore_store import ObstoreStore, clear_store_cache
 
 #: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
@@ -32,8 +41,13 @@ if TYPE_CHECKING:
     import zarr.storage
 
     StoreLike: TypeAlias = (
-        Store | str | os.PathLike[str] | MutableMapping[str, bytes]
-        | zarr.storage.LocalStore | zarr.storage.FsspecStore | zarr.storage.MemoryStore
+        Store
+        | str
+        | os.PathLike[str]
+        | MutableMapping[str, bytes]
+        | zarr.storage.LocalStore
+        | zarr.storage.FsspecStore
+        | zarr.storage.MemoryStore
     )
 else:  # zarr-python is optional: its store classes are named for type checkers only
     StoreLike: TypeAlias = Store | str | os.PathLike[str] | MutableMapping[str, bytes]
@@ -93,7 +107,9 @@ def make_store(
     if not isinstance(obj, (str, os.PathLike)):
         foreign = from_foreign(obj, read_only=read_only)
         if foreign is None:
-            raise ArgumentTypeError(f"store must be {ACCEPTED}; got {type(obj).__module__}.{type(obj).__name__}")
+            raise ArgumentTypeError(
+                f"store must be {ACCEPTED}; got {type(obj).__module__}.{type(obj).__name__}"
+            )
         if storage_options:
             raise ArgumentTypeError(f"storage_options only apply to URLs, not to the store object {obj!r}")
         return foreign
@@ -108,13 +124,21 @@ def make_store(
     backend = options.pop("backend", None)
     if backend not in (None, "obstore", "fsspec"):
         raise ArgumentTypeError(f"storage_options 'backend' must be 'obstore' or 'fsspec', not {backend!r}")
-    if backend != "fsspec" and protocol in OBSTORE_PROTOCOLS and "::" not in url and importlib.util.find_spec("obstore"):
+    if (
+        backend != "fsspec"
+        and protocol in OBSTORE_PROTOCOLS
+        and "::" not in url
+        and importlib.util.find_spec("obstore")
+    ):
         try:
             return ObstoreStore(url, options, read_only=read_only or protocol in _READ_ONLY_PROTOCOLS)
         except UnsupportedOptionError as exc:
             if backend == "obstore":
                 raise
-            warnings.warn(f"{exc}: reading {url} through fsspec", stacklevel=caller_stacklevel("zarr3_backend", "xarray"))
+            warnings.warn(
+                f"{exc}: reading {url} through fsspec",
+                stacklevel=caller_stacklevel("zarr3_backend", "xarray"),
+            )
     fs, root = fsspec.core.url_to_fs(url, **with_connection_pool(protocol, options))
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     return FsspecStore(fs, root, read_only=read_only or bool(protocols & _READ_ONLY_PROTOCOLS))

@@ -71,7 +71,11 @@ class LaneArrivals(Arrivals):
     """
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, fetch: Callable[[int], Awaitable[bytes | bytearray]], count: int, lanes: int,
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fetch: Callable[[int], Awaitable[bytes | bytearray]],
+        count: int,
+        lanes: int,
         outcome: Callable[[int, Answer], bytes | None],
     ) -> None:
         self._unsent = deque(range(count))
@@ -108,7 +112,11 @@ class LaneArrivals(Arrivals):
             if answer is not None:
                 self._answers.append(answer)
                 self._answered += 1
-            if answer is None or self._answered in (1, self._lanes, self._count) or answer[0] in self._preferred:
+            if (
+                answer is None
+                or self._answered in (1, self._lanes, self._count)
+                or answer[0] in self._preferred
+            ):
                 self._due = True
                 self._ready.notify()
 

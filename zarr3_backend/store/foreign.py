@@ -65,8 +65,7 @@ def from_foreign(obj: object, read_only: bool = False) -> Store | None:
     if isinstance(obj, zarr.storage.MemoryStore) and type(obj) is zarr.storage.MemoryStore:
         return ZarrMemoryStore(obj, read_only=read_only)
     raise ArgumentTypeError(
-        f"zarr-python store {obj!r} ({type(obj).__name__}) cannot be used by zarr3_backend; "
-        f"pass {ACCEPTED}"
+        f"zarr-python store {obj!r} ({type(obj).__name__}) cannot be used by zarr3_backend; pass {ACCEPTED}"
     )
 
 
@@ -132,7 +131,9 @@ class ZarrMemoryStore(Store):
         self._check_writable()
         from zarr.buffer import default_buffer_prototype
 
-        self.zarr_store.set_sync(validate_key(key), default_buffer_prototype().buffer.from_bytes(join_value(value)))
+        self.zarr_store.set_sync(
+            validate_key(key), default_buffer_prototype().buffer.from_bytes(join_value(value))
+        )
 
     def delete(self, key: str) -> None:
         self._check_writable()
@@ -165,4 +166,6 @@ def _without_waiting(items: AsyncIterator[str]) -> list[str]:
         result: list[str] = done.value
         return result
     coroutine.close()
-    raise StoreError("listing a zarr-python MemoryStore had to wait for I/O; this zarr version is not supported")
+    raise StoreError(
+        "listing a zarr-python MemoryStore had to wait for I/O; this zarr version is not supported"
+    )

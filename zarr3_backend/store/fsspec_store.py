@@ -117,7 +117,9 @@ class FsspecStore(Store):
         self._io_concurrency = io_concurrency
         self._full_kwargs = single_get_kwargs(fs)
         self._s3 = is_s3(fs)
-        self._bucket = plain_bucket(fs, self.root) if self._s3 else None  # the bucket of every key, where plain
+        self._bucket = (
+            plain_bucket(fs, self.root) if self._s3 else None
+        )  # the bucket of every key, where plain
 
     @property
     def io_concurrency(self) -> int:
@@ -187,10 +189,15 @@ class FsspecStore(Store):
 
     def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
         if not self.fs.async_impl or len(requests) <= 1 or on_loop(self.fs.loop):
-            return super().fetch_each(requests)  # on the loop itself, waiting for it would hang: get_many says so
+            return super().fetch_each(
+                requests
+            )  # on the loop itself, waiting for it would hang: get_many says so
         paths = [self._path(key) for key, _ in requests]
         return LaneArrivals(
-            self.fs.loop, lambda i: self._fetch_async(paths[i], requests[i][1]), len(requests), self.io_concurrency,
+            self.fs.loop,
+            lambda i: self._fetch_async(paths[i], requests[i][1]),
+            len(requests),
+            self.io_concurrency,
             lambda i, answer: self._outcome(requests[i][0], answer),
         )
 
@@ -268,7 +275,9 @@ class FsspecStore(Store):
             results: list[Versioned] = sync(self.fs.loop, self.get_many_versioned_async, requests)
             return results
         paths = [self._path(key) for key, _ in requests]
-        answers = [capture(self._fetch_sync_versioned, p, r) for (_, r), p in zip(requests, paths, strict=True)]
+        answers = [
+            capture(self._fetch_sync_versioned, p, r) for (_, r), p in zip(requests, paths, strict=True)
+        ]
         return [self._versioned(key, answer) for (key, _), answer in zip(requests, answers, strict=True)]
 
     async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
@@ -280,15 +289,21 @@ class FsspecStore(Store):
             return [self._versioned(key, answer) for (key, _), answer in zip(requests, answers, strict=True)]
         plain = [self._fetch_async(p, r) for (_, r), p in zip(requests, paths, strict=True)]
         values = await gather(plain, self.io_concurrency)
-        return [Versioned(self._outcome(key, value)) for (key, _), value in zip(requests, values, strict=True)]
+        return [
+            Versioned(self._outcome(key, value)) for (key, _), value in zip(requests, values, strict=True)
+        ]
 
-    def _versioned(self, key: str, answer: tuple[bytes | bytearray, Generation | None] | BaseException) -> Versioned:
+    def _versioned(
+        self, key: str, answer: tuple[bytes | bytearray, Generation | None] | BaseException
+    ) -> Versioned:
         if isinstance(answer, BaseException):
             return Versioned(self._outcome(key, answer))
         value = answer[0]  # a bytearray is the buffer our own connection received it into: kept, not copied
         return Versioned(value if isinstance(value, bytearray) else bytes(value), answer[1])
 
-    async def _fetch_s3(self, path: str, byte_range: ByteRange | None) -> tuple[bytes | bytearray, Generation | None]:
+    async def _fetch_s3(
+        self, path: str, byte_range: ByteRange | None
+    ) -> tuple[bytes | bytearray, Generation | None]:
         """One GetObject: the bytes and the ETag of the object version they came from."""
         fs: Any = self.fs
         if byte_range is not None and needs_size(byte_range):
@@ -301,7 +316,11 @@ class FsspecStore(Store):
         async def get_and_read() -> tuple[bytes, Generation | None, str | None]:
             response = await fs._call_s3("get_object", **target, **ranged)
             try:
-                return await response["Body"].read(), response.get("ETag"), response.get("ContentRange", response.get("ContentLength"))
+                return (
+                    await response["Body"].read(),
+                    response.get("ETag"),
+                    response.get("ContentRange", response.get("ContentLength")),
+                )
             finally:
                 response["Body"].close()
 
@@ -316,7 +335,9 @@ class FsspecStore(Store):
             data = check_content_range(path, byte_range, data, content_range)
         return (b"" if empty else data), etag
 
-    def _fetch_sync_versioned(self, path: str, byte_range: ByteRange | None) -> tuple[bytes, Generation | None]:
+    def _fetch_sync_versioned(
+        self, path: str, byte_range: ByteRange | None
+    ) -> tuple[bytes, Generation | None]:
         """The bytes and a generation from ``info`` before and after; a change in between never matches."""
         before = _info_generation(self.fs.info(path))
         data = self._fetch_sync(path, byte_range)

@@ -35,7 +35,17 @@ from contextlib import suppress
 from ..core.executor import shared_pool
 from ..core.values import as_bytes
 from ..errors import InvalidKeyError, StoreError
-from .base import TMP_PREFIX, ByteRange, Request, Store, Value, Versioned, is_temporary, validate_key, validate_prefix
+from .base import (
+    TMP_PREFIX,
+    ByteRange,
+    Request,
+    Store,
+    Value,
+    Versioned,
+    is_temporary,
+    validate_key,
+    validate_prefix,
+)
 
 _POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
 _POOL_WORKERS = 4

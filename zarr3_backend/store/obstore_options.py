@@ -1,4 +1,4 @@
-"""fsspec-style ``storage_options`` (s3fs, gcsfs and adlfs names) as obstore's configuration.
+"""Translations to and from obstore: fsspec-style ``storage_options`` as its configuration, byte ranges, generations.
 
 :func:`obstore_settings` translates the options users already pass to
 ``engine="zarr"`` and fsspec into the configuration and client options of
@@ -17,9 +17,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError
+from .base import ByteRange, Generation
+
+if TYPE_CHECKING:
+    from obstore import GetOptions, ObjectMeta
 
 
 class UnsupportedOptionError(ArgumentError):
@@ -135,10 +139,18 @@ def _s3_environment(storage_options: Mapping[str, Any], settings: ObstoreSetting
     explicit = {"key", "secret", "anon", "profile"} & storage_options.keys()
     if not explicit and "AWS_PROFILE" in os.environ and "AWS_ACCESS_KEY_ID" not in os.environ:
         settings.profile = os.environ["AWS_PROFILE"]
-    endpoint = config.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    endpoint = (
+        config.get("endpoint")
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or ""
+    )
     if endpoint.startswith("http://"):
         settings.client_options.setdefault("allow_http", True)
-    elif "AWS_CA_BUNDLE" in os.environ and not {"root_certificate", "allow_invalid_certificates"} & settings.client_options.keys():
+    elif (
+        "AWS_CA_BUNDLE" in os.environ
+        and not {"root_certificate", "allow_invalid_certificates"} & settings.client_options.keys()
+    ):
         _verify(os.environ["AWS_CA_BUNDLE"], settings)
 
 
@@ -157,3 +169,29 @@ def _gcs_token(token: Any, settings: ObstoreSettings) -> None:
         settings.config["service_account_key"] = json.dumps(token)
     elif isinstance(token, str | os.PathLike) and token not in ("google_default", "cloud"):
         settings.config["service_account"] = os.fspath(token)
+
+
+def get_options(byte_range: ByteRange | None) -> GetOptions | None:
+    """obstore's ``GetOptions`` for ``byte_range`` (``None``: the whole object)."""
+    if byte_range is None:
+        return None
+    if byte_range.is_suffix:
+        return {"range": {"suffix": -byte_range.start}}
+    if byte_range.end is None:
+        return {"range": {"offset": byte_range.start}}
+    return {"range": (byte_range.start, byte_range.end)}
+
+
+def span(byte_range: ByteRange | None, size: int) -> tuple[int, int]:
+    """The ``[start, stop)`` of a value of ``size`` bytes that ``byte_range`` reads."""
+    if byte_range is None:
+        return 0, size
+    start, stop, _ = byte_range.slice().indices(size)
+    return start, max(start, stop)
+
+
+def generation(meta: ObjectMeta) -> Generation | None:
+    """The object's version and ETag, or ``None`` if the server sent neither."""
+    if meta["e_tag"] is None and meta["version"] is None:
+        return None
+    return (meta["e_tag"], meta["version"])

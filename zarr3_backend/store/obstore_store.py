@@ -8,12 +8,10 @@ less CPU per request than its asyncio API). Every answer to a ranged read
 is checked: a body whose span or length differs from the range asked for
 raises :class:`StoreError`, never reaching a decoder.
 
-fsspec-style ``storage_options`` (s3fs, gcsfs, adlfs names) are translated
-to obstore's configuration by :mod:`.obstore_options`; an option without an
-equivalent raises :class:`~.obstore_options.UnsupportedOptionError`
-(``make_store`` then falls back to fsspec). Clients are cached per store
-description, so that stores unpickled by dask tasks share connections;
-:func:`clear_store_cache` drops them.
+fsspec-style ``storage_options`` are translated by :mod:`.obstore_options`;
+an option without an equivalent makes ``make_store`` fall back to fsspec.
+Clients are cached per store description, so that stores unpickled by dask
+tasks share connections; :func:`clear_store_cache` drops them.
 """
 
 from __future__ import annotations
@@ -29,12 +27,22 @@ from urllib.parse import urlsplit
 from ..core.executor import after_fork, io_concurrency, shared_pool
 from ..errors import ArgumentError, StoreError
 from .arrivals import Arrival, Arrivals, move_forward
-from .base import ByteRange, Generation, Request, Store, Value, Versioned, is_temporary, join_value, validate_key, validate_prefix
-from .obstore_options import obstore_settings, protocol_kind
+from .base import (
+    ByteRange,
+    Request,
+    Store,
+    Value,
+    Versioned,
+    is_temporary,
+    join_value,
+    validate_key,
+    validate_prefix,
+)
+from .obstore_options import generation, get_options, obstore_settings, protocol_kind, span
 from .ranged_reads import resolve_range
 
 if TYPE_CHECKING:
-    from obstore import GetOptions, ObjectMeta
+    from obstore import ObjectMeta
     from obstore.store import ObjectStore
 
 T = TypeVar("T")
@@ -108,7 +116,14 @@ class ObstoreStore(Store):
         self._io_concurrency = io_concurrency
         self._http = protocol_kind(self.protocol) == "http"
         settings = self.settings
-        self._key = repr((self.url, sorted(settings.config.items()), sorted(settings.client_options.items()), settings.profile))
+        self._key = repr(
+            (
+                self.url,
+                sorted(settings.config.items()),
+                sorted(settings.client_options.items()),
+                settings.profile,
+            )
+        )
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -195,7 +210,9 @@ class ObstoreStore(Store):
     # -- reads ------------------------------------------------------------------
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [None if read.value is None else bytes(read.value) for read in self.get_many_versioned(requests)]
+        return [
+            None if read.value is None else bytes(read.value) for read in self.get_many_versioned(requests)
+        ]
 
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         for key, _ in requests:
@@ -220,29 +237,35 @@ class ObstoreStore(Store):
         import obstore
 
         key, byte_range = request
-        if byte_range is not None and byte_range.end is not None and (byte_range.end < 0 or byte_range.start < 0):
+        if (
+            byte_range is not None
+            and byte_range.end is not None
+            and (byte_range.end < 0 or byte_range.start < 0)
+        ):
             meta = self._head(key)  # a range that needs the size
             if meta is None:
                 return Versioned(None)
             byte_range = resolve_range(byte_range, meta["size"])
         if byte_range is not None and byte_range.end is not None and byte_range.end <= byte_range.start:
             meta = self._head(key)
-            return Versioned(None) if meta is None else Versioned(b"", _generation(meta))
+            return Versioned(None) if meta is None else Versioned(b"", generation(meta))
         try:
-            result = obstore.get(self.client, key, options=_get_options(byte_range))
+            result = obstore.get(self.client, key, options=get_options(byte_range))
             data = result.bytes()
         except FileNotFoundError:
             return Versioned(None)
         except Exception as exc:
             return self._past_the_end(key, byte_range, exc)
         meta = result.meta
-        expected = _span(byte_range, meta["size"])
+        expected = span(byte_range, meta["size"])
         if tuple(result.range) != expected or len(data) != expected[1] - expected[0]:
             raise StoreError(
                 f"key {key!r} of {self.url}: asked for bytes [{expected[0]}, {expected[1]}) of {meta['size']}, "
                 f"the server answered bytes {list(result.range)} with a body of {len(data)} bytes"
             )
-        return Versioned(memoryview(data), _generation(meta))  # obstore's buffer itself: the body is never copied
+        return Versioned(
+            memoryview(data), generation(meta)
+        )  # obstore's buffer itself: the body is never copied
 
     def _past_the_end(self, key: str, byte_range: ByteRange | None, exc: Exception) -> Versioned:
         """A ranged GET that failed: ``b""`` if the range starts at or past the end (an HTTP 416), else the error."""
@@ -251,7 +274,7 @@ class ObstoreStore(Store):
             if meta is None:
                 return Versioned(None)
             if byte_range.start >= meta["size"] or (byte_range.is_suffix and meta["size"] == 0):
-                return Versioned(b"", _generation(meta))
+                return Versioned(b"", generation(meta))
         raise self._failed("read", key, exc) from exc
 
     def _head(self, key: str) -> ObjectMeta | None:
@@ -325,7 +348,9 @@ class ObstoreStore(Store):
         except FileNotFoundError:
             pass
         except Exception as exc:
-            raise self._failed("delete", paths[0] if len(paths) == 1 else f"{paths[0]} (of {len(paths)})", exc) from exc
+            raise self._failed(
+                "delete", paths[0] if len(paths) == 1 else f"{paths[0]} (of {len(paths)})", exc
+            ) from exc
 
     def delete_prefix(self, prefix: str) -> None:
         """Erase every key under ``prefix``, leftover temporary files of atomic writes included."""
@@ -345,7 +370,11 @@ class ObstoreStore(Store):
         if self._http:
             return []
         try:
-            found = [meta["path"] for chunk in obstore.list(self.client, prefix or None, chunk_size=1000) for meta in chunk]
+            found = [
+                meta["path"]
+                for chunk in obstore.list(self.client, prefix or None, chunk_size=1000)
+                for meta in chunk
+            ]
         except FileNotFoundError:
             return []
         except Exception as exc:
@@ -364,9 +393,13 @@ class ObstoreStore(Store):
             return [], []
         except Exception as exc:
             raise self._failed("list", prefix, exc) from exc
-        keys = [meta["path"] for meta in listing["objects"] if not is_temporary(meta["path"].rsplit("/", 1)[-1])]
+        keys = [
+            meta["path"] for meta in listing["objects"] if not is_temporary(meta["path"].rsplit("/", 1)[-1])
+        ]
         prefixes = [path.rstrip("/") + "/" for path in listing["common_prefixes"]]
-        return sorted(k for k in keys if k.startswith(prefix)), sorted(p for p in prefixes if p.startswith(prefix))
+        return sorted(k for k in keys if k.startswith(prefix)), sorted(
+            p for p in prefixes if p.startswith(prefix)
+        )
 
 
 class _LaneArrivals(Arrivals):
@@ -377,7 +410,9 @@ class _LaneArrivals(Arrivals):
     requests in flight.
     """
 
-    def __init__(self, read: Callable[[int], bytes | None], count: int, lanes: int, pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, read: Callable[[int], bytes | None], count: int, lanes: int, pool: ThreadPoolExecutor
+    ) -> None:
         super().__init__(())
         self._unsent = deque(range(count))
         self._lock = threading.Lock()
@@ -412,28 +447,3 @@ class _LaneArrivals(Arrivals):
             with self._lock:
                 self._unsent.clear()
             wait(self._lanes)
-
-
-def _get_options(byte_range: ByteRange | None) -> GetOptions | None:
-    if byte_range is None:
-        return None
-    if byte_range.is_suffix:
-        return {"range": {"suffix": -byte_range.start}}
-    if byte_range.end is None:
-        return {"range": {"offset": byte_range.start}}
-    return {"range": (byte_range.start, byte_range.end)}
-
-
-def _span(byte_range: ByteRange | None, size: int) -> tuple[int, int]:
-    """The ``[start, stop)`` of a value of ``size`` bytes that ``byte_range`` reads."""
-    if byte_range is None:
-        return 0, size
-    start, stop, _ = byte_range.slice().indices(size)
-    return start, max(start, stop)
-
-
-def _generation(meta: ObjectMeta) -> Generation | None:
-    """The object's version and ETag, or ``None`` if the server sent neither."""
-    if meta["e_tag"] is None and meta["version"] is None:
-        return None
-    return (meta["e_tag"], meta["version"])

@@ -63,7 +63,13 @@ def expected_length(byte_range: ByteRange, received: int) -> int | None:
     longer body is never right; a shorter one is right only if the value ends
     there, and a range open at the end always needs the size.
     """
-    asked = -byte_range.start if byte_range.is_suffix else None if byte_range.end is None else byte_range.end - byte_range.start
+    asked = (
+        -byte_range.start
+        if byte_range.is_suffix
+        else None
+        if byte_range.end is None
+        else byte_range.end - byte_range.start
+    )
     if asked is None or received < asked:
         return None
     return asked
@@ -85,7 +91,9 @@ def check_length(path: str, byte_range: ByteRange, data: bytes, expected: int) -
     return data
 
 
-def check_content_range(path: str, byte_range: ByteRange, data: bytes, content_range: str | int | None) -> bytes:
+def check_content_range(
+    path: str, byte_range: ByteRange, data: bytes, content_range: str | int | None
+) -> bytes:
     """The bytes ``byte_range`` reads, from an answer whose ``Content-Range`` is ``content_range``.
 
     A ``Content-Range`` must name exactly those bytes, and ``data`` hold them

@@ -74,12 +74,16 @@ class ReadAhead:
 
     def __init__(self, store: Store, chunk_bytes: int) -> None:
         self.store = store
-        self._enabled: bool | None = None  # asked of the store at the first read: most arrays opened are never read
+        self._enabled: bool | None = (
+            None  # asked of the store at the first read: most arrays opened are never read
+        )
         self._decoded = max(1, chunk_bytes)
         self._stored: int | None = None  # the largest value fetched ahead so far
         self._lock = threading.RLock()  # a fetch that ended already runs its callback at once, under the lock
         self._read: set[str] = set()  # keys this scan read
-        self._ahead: dict[str, Future[Versioned]] = {}  # keys fetched (or being fetched) ahead and not yet taken
+        self._ahead: dict[
+            str, Future[Versioned]
+        ] = {}  # keys fetched (or being fetched) ahead and not yet taken
         self._last_read = 0.0
         self._timer: threading.Timer | None = None
         #: the last read's position in C order of the grid, the direction the scan moved in, the grid, the key maker
@@ -87,7 +91,9 @@ class ReadAhead:
         self.served = 0  # values fetched ahead that reads took
         _instances.add(self)
 
-    def store_for(self, selection: Selection, chunk_shape: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str]) -> Store:
+    def store_for(
+        self, selection: Selection, chunk_shape: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str]
+    ) -> Store:
         """The store a read of ``selection`` should use: one holding the chunk's value fetched ahead, or :attr:`store`.
 
         ``chunk_shape`` is the stored chunks' shape and ``key_of`` gives the
@@ -118,7 +124,9 @@ class ReadAhead:
         """A store serving ``fetched`` if it is of the generation ``key`` has now; else :attr:`store`."""
         if fetched is None:
             return self.store
-        now = self.store.get_many_versioned([(key, ByteRange(0, 0))])[0].generation  # sent after the read began
+        now = self.store.get_many_versioned([(key, ByteRange(0, 0))])[
+            0
+        ].generation  # sent after the read began
         try:
             value = fetched.result()
         except Exception:  # the read's own request raises it again, or succeeds
@@ -129,7 +137,9 @@ class ReadAhead:
             self.served += 1
         return FetchedValue(self.store, key, value.value, value.generation)
 
-    def _top_up(self, position: int, step: int, grid: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str]) -> None:
+    def _top_up(
+        self, position: int, step: int, grid: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str]
+    ) -> None:
         """Start fetching the chunks after ``position`` in the direction ``step``, not read yet, within the bounds.
 
         Called holding the lock.
@@ -137,7 +147,10 @@ class ReadAhead:
         most = min(self.store.io_concurrency, WINDOW_PER_READ * len(self._read))
         end = min(math.prod(grid), position + 2 * most) if step > 0 else max(-1, position - 2 * most)
         for flat in range(position + step, end, step):
-            if len(self._ahead) >= most or (len(self._ahead) + 1) * (self._stored or self._decoded) > io_buffer_bytes():
+            if (
+                len(self._ahead) >= most
+                or (len(self._ahead) + 1) * (self._stored or self._decoded) > io_buffer_bytes()
+            ):
                 return
             key = key_of(tuple(int(c) for c in np.unravel_index(flat, grid)))
             if key not in self._read and key not in self._ahead:
@@ -149,7 +162,11 @@ class ReadAhead:
 
     def _fetched(self, future: Future[Versioned]) -> None:
         """Learn the stored size from a value fetched ahead: the first one tells how many more fit."""
-        if not future.cancelled() and future.exception() is None and (value := future.result().value) is not None:
+        if (
+            not future.cancelled()
+            and future.exception() is None
+            and (value := future.result().value) is not None
+        ):
             with self._lock:
                 first = self._stored is None
                 self._stored = max(self._stored or 1, len(value))
@@ -212,7 +229,9 @@ class FetchedValue(Store):
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         others = [request for request in requests if request[0] != self.key]
         answered = iter(self.store.get_many_versioned(others) if others else [])
-        return [self._slice(byte_range) if key == self.key else next(answered) for key, byte_range in requests]
+        return [
+            self._slice(byte_range) if key == self.key else next(answered) for key, byte_range in requests
+        ]
 
     def _slice(self, byte_range: ByteRange | None) -> Versioned:
         view = memoryview(self._value)

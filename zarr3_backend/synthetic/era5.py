@@ -62,7 +62,10 @@ def _waves(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int) -> tup
         amplitude = 0.45 * (1 + 0.6 * np.sin(2 * np.pi * t / (20.0 + 15 * r[2]) + 6.3 * r[2]))
         along = k * (lam - speed * t) + 6.3 * r[0]  # (time, 1, lon)
         across = np.where(lat >= 0, 0.0, 6.3 * r[3]) + 0.8 * np.sin(3 * np.deg2rad(lat))  # (lat,)
-        cos_a, sin_a = (amplitude * np.cos(along)).astype(np.float32), (amplitude * np.sin(along)).astype(np.float32)
+        cos_a, sin_a = (
+            (amplitude * np.cos(along)).astype(np.float32),
+            (amplitude * np.sin(along)).astype(np.float32),
+        )
         cos_b = (track * np.cos(across)).astype(np.float32)[None, :, None]
         sin_b = (track * np.sin(across)).astype(np.float32)[None, :, None]
         wave += cos_a * cos_b - sin_a * sin_b  # amplitude * track * cos(along + across)
@@ -70,15 +73,24 @@ def _waves(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int) -> tup
     return wave, slope
 
 
-def _noise(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, *, field: int, cell: float) -> np.ndarray:
+def _noise(
+    days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, *, field: int, cell: float
+) -> np.ndarray:
     """Smooth noise (std ~1) in space, linearly correlated over ``_NOISE_DAYS`` days."""
     knots = np.arange(days.min() // _NOISE_DAYS, days.max() // _NOISE_DAYS + 2)
-    maps = np.stack([fractal_noise((seed, field, int(k)), lat[:, None], lon[None, :], cell, x_period=360.0) for k in knots])
+    maps = np.stack(
+        [
+            fractal_noise((seed, field, int(k)), lat[:, None], lon[None, :], cell, x_period=360.0)
+            for k in knots
+        ]
+    )
     maps = maps.astype(np.float32)
     position = days / _NOISE_DAYS - knots[0]
     below = np.floor(position).astype(int)
     weight = (position - below).astype(np.float32)[:, None, None]
-    noise: np.ndarray = (1 - weight) * maps[below] + weight * maps[below + 1]  # numpy types fancy indexing as Any
+    noise: np.ndarray = (1 - weight) * maps[below] + weight * maps[
+        below + 1
+    ]  # numpy types fancy indexing as Any
     return noise
 
 
@@ -87,7 +99,9 @@ def _season(days: np.ndarray) -> np.ndarray:
     return np.cos(2 * np.pi * (days - 19) / _YEAR)[:, None, None]
 
 
-def _fields(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, trend: float) -> dict[str, np.ndarray]:
+def _fields(
+    days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, trend: float
+) -> dict[str, np.ndarray]:
     """Every variable for ``days`` (days since 2000-01-01) on the ``lat`` x ``lon`` grid, float32."""
     lsm = land_sea_mask(lat, lon, seed)[None]
     sin_lat = np.sin(np.deg2rad(lat))[None, :, None]
@@ -106,7 +120,9 @@ def _fields(days: np.ndarray, lat: np.ndarray, lon: np.ndarray, seed: int, trend
     subtropics = 1.0 - 0.8 * np.exp(-(((np.abs(lat) - 25.0) / 8.0) ** 2))[None, :, None]
     intensity = (1.2 + itcz + 9.0 * np.clip(-wave, 0, None)) * subtropics  # mm/day, rain in the troughs
     wet = _noise(days, lat, lon, seed, field=4, cell=10.0) > -0.4
-    fields["tp"] = np.where(wet, intensity * np.exp(0.7 * _noise(days, lat, lon, seed, field=5, cell=5.0)), 0.0) / 1000.0
+    fields["tp"] = (
+        np.where(wet, intensity * np.exp(0.7 * _noise(days, lat, lon, seed, field=5, cell=5.0)), 0.0) / 1000.0
+    )
 
     a = np.abs(lat)[None, :, None]
     jets = -5.0 * np.exp(-(((a - 15) / 10) ** 2)) + 8.0 * np.exp(-(((a - 48) / 10) ** 2)) - 3.0 * (a > 70)
@@ -168,8 +184,16 @@ def era5_like(
                         {"long_name": "Land-sea mask", "units": "(0 - 1)"})  # fmt: skip
     coords = {
         "time": ("time", pd.date_range(start, periods=days, freq="D"), {"long_name": "time"}),
-        "latitude": ("latitude", lat.astype(np.float32), {"units": "degrees_north", "standard_name": "latitude"}),
-        "longitude": ("longitude", lon.astype(np.float32), {"units": "degrees_east", "standard_name": "longitude"}),
+        "latitude": (
+            "latitude",
+            lat.astype(np.float32),
+            {"units": "degrees_north", "standard_name": "latitude"},
+        ),
+        "longitude": (
+            "longitude",
+            lon.astype(np.float32),
+            {"units": "degrees_east", "standard_name": "longitude"},
+        ),
     }
     attrs = {"Conventions": "CF-1.7", "title": "ERA5-like synthetic daily reanalysis",
              "source": f"zarr3_backend.synthetic.era5_like(seed={seed})"}  # fmt: skip
@@ -190,4 +214,7 @@ def _values(
     def block(d: np.ndarray, name: str) -> np.ndarray:
         return _fields(d, lat, lon, seed, trend)[name]
 
-    return {name: da.map_blocks(block, times, name, new_axis=[1, 2], chunks=chunks, dtype=np.float32) for name in _ATTRS}
+    return {
+        name: da.map_blocks(block, times, name, new_axis=[1, 2], chunks=chunks, dtype=np.float32)
+        for name in _ATTRS
+    }

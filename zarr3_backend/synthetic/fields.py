@@ -77,7 +77,13 @@ def value_noise(
 
 
 def fractal_noise(
-    seed: Sequence[int], y: npt.ArrayLike, x: npt.ArrayLike, cell: float, *, octaves: int = 3, x_period: float | None = None
+    seed: Sequence[int],
+    y: npt.ArrayLike,
+    x: npt.ArrayLike,
+    cell: float,
+    *,
+    octaves: int = 3,
+    x_period: float | None = None,
 ) -> Floats:
     """Sum of ``octaves`` value-noise layers (each half the cell and half the weight), scaled to std ~1."""
     total = np.zeros(np.broadcast_shapes(np.shape(y), np.shape(x)))

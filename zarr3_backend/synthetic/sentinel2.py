@@ -97,13 +97,19 @@ def _scene(seed: int, index: int, doy: float, after_clearing: bool, static: dict
     surface = _SOIL[:, None, None] * (1 - green) + _LEAF[:, None, None] * green
     surface = np.where(cover == LAND_COVER["water"], _WATER[:, None, None], surface)
     surface = np.where(cover == LAND_COVER["urban"], _URBAN[:, None, None], surface)
-    surface = surface * static["texture"] * (1.0 + 0.02 * fractal_noise((seed, 30, index), yy, xx, cell=8.0, octaves=1))
+    surface = (
+        surface
+        * static["texture"]
+        * (1.0 + 0.02 * fractal_noise((seed, 30, index), yy, xx, cell=8.0, octaves=1))
+    )
 
     cover_fraction = hash_uniform((seed, 31), np.array(index)) ** 2.5  # mostly clear-ish, some overcast
     threshold = 2.2 * (1.0 - 2.0 * cover_fraction)
     opacity = np.clip((fractal_noise((seed, 32, index), yy, xx, cell=96.0) - threshold) / 0.8, 0, 1)
     dy, dx = _SHADOW_OFFSET
-    shadow_opacity = np.clip((fractal_noise((seed, 32, index), yy - dy, xx - dx, cell=96.0) - threshold) / 0.8, 0, 1)
+    shadow_opacity = np.clip(
+        (fractal_noise((seed, 32, index), yy - dy, xx - dx, cell=96.0) - threshold) / 0.8, 0, 1
+    )
     shadow = (shadow_opacity > 0.3) & (opacity < 0.05)
     toa = np.where(shadow, surface * 0.35, surface) * (1 - opacity) + _CLOUD[:, None, None] * opacity
 
@@ -168,8 +174,10 @@ def sentinel2_like(
     rows, cols = np.arange(ny), np.arange(nx)
     static = _static(seed, rows, cols, ny, nx)
     if block is None:
-        scenes = [_scene(seed, i, d.day_of_year, d >= clearing, static, y=rows, x=cols, ny=ny, nx=nx)
-                  for i, d in enumerate(dates)]
+        scenes = [
+            _scene(seed, i, d.day_of_year, d >= clearing, static, y=rows, x=cols, ny=ny, nx=nx)
+            for i, d in enumerate(dates)
+        ]
         dn, scl = np.stack([s[0] for s in scenes]), np.stack([s[1] for s in scenes])
     else:
         dn, scl = _lazy_scenes(seed, dates, clearing, ny, nx, block=block)
@@ -188,8 +196,16 @@ def sentinel2_like(
         "time": ("time", dates),
         "band": ("band", list(BANDS)),
         "wavelength": ("band", np.array(list(BANDS.values()), np.float32), {"units": "nm"}),
-        "y": ("y", 5_300_000.0 - 10.0 * (rows + 0.5), {"units": "m", "standard_name": "projection_y_coordinate"}),
-        "x": ("x", 600_000.0 + 10.0 * (cols + 0.5), {"units": "m", "standard_name": "projection_x_coordinate"}),
+        "y": (
+            "y",
+            5_300_000.0 - 10.0 * (rows + 0.5),
+            {"units": "m", "standard_name": "projection_y_coordinate"},
+        ),
+        "x": (
+            "x",
+            600_000.0 + 10.0 * (cols + 0.5),
+            {"units": "m", "standard_name": "projection_x_coordinate"},
+        ),
     }
     attrs = {"title": "Sentinel-2 L2A-like synthetic scene time series", "crs": "EPSG:32632",
              "crs_name": "WGS 84 / UTM zone 32N", "clearing_date": str(clearing.date()),

@@ -38,8 +38,14 @@ from ..errors import CodecError
 
 __all__ = ["CodecContract", "chunk_spec", "chunks"]
 
-_KIND_BASES = {"array_to_array": ArrayArrayCodec, "array_to_bytes": ArrayBytesCodec, "bytes_to_bytes": BytesBytesCodec}
-_examples = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_KIND_BASES = {
+    "array_to_array": ArrayArrayCodec,
+    "array_to_bytes": ArrayBytesCodec,
+    "bytes_to_bytes": BytesBytesCodec,
+}
+_examples = settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def chunk_spec(data_type: Any, shape: tuple[int, ...]) -> ChunkSpec:
@@ -150,7 +156,9 @@ class CodecContract:
 
     @_examples
     @given(data=st.data())
-    def test_encode_accepts_non_contiguous_input(self, codec: Codec, spec: ChunkSpec, data: st.DataObject) -> None:
+    def test_encode_accepts_non_contiguous_input(
+        self, codec: Codec, spec: ChunkSpec, data: st.DataObject
+    ) -> None:
         if codec.kind == "bytes_to_bytes" or len(spec.shape) < 2:
             pytest.skip("needs an array codec and a chunk of two or more dimensions")
         codec = codec.evolve(spec)

@@ -39,8 +39,24 @@ SAMPLE: dict[str, bytes] = {
     "a/c/1": b"",
     "b/x/y/z": b"deep",
 }
-BAD_KEYS = ["", "/a", "a/", "a//b", "..", "../x", "a/../b", ".", "a/./b", "a\\b",
-            "%2e%2e/x", "a/..%2Fb", "%2E%2e", "a%5cb", "a\0b", "%252e%252e/x"]
+BAD_KEYS = [
+    "",
+    "/a",
+    "a/",
+    "a//b",
+    "..",
+    "../x",
+    "a/../b",
+    ".",
+    "a/./b",
+    "a\\b",
+    "%2e%2e/x",
+    "a/..%2Fb",
+    "%2E%2e",
+    "a%5cb",
+    "a\0b",
+    "%252e%252e/x",
+]
 BAD_PREFIXES = ["a", "/", "/a/", "../", "a//", "./"]
 
 _VALUE = SAMPLE["a/c/0"]
@@ -191,7 +207,9 @@ class _ReadChecks:
         assert store.get_many([]) == []
 
     @pytest.mark.parametrize("byte_range", [None, *_RANGES], ids=repr)
-    def test_get_many_versioned_reads_what_get_many_reads(self, store: Store, byte_range: ByteRange | None) -> None:
+    def test_get_many_versioned_reads_what_get_many_reads(
+        self, store: Store, byte_range: ByteRange | None
+    ) -> None:
         store = self.populated(store)
         requests: list[Request] = [("a/c/0", byte_range), ("a/c/1", byte_range), ("missing/key", byte_range)]
         reads = store.get_many_versioned(requests)

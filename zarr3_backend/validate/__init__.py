@@ -72,8 +72,19 @@ from .base import (
 )
 from .v2 import is_v2_metadata_key, validate_v2
 
-__all__ = ["CHECKS", "Check", "Problem", "Progress", "Severity", "assign_keys", "check_chunk", "describe_error",
-           "is_metadata_key", "node_path", "validate_store"]
+__all__ = [
+    "CHECKS",
+    "Check",
+    "Problem",
+    "Progress",
+    "Severity",
+    "assign_keys",
+    "check_chunk",
+    "describe_error",
+    "is_metadata_key",
+    "node_path",
+    "validate_store",
+]
 
 STALE = "stale: re-run consolidate_metadata"
 
@@ -126,10 +137,12 @@ def validate_store(
     """
     store = make_store(store, storage_options=storage_options, read_only=True)
     keys = sorted(k for k in store.list() if not is_reserved(k))
-    documents = dict(zip(
-        (node_path(k) for k in keys if is_metadata_key(k)),
-        store.get_many([(k, None) for k in keys if is_metadata_key(k)]),
-    ))
+    documents = dict(
+        zip(
+            (node_path(k) for k in keys if is_metadata_key(k)),
+            store.get_many([(k, None) for k in keys if is_metadata_key(k)]),
+        )
+    )
     if not documents:
         if any(map(is_v2_metadata_key, keys)):
             return validate_v2(store, keys, deep=deep, progress=progress)
@@ -140,11 +153,16 @@ def validate_store(
     problems += _check_tree(documents, nodes)
     problems += _check_consolidated(documents, nodes)
     chunk_keys = _check_keys([k for k in keys if not is_metadata_key(k)], nodes, documents, problems)
-    problems += [_unchecked(path, node) for path, node in nodes.items()
-                 if isinstance(node, Array) and not node.codecs.detects_corruption()]
+    problems += [
+        _unchecked(path, node)
+        for path, node in nodes.items()
+        if isinstance(node, Array) and not node.codecs.detects_corruption()
+    ]
     if deep:
         problems += check_chunks(store, nodes, chunk_keys, progress)
-    problems += _reserved_rows(store, [path for path, node in nodes.items() if isinstance(node, GroupMetadata)])
+    problems += _reserved_rows(
+        store, [path for path, node in nodes.items() if isinstance(node, GroupMetadata)]
+    )
     if store.exists(PENDING_KEY):
         problems = _while_pending(problems)
     return sorted(problems, key=lambda p: p.key)
@@ -153,23 +171,34 @@ def validate_store(
 def _reserved_rows(store: Store, groups: list[str]) -> list[Problem]:
     """A warning for each group holding rows a deferred append reserved and has not written yet."""
     raws = store.get_many([(appending_key(path), None) for path in groups])
-    return [Problem(appending_key(path), "metadata", describe(path, parse_reservations(raw)), "warning")
-            for path, raw in zip(groups, raws) if raw is not None]
+    return [
+        Problem(appending_key(path), "metadata", describe(path, parse_reservations(raw)), "warning")
+        for path, raw in zip(groups, raws)
+        if raw is not None
+    ]
 
 
 def _check_unfinished(nodes: dict[str, Array | NodeMetadata]) -> list[Problem]:
     """An error for each group an unfinished ``to_zarr3`` first write marked (a warning for a ``compute=False`` template)."""
-    found = [unfinished_group(None, path, node) for path, node in nodes.items() if not isinstance(node, Array)]
-    return [Problem(u.key, "hierarchy", u.message(), "warning" if u.template else "error") for u in found if u is not None]
+    found = [
+        unfinished_group(None, path, node) for path, node in nodes.items() if not isinstance(node, Array)
+    ]
+    return [
+        Problem(u.key, "hierarchy", u.message(), "warning" if u.template else "error")
+        for u in found
+        if u is not None
+    ]
 
 
 def _while_pending(problems: list[Problem]) -> list[Problem]:
     """The pending-write record as an error; advice to consolidate (which would copy half-published documents) replaced."""
     finish = "finish the pending to_zarr3 write first: zarr3_backend.finish_pending_write(store)"
     found = [replace(p, message=p.message.replace(STALE, finish)) for p in problems]
-    message = (f"a to_zarr3 call was interrupted while publishing its metadata, so the nodes' own zarr.json may "
-               f"disagree (readers not using consolidated metadata refuse the store); {finish}, or run any "
-               "to_zarr3 call on the store. Do not run consolidate_metadata before that")
+    message = (
+        f"a to_zarr3 call was interrupted while publishing its metadata, so the nodes' own zarr.json may "
+        f"disagree (readers not using consolidated metadata refuse the store); {finish}, or run any "
+        "to_zarr3 call on the store. Do not run consolidate_metadata before that"
+    )
     return [*found, Problem(PENDING_KEY, "metadata", message)]
 
 
@@ -183,12 +212,16 @@ def node_path(key: str) -> str:
 
 
 def _no_metadata(keys: list[str]) -> Problem:
-    message = f"no zarr.json, .zgroup or .zarray anywhere in the store ({len(keys)} other keys): not a Zarr store"
+    message = (
+        f"no zarr.json, .zgroup or .zarray anywhere in the store ({len(keys)} other keys): not a Zarr store"
+    )
     return Problem("zarr.json", "metadata", message)
 
 
 def _parse_nodes(
-    store: Store, documents: dict[str, bytes | None], problems: list[Problem],
+    store: Store,
+    documents: dict[str, bytes | None],
+    problems: list[Problem],
 ) -> dict[str, Array | NodeMetadata]:
     """Parsed nodes by path: arrays as :class:`Array` (so their codec chain is built and checked)."""
     nodes: dict[str, Array | NodeMetadata] = {}
@@ -202,7 +235,9 @@ def _parse_nodes(
         try:
             metadata = parse_node_metadata(raw or b"", key)
             if isinstance(metadata, ArrayMetadata):
-                nodes[path] = Array(store, path, metadata, read_only=True)  # builds and checks the codec chain
+                nodes[path] = Array(
+                    store, path, metadata, read_only=True
+                )  # builds and checks the codec chain
             else:
                 nodes[path] = metadata
         except Exception as exc:  # as above: report, then go on with the other nodes
@@ -214,13 +249,18 @@ def _unchecked(path: str, array: Array) -> Problem:
     """The warning for an array whose stored bytes no checksum covers, naming the parts without one."""
     sharding = array.codecs.array_bytes
     if isinstance(sharding, ShardingCodec):
-        parts = [part for part, chain in (("inner chunks", sharding.codecs), ("shard index", sharding.index_codecs))
-                 if not chain.detects_corruption()]
+        parts = [
+            part
+            for part, chain in (("inner chunks", sharding.codecs), ("shard index", sharding.index_codecs))
+            if not chain.detects_corruption()
+        ]
         what = f"its {' and '.join(parts)} {'carries' if parts == ['shard index'] else 'carry'}"
     else:
         what = "its chunks carry"
-    message = (f"array {array.name!r}: {what} no checksum, so a changed byte may read as wrong values without an "
-               "error; add 'crc32c' after the compressors (as the default codecs do)")
+    message = (
+        f"array {array.name!r}: {what} no checksum, so a changed byte may read as wrong values without an "
+        "error; add 'crc32c' after the compressors (as the default codecs do)"
+    )
     return Problem(metadata_key(path), "integrity", message, "warning")
 
 
@@ -236,15 +276,21 @@ def _check_tree(documents: dict[str, Any], nodes: dict[str, Array | NodeMetadata
                 problems.append(Problem(metadata_key(path), "hierarchy", message))
             elif ancestor not in documents:
                 implicit.add(ancestor)
-    if "" in implicit and not any(isinstance(node, Array) and "/" not in path for path, node in nodes.items()):
+    if "" in implicit and not any(
+        isinstance(node, Array) and "/" not in path for path, node in nodes.items()
+    ):
         tops = sorted(p for p in documents if not any(a in documents for a in _ancestors(p)))
         implicit = {p for p in implicit if any(p.startswith(top + "/") for top in tops)}  # only inside stores
-        message = ("no zarr.json at the store root and no array directly inside: this is not the root of a Zarr "
-                   f"store (opening it fails); Zarr stores found further down: {', '.join(tops[:5])}")
+        message = (
+            "no zarr.json at the store root and no array directly inside: this is not the root of a Zarr "
+            f"store (opening it fails); Zarr stores found further down: {', '.join(tops[:5])}"
+        )
         problems.append(Problem("zarr.json", "hierarchy", message))
     for path in sorted(implicit):
-        message = (f"implicit group {path or '/'!r}: no zarr.json (implicit groups were removed in Zarr v3.0; "
-                   "some readers will not find the nodes below it)")
+        message = (
+            f"implicit group {path or '/'!r}: no zarr.json (implicit groups were removed in Zarr v3.0; "
+            "some readers will not find the nodes below it)"
+        )
         problems.append(Problem(metadata_key(path), "hierarchy", message, "warning"))
     return problems
 
@@ -260,7 +306,7 @@ def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | Node
         if not isinstance(node, GroupMetadata) or node.consolidated is None:
             continue
         key, prefix = metadata_key(path), f"{path}/" if path else ""
-        below = {p[len(prefix):] for p in documents if p.startswith(prefix) and p != path}
+        below = {p[len(prefix) :] for p in documents if p.startswith(prefix) and p != path}
         for relative, document in sorted(node.consolidated.items()):
             if is_reserved(relative):
                 continue  # skipped like their keys (e.g. xarray's __xarray_dataarray_variable__)
@@ -277,7 +323,9 @@ def _check_consolidated(documents: dict[str, Any], nodes: dict[str, Array | Node
 
 def _compare_entry(key: str, relative: str, document: Any, actual: Array | NodeMetadata) -> list[Problem]:
     try:
-        described = _comparable(node_metadata_from_json(document, f"{key}: consolidated_metadata[{relative!r}]"))
+        described = _comparable(
+            node_metadata_from_json(document, f"{key}: consolidated_metadata[{relative!r}]")
+        )
     except Zarr3Error as exc:
         return [Problem(key, "consolidated", str(exc))]
     stored = _comparable(actual.metadata if isinstance(actual, Array) else actual)
@@ -296,11 +344,16 @@ def _comparable(metadata: NodeMetadata) -> dict[str, Any]:
 
 
 def _check_keys(
-    keys: list[str], nodes: dict[str, Array | NodeMetadata], documents: dict[str, Any], problems: list[Problem],
+    keys: list[str],
+    nodes: dict[str, Array | NodeMetadata],
+    documents: dict[str, Any],
+    problems: list[Problem],
 ) -> dict[str, list[str]]:
     """The chunk keys of every array, by array path; every other key becomes a problem."""
     owned, stray = assign_keys(keys, documents)
-    problems += [Problem(k, "keys", "stray key: not a zarr.json and not inside any node", "warning") for k in stray]
+    problems += [
+        Problem(k, "keys", "stray key: not a zarr.json and not inside any node", "warning") for k in stray
+    ]
     chunk_keys = {}
     for path, found in owned.items():
         node = nodes.get(path)

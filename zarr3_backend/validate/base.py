@@ -78,13 +78,15 @@ def check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) -> 
     found = []
     for key in keys:
         try:
-            coords = array.metadata.chunk_key_encoding.decode_chunk_key(key[len(prefix):], array.ndim)
+            coords = array.metadata.chunk_key_encoding.decode_chunk_key(key[len(prefix) :], array.ndim)
         except InvalidKeyError as exc:
             problems.append(Problem(key, "keys", f"stray key inside array {array.name!r}: {exc}", "warning"))
             continue
         if any(c >= n for c, n in zip(coords, grid)):
-            message = (f"chunk {coords} lies outside the chunk grid {grid} of array {array.name!r} "
-                       f"(shape {array.shape}): left over from a larger shape, never read")
+            message = (
+                f"chunk {coords} lies outside the chunk grid {grid} of array {array.name!r} "
+                f"(shape {array.shape}): left over from a larger shape, never read"
+            )
             problems.append(Problem(key, "keys", message))
         else:
             found.append(key)
@@ -92,7 +94,9 @@ def check_chunk_keys(array: Array, keys: list[str], problems: list[Problem]) -> 
 
 
 def check_chunks(
-    store: Store, nodes: dict[str, Any], chunk_keys: dict[str, list[str]],
+    store: Store,
+    nodes: dict[str, Any],
+    chunk_keys: dict[str, list[str]],
     progress: Callable[[int], Progress] | None,
 ) -> list[Problem]:
     problems: list[Problem] = []
@@ -137,8 +141,11 @@ def _check_shard(sharding: ShardingCodec, data: Buffer, spec: ChunkSpec) -> list
     inner_spec = spec.with_shape(sharding.chunk_shape)
     messages: list[str] = []
     previous: tuple[tuple[int, ...], int] | None = None
-    located = sorted((rng, coords) for coords in np.ndindex(*index.chunks_per_shard)
-                     if (rng := index.chunk_range(coords)) is not None)
+    located = sorted(
+        (rng, coords)
+        for coords in np.ndindex(*index.chunks_per_shard)
+        if (rng := index.chunk_range(coords)) is not None
+    )
     for (start, end), coords in located:
         where = f"inner chunk {coords} (bytes {start}-{end})"
         if start < body[0] or end > body[1]:
@@ -146,5 +153,7 @@ def _check_shard(sharding: ShardingCodec, data: Buffer, spec: ChunkSpec) -> list
         if previous is not None and start < previous[1]:
             messages.append(f"{where} overlaps inner chunk {previous[0]}")
         previous = (coords, max(end, previous[1] if previous else 0))
-        messages += [f"{where}: {m}" for m in check_chunk(sharding.codecs, memoryview(data)[start:end], inner_spec)]
+        messages += [
+            f"{where}: {m}" for m in check_chunk(sharding.codecs, memoryview(data)[start:end], inner_spec)
+        ]
     return messages

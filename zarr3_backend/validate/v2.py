@@ -57,25 +57,36 @@ def is_v2_metadata_key(key: str) -> bool:
 
 
 def validate_v2(
-    store: Store, keys: list[str], *, deep: bool, progress: Callable[[int], Progress] | None,
+    store: Store,
+    keys: list[str],
+    *,
+    deep: bool,
+    progress: Callable[[int], Progress] | None,
 ) -> list[Problem]:
     """Every problem of the Zarr v2 hierarchy in ``store``, whose keys (reserved ones left out) are ``keys``."""
     problems: list[Problem] = []
     documents = _read_documents(store, [k for k in keys if is_v2_metadata_key(k)], problems)
-    paths = {path: _key(path, ZARRAY if ZARRAY in docs else ZGROUP)
-             for path, docs in documents.items() if ZARRAY in docs or ZGROUP in docs}
+    paths = {
+        path: _key(path, ZARRAY if ZARRAY in docs else ZGROUP)
+        for path, docs in documents.items()
+        if ZARRAY in docs or ZGROUP in docs
+    }
     arrays = _parse_nodes(store, documents, problems)
     problems += _check_tree(paths)
     problems += _check_consolidated(documents, paths)
     owned, stray = assign_keys([k for k in keys if not is_v2_metadata_key(k)], paths)
-    problems += [Problem(k, "keys", "stray key: not a v2 metadata document and not inside any node", "warning")
-                 for k in stray]
+    problems += [
+        Problem(k, "keys", "stray key: not a v2 metadata document and not inside any node", "warning")
+        for k in stray
+    ]
     chunk_keys = {}
     for path, found in owned.items():
         if path in arrays:
             chunk_keys[path] = check_chunk_keys(arrays[path], found, problems)
         elif ZARRAY not in documents[path]:
-            message = f"stray key in group {path or '/'!r}: not a v2 metadata document of the group or a child node"
+            message = (
+                f"stray key in group {path or '/'!r}: not a v2 metadata document of the group or a child node"
+            )
             problems += [Problem(k, "keys", message, "warning") for k in found]
     if deep:
         problems += check_chunks(store, arrays, chunk_keys, progress)
@@ -99,20 +110,30 @@ def _read_documents(store: Store, keys: list[str], problems: list[Problem]) -> d
     return documents
 
 
-def _parse_nodes(store: Store, documents: dict[str, dict[str, Any]], problems: list[Problem]) -> dict[str, Array]:
+def _parse_nodes(
+    store: Store, documents: dict[str, dict[str, Any]], problems: list[Problem]
+) -> dict[str, Array]:
     """The arrays, by path, parsed as opening parses them (as :class:`V2Array`, so that their codec chain is built)."""
     arrays: dict[str, Array] = {}
     for path, docs in documents.items():
         if ZARRAY not in docs and ZGROUP not in docs:
-            problems += [Problem(_key(path, name), "keys", f"{name} next to no {ZARRAY} or {ZGROUP}: never read", "warning")
-                         for name in docs]
+            problems += [
+                Problem(
+                    _key(path, name), "keys", f"{name} next to no {ZARRAY} or {ZGROUP}: never read", "warning"
+                )
+                for name in docs
+            ]
             continue
         if ZARRAY in docs and ZGROUP in docs:
             message = f"node {path or '/'!r} has both {ZARRAY} and {ZGROUP}: it is read as an array"
             problems.append(Problem(_key(path, ZGROUP), "hierarchy", message))
         elif ZGROUP in docs and docs[ZGROUP] is not None and not _is_zgroup(docs[ZGROUP]):
             key = _key(path, ZGROUP)
-            problems.append(Problem(key, "metadata", f"{key}: expected {{'zarr_format': 2}}, got {str(docs[ZGROUP])[:200]!r}"))
+            problems.append(
+                Problem(
+                    key, "metadata", f"{key}: expected {{'zarr_format': 2}}, got {str(docs[ZGROUP])[:200]!r}"
+                )
+            )
         if ZMETADATA in docs and ZARRAY in docs:
             message = f"{ZMETADATA} of an array: never read (consolidated metadata belongs to a group)"
             problems.append(Problem(_key(path, ZMETADATA), "keys", message, "warning"))
@@ -124,7 +145,9 @@ def _parse_nodes(store: Store, documents: dict[str, dict[str, Any]], problems: l
         if docs.get(ZARRAY) is not None:
             key = _key(path, ZARRAY)
             try:
-                arrays[path] = V2Array(store, path, parse_zarray(docs[ZARRAY], attributes, key), read_only=True)
+                arrays[path] = V2Array(
+                    store, path, parse_zarray(docs[ZARRAY], attributes, key), read_only=True
+                )
             except Exception as exc:  # report, then go on with the other nodes
                 problems.append(Problem(key, "metadata", describe_error(exc)))
     return arrays
@@ -152,18 +175,26 @@ def _check_tree(paths: dict[str, str]) -> list[Problem]:
                 problems.append(Problem(key, "hierarchy", message))
             elif ancestor not in paths:
                 missing.add(ancestor)
-    missing = {m for m in missing if not any(a == "" or m.startswith(a + "/") for a in arrays)}  # reported above
+    missing = {
+        m for m in missing if not any(a == "" or m.startswith(a + "/") for a in arrays)
+    }  # reported above
     if "" in missing:
         tops = sorted(p for p in paths if not any(a in paths for a in _ancestors(p)))
-        missing = {m for m in missing if any(m.startswith(top + "/") for top in tops)}  # only inside hierarchies
-        message = (f"no {ZGROUP} or {ZARRAY} at the store root: this is not the root of a Zarr v2 hierarchy (opening "
-                   f"it fails); hierarchies found further down: {', '.join(tops[:5])}")
+        missing = {
+            m for m in missing if any(m.startswith(top + "/") for top in tops)
+        }  # only inside hierarchies
+        message = (
+            f"no {ZGROUP} or {ZARRAY} at the store root: this is not the root of a Zarr v2 hierarchy (opening "
+            f"it fails); hierarchies found further down: {', '.join(tops[:5])}"
+        )
         problems.append(Problem(ZGROUP, "hierarchy", message))
     for path in sorted(missing):
         below = sorted(p for p in paths if p.startswith(path + "/"))
-        message = (f"no {ZGROUP} at {path!r}, which holds {', '.join(map(repr, below[:5]))}: the v2 spec requires a "
-                   "group at every ancestor of a node, and readers do not list the nodes below it (they open them "
-                   "only by their full path)")
+        message = (
+            f"no {ZGROUP} at {path!r}, which holds {', '.join(map(repr, below[:5]))}: the v2 spec requires a "
+            "group at every ancestor of a node, and readers do not list the nodes below it (they open them "
+            "only by their full path)"
+        )
         problems.append(Problem(_key(path, ZGROUP), "hierarchy", message))
     return problems
 
@@ -180,17 +211,23 @@ def _check_consolidated(documents: dict[str, dict[str, Any]], paths: dict[str, s
         except Zarr3Error as exc:
             problems.append(Problem(key, "consolidated", str(exc)))
             continue
-        below = {p[len(prefix):] for p in paths if p == path or p.startswith(prefix)}
+        below = {p[len(prefix) :] for p in paths if p == path or p.startswith(prefix)}
         for relative, entry in sorted(described.items()):
             if is_reserved(relative):
                 continue
             if relative not in below:
-                message = f"{ZMETADATA} describes {relative or '/'!r}, which has no {ZARRAY} or {ZGROUP} ({STALE})"
+                message = (
+                    f"{ZMETADATA} describes {relative or '/'!r}, which has no {ZARRAY} or {ZGROUP} ({STALE})"
+                )
                 problems.append(Problem(key, "consolidated", message))
             else:
-                problems += _compare_entry(key, relative, entry, documents[prefix + relative if relative else path])
+                problems += _compare_entry(
+                    key, relative, entry, documents[prefix + relative if relative else path]
+                )
         for relative in sorted(below - set(described)):
-            problems.append(Problem(key, "consolidated", f"{ZMETADATA} lacks {relative or '/'!r}, which exists ({STALE})"))
+            problems.append(
+                Problem(key, "consolidated", f"{ZMETADATA} lacks {relative or '/'!r}, which exists ({STALE})")
+            )
     return problems
 
 
@@ -208,12 +245,17 @@ def _compare_entry(key: str, relative: str, entry: dict[str, Any], stored: dict[
             continue
         where = f"{ZMETADATA}[{_key(relative, name)!r}]"
         if isinstance(described, dict) and isinstance(actual, dict):
-            fields = sorted(k for k in described.keys() | actual.keys()
-                            if _canonical(described.get(k)) != _canonical(actual.get(k)))
+            fields = sorted(
+                k
+                for k in described.keys() | actual.keys()
+                if _canonical(described.get(k)) != _canonical(actual.get(k))
+            )
             message = f"{where} differs from the stored {_key(relative, name)} in {', '.join(map(str, fields))} ({STALE})"
         else:
-            message = (f"{where} is {'absent' if described is None else 'given'}, but the store "
-                       f"{'has no' if actual is None else 'holds a'} {_key(relative, name)} ({STALE})")
+            message = (
+                f"{where} is {'absent' if described is None else 'given'}, but the store "
+                f"{'has no' if actual is None else 'holds a'} {_key(relative, name)} ({STALE})"
+            )
         problems.append(Problem(key, "consolidated", message))
     return problems
 

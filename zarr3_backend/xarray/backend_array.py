@@ -49,7 +49,9 @@ class Zarr3BackendArray(BackendArray):
         self.dtype = variable_dtype(array)
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        result = indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
+        result = indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read
+        )
         return cast(np.ndarray, result)  # xarray types the adapter's result as Any
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:

@@ -99,12 +99,16 @@ def push_selections(dsk: Any, keys: Sequence[Any]) -> Any:
         if not consumers or not all(isinstance(dsk.layers[c], MaterializedLayer) for c in consumers):
             continue
         blocks = tasks.setdefault(name, dict(dsk.layers[name]))
-        uses: dict[Hashable, list[tuple[str, Hashable, tuple[Any, ...] | None]]] = {}  # block -> tasks reading it
+        uses: dict[
+            Hashable, list[tuple[str, Hashable, tuple[Any, ...] | None]]
+        ] = {}  # block -> tasks reading it
         for consumer in consumers:
             for key, node in tasks.setdefault(consumer, dict(dsk.layers[consumer])).items():
                 for dependency in getattr(node, "dependencies", ()):
                     if dependency in blocks:
-                        uses.setdefault(dependency, []).append((consumer, key, _selection_of(node, dependency)))
+                        uses.setdefault(dependency, []).append(
+                            (consumer, key, _selection_of(node, dependency))
+                        )
         for source, selections in uses.items():
             if source in wanted or any(index is None for _, _, index in selections):
                 continue
@@ -123,8 +127,13 @@ def push_selections(dsk: Any, keys: Sequence[Any]) -> Any:
     return HighLevelGraph(layers, dependencies)
 
 
-def _push(getter: tuple[Any, ...], selections: list[tuple[str, Hashable, Any]], tasks: dict[str, dict[Any, Any]],
-          changed: dict[str, set[str]], arrays: Mapping[Hashable, tuple[str, Any]]) -> None:
+def _push(
+    getter: tuple[Any, ...],
+    selections: list[tuple[str, Hashable, Any]],
+    tasks: dict[str, dict[Any, Any]],
+    changed: dict[str, set[str]],
+    arrays: Mapping[Hashable, tuple[str, Any]],
+) -> None:
     """Turn the ``getitem`` tasks ``selections`` (layer, key, index) of one getter's block into getter tasks."""
     from dask._task_spec import DataNode, Task, TaskRef
 
@@ -160,12 +169,18 @@ def _holds_ours(layer: Any) -> bool:
     return any(_wraps_ours(_value(value)) for value in values)
 
 
-def _our_getter(arrays: Mapping[Hashable, tuple[str, Any]], node: Any) -> tuple[Any, Any, tuple[Any, ...], tuple[Any, ...]] | None:
+def _our_getter(
+    arrays: Mapping[Hashable, tuple[str, Any]], node: Any
+) -> tuple[Any, Any, tuple[Any, ...], tuple[Any, ...]] | None:
     """A getter task reading an ``engine="zarr3"`` variable: its function, array argument, block and other arguments."""
     from dask._task_spec import Task
     from dask.array.core import getter, getter_inline, getter_nofancy
 
-    if not (isinstance(node, Task) and node.func in (getter, getter_nofancy, getter_inline) and len(node.args) in (2, 4)):
+    if not (
+        isinstance(node, Task)
+        and node.func in (getter, getter_nofancy, getter_inline)
+        and len(node.args) in (2, 4)
+    ):
         return None
     array, block, *rest = node.args
     if node.kwargs or not _basic(_value(block)) or not _reads_ours(arrays, array):
@@ -222,4 +237,6 @@ def _value(node: Any) -> Any:
 
 def _basic(index: Any) -> bool:
     """A tuple of slices and integers: the indices composed here (fancy indexing is left to dask)."""
-    return isinstance(index, tuple) and all(isinstance(i, (slice, int)) and not isinstance(i, bool) for i in index)
+    return isinstance(index, tuple) and all(
+        isinstance(i, (slice, int)) and not isinstance(i, bool) for i in index
+    )

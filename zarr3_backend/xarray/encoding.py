@@ -28,7 +28,10 @@ from .backend_array import variable_dtype
 #: chunks per dask chunk (one for every dimension, or by dimension name).
 PreferredChunks: TypeAlias = Literal["shard", "inner"] | int | Mapping[str, int]
 
-CODER_DTYPES = {"string": "string", "variable_length_bytes": "bytes"}  # v3 data types FillValueCoder knows by name
+CODER_DTYPES = {
+    "string": "string",
+    "variable_length_bytes": "bytes",
+}  # v3 data types FillValueCoder knows by name
 
 
 def decode_fill_value(value: object, array: Array) -> object:
@@ -48,7 +51,9 @@ def decode_fill_value(value: object, array: Array) -> object:
         return value
     try:
         # Handed to xarray's coder unchecked, as engine="zarr" hands it; the coder checks what it needs.
-        decoded: object = FillValueCoder.decode(cast("int | float | str | bytes | list[object]", value), dtype)
+        decoded: object = FillValueCoder.decode(
+            cast("int | float | str | bytes | list[object]", value), dtype
+        )
         return decoded
     except TypeError:  # the coder's "expected ..." refusals
         return value
@@ -108,7 +113,9 @@ def v2_task_chunks(array: Array) -> tuple[int, ...]:
     return grouped_chunks(array.chunks, array.shape, array.dtype.itemsize, V2_TASK_BYTES)
 
 
-def grouped_chunks(chunks: tuple[int, ...], shape: tuple[int, ...], itemsize: int, target: int = V2_TASK_BYTES) -> tuple[int, ...]:
+def grouped_chunks(
+    chunks: tuple[int, ...], shape: tuple[int, ...], itemsize: int, target: int = V2_TASK_BYTES
+) -> tuple[int, ...]:
     """Whole ``chunks`` grouped into blocks of about ``target`` bytes, along the leading axes first.
 
     Each axis is grown (to a multiple of its chunk, or to the whole axis)
@@ -157,7 +164,9 @@ def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
     }
 
 
-def preferred_chunks(array: Array, dims: tuple[str, ...], choice: PreferredChunks = "shard") -> dict[str, int]:
+def preferred_chunks(
+    array: Array, dims: tuple[str, ...], choice: PreferredChunks = "shard"
+) -> dict[str, int]:
     """The dask chunk ``chunks={}`` gives ``array`` along each of its ``dims``: the ``choice`` of its chunking.
 
     ``"shard"``: one shard (one chunk when unsharded; Zarr v2 chunks grouped
@@ -174,7 +183,9 @@ def preferred_chunks(array: Array, dims: tuple[str, ...], choice: PreferredChunk
     """
     outer = array.shards or array.chunks
     if choice == "shard":  # Zarr v2 has no shards: whole v2 chunks grouped into one task
-        return dict(zip(dims, v2_task_chunks(array) if isinstance(array.metadata, V2ArrayMetadata) else outer))
+        return dict(
+            zip(dims, v2_task_chunks(array) if isinstance(array.metadata, V2ArrayMetadata) else outer)
+        )
     if isinstance(choice, str):  # "inner"
         multiples = dict.fromkeys(dims, 1)
     elif isinstance(choice, int):

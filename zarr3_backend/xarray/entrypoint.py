@@ -55,9 +55,21 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     url = "https://github.com/zarr3_backend/zarr3_backend#xarray"
     supports_groups = True
     open_dataset_parameters = (
-        "filename_or_obj", "group", "drop_variables", "mask_and_scale", "decode_times", "decode_timedelta",
-        "use_cftime", "concat_characters", "decode_coords", "storage_options", "consolidated", "zarr_format",
-        "use_zarr_fill_value_as_mask", "cache_members", "preferred_chunks",
+        "filename_or_obj",
+        "group",
+        "drop_variables",
+        "mask_and_scale",
+        "decode_times",
+        "decode_timedelta",
+        "use_cftime",
+        "concat_characters",
+        "decode_coords",
+        "storage_options",
+        "consolidated",
+        "zarr_format",
+        "use_zarr_fill_value_as_mask",
+        "cache_members",
+        "preferred_chunks",
     )
 
     def guess_can_open(self, filename_or_obj: Location) -> bool:
@@ -86,20 +98,35 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         """Open one group as a lazy Dataset; the decoding options are those of ``xr.open_dataset``."""
         dask_slices.install()
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
-        root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
+        root = open_root_group(
+            normalize_location(filename_or_obj), group, storage_options, options.consolidated
+        )
         store = Zarr3DataStore(root, _names(drop_variables), options.mask_for(root))
         store.preferred = check_preferred_chunks(preferred_chunks, store.get_dimensions())
         return StoreBackendEntrypoint().open_dataset(
-            store, drop_variables=drop_variables, mask_and_scale=mask_and_scale, decode_times=decode_times,
-            decode_timedelta=decode_timedelta, use_cftime=use_cftime, concat_characters=concat_characters,
+            store,
+            drop_variables=drop_variables,
+            mask_and_scale=mask_and_scale,
+            decode_times=decode_times,
+            decode_timedelta=decode_timedelta,
+            use_cftime=use_cftime,
+            concat_characters=concat_characters,
             decode_coords=decode_coords,
         )
 
     def open_groups_as_dict(
-        self, filename_or_obj: Location, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
-        storage_options: dict[str, Any] | None = None, consolidated: bool | None = None, zarr_format: int | None = None,
-        use_zarr_fill_value_as_mask: bool | None = None, cache_members: bool = True,
-        preferred_chunks: PreferredChunks = "shard", **decode: Any,
+        self,
+        filename_or_obj: Location,
+        *,
+        group: str | None = None,
+        drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
+        consolidated: bool | None = None,
+        zarr_format: int | None = None,
+        use_zarr_fill_value_as_mask: bool | None = None,
+        cache_members: bool = True,
+        preferred_chunks: PreferredChunks = "shard",
+        **decode: Any,
     ) -> dict[str, Dataset]:
         """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path.
 
@@ -108,7 +135,9 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         """
         dask_slices.install()
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)
-        root = open_root_group(normalize_location(filename_or_obj), group, storage_options, options.consolidated)
+        root = open_root_group(
+            normalize_location(filename_or_obj), group, storage_options, options.consolidated
+        )
         drop = _names(drop_variables)
         mask = options.mask_for(root)
         stores = _walk(Zarr3DataStore(root, drop, mask), "/", drop, mask)
@@ -119,15 +148,26 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
                 check_opened(found.group)
         load_index_coordinates(list(stores.values()))
         entry = StoreBackendEntrypoint()
-        return {path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()}
+        return {
+            path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()
+        }
 
     def open_datatree(
-        self, filename_or_obj: Location, *, group: str | None = None, drop_variables: str | Iterable[str] | None = None,
-        storage_options: dict[str, Any] | None = None, **kwargs: Any,
+        self,
+        filename_or_obj: Location,
+        *,
+        group: str | None = None,
+        drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> DataTree:
         """The hierarchy below ``group`` as a DataTree of lazy Datasets."""
         groups = self.open_groups_as_dict(
-            filename_or_obj, group=group, drop_variables=drop_variables, storage_options=storage_options, **kwargs
+            filename_or_obj,
+            group=group,
+            drop_variables=drop_variables,
+            storage_options=storage_options,
+            **kwargs,
         )
         return datatree_from_dict_with_io_cleanup(groups)
 
@@ -147,7 +187,9 @@ def _walk(store: Zarr3DataStore, path: str, drop: tuple[str, ...], mask: bool) -
         level = [(p, s) for (p, _), s in zip(children, stores)]
         opened.update(level)
 
-    def depth_first(p: str) -> Iterable[tuple[str, Zarr3DataStore]]:  # the order engine="zarr" lists groups in
+    def depth_first(
+        p: str,
+    ) -> Iterable[tuple[str, Zarr3DataStore]]:  # the order engine="zarr" lists groups in
         yield p, opened[p]
         for name in opened[p].groups:
             yield from depth_first(_child_path(p, name))

@@ -40,7 +40,9 @@ def _signature(order: tuple[str, ...]) -> inspect.Signature:
     by_name = {p.name: p for p in _PARAMETERS}
     positional = [by_name[n].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in order]
     rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _PARAMETERS if p.name not in order]
-    return inspect.Signature([*positional, *rest], return_annotation=inspect.signature(to_zarr3).return_annotation)
+    return inspect.Signature(
+        [*positional, *rest], return_annotation=inspect.signature(to_zarr3).return_annotation
+    )
 
 
 class ToZarr3:
@@ -74,7 +76,9 @@ def _document(cls: type[ToZarr3]) -> None:
     self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     cls.__doc__ = cls.__call__.__doc__ = to_zarr3.__doc__
     cls.__signature__ = call
-    setattr(cls.__call__, "__signature__", call.replace(parameters=[self, *call.parameters.values()]))
+    cls.__call__.__signature__ = call.replace(  # type: ignore[attr-defined]
+        parameters=[self, *call.parameters.values()]
+    )
 
 
 for _accessor in (ToZarr3, DataTreeToZarr3):
@@ -95,7 +99,9 @@ def open_zarr3(store: Location, **kwargs: Any) -> xr.Dataset:
 def register() -> None:
     """Give Dataset, DataArray and DataTree a ``to_zarr3`` method (idempotent)."""
     # xarray leaves the register_*_accessor functions unannotated; this names their shape.
-    registrations: tuple[tuple[type, Callable[[str], Callable[[type[ToZarr3]], object]], type[ToZarr3]], ...] = (
+    registrations: tuple[
+        tuple[type, Callable[[str], Callable[[type[ToZarr3]], object]], type[ToZarr3]], ...
+    ] = (
         (xr.Dataset, xr.register_dataset_accessor, ToZarr3),
         (xr.DataArray, xr.register_dataarray_accessor, ToZarr3),
         (xr.DataTree, xr.register_datatree_accessor, DataTreeToZarr3),

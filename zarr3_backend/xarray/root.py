@@ -32,8 +32,14 @@ from ..store.base import Store
 
 T = TypeVar("T")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
-ROOT_DOCUMENTS = {"zarr.json": 3, ".zgroup": 2, ".zarray": 2}  # a node's metadata key, and the zarr_format it holds
-URL = re.compile(r"[a-zA-Z][a-zA-Z0-9]*(://|::)")  # "s3://...", "memory://...", fsspec chains "simplecache::s3://..."
+ROOT_DOCUMENTS = {
+    "zarr.json": 3,
+    ".zgroup": 2,
+    ".zarray": 2,
+}  # a node's metadata key, and the zarr_format it holds
+URL = re.compile(
+    r"[a-zA-Z][a-zA-Z0-9]*(://|::)"
+)  # "s3://...", "memory://...", fsspec chains "simplecache::s3://..."
 
 #: What ``engine="zarr3"`` is given: anything xarray passes a backend (file objects and buffers are
 #: refused when opened) or a :data:`~zarr3_backend.store.StoreLike`.
@@ -49,7 +55,9 @@ class ReadOptions:
     zarr_format: int | None = None
 
     @classmethod
-    def parse(cls, consolidated: bool | None, zarr_format: int | None, use_zarr_fill_value_as_mask: bool | None) -> ReadOptions:
+    def parse(
+        cls, consolidated: bool | None, zarr_format: int | None, use_zarr_fill_value_as_mask: bool | None
+    ) -> ReadOptions:
         """Check ``zarr_format`` (``None``, ``2`` or ``3``) and keep the rest."""
         if zarr_format not in (None, 2, 3):
             raise MetadataError(f"zarr_format={zarr_format!r}: expected 2, 3 or None (either format)")
@@ -63,7 +71,9 @@ class ReadOptions:
         """
         found = 2 if is_v2(root.metadata) else 3
         if self.zarr_format not in (None, found):
-            raise MetadataError(f"zarr_format={self.zarr_format}: {root.store!r} holds a Zarr v{found} hierarchy")
+            raise MetadataError(
+                f"zarr_format={self.zarr_format}: {root.store!r} holds a Zarr v{found} hierarchy"
+            )
         return found == 2 if self.fill_value_as_mask is None else self.fill_value_as_mask
 
 
@@ -86,8 +96,12 @@ def normalize_location(location: str | os.PathLike[str] | T) -> str | T:
     return location
 
 
-def open_root_group(filename_or_obj: Location, group: str | None = None, storage_options: dict[str, Any] | None = None,
-                    consolidated: bool | None = None) -> Group:
+def open_root_group(
+    filename_or_obj: Location,
+    group: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    consolidated: bool | None = None,
+) -> Group:
     """The group at ``group`` (default: the root) of a path, URL or :class:`Store`, opened read-only.
 
     ``consolidated=False`` ignores consolidated metadata (members are read
@@ -115,10 +129,14 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     path = normalize_path(group)
     where = f"{_describe(filename_or_obj)}" + (f" (group {path!r})" if path else "")
     listed = consolidated is False or (consolidated is None and is_remote(store))
-    pending = submit_io(store.get, PENDING_KEY) if listed else None  # in the same round as the document and listing
+    pending = (
+        submit_io(store.get, PENDING_KEY) if listed else None
+    )  # in the same round as the document and listing
     try:
         if listed:
-            node = open_node_listed(store, path, read_only=True, strict=True, consolidated=consolidated is not False)
+            node = open_node_listed(
+                store, path, read_only=True, strict=True, consolidated=consolidated is not False
+            )
         else:
             node = open_node_consolidated(store, path, read_only=True, strict=True)
     except NodeNotFoundError as exc:
@@ -137,7 +155,11 @@ def open_root_group(filename_or_obj: Location, group: str | None = None, storage
     elif pending is not None:
         pending.exception()  # unneeded: waited for (no request outlives the open), its outcome ignored
     if HINT in node.metadata.attributes and (reserved := read_reservations(store, path)):
-        warnings.warn(describe(path, reserved), UnfinishedWriteWarning, stacklevel=caller_stacklevel("zarr3_backend", "xarray"))
+        warnings.warn(
+            describe(path, reserved),
+            UnfinishedWriteWarning,
+            stacklevel=caller_stacklevel("zarr3_backend", "xarray"),
+        )
     return node
 
 
@@ -152,9 +174,15 @@ def pending_error(where: str) -> MetadataError:
 
 def _not_found(store: Store, path: str, where: str, below: list[str]) -> Exception:
     prefix = f"{path}/" if path else ""
-    found = [key for key, raw in zip(V2_KEYS, store.get_many([(prefix + k, None) for k in V2_KEYS])) if raw is not None]
+    found = [
+        key
+        for key, raw in zip(V2_KEYS, store.get_many([(prefix + k, None) for k in V2_KEYS]))
+        if raw is not None
+    ]
     if found:
-        return MetadataError(f"{where}: {found[0]} found, but neither zarr.json nor a readable Zarr v2 .zgroup")
+        return MetadataError(
+            f"{where}: {found[0]} found, but neither zarr.json nor a readable Zarr v2 .zgroup"
+        )
     hint = f" Zarr stores found further down: {', '.join(below)}." if below else ""
     return NodeNotFoundError(
         f"no Zarr group at {where}: {prefix}zarr.json not found (nor a Zarr v2 {prefix}.zgroup).{hint} "
@@ -176,7 +204,9 @@ def holds_zarr_metadata(filename_or_obj: object) -> bool:
     """
     try:
         raws = make_store(filename_or_obj, read_only=True).get_many([(key, None) for key in ROOT_DOCUMENTS])
-        return any(raw is not None and _zarr_format(raw) == fmt for raw, fmt in zip(raws, ROOT_DOCUMENTS.values()))
+        return any(
+            raw is not None and _zarr_format(raw) == fmt for raw, fmt in zip(raws, ROOT_DOCUMENTS.values())
+        )
     except Exception:
         return False
 

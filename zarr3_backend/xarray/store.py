@@ -60,7 +60,9 @@ class Zarr3DataStore(AbstractDataStore):
     #: :func:`~zarr3_backend.xarray.encoding.preferred_chunks`.
     preferred: PreferredChunks = "shard"
 
-    def __init__(self, group: Group, drop_variables: Iterable[str] = (), fill_value_as_mask: bool = False) -> None:
+    def __init__(
+        self, group: Group, drop_variables: Iterable[str] = (), fill_value_as_mask: bool = False
+    ) -> None:
         self.group = group
         self.fill_value_as_mask = fill_value_as_mask
         drop = set(drop_variables)
@@ -102,7 +104,11 @@ class Zarr3DataStore(AbstractDataStore):
             _v2_fill_value(array.metadata, array, attrs, self.fill_value_as_mask)
         elif "_FillValue" in attrs:
             attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
-        if self.fill_value_as_mask and not isinstance(array.metadata, V2ArrayMetadata) and _masks_nothing(attrs.get("_FillValue")):
+        if (
+            self.fill_value_as_mask
+            and not isinstance(array.metadata, V2ArrayMetadata)
+            and _masks_nothing(attrs.get("_FillValue"))
+        ):
             del encoding["fill_value"]
             attrs["_FillValue"] = array.fill_value
         data: Any = (self.loaded or {}).get(name)
@@ -115,7 +121,9 @@ class Zarr3DataStore(AbstractDataStore):
         return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith(hidden)}
 
     def get_dimensions(self) -> Frozen[str, int]:
-        return FrozenDict((d, n) for name, a in self.arrays.items() for d, n in zip(self.dims[name].names, a.shape))
+        return FrozenDict(
+            (d, n) for name, a in self.arrays.items() for d, n in zip(self.dims[name].names, a.shape)
+        )
 
     def get_encoding(self) -> dict[str, Any]:
         return {}
@@ -144,7 +152,9 @@ def load_index_coordinates(stores: Sequence[Zarr3DataStore]) -> None:
     batched = [array for store, name, array in wanted if name not in store.early]
     try:
         read = iter(read_many([(array, Ellipsis, False) for array in batched]) if batched else [])
-        values = [store.early[name].result()[0] if name in store.early else next(read) for store, name, _ in wanted]
+        values = [
+            store.early[name].result()[0] if name in store.early else next(read) for store, name, _ in wanted
+        ]
     except CodecError as exc:
         explained = explain_stale(exc, [array for _, _, array in wanted])
         if explained is exc:
@@ -161,4 +171,6 @@ def _members(group: Group, arrived: Callable[[str, Array | Group], None] | None)
     try:
         return group.members(arrived)
     except UnknownExtensionError as exc:
-        raise UnknownExtensionError(f"cannot open group {group.name!r} in {group.store!r} with engine='zarr3': {exc}") from exc
+        raise UnknownExtensionError(
+            f"cannot open group {group.name!r} in {group.store!r} with engine='zarr3': {exc}"
+        ) from exc

@@ -49,16 +49,38 @@ from interop_cases import (  # noqa: E402
 s = slice
 
 ZARR_PYTHON_CASES = (
-    Case("sharded_blosc_crc32c_index", "float32", (13, 10), (4, 3), shards=(8, 6),
-         compressors=(blosc("lz4", "shuffle", 4),), writes=((s(0, 6), s(0, 5)), (s(9, 13), s(7, 10)))),
-    Case("sharded_index_start_gzip", "int16", (9, 7), (2, 3), shards=(4, 6), index_location="start",
-         compressors=(GZIP,), writes=((s(1, 9, 3), s(None)),)),
+    Case(
+        "sharded_blosc_crc32c_index",
+        "float32",
+        (13, 10),
+        (4, 3),
+        shards=(8, 6),
+        compressors=(blosc("lz4", "shuffle", 4),),
+        writes=((s(0, 6), s(0, 5)), (s(9, 13), s(7, 10))),
+    ),
+    Case(
+        "sharded_index_start_gzip",
+        "int16",
+        (9, 7),
+        (2, 3),
+        shards=(4, 6),
+        index_location="start",
+        compressors=(GZIP,),
+        writes=((s(1, 9, 3), s(None)),),
+    ),
     Case("gzip_edge_chunks", "float64", (7, 5), (3, 2), compressors=(GZIP,), fill_value="NaN"),
     Case("transpose", "uint16", (4, 6), (3, 4), filters=(transpose(1, 0),)),
     Case("big_endian_zstd", "int64", (9,), (4,), endian="big", compressors=(ZSTD,), fill_value=-1),
     Case("v2_keys_dot", "uint32", (5, 5), (2, 2), chunk_key_encoding=KEY_ENCODINGS[2]),
     Case("v2_keys_slash", "int8", (5, 5), (2, 2), endian="none", chunk_key_encoding=KEY_ENCODINGS[3]),
-    Case("default_keys_dot", "float16", (5, 5), (2, 2), chunk_key_encoding=KEY_ENCODINGS[1], fill_value="-Infinity"),
+    Case(
+        "default_keys_dot",
+        "float16",
+        (5, 5),
+        (2, 2),
+        chunk_key_encoding=KEY_ENCODINGS[1],
+        fill_value="-Infinity",
+    ),
     Case("string_vlen_utf8", "string", (6, 4), (4, 3), compressors=(ZSTD,), fill_value="fill"),
     Case("datetime64_ns", "datetime64[ns]", (10,), (4,)),
     Case("timedelta64_s", "timedelta64[s]", (10,), (4,), fill_value=60),
@@ -70,14 +92,45 @@ ZARR_PYTHON_CASES = (
 )
 
 TENSORSTORE_CASES = (
-    Case("sharded_blosc_crc32c_index_start", "uint16", (10, 7), (2, 2), shards=(4, 4), index_location="start",
-         compressors=(blosc("zstd", "bitshuffle", 2),), writes=((s(1, 5), s(2, 6)),)),
-    Case("transpose_then_sharding", "int64", (6, 10), (2, 3), shards=(6, 4), outer_filters=(transpose(1, 0),),
-         compressors=(CRC32C,), fill_value=-7),
-    Case("sharded_index_big_endian", "float64", (9, 8), (2, 2), shards=(4, 4), index_codecs=(BYTES_BE, CRC32C),
-         compressors=(ZSTD,)),
-    Case("nested_sharding", "float32", (12, 12), (4, 4), shards=(8, 8), nested_chunks=(2, 2), compressors=(GZIP,),
-         writes=((s(0, 5), s(3, 12)),)),
+    Case(
+        "sharded_blosc_crc32c_index_start",
+        "uint16",
+        (10, 7),
+        (2, 2),
+        shards=(4, 4),
+        index_location="start",
+        compressors=(blosc("zstd", "bitshuffle", 2),),
+        writes=((s(1, 5), s(2, 6)),),
+    ),
+    Case(
+        "transpose_then_sharding",
+        "int64",
+        (6, 10),
+        (2, 3),
+        shards=(6, 4),
+        outer_filters=(transpose(1, 0),),
+        compressors=(CRC32C,),
+        fill_value=-7,
+    ),
+    Case(
+        "sharded_index_big_endian",
+        "float64",
+        (9, 8),
+        (2, 2),
+        shards=(4, 4),
+        index_codecs=(BYTES_BE, CRC32C),
+        compressors=(ZSTD,),
+    ),
+    Case(
+        "nested_sharding",
+        "float32",
+        (12, 12),
+        (4, 4),
+        shards=(8, 8),
+        nested_chunks=(2, 2),
+        compressors=(GZIP,),
+        writes=((s(0, 5), s(3, 12)),),
+    ),
     Case("gzip_crc32c_big_endian", "int32", (7, 5), (3, 2), endian="big", compressors=(GZIP, CRC32C)),
     Case("v2_keys_dot", "uint8", (5, 5), (2, 2), chunk_key_encoding=KEY_ENCODINGS[2]),
     Case("float32_nan_payload_fill", "float32", (6,), (4,), fill_value="0x7fc00001", writes=((s(0, 2),),)),
@@ -106,7 +159,9 @@ def main() -> None:
     print(f"{len(files)} files, {sum(p.stat().st_size for p in files)} bytes")
 
 
-def save_expected(directory: Path, arrays: dict[str, np.ndarray], nodes: dict[str, Any] | None = None) -> None:
+def save_expected(
+    directory: Path, arrays: dict[str, np.ndarray], nodes: dict[str, Any] | None = None
+) -> None:
     """Write ``expected.npz`` (strings as fixed-width unicode) and ``expected.json``."""
     stored = {key: (a.astype(str) if a.dtype == object else a) for key, a in arrays.items()}
     np.savez_compressed(directory / "expected.npz", **stored)
@@ -133,11 +188,19 @@ def write_hierarchy(root: Path, consolidated: bool) -> None:
 
     for path, attrs in HIERARCHY_GROUPS.items():
         zarr.create_group(str(root), path=path, attributes=attrs)
-    arrays, nodes = {}, {path: {"node_type": "group", "attributes": a} for path, a in HIERARCHY_GROUPS.items()}
+    arrays, nodes = (
+        {},
+        {path: {"node_type": "group", "attributes": a} for path, a in HIERARCHY_GROUPS.items()},
+    )
     for path, (dtype, shape, chunks, attrs) in HIERARCHY_ARRAYS.items():
-        data = (np.arange(np.prod(shape)) % 5 == 1).reshape(shape) if dtype == "bool" else (
-            np.arange(np.prod(shape), dtype=dtype).reshape(shape) * 3)
-        array = zarr.create_array(str(root), name=path, shape=shape, dtype=dtype, chunks=chunks, attributes=attrs)
+        data = (
+            (np.arange(np.prod(shape)) % 5 == 1).reshape(shape)
+            if dtype == "bool"
+            else (np.arange(np.prod(shape), dtype=dtype).reshape(shape) * 3)
+        )
+        array = zarr.create_array(
+            str(root), name=path, shape=shape, dtype=dtype, chunks=chunks, attributes=attrs
+        )
         array[...] = data
         arrays[path] = data
         nodes[path] = {"node_type": "array", "attributes": attrs}
@@ -153,10 +216,15 @@ def write_raw_r24(root: Path) -> None:
     the fill value base64-encoded where the spec asks for an array of ints.
     """
     meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [5], "data_type": "r24",
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [5],
+        "data_type": "r24",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": [1, 2, 3], "codecs": [{"name": "bytes"}, CRC32C], "attributes": {},
+        "fill_value": [1, 2, 3],
+        "codecs": [{"name": "bytes"}, CRC32C],
+        "attributes": {},
     }
     import crc32c
 
@@ -175,10 +243,15 @@ def write_must_understand_false(root: Path) -> None:
     storage transformer at all, against the spec.
     """
     meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [6], "data_type": "uint8",
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [6],
+        "data_type": "uint8",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
         "chunk_key_encoding": {"name": "default"},
-        "fill_value": 7, "codecs": [{"name": "bytes"}], "attributes": {"a": 1},
+        "fill_value": 7,
+        "codecs": [{"name": "bytes"}],
+        "attributes": {"a": 1},
         "storage_transformers": [{"name": "x-unknown-transformer", "must_understand": False}],
         "x_unknown_extension": {"must_understand": False, "value": [1, 2]},
     }

@@ -62,7 +62,9 @@ class DataType(ABC):
     def default_fill_value(self) -> Scalar:
         """The fill value used when none is given (zero, ``False``, ``""`` or NaT)."""
         if self.numpy.kind in "US":
-            return cast(np.generic, self.numpy.type())  # "" or b"", without allocating a (up to 2 GiB) zeroed item
+            return cast(
+                np.generic, self.numpy.type()
+            )  # "" or b"", without allocating a (up to 2 GiB) zeroed item
         return cast(np.generic, np.zeros((), self.numpy)[()])  # numpy types a 0-d array's [()] as an array
 
     def _fill_error(self, expected: str, got: object) -> MetadataError:
@@ -86,4 +88,6 @@ def _config_int(name: str, configuration: dict[str, Any], key: str, low: int, hi
 def _check_keys(name: str, configuration: dict[str, Any], allowed: set[str]) -> None:
     extra = sorted(set(configuration) - allowed)
     if extra:
-        raise MetadataError(f"data_type {name!r}: unexpected configuration keys {extra}; allowed: {sorted(allowed)}")
+        raise MetadataError(
+            f"data_type {name!r}: unexpected configuration keys {extra}; allowed: {sorted(allowed)}"
+        )

@@ -20,7 +20,9 @@ from ..integers import is_int
 from .base import DataType, _check_keys, _config_int
 
 _INT64 = np.iinfo(np.int64)
-_TIME_UNITS = frozenset(["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"])
+_TIME_UNITS = frozenset(
+    ["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"]
+)
 _MAX_SCALE_FACTOR = 2**31 - 1
 
 
@@ -140,7 +142,9 @@ def _time_type(name: str, unit: str, scale_factor: int) -> DataType:
     code = "M8" if name == "numpy.datetime64" else "m8"
     if unit == "generic":
         if scale_factor != 1:
-            raise MetadataError(f"data_type {name!r}: scale_factor must be 1 for unit 'generic', got {scale_factor}")
+            raise MetadataError(
+                f"data_type {name!r}: scale_factor must be 1 for unit 'generic', got {scale_factor}"
+            )
         dtype = np.dtype(code)
     else:
         dtype = np.dtype(f"{code}[{scale_factor}{unit}]")
@@ -155,7 +159,9 @@ def _length_bytes(name: str, configuration: dict[str, Any]) -> int:
 def _build_fixed_utf32(name: str, configuration: dict[str, Any]) -> DataType:
     length = _length_bytes(name, configuration)
     if length % 4:
-        raise MetadataError(f"data_type {name!r}: configuration.length_bytes must be a multiple of 4, got {length}")
+        raise MetadataError(
+            f"data_type {name!r}: configuration.length_bytes must be a multiple of 4, got {length}"
+        )
     return _FixedLengthUTF32Type(name, np.dtype(f"U{length // 4}"), {"length_bytes": length})
 
 
@@ -165,7 +171,9 @@ def _build_time(name: str, configuration: dict[str, Any]) -> DataType:
     if not isinstance(unit, str) or unit not in _TIME_UNITS:
         expected = f"one of {sorted(_TIME_UNITS)}"
         raise MetadataError(f"data_type {name!r}: configuration.unit: expected {expected}, got {unit!r}")
-    scale_factor = _config_int(name, {"scale_factor": 1, **configuration}, "scale_factor", 1, _MAX_SCALE_FACTOR)
+    scale_factor = _config_int(
+        name, {"scale_factor": 1, **configuration}, "scale_factor", 1, _MAX_SCALE_FACTOR
+    )
     return _time_type(name, unit, scale_factor)
 
 

@@ -72,7 +72,9 @@ def _from_numpy_kind(dtype: np.dtype) -> DataType | None:
         return _raw_type(dtype.itemsize)
     if dtype.kind in "Mm":
         unit, scale_factor = np.datetime_data(dtype)
-        return _time_type("numpy.datetime64" if dtype.kind == "M" else "numpy.timedelta64", unit, scale_factor)
+        return _time_type(
+            "numpy.datetime64" if dtype.kind == "M" else "numpy.timedelta64", unit, scale_factor
+        )
     if dtype.kind in "USOT":
         return _from_numpy_text(dtype)
     return None

@@ -87,7 +87,9 @@ def parse_v2_dtype(value: object, object_codec: str | None, where: str) -> V2Dat
     """
     stored = _numpy_dtype(value, where, depth=0)
     if stored.hasobject and stored.kind != "O":
-        raise MetadataError(f"{where}: dtype: object fields inside a structured dtype are not supported, got {value!r}")
+        raise MetadataError(
+            f"{where}: dtype: object fields inside a structured dtype are not supported, got {value!r}"
+        )
     if stored.kind == "O":
         return V2DataType(stored, _object_type(object_codec))
     native = stored.newbyteorder("=")
@@ -113,7 +115,9 @@ def _numpy_dtype(value: object, where: str, depth: int) -> np.dtype:
         sized = match is not None and (match.group(2) is not None or match.group(1) in "O")
         timed = match is not None and (match.group(3) is None or match.group(1) in "mM")
         if not (match and sized and timed):
-            raise MetadataError(f"{where}: dtype: expected a numpy type string such as '<f8' or '|S4', got {value!r}")
+            raise MetadataError(
+                f"{where}: dtype: expected a numpy type string such as '<f8' or '|S4', got {value!r}"
+            )
         try:
             dtype = np.dtype(value)
         except (TypeError, ValueError) as exc:
@@ -126,7 +130,9 @@ def _numpy_dtype(value: object, where: str, depth: int) -> np.dtype:
         try:
             return np.dtype(fields)
         except (TypeError, ValueError) as exc:
-            raise MetadataError(f"{where}: dtype: numpy rejects the structured dtype {value!r} ({exc})") from exc
+            raise MetadataError(
+                f"{where}: dtype: numpy rejects the structured dtype {value!r} ({exc})"
+            ) from exc
     raise MetadataError(
         f"{where}: dtype: expected a type string or a list of [name, dtype(, shape)] fields, got {str(value)[:200]!r}"
     )
@@ -134,13 +140,21 @@ def _numpy_dtype(value: object, where: str, depth: int) -> np.dtype:
 
 def _field(item: object, where: str, depth: int) -> tuple[Any, ...]:
     if not (isinstance(item, list) and len(item) in (2, 3) and isinstance(item[0], str)):
-        raise MetadataError(f"{where}: dtype: a structured field must be [name, dtype] or [name, dtype, shape], got {item!r}")
+        raise MetadataError(
+            f"{where}: dtype: a structured field must be [name, dtype] or [name, dtype, shape], got {item!r}"
+        )
     dtype = _numpy_dtype(item[1], where, depth + 1)
     if len(item) == 2:
         return (item[0], dtype)
     shape = item[2]
-    if not (isinstance(shape, list) and len(shape) <= 32 and all(is_int(n, numpy=False) and 0 < n < 2**31 for n in shape)):
-        raise MetadataError(f"{where}: dtype: field {item[0]!r}: shape must be a list of positive integers, got {shape!r}")
+    if not (
+        isinstance(shape, list)
+        and len(shape) <= 32
+        and all(is_int(n, numpy=False) and 0 < n < 2**31 for n in shape)
+    ):
+        raise MetadataError(
+            f"{where}: dtype: field {item[0]!r}: shape must be a list of positive integers, got {shape!r}"
+        )
     return (item[0], dtype, tuple(shape))
 
 
@@ -176,7 +190,9 @@ def parse_v2_fill_value(value: object, dtype: V2DataType, where: str) -> Scalar:
             return cast(np.generic, data_type.numpy.type(_float(value)))
         return cast(np.generic, data_type.numpy.type(_complex(value)))
     except (MetadataError, TypeError, ValueError, OverflowError) as exc:
-        raise MetadataError(f"{where}: fill_value: {value!r} is not a fill value for dtype {dtype.stored.str!r} ({exc})") from exc
+        raise MetadataError(
+            f"{where}: fill_value: {value!r} is not a fill value for dtype {dtype.stored.str!r} ({exc})"
+        ) from exc
 
 
 def _bool(value: object) -> bool:

@@ -51,7 +51,9 @@ def check_names(ds: xr.Dataset) -> None:
                 "Zarr v3 spec reserves ('__' prefix); rename it (e.g. ds.rename({None: 'values'}))"
             )
         if not isinstance(name, str):
-            raise WriteTypeError(f"to_zarr3: variable names must be strings, got {type(name).__name__} {name!r}; rename it (ds.rename(...))")
+            raise WriteTypeError(
+                f"to_zarr3: variable names must be strings, got {type(name).__name__} {name!r}; rename it (ds.rename(...))"
+            )
         if not name:
             raise WriteError("to_zarr3: variable names must be non-empty strings, got ''")
         if "/" in name:
@@ -62,7 +64,9 @@ def check_names(ds: xr.Dataset) -> None:
         try:
             validate_node_name(name)
         except NodeNameError as exc:
-            raise WriteError(f"to_zarr3: variable {name!r} cannot be stored: {exc}; rename it (ds.rename(...))") from exc
+            raise WriteError(
+                f"to_zarr3: variable {name!r} cannot be stored: {exc}; rename it (ds.rename(...))"
+            ) from exc
 
 
 def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hashable, where: str) -> None:
@@ -78,7 +82,9 @@ def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hash
             f"to_zarr3: append_dim={append_dim!r} is not a dimension of the arrays in {where} "
             f"(their dimensions: {sorted(map(str, stored_dims))})"
         )
-    missing = sorted(n for n, a in existing.items() if append_dim in (a.dimension_names or ()) and n not in ds.variables)
+    missing = sorted(
+        n for n, a in existing.items() if append_dim in (a.dimension_names or ()) and n not in ds.variables
+    )
     if missing:
         raise WriteError(
             f"to_zarr3: the append along {append_dim!r} leaves out {missing}, which have {append_dim!r} in {where}; "
@@ -104,8 +110,12 @@ def check_fits(name: str, var: xr.Variable, array: Array) -> xr.Variable:
         return var
     have = _length(stored)
     if var.dtype.kind == "O" and var.chunks is not None:
-        return var.copy(data=var.data.map_blocks(_fitting, name, have, stored.str, dtype=var.dtype), deep=False)
-    _refuse_longer(name, _needed(np.asarray(var.data) if var.dtype.kind == "O" else var.dtype), have, stored.str)
+        return var.copy(
+            data=var.data.map_blocks(_fitting, name, have, stored.str, dtype=var.dtype), deep=False
+        )
+    _refuse_longer(
+        name, _needed(np.asarray(var.data) if var.dtype.kind == "O" else var.dtype), have, stored.str
+    )
     return var
 
 
@@ -160,5 +170,6 @@ def parse_mode(mode: WriteMode | None, append_dim: Hashable | None, region: obje
 def check_progress(progress: object) -> None:
     """``progress`` is one of :data:`PROGRESS_VALUES`."""
     if not any(progress is v or (isinstance(v, str) and progress == v) for v in PROGRESS_VALUES):
-        raise WriteError(f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}")
-
+        raise WriteError(
+            f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}"
+        )

@@ -71,7 +71,9 @@ from ...store.base import Store
 from .pending import read_pending
 from .publish import Documents, publish
 
-SETTLE = 0.02  # seconds at least between writing the pending record and reading it back (a scheduler's time slice)
+SETTLE = (
+    0.02  # seconds at least between writing the pending record and reading it back (a scheduler's time slice)
+)
 
 
 @dataclass(frozen=True)
@@ -95,19 +97,34 @@ class Commit:
 
     def __call__(self) -> None:
         paths = sorted(self.expected)
-        groups = sorted(path for path, document in self.documents.items() if document.get("node_type") == "group")
+        groups = sorted(
+            path for path, document in self.documents.items() if document.get("node_type") == "group"
+        )
         started = time.monotonic()
-        found = self.store.get_many([(PENDING_KEY, None), *self._shapes(paths), *[(appending_key(g), None) for g in groups]])
-        settle = max(SETTLE, 3 * (time.monotonic() - started))  # longer than a writer takes from such a read to its set
+        found = self.store.get_many(
+            [(PENDING_KEY, None), *self._shapes(paths), *[(appending_key(g), None) for g in groups]]
+        )
+        settle = max(
+            SETTLE, 3 * (time.monotonic() - started)
+        )  # longer than a writer takes from such a read to its set
         if found[0] is not None:
-            raise _conflict(self.store, f"another to_zarr3 call is publishing its metadata ({PENDING_KEY} exists)")
-        self._check_unchanged(paths, found[1:len(paths) + 1])
-        documents = hint_groups(self.documents, dict(zip(groups, found[len(paths) + 1:])))
-        record = {"token": self.token, "consolidate": self.consolidate, "documents": documents, "writer": uuid.uuid4().hex}
+            raise _conflict(
+                self.store, f"another to_zarr3 call is publishing its metadata ({PENDING_KEY} exists)"
+            )
+        self._check_unchanged(paths, found[1 : len(paths) + 1])
+        documents = hint_groups(self.documents, dict(zip(groups, found[len(paths) + 1 :])))
+        record = {
+            "token": self.token,
+            "consolidate": self.consolidate,
+            "documents": documents,
+            "writer": uuid.uuid4().hex,
+        }
         raw = json.dumps(record).encode()
         self.store.set(PENDING_KEY, raw)
         if not self.locked:
-            time.sleep(settle)  # so that a writer that read before our set has set its record when we read back
+            time.sleep(
+                settle
+            )  # so that a writer that read before our set has set its record when we read back
         again = self.store.get_many([(PENDING_KEY, None), *self._shapes(paths)])
         if again[0] != raw:  # another writer's record replaced ours: it publishes, we do not
             raise _conflict(self.store, f"another to_zarr3 call wrote its {PENDING_KEY} at the same time")
@@ -131,8 +148,11 @@ class Commit:
             if found != self.expected[path]:
                 planned = "no array" if self.expected[path] is None else f"shape {self.expected[path]}"
                 now = "no array" if found is None else f"shape {found}"
-                raise _conflict(self.store, f"another writer changed {path!r} (this write planned from {planned}, "
-                                            f"the store now has {now})")
+                raise _conflict(
+                    self.store,
+                    f"another writer changed {path!r} (this write planned from {planned}, "
+                    f"the store now has {now})",
+                )
 
 
 def _conflict(store: Store, what: str) -> ConcurrentWriteError:
@@ -176,7 +196,9 @@ def finish_pending_write(store: StoreLike, *, storage_options: dict[str, Any] | 
     return pending
 
 
-def roll_back(store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], lock: ShardLock = None) -> None:
+def roll_back(
+    store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], lock: ShardLock = None
+) -> None:
     """Undo the data of a write that failed before its commit point (best effort, never raises).
 
     Only what this write wrote goes: the rows each grown array gained (from

@@ -53,8 +53,16 @@ def _writers_key(store: Store) -> str:
     return f"to_zarr3 {store!r}"
 
 
-def write_data(store: Store, plan: WritePlan, finalize: Commit | Finish | Release | None, *, lock: ShardLock, compute: bool,
-               progress: bool | Literal["tqdm"], reserve: tuple[str, Hashable, bool] | None) -> Delayed | None:
+def write_data(
+    store: Store,
+    plan: WritePlan,
+    finalize: Commit | Finish | Release | None,
+    *,
+    lock: ShardLock,
+    compute: bool,
+    progress: bool | Literal["tqdm"],
+    reserve: tuple[str, Hashable, bool] | None,
+) -> Delayed | None:
     """In-memory data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write.
 
     ``reserve`` (a deferred append: its group, ``append_dim``, and whether
@@ -65,10 +73,19 @@ def write_data(store: Store, plan: WritePlan, finalize: Commit | Finish | Releas
     """
     reserved = None
     try:
-        write_numpy_many([(w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
-                          for w in plan.data if w.variable.chunks is None], lock)
-        requests = [WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, lock)
-                    for w in plan.data if w.variable.chunks is not None]
+        write_numpy_many(
+            [
+                (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
+                for w in plan.data
+                if w.variable.chunks is None
+            ],
+            lock,
+        )
+        requests = [
+            WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, lock)
+            for w in plan.data
+            if w.variable.chunks is not None
+        ]
         if reserve is not None and isinstance(finalize, Commit):
             with shard_lock(lock, appending_key(reserve[0])):  # as Release, which may run meanwhile
                 reserved = _reserve(store, plan, reserve[0], reserve[1])
@@ -115,7 +132,9 @@ class Release:
         with shard_lock(self.lock, appending_key(self.path)):
             left = release(self.store, self.path, self.reservation_id)
         writers = local_lock(_writers_key(self.store))
-        if self.tidy and not left and writers.acquire(blocking=False):  # else the write holding it sets the hint right
+        if (
+            self.tidy and not left and writers.acquire(blocking=False)
+        ):  # else the write holding it sets the hint right
             try:
                 drop_hint(self.store, self.path)
             finally:

@@ -58,28 +58,48 @@ from ...errors import WriteError, WriteKeyError, WriteTypeError
 from ...nodes import creation
 from ..encoding import codec_parts
 
-VALID_ENCODING = frozenset({
-    "chunks", "shards", "compressors", "filters", "serializer", "codecs", "index_location",
-    "fill_value", "chunk_key_encoding", "write_empty_chunks",
-})
-CF_ENCODING = frozenset({"_FillValue", "missing_value", "dtype", "scale_factor", "add_offset", "units", "calendar"})
-IGNORED_ENCODING = frozenset({"source", "original_shape", "preferred_chunks", "dimension_names", "dtype", "coordinates"})
+VALID_ENCODING = frozenset(
+    {
+        "chunks",
+        "shards",
+        "compressors",
+        "filters",
+        "serializer",
+        "codecs",
+        "index_location",
+        "fill_value",
+        "chunk_key_encoding",
+        "write_empty_chunks",
+    }
+)
+CF_ENCODING = frozenset(
+    {"_FillValue", "missing_value", "dtype", "scale_factor", "add_offset", "units", "calendar"}
+)
+IGNORED_ENCODING = frozenset(
+    {"source", "original_shape", "preferred_chunks", "dimension_names", "dtype", "coordinates"}
+)
 
 
 class InnerChunksWarning(UserWarning):
     """``shards`` was given without ``chunks``; the warning names the inner chunks chosen."""
 
 
-def parse_encodings(encoding: object, variables: Mapping[Hashable, xr.Variable]) -> dict[Hashable, dict[str, Any]]:
+def parse_encodings(
+    encoding: object, variables: Mapping[Hashable, xr.Variable]
+) -> dict[Hashable, dict[str, Any]]:
     """``encoding`` as ``{variable: {key: value}}``, checked against the dataset's variables and known keys."""
     if encoding is None:
         return {}
     if not isinstance(encoding, Mapping):
-        raise WriteTypeError(f"to_zarr3: encoding must be a dict of {{variable: {{key: value}}}}, got {type(encoding).__name__}")
+        raise WriteTypeError(
+            f"to_zarr3: encoding must be a dict of {{variable: {{key: value}}}}, got {type(encoding).__name__}"
+        )
     parsed = {}
     for name, keys in encoding.items():
         if name not in variables:  # KeyError and ValueError below: what engine="zarr" raises
-            raise WriteKeyError(f"to_zarr3: encoding given for {name!r}, which is not a variable of the dataset {sorted(map(str, variables))}")
+            raise WriteKeyError(
+                f"to_zarr3: encoding given for {name!r}, which is not a variable of the dataset {sorted(map(str, variables))}"
+            )
         keys = _as_dict(name, keys)
         unknown = sorted(set(keys) - VALID_ENCODING - CF_ENCODING - IGNORED_ENCODING)
         if unknown:
@@ -99,7 +119,9 @@ def parse_tree_encodings(encoding: object, groups: Iterable[str]) -> dict[str, A
     if encoding is None:
         return {}
     if not isinstance(encoding, Mapping):
-        raise WriteTypeError(f"to_zarr3: a DataTree's encoding must be a dict keyed by group path, got {type(encoding).__name__}")
+        raise WriteTypeError(
+            f"to_zarr3: a DataTree's encoding must be a dict keyed by group path, got {type(encoding).__name__}"
+        )
     known = list(groups)
     if unknown := set(encoding) - set(known):
         raise WriteError(f"to_zarr3: encoding keys {sorted(unknown)} are not groups of the DataTree {known}")
@@ -117,7 +139,9 @@ def _as_dict(name: Hashable, keys: Any) -> dict[Any, Any]:
         ) from exc
 
 
-def new_array_metadata(name: str, var: xr.Variable, *, path: str, explicit: bool, where: str) -> ArrayMetadata:
+def new_array_metadata(
+    name: str, var: xr.Variable, *, path: str, explicit: bool, where: str
+) -> ArrayMetadata:
     """The metadata of the new array at ``path`` for the CF-encoded ``var``; every encoding check runs here.
 
     ``explicit``: the user gave ``encoding[name]`` (unused CF keys are refused,
@@ -138,12 +162,20 @@ def new_array_metadata(name: str, var: xr.Variable, *, path: str, explicit: bool
     check_codecs_agree(name, encoding)
     codecs = encoding.get("codecs")
     return creation.build_array_metadata(
-        path, shape=var.shape, dtype=str if var.dtype.kind == "O" else var.dtype,
-        chunks=(shards or chunks) if codecs is not None else chunks, shards=shards,
-        fill_value=fill_value, compressors=encoding.get("compressors", "auto"), filters=encoding.get("filters", ()),
-        serializer=encoding.get("serializer", "auto"), codecs=codecs,
-        index_location=encoding.get("index_location", "end"), chunk_key_encoding=encoding.get("chunk_key_encoding"),
-        dimension_names=[str(d) for d in var.dims], attributes=encode_attributes(attrs, f"variable {name!r} in {where}"),
+        path,
+        shape=var.shape,
+        dtype=str if var.dtype.kind == "O" else var.dtype,
+        chunks=(shards or chunks) if codecs is not None else chunks,
+        shards=shards,
+        fill_value=fill_value,
+        compressors=encoding.get("compressors", "auto"),
+        filters=encoding.get("filters", ()),
+        serializer=encoding.get("serializer", "auto"),
+        codecs=codecs,
+        index_location=encoding.get("index_location", "end"),
+        chunk_key_encoding=encoding.get("chunk_key_encoding"),
+        dimension_names=[str(d) for d in var.dims],
+        attributes=encode_attributes(attrs, f"variable {name!r} in {where}"),
     )
 
 
@@ -154,14 +186,19 @@ def zarr_encoding(name: str, var: xr.Variable, explicit: bool) -> dict[str, Any]
     on a variable that is not a time) are refused when the user passed them,
     as ``engine="zarr"`` does.
     """
-    leftover = sorted(k for k in CF_ENCODING & set(var.encoding) - IGNORED_ENCODING if var.encoding[k] is not None)
+    leftover = sorted(
+        k for k in CF_ENCODING & set(var.encoding) - IGNORED_ENCODING if var.encoding[k] is not None
+    )
     if explicit and leftover:
         raise WriteError(
             f"to_zarr3: encoding {leftover} of {name!r} does not apply to a {var.dtype} variable "
             "('units'/'calendar' encode datetimes and timedeltas only); put them in the variable's attrs instead"
         )
-    return {k: codec_json(v) if k in ("compressors", "filters", "serializer", "codecs") else v
-            for k, v in var.encoding.items() if k in VALID_ENCODING}
+    return {
+        k: codec_json(v) if k in ("compressors", "filters", "serializer", "codecs") else v
+        for k, v in var.encoding.items()
+        if k in VALID_ENCODING
+    }
 
 
 def fitting_encoding(var: xr.Variable, encoding: dict[str, Any]) -> dict[str, Any]:
@@ -194,18 +231,28 @@ def _fits(value: object, var: xr.Variable) -> bool:
     return True
 
 
-def chunking(name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+def chunking(
+    name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks."""
-    chunks, shards = parse_shape(encoding.get("chunks"), var, "chunks", name), parse_shape(encoding.get("shards"), var, "shards", name)
+    chunks, shards = (
+        parse_shape(encoding.get("chunks"), var, "chunks", name),
+        parse_shape(encoding.get("shards"), var, "shards", name),
+    )
     dask_chunks = regular_dask_chunks(var)
     if chunks is None and shards is not None:
         fits = dask_chunks is not None and all(s % c == 0 for s, c in zip(shards, dask_chunks))
-        chunks = dask_chunks if fits else creation.default_chunks(shards, max(var.dtype.itemsize, 1), dividing=True)
+        chunks = (
+            dask_chunks
+            if fits
+            else creation.default_chunks(shards, max(var.dtype.itemsize, 1), dividing=True)
+        )
         if explicit:
             warnings.warn(
                 f"to_zarr3: {name!r} has shards={shards} but no chunks; using inner chunks {chunks} "
                 f"({'the dask chunks' if fits else 'the shard split to ~4 MiB'}). Pass encoding[{name!r}]['chunks'] to choose",
-                InnerChunksWarning, stacklevel=caller_stacklevel("zarr3_backend"),
+                InnerChunksWarning,
+                stacklevel=caller_stacklevel("zarr3_backend"),
             )
     elif chunks is None:
         chunks = dask_chunks
@@ -219,20 +266,30 @@ def parse_shape(value: object, var: xr.Variable, key: str, name: str) -> tuple[i
     where = f"to_zarr3: encoding[{name!r}][{key!r}]"
     if isinstance(value, Mapping):
         if unknown := sorted(map(str, set(value) - set(var.dims))):
-            raise WriteError(f"{where} names dimensions {unknown} that {name!r} does not have; its dimensions are {var.dims}")
+            raise WriteError(
+                f"{where} names dimensions {unknown} that {name!r} does not have; its dimensions are {var.dims}"
+            )
         value = tuple(value.get(dim, -1) for dim in var.dims)
-        value = tuple(size if v is None or (is_int(v) and v == -1) else v for v, size in zip(value, var.shape))
+        value = tuple(
+            size if v is None or (is_int(v) and v == -1) else v for v, size in zip(value, var.shape)
+        )
     elif is_int(value):
         value = (value,) * var.ndim
     elif not isinstance(value, Sequence) or isinstance(value, str):
-        raise WriteTypeError(f"{where} must be an int, a tuple of ints or a dict by dimension name, got {value!r}")
+        raise WriteTypeError(
+            f"{where} must be an int, a tuple of ints or a dict by dimension name, got {value!r}"
+        )
     if len(value) != var.ndim:
         raise WriteError(
             f"{where}={tuple(value)} has {len(value)} entries, but {name!r} has {var.ndim} dimensions {var.dims}; "
             "give one size per dimension (or a dict by dimension name)"
         )
-    if not_int := [v for v in value if not is_int(v)]:  # TypeError, as engine="zarr" raises for non-integer sizes
-        raise WriteTypeError(f"{where}={tuple(value)}: every size must be a positive integer, got {not_int[0]!r}")
+    if not_int := [
+        v for v in value if not is_int(v)
+    ]:  # TypeError, as engine="zarr" raises for non-integer sizes
+        raise WriteTypeError(
+            f"{where}={tuple(value)}: every size must be a positive integer, got {not_int[0]!r}"
+        )
     if bad := [v for v in value if v <= 0]:
         raise WriteError(f"{where}={tuple(value)}: every size must be a positive integer, got {bad[0]!r}")
     return tuple(int(v) for v in value)
@@ -256,7 +313,9 @@ def check_codecs_agree(name: str, encoding: Mapping[str, Any]) -> None:
     given = [k for k in ("filters", "serializer", "compressors") if encoding.get(k) is not None]
     if encoding.get("codecs") is None or not given:
         return
-    described = codec_parts(CodecChain.from_json(list(encoding["codecs"])), encoding.get("shards") is not None)
+    described = codec_parts(
+        CodecChain.from_json(list(encoding["codecs"])), encoding.get("shards") is not None
+    )
     differing = [k for k in given if not described or _normalise(described[k]) != _normalise(encoding[k])]
     if differing:
         raise WriteError(

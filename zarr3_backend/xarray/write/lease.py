@@ -44,7 +44,12 @@ class StoreLease:
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
         self.wait = float(os.environ.get("ZARR3_BACKEND_LEASE_WAIT", DEFAULT_WAIT)) if wait is None else wait
-        holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "id": uuid.uuid4().hex}
+        holder = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "since": time.time(),
+            "id": uuid.uuid4().hex,
+        }
         self.record = json.dumps(holder).encode()
 
     def __enter__(self) -> StoreLease:
@@ -65,7 +70,9 @@ class StoreLease:
             pause = min(2 * pause, 1.0)
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.store.get(LEASE_KEY) == self.record:
             self.store.delete(LEASE_KEY)
 
@@ -96,5 +103,9 @@ def _abandoned(raw: bytes) -> bool:
 def _describe(raw: bytes | None) -> str:
     holder = _holder(raw) if raw is not None else {}
     since = holder.get("since")
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if isinstance(since, int | float) else "unknown"
+    when = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since))
+        if isinstance(since, int | float)
+        else "unknown"
+    )
     return f"taken by process {holder.get('pid', '?')} on {holder.get('host', '?')} at {when}"

@@ -46,7 +46,9 @@ def parse_pending(raw: bytes) -> PendingRecord:
     token, consolidate, documents = record.get("token"), record.get("consolidate"), record.get("documents")
     if not isinstance(token, str) or not isinstance(consolidate, bool) or not isinstance(documents, dict):
         found = {k: type(record.get(k)).__name__ for k in ("token", "consolidate", "documents")}
-        raise broken(f"must hold a string 'token', a boolean 'consolidate' and an object 'documents', got {found}")
+        raise broken(
+            f"must hold a string 'token', a boolean 'consolidate' and an object 'documents', got {found}"
+        )
     for path, document in documents.items():
         _check_document(path, document)
     return PendingRecord(token, consolidate, documents)
@@ -68,11 +70,15 @@ def _check_document(path: str, document: object) -> None:
     except Zarr3Error:
         valid = False
     if not valid:
-        raise broken(f"names the path {path!r}, which is not a node path (a relative path of valid node names)")
+        raise broken(
+            f"names the path {path!r}, which is not a node path (a relative path of valid node names)"
+        )
     try:
         node_metadata_from_json(document, metadata_key(path))
     except (Zarr3Error, RecursionError, TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise broken(f"holds a document for {path!r} that is not valid metadata ({type(exc).__name__}: {exc})") from exc
+        raise broken(
+            f"holds a document for {path!r} that is not valid metadata ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def broken(problem: str) -> MetadataError:

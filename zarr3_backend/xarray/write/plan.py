@@ -66,7 +66,9 @@ class WritePlan:
 
     def then(self, later: WritePlan) -> WritePlan:
         """This plan followed by ``later``: its documents replace ours, except defaults for paths we have."""
-        kept = {p: d for p, d in later.documents.items() if p not in later.defaults or p not in self.documents}
+        kept = {
+            p: d for p, d in later.documents.items() if p not in later.defaults or p not in self.documents
+        }
         return WritePlan(
             data=self.data + later.data,
             documents={**self.documents, **kept},

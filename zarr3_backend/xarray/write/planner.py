@@ -211,15 +211,20 @@ def to_zarr3(
     if isinstance(obj, xr.DataArray):
         obj = _dataarray_as_dataset(obj)
     options = WriteOptions(
-        mode=parse_mode(mode, append_dim, region), append_dim=append_dim, region=region,
-        write_empty_chunks=write_empty_chunks, inherited_coords=write_inherited_coords,
+        mode=parse_mode(mode, append_dim, region),
+        append_dim=append_dim,
+        region=region,
+        write_empty_chunks=write_empty_chunks,
+        inherited_coords=write_inherited_coords,
     )
     target = make_store(store, storage_options=storage_options)
     path = normalize_path(group)
     appending = options.mode in ("a", "a-")
     token = _request_token(obj, path, options, encoding) if appending else ""
     with writer_lock(target, lock) if appending else contextlib.nullcontext(lock) as shard_locks:
-        if (options.mode != "w" or path) and roll_forward(target, token or None, skip_broken=options.mode == "w"):
+        if (options.mode != "w" or path) and roll_forward(
+            target, token or None, skip_broken=options.mode == "w"
+        ):
             return _done(compute)  # this exact request was committed by an earlier, interrupted call
         start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what would hide data
         if isinstance(obj, xr.DataTree):
@@ -232,13 +237,24 @@ def to_zarr3(
         consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
         if any(write.variable.chunks is not None for write in plan.data):
             check_reachable(target)
-        finalize: Commit | Finish | None = start(dict(plan.documents), consolidate)  # a first write publishes here
+        finalize: Commit | Finish | None = start(
+            dict(plan.documents), consolidate
+        )  # a first write publishes here
         if finalize is None and plan.documents:
             expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
-            finalize = Commit(target, dict(plan.documents), consolidate, token, expected, locked=lock is not None or target.atomic_create)
+            finalize = Commit(
+                target,
+                dict(plan.documents),
+                consolidate,
+                token,
+                expected,
+                locked=lock is not None or target.atomic_create,
+            )
         deferred = not compute and plan.grown and options.append_dim is not None
         reserve = (path, options.append_dim, lock is None) if deferred else None
-        return write_data(target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve)
+        return write_data(
+            target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
+        )
 
 
 def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
@@ -274,21 +290,30 @@ def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
     return dataset
 
 
-def plan_tree(tree: xr.DataTree, store: Store, path: str, *, encoding: object, options: WriteOptions) -> WritePlan:
+def plan_tree(
+    tree: xr.DataTree, store: Store, path: str, *, encoding: object, options: WriteOptions
+) -> WritePlan:
     """The plan for every group of ``tree`` below ``path``; ``encoding`` is keyed by group path (``"/child"``)."""
     encodings = parse_tree_encodings(encoding, tree.groups)
     plan = WritePlan()
     for relative, node in tree.subtree_with_keys:
         dataset = node.to_dataset(inherit=options.inherited_coords or node is tree)
         node_path = normalize_path(join_path(path, relative) if relative != "." else path)
-        node_plan = plan_dataset(dataset, store, node_path, encoding=encodings.get(node.path), options=options,
-                                 nested=relative != ".")
+        node_plan = plan_dataset(
+            dataset,
+            store,
+            node_path,
+            encoding=encodings.get(node.path),
+            options=options,
+            nested=relative != ".",
+        )
         plan = plan.then(node_plan)
     return plan
 
 
-def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: object, options: WriteOptions,
-                 nested: bool = False) -> WritePlan:
+def plan_dataset(
+    ds: xr.Dataset, store: Store, path: str, *, encoding: object, options: WriteOptions, nested: bool = False
+) -> WritePlan:
     """The plan for writing ``ds`` as the group at ``path``: checks, CF encoding, target arrays, documents.
 
     ``nested``: a group below the top of a DataTree, whose parents are groups of the tree.
@@ -314,8 +339,12 @@ def plan_dataset(ds: xr.Dataset, store: Store, path: str, *, encoding: object, o
     return data.then(WritePlan(documents=_documents(created), created=tuple(a.path for a in created)))
 
 
-def _encoded_coordinates(ds: xr.Dataset, explicit: Mapping[Hashable, dict[str, Any]], existing: Mapping[str, Array],
-                         mode: WriteMode) -> tuple[dict[Hashable, xr.Variable], dict[Hashable, Any]]:
+def _encoded_coordinates(
+    ds: xr.Dataset,
+    explicit: Mapping[Hashable, dict[str, Any]],
+    existing: Mapping[str, Array],
+    mode: WriteMode,
+) -> tuple[dict[Hashable, xr.Variable], dict[Hashable, Any]]:
     """xarray's coordinate encoding of ``ds``, each variable carrying the encoding it is written with."""
     variables, attrs = conventions.encode_dataset_coordinates(ds)
     for name, enc in explicit.items():
@@ -363,8 +392,12 @@ class _GroupWrite:
         if array is None:
             encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
             path = join_path(self.path, name)
-            metadata = new_array_metadata(name, encoded, path=path, explicit=name in self.explicit, where=self.where)
-            new = DataWrite(name, Array(self.store, path, metadata), (0,) * encoded.ndim, encoded, write_empty)
+            metadata = new_array_metadata(
+                name, encoded, path=path, explicit=name in self.explicit, where=self.where
+            )
+            new = DataWrite(
+                name, Array(self.store, path, metadata), (0,) * encoded.ndim, encoded, write_empty
+            )
             return _VariableWrite(new, created=True)
         if self._keeps(name, variable, array):
             return None
@@ -375,7 +408,9 @@ class _GroupWrite:
             return _VariableWrite(DataWrite(name, array, placement.origin, encoded, write_empty))
         grown = Array(array.store, array.path, array.metadata.with_shape(placement.shape))
         view = append_view(grown, array.shape)
-        return _VariableWrite(DataWrite(name, view, placement.origin, encoded, write_empty), grown_from=array.shape, grown=grown)
+        return _VariableWrite(
+            DataWrite(name, view, placement.origin, encoded, write_empty), grown_from=array.shape, grown=grown
+        )
 
     def _keeps(self, name: str, variable: xr.Variable, array: Array) -> bool:
         """``mode="a-"`` outside an append, or ``mode="a"`` on unchanged values, skips a stored variable."""
@@ -385,7 +420,9 @@ class _GroupWrite:
         return (mode == "a-" and append_dim is not None) or unchanged(variable, name, array, append_dim)
 
 
-def _group_plan(store: Store, path: str, mode: WriteMode, attributes: dict[str, Any], nested: bool) -> WritePlan:
+def _group_plan(
+    store: Store, path: str, mode: WriteMode, attributes: dict[str, Any], nested: bool
+) -> WritePlan:
     """The group's document and its missing ancestors' (defaults; the tree plans a ``nested`` group's parents).
 
     What is at ``path`` is read for ``mode="a"``/``"a-"`` only: ``mode="w"``
@@ -394,7 +431,9 @@ def _group_plan(store: Store, path: str, mode: WriteMode, attributes: dict[str, 
     """
     existing = read_node_metadata(store, path) if mode in ("a", "a-") else None
     if existing is not None and not isinstance(existing, GroupMetadata):
-        raise NodeExistsError(f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups")
+        raise NodeExistsError(
+            f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups"
+        )
     parents = missing_parents(store, path) if path and not nested else []
     documents: Documents = {parent: GroupMetadata().to_json() for parent in parents}
     documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)

@@ -26,7 +26,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.metadata import GroupMetadata, encode_metadata, metadata_key, node_metadata_from_json, parse_node_metadata
+from ...core.metadata import (
+    GroupMetadata,
+    encode_metadata,
+    metadata_key,
+    node_metadata_from_json,
+    parse_node_metadata,
+)
 from ...nodes.consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
 from ...nodes.hierarchy import Group
 from ...nodes.tree_consolidation import tree_documents
@@ -44,7 +50,9 @@ def publish(store: Store, documents: Documents, consolidate: bool) -> None:
         new_root = node_metadata_from_json(documents[""], metadata_key(""))
         root = new_root if isinstance(new_root, GroupMetadata) else None
     changes = [Change(path, doc) for path, doc in documents.items() if path]
-    if root is not None and (consolidate or (isinstance(current, GroupMetadata) and current.consolidated is not None)):
+    if root is not None and (
+        consolidate or (isinstance(current, GroupMetadata) and current.consolidated is not None)
+    ):
         tree = tree_documents(Group(store, "", GroupMetadata()))
         root = root.with_consolidated(apply_changes(tree, "", changes))
         store.set(metadata_key(""), encode_metadata(root))
@@ -52,7 +60,9 @@ def publish(store: Store, documents: Documents, consolidate: bool) -> None:
         store.set(metadata_key(""), encode_metadata(node_metadata_from_json(documents[""], metadata_key(""))))
     for path, document in sorted(documents.items()):
         if path:
-            store.set(metadata_key(path), encode_metadata(node_metadata_from_json(document, metadata_key(path))))
+            store.set(
+                metadata_key(path), encode_metadata(node_metadata_from_json(document, metadata_key(path)))
+            )
     nested = [c for c in changes if any(a for a in ancestors(c.path))]
     refresh_consolidated(store, nested, skip_root=True)
 

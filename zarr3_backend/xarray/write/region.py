@@ -46,31 +46,40 @@ class Placement:
     dims: tuple[str, ...]
 
 
-def resolve_region(ds: xr.Dataset, region: Region, existing: Mapping[str, Array],
-                   append_dim: Hashable | None) -> tuple[xr.Dataset, dict[Hashable, slice]]:
+def resolve_region(
+    ds: xr.Dataset, region: Region, existing: Mapping[str, Array], append_dim: Hashable | None
+) -> tuple[xr.Dataset, dict[Hashable, slice]]:
     """Validate ``region`` (detecting ``"auto"`` entries from the stored coordinates) and drop indexes."""
     if region is None:
         return ds, {}
     if region == "auto":
         region = dict.fromkeys(ds.dims, "auto")
     if not isinstance(region, Mapping):
-        raise WriteTypeError(f"to_zarr3: region must be a dict of slices or 'auto', got {type(region).__name__}")
+        raise WriteTypeError(
+            f"to_zarr3: region must be a dict of slices or 'auto', got {type(region).__name__}"
+        )
     resolved = {}
     for dim, selection in region.items():
         if dim not in ds.dims:
-            raise WriteError(f"to_zarr3: region dimension {dim!r} is not a dimension of the dataset {list(ds.dims)}")
+            raise WriteError(
+                f"to_zarr3: region dimension {dim!r} is not a dimension of the dataset {list(ds.dims)}"
+            )
         if isinstance(selection, str) and selection == "auto":
             selection = detect_region(ds, dim, existing)
         if not isinstance(selection, slice):
             raise WriteTypeError(f"to_zarr3: region[{dim!r}] must be a slice or 'auto', got {selection!r}")
         if selection.step not in (None, 1):
-            raise WriteError(f"to_zarr3: region[{dim!r}]={selection!r} has a step; region slices must have step 1 or None")
+            raise WriteError(
+                f"to_zarr3: region[{dim!r}]={selection!r} has a step; region slices must have step 1 or None"
+            )
         resolved[dim] = selection
     if append_dim is not None and append_dim in resolved:
         raise WriteError(f"to_zarr3: {append_dim!r} cannot be both append_dim and a region dimension")
     unrelated = [k for k, v in ds.variables.items() if resolved and not set(resolved) & set(v.dims)]
     if unrelated:
-        raise WriteError(f"to_zarr3: with region, every variable needs a region dimension; drop {unrelated} first")
+        raise WriteError(
+            f"to_zarr3: with region, every variable needs a region dimension; drop {unrelated} first"
+        )
     return ds.drop_vars(ds.indexes), resolved
 
 
@@ -79,16 +88,22 @@ def detect_region(ds: xr.Dataset, dim: Hashable, existing: Mapping[str, Array]) 
     if dim not in ds.variables:
         return slice(0, ds.sizes[dim])
     if dim not in existing:
-        raise RegionKeyError(f"to_zarr3: region {dim!r}='auto' needs the coordinate {dim!r} in the store; it is missing")
+        raise RegionKeyError(
+            f"to_zarr3: region {dim!r}='auto' needs the coordinate {dim!r} in the store; it is missing"
+        )
     array = existing[str(dim)]
     attrs = {k: v for k, v in array.metadata.attributes.items() if k != "_FillValue"}
     stored = conventions.decode_cf_variable(str(dim), xr.Variable((dim,), array[...], attrs))
     positions = pd.Index(stored.values).get_indexer(ds[dim].values)
     if (positions < 0).any():
         missing = ds[dim].values[positions < 0][:5].tolist()
-        raise RegionKeyError(f"to_zarr3: region {dim!r}='auto': values {missing} of {dim!r} are not in the stored coordinate")
+        raise RegionKeyError(
+            f"to_zarr3: region {dim!r}='auto': values {missing} of {dim!r} are not in the stored coordinate"
+        )
     if (np.diff(positions) != 1).any():
-        raise WriteError(f"to_zarr3: the values of {dim!r} are not one contiguous run of the stored {dim!r} coordinate")
+        raise WriteError(
+            f"to_zarr3: the values of {dim!r} are not one contiguous run of the stored {dim!r} coordinate"
+        )
     return slice(int(positions[0]), int(positions[-1]) + 1)
 
 
@@ -109,15 +124,23 @@ def check_region_fits(name: str, dim: Hashable, selection: slice, size: int, len
         )
 
 
-def place(name: str, var: xr.Variable, array: Array, *, region: Mapping[Hashable, slice],
-          append_dim: Hashable | None) -> Placement:
+def place(
+    name: str,
+    var: xr.Variable,
+    array: Array,
+    *,
+    region: Mapping[Hashable, slice],
+    append_dim: Hashable | None,
+) -> Placement:
     """Where ``var`` (CF-encoded) goes in the existing ``array``: after its end along ``append_dim``, at ``region``.
 
     Every other dimension must match the stored length.
     """
     dims = array.dimension_names
     if dims is None or set(dims) != set(var.dims):
-        raise WriteError(f"to_zarr3: variable {name!r} exists with dimensions {dims}, the dataset has {var.dims}")
+        raise WriteError(
+            f"to_zarr3: variable {name!r} exists with dimensions {dims}, the dataset has {var.dims}"
+        )
     sizes = dict(zip(var.dims, var.shape))
     origin, shape = [], list(array.shape)
     for axis, dim in enumerate(dims):

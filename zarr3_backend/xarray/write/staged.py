@@ -45,7 +45,9 @@ class Staged(Store):
         return self.hidden is None or not key.startswith(self.hidden)
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        fetched = iter(self.base.get_many([r for r in requests if r[0] not in self.writes and self._visible(r[0])]))
+        fetched = iter(
+            self.base.get_many([r for r in requests if r[0] not in self.writes and self._visible(r[0])])
+        )
         values = []
         for key, byte_range in requests:
             if key in self.writes:
@@ -65,14 +67,16 @@ class Staged(Store):
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         kept = {k for k in self.base.list_prefix(prefix) if self._visible(k) and k not in self.writes}
-        return iter(sorted(kept | {k for k, v in self.writes.items() if v is not None and k.startswith(prefix)}))
+        return iter(
+            sorted(kept | {k for k, v in self.writes.items() if v is not None and k.startswith(prefix)})
+        )
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         keys, prefixes = self.base.list_dir(prefix) if self._visible(prefix) else ([], [])
         found = {k for k in keys if self._visible(k) and k not in self.writes}
         below = {p for p in prefixes if self._visible(p)}
         for key, value in self.writes.items():
-            rest = key[len(prefix):] if key.startswith(prefix) and value is not None else None
+            rest = key[len(prefix) :] if key.startswith(prefix) and value is not None else None
             if rest is not None and "/" in rest:
                 below.add(prefix + rest.split("/")[0] + "/")
             elif rest is not None:

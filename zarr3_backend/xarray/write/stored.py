@@ -50,7 +50,9 @@ def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array
         if mode == "r+":
             raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
         return {}
-    fresh = Group(store, path, group.metadata.with_consolidated(None))  # never trust stale consolidated shapes
+    fresh = Group(
+        store, path, group.metadata.with_consolidated(None)
+    )  # never trust stale consolidated shapes
     return fresh.arrays()
 
 

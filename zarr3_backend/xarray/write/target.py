@@ -85,8 +85,11 @@ class Start:
                 unmark(self.store, self.taken_over)
             return None
         prefix = f"{self.path}/" if self.path else ""
-        marked = {p: _marked(d, flag(self.fingerprint, template=self.template)) for p, d in documents.items()
-                  if (p == self.path or p.startswith(prefix)) and d.get("node_type") == "group"}
+        marked = {
+            p: _marked(d, flag(self.fingerprint, template=self.template))
+            for p, d in documents.items()
+            if (p == self.path or p.startswith(prefix)) and d.get("node_type") == "group"
+        }
         staged = Staged(self.store, prefix if self.mode == "w" else None)
         publish(staged, {**documents, **marked}, consolidate)  # every read and check; nothing is written yet
         inside = [key for key in staged.writes if key.startswith(prefix)]
@@ -102,7 +105,9 @@ def _marked(document: dict[str, object], mark: dict[str, object]) -> dict[str, o
     return {**document, "attributes": {**(attributes if isinstance(attributes, dict) else {}), FLAG: mark}}
 
 
-def check_target(store: Store, path: str, mode: WriteMode, obj: xr.Dataset | xr.DataTree, *, compute: bool) -> Start:
+def check_target(
+    store: Store, path: str, mode: WriteMode, obj: xr.Dataset | xr.DataTree, *, compute: bool
+) -> Start:
     """Refuse a write that would hide what the store holds, or build on an unfinished first write (see above)."""
     if store.read_only:
         raise ReadOnlyError(f"to_zarr3: {store!r} is read-only")
@@ -121,7 +126,9 @@ def check_target(store: Store, path: str, mode: WriteMode, obj: xr.Dataset | xr.
     request = fingerprint(obj, path)
     if mode == "w-" and unfinished is not None:
         if unfinished.path != path or unfinished.fingerprint != request:
-            raise UnfinishedWriteError(f"to_zarr3 (mode='w-'), a different write than the unfinished one: {unfinished.message()}")
+            raise UnfinishedWriteError(
+                f"to_zarr3 (mode='w-'), a different write than the unfinished one: {unfinished.message()}"
+            )
         mode = "w"  # the same write again: it replaces what its unfinished run left
     elif mode == "w-":
         _refuse_occupied(store, path, found[path])
@@ -138,11 +145,22 @@ def _parsed(path: str, raw: bytes | None) -> NodeMetadata | None:
 
 def fingerprint(obj: xr.Dataset | xr.DataTree, path: str) -> str:
     """What makes a re-run "the same write": the group path and every group's variable names, dimensions, shapes, types."""
-    datasets = {".": obj} if isinstance(obj, xr.Dataset) else {p: node.dataset for p, node in obj.subtree_with_keys}
-    described = [path, sorted(
-        [p, sorted([str(n), [str(d) for d in v.dims], list(v.shape), v.dtype.str] for n, v in ds.variables.items())]
-        for p, ds in datasets.items()
-    )]
+    datasets = (
+        {".": obj} if isinstance(obj, xr.Dataset) else {p: node.dataset for p, node in obj.subtree_with_keys}
+    )
+    described = [
+        path,
+        sorted(
+            [
+                p,
+                sorted(
+                    [str(n), [str(d) for d in v.dims], list(v.shape), v.dtype.str]
+                    for n, v in ds.variables.items()
+                ),
+            ]
+            for p, ds in datasets.items()
+        ),
+    ]
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:32]
 
 
