@@ -1,6 +1,6 @@
 """Zarr v2 metadata (``.zarray``, ``.zgroup``, ``.zattrs``, consolidated ``.zmetadata``) as node metadata.
 
-Spec: ``../shared/spec/v2/zarr-v2-spec.txt``. A v2 array becomes a
+Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html. A v2 array becomes a
 :class:`V2ArrayMetadata`: the v3 description that reads the same bytes, so
 arrays read v2 chunks through the ordinary read path:
 
