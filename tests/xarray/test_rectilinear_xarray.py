@@ -66,3 +66,123 @@ def test_preferred_chunks_option_splits_shards_not_across_them(tmp_path: Path) -
     url, _ = _store(tmp_path)
     ds = xr.open_dataset(url, engine="zarr3", chunks={}, preferred_chunks={"time": 10})
     assert ds.sharded.chunks[0] == (10, 10, 10, 1, 10, 10, 8, 10, 10, 10, 1, 10, 10, 10)
+
+
+def _daily(days: int = 120, start: str = "2001-01-01") -> xr.Dataset:
+    import pandas as pd
+
+    time = pd.date_range(start, periods=days, freq="D")
+    values = np.random.default_rng(days).random((days, 3)).astype("float32")
+    return xr.Dataset({"v": (("time", "x"), values)}, coords={"time": time})
+
+
+def _grid(path: Path) -> dict[str, object]:
+    return zarr3_backend.open_array(str(path / "v")).metadata.to_json()["chunk_grid"]
+
+
+def test_nested_chunks_and_shards_encodings_write_rectilinear_grids(tmp_path: Path) -> None:
+    ds = _daily()
+    ds.to_zarr3(tmp_path / "c.zarr", encoding={"v": {"chunks": (MONTHS, 3)}})
+    ds.to_zarr3(
+        tmp_path / "s.zarr", encoding={"v": {"chunks": (1, 3), "shards": ({"time": MONTHS}["time"], 3)}}
+    )
+    assert _grid(tmp_path / "c.zarr")["configuration"] == {
+        "kind": "inline",
+        "chunk_shapes": [list(MONTHS), 3],
+    }
+    assert _grid(tmp_path / "s.zarr")["name"] == "rectilinear"
+    for name in ("c.zarr", "s.zarr"):
+        back = xr.open_dataset(tmp_path / name, engine="zarr3", chunks={})
+        assert back.v.chunks == (MONTHS, (3,))
+        xr.testing.assert_identical(back.load(), ds)
+
+
+def test_without_a_request_the_grid_stays_regular(tmp_path: Path) -> None:
+    from xarray.groupers import TimeResampler
+
+    monthly = _daily().chunk(time=TimeResampler("ME"))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the rechunk-to-the-grid warning
+        monthly.to_zarr3(tmp_path / "r.zarr")
+    assert _grid(tmp_path / "r.zarr")["name"] == "regular"
+
+
+def test_monthly_dask_chunks_round_trip_one_task_each(tmp_path: Path) -> None:
+    from xarray.groupers import TimeResampler
+
+    ds = _daily()
+    monthly = ds.chunk(time=TimeResampler("ME"))
+    assert monthly.v.chunks[0] == MONTHS
+    delayed = monthly.to_zarr3(tmp_path / "d.zarr", encoding={"v": {"chunks": "dask"}}, compute=False)
+    shard_tasks = [k for k in dict(delayed.__dask_graph__()) if isinstance(k, tuple) and "shard" in str(k[0])]
+    assert len([k for k in shard_tasks if "zarr3-write" in str(k[0])]) >= len(MONTHS)
+    delayed.compute()
+    monthly.to_zarr3(tmp_path / "s.zarr", encoding={"v": {"chunks": (1, 3), "shards": "dask"}})
+    for name in ("d.zarr", "s.zarr"):
+        back = xr.open_dataset(tmp_path / name, engine="zarr3", chunks={})
+        assert back.v.chunks == monthly.v.chunks
+        xr.testing.assert_identical(back.load(), ds)
+
+
+def test_reopened_rectilinear_encoding_writes_the_same_grid(tmp_path: Path) -> None:
+    _daily().to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (1, 3), "shards": (MONTHS, 3)}})
+    xr.open_dataset(tmp_path / "a.zarr", engine="zarr3", chunks={}).to_zarr3(tmp_path / "b.zarr")
+    assert _grid(tmp_path / "b.zarr") == _grid(tmp_path / "a.zarr")
+
+
+def test_append_extends_the_declaration(tmp_path: Path) -> None:
+    ds, may = _daily(), _daily(31, "2001-05-01")
+    ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (MONTHS, 3)}})
+    may.chunk(time=31).to_zarr3(tmp_path / "a.zarr", append_dim="time")
+    assert _grid(tmp_path / "a.zarr")["configuration"]["chunk_shapes"] == [[*MONTHS, 31], 3]
+    back = xr.open_dataset(tmp_path / "a.zarr", engine="zarr3", chunks={})
+    assert back.v.chunks == ((*MONTHS, 31), (3,))
+    xr.testing.assert_identical(back.load(), xr.concat([ds, may], "time"))
+
+
+def test_append_fills_the_declared_overshoot(tmp_path: Path) -> None:
+    ds, may = _daily(), _daily(31, "2001-05-01")
+    ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": ((*MONTHS, 31, 30), 3)}})
+    may.to_zarr3(tmp_path / "a.zarr", append_dim="time")
+    assert _grid(tmp_path / "a.zarr")["configuration"]["chunk_shapes"] == [[*MONTHS, 31, 30], 3]
+    back = xr.open_dataset(tmp_path / "a.zarr", engine="zarr3", chunks={})
+    assert back.v.chunks == ((*MONTHS, 31), (3,))
+    xr.testing.assert_identical(back.load(), xr.concat([ds, may], "time"))
+
+
+def test_append_along_a_rectilinear_dimension_is_all_or_nothing(tmp_path: Path) -> None:
+    import shutil
+
+    from test_append_atomic import FailingStore, InjectedFault
+
+    from zarr3_backend.store import make_store
+
+    template = tmp_path / "template.zarr"
+    _daily().to_zarr3(template, encoding={"v": {"chunks": (1, 3), "shards": (MONTHS, 3)}})
+    before = xr.open_dataset(template, engine="zarr3").load()
+    may = _daily(31, "2001-05-01").chunk(time=16)
+    after = xr.concat([before, may.load()], "time")
+    counter = FailingStore(make_store(str(template.with_name("count.zarr"))))
+    shutil.copytree(template, template.with_name("count.zarr"))
+    may.to_zarr3(counter, append_dim="time")
+    assert counter.writes > 3
+    for k in range(counter.writes):
+        path = tmp_path / f"run{k}.zarr"
+        shutil.copytree(template, path)
+        try:
+            may.to_zarr3(FailingStore(make_store(str(path)), fail_at=k), append_dim="time")
+        except InjectedFault:
+            pass
+        got = xr.open_dataset(path, engine="zarr3").load()
+        assert got.identical(before) or got.identical(after), f"fault at write {k}"
+        try:  # without consolidated metadata: the same, or refused naming the pending record
+            got = xr.open_dataset(path, engine="zarr3", consolidated=False).load()
+        except zarr3_backend.errors.MetadataError as exc:
+            assert "finish_pending_write" in str(exc)
+            got = None
+        assert got is None or got.identical(before) or got.identical(after), f"fault at write {k}"
+        may.to_zarr3(make_store(str(path)), append_dim="time")
+        assert xr.open_dataset(path, engine="zarr3").load().identical(after), f"retry after fault {k}"
+        shutil.rmtree(path)

@@ -43,8 +43,10 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..core.chunk_grid import ChunkLengths
 from ..core.dtypes import is_fill
 from ..core.executor import map_concurrently
+from ..core.indexing import DimGrid
 from ..errors import BoundsError
 from .array import Array
 
@@ -121,7 +123,7 @@ def _held(lock: Lock) -> Iterator[None]:
 
 
 def shard_aligned_chunks(
-    shape: Sequence[int], origin: Sequence[int], grid: Sequence[int]
+    shape: Sequence[int], origin: Sequence[int], grid: Sequence[DimGrid]
 ) -> tuple[tuple[int, ...], ...]:
     """Dask chunks for data of ``shape`` placed at ``origin`` whose blocks each lie in one grid cell.
 
@@ -130,7 +132,11 @@ def shard_aligned_chunks(
     """
     chunks = []
     for n, start, step in zip(shape, origin, grid):
-        edges = [start, *range((start // step + 1) * step, start + n, step), start + n]
+        if isinstance(step, ChunkLengths):  # a rectilinear dimension: its chunks' own edges
+            inner = step.starts[(step.starts > start) & (step.starts < start + n)].tolist()
+            edges = [start, *inner, start + n]
+        else:
+            edges = [start, *range((start // step + 1) * step, start + n, step), start + n]
         chunks.append(tuple(b - a for a, b in zip(edges, edges[1:])) or (0,))
     return tuple(chunks)
 
@@ -152,8 +158,8 @@ def write_block(
     the fill value); the other inner chunks keep their encoded bytes.
     """
     block = np.asarray(block, dtype=array.dtype)
-    grid = array.metadata.chunk_shape
-    coords = tuple(s // n for s, n in zip(start, grid))
+    coords = array.metadata.chunk_grid.locate_inner(tuple(start), (1,) * len(start))[0]
+    grid = array.metadata.chunk_grid.chunk_shape_at(coords)
     corner = array.metadata.chunk_grid.chunk_origin(coords)
     inside = tuple(slice(s - o, s - o + b) for s, o, b in zip(start, corner, block.shape))
     if any(sl.stop > n for sl, n in zip(inside, grid)) or len(start) != block.ndim:
@@ -194,10 +200,9 @@ def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -
     :func:`shard_lock` of its key.
     """
     grid = array.metadata.chunk_grid
-    chunk_shape = grid.chunk_shape
     for coords in grid.chunk_coords(array.shape):
         origin = grid.chunk_origin(coords)
-        ends = [o + c for o, c in zip(origin, chunk_shape)]
+        ends = [o + c for o, c in zip(origin, grid.chunk_shape_at(coords))]
         if all(e <= old for e, old in zip(ends, old_shape)):
             continue  # wholly inside the old shape
         with shard_lock(lock, array.chunk_key(coords)):
@@ -239,7 +244,7 @@ def write_numpy_many(
         data = np.asarray(data)
         if data.size == 0:
             continue
-        chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
+        chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_grid.dim_grids)
         offsets = [np.cumsum([0, *c[:-1]]) for c in chunks]
         for index in np.ndindex(*(len(c) for c in chunks)):
             local = tuple(int(offsets[d][i]) for d, i in enumerate(index))

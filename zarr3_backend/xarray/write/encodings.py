@@ -57,6 +57,7 @@ from ...core.stacklevel import caller_stacklevel
 from ...errors import WriteError, WriteKeyError, WriteTypeError
 from ...nodes import creation
 from ..encoding import codec_parts
+from .rectilinear import is_rectilinear_request, rectilinear_chunking
 
 VALID_ENCODING = frozenset(
     {
@@ -234,7 +235,16 @@ def _fits(value: object, var: xr.Variable) -> bool:
 def chunking(
     name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool
 ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks."""
+    """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks.
+
+    Lengths per dimension or ``"dask"`` ask for a rectilinear grid (see [`rectilinear`][zarr3_backend.xarray.write.rectilinear]).
+    """
+    if is_rectilinear_request(encoding.get("shards")):
+        return rectilinear_chunking(
+            name, var, encoding, parse_shape(encoding.get("chunks"), var, "chunks", name)
+        )
+    if is_rectilinear_request(encoding.get("chunks")):
+        return rectilinear_chunking(name, var, encoding, None)
     chunks, shards = (
         parse_shape(encoding.get("chunks"), var, "chunks", name),
         parse_shape(encoding.get("shards"), var, "shards", name),
