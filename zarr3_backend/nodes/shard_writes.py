@@ -64,12 +64,17 @@ def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) ->
     (2, 'c/0')
     """
     total, full, example = 1, 1, []
-    for start, n, step, size in zip(origin, shape, array.metadata.chunk_shape, array.shape):
+    for start, n, step, size in zip(origin, shape, array.metadata.chunk_grid.dim_grids, array.shape):
         stop = start + n
         if n == 0:
             return 0, None
-        first, last = start // step, (stop - 1) // step
-        ragged = [c for c, edge in ((first, start % step), (last, stop % step and stop != size)) if edge]
+        if isinstance(step, ChunkLengths):  # a rectilinear dimension: cut off a chunk's own edges
+            first, last = step.index_of(start), step.index_of(stop - 1)
+            cut = (start != step.start(first), stop != size and stop != int(step.ends[last]))
+        else:
+            first, last = start // step, (stop - 1) // step
+            cut = (bool(start % step), bool(stop % step and stop != size))
+        ragged = [c for c, edge in ((first, cut[0]), (last, cut[1])) if edge]
         total *= last - first + 1
         full *= last - first + 1 - len(set(ragged))
         example.append(ragged[0] if ragged else first)
