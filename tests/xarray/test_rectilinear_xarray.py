@@ -186,3 +186,40 @@ def test_append_along_a_rectilinear_dimension_is_all_or_nothing(tmp_path: Path) 
         may.to_zarr3(make_store(str(path)), append_dim="time")
         assert xr.open_dataset(path, engine="zarr3").load().identical(after), f"retry after fault {k}"
         shutil.rmtree(path)
+
+
+def test_a_source_grid_that_no_longer_covers_the_data_is_dropped(tmp_path: Path) -> None:
+    ds = _daily()
+    ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (MONTHS, 3)}})
+    opened = xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load()
+    longer = xr.concat([opened, _daily(31, "2001-05-01")], "time")  # keeps the source's encoding
+    assert longer.v.encoding["chunks"] == (MONTHS, (3,))
+    longer.to_zarr3(tmp_path / "b.zarr")
+    assert _grid(tmp_path / "b.zarr")["name"] == "regular"
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "b.zarr", engine="zarr3").load(), longer)
+
+
+def test_convert_reads_a_rectilinear_source(tmp_path: Path) -> None:
+    from zarr3_backend.conversion import convert
+
+    _daily().to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (MONTHS, 3)}})
+    convert(str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr"))
+    xr.testing.assert_identical(
+        xr.open_dataset(tmp_path / "b.zarr", engine="zarr3").load(),
+        xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(),
+    )
+
+
+def test_region_writes_land_in_their_months(tmp_path: Path) -> None:
+    ds = _daily()
+    ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (1, 3), "shards": (MONTHS, 3)}})
+    february = ds.isel(time=slice(31, 59)).copy(deep=True)
+    february["v"] = february.v * 0 + 5
+    march_part = ds.isel(time=slice(60, 70)).copy(deep=True)  # inside one shard, partly
+    march_part["v"] = march_part.v * 0 - 5
+    february.chunk(time=28).to_zarr3(tmp_path / "a.zarr", region="auto")
+    march_part.to_zarr3(tmp_path / "a.zarr", region="auto")
+    expected = ds.copy(deep=True)
+    expected["v"][31:59] = 5
+    expected["v"][60:70] = -5
+    xr.testing.assert_identical(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(), expected)

@@ -227,8 +227,14 @@ def _fits(value: object, var: xr.Variable) -> bool:
     """Whether a ``chunks``/``shards`` value has no more or fewer dimensions than ``var`` (ints fit any)."""
     if isinstance(value, Mapping):
         return set(value) <= set(var.dims)
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return len(value) == var.ndim
+    if isinstance(value, Sequence) and not isinstance(
+        value, str
+    ):  # lengths per dimension must still cover it
+        return len(value) == var.ndim and all(
+            sum(v) >= n
+            for v, n in zip(value, var.shape)
+            if isinstance(v, Sequence) and not isinstance(v, str)
+        )
     return True
 
 
