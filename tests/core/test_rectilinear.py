@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from interop_cases import check_reads
 
 import zarr3_backend
@@ -210,3 +212,35 @@ def test_growing_extends_the_declaration_and_shrinking_keeps_it():
     reopened = zarr3_backend.open_array("memory://rect/grow")
     assert json.loads(a.store.get("zarr.json"))["chunk_grid"]["configuration"]["chunk_shapes"] == [[2, 4, 3]]
     assert reopened.chunk_sizes == ((2, 4, 3),)
+
+
+@st.composite
+def _lengths_and_selection(draw):
+    n = draw(st.integers(0, 40))
+    lengths = draw(st.lists(st.integers(1, 9), min_size=1, max_size=12).filter(lambda ls: sum(ls) >= n))
+    start = draw(st.none() | st.integers(-n - 2, n + 2))
+    stop = draw(st.none() | st.integers(-n - 2, n + 2))
+    step = draw(st.none() | st.integers(-7, 7).filter(lambda s: s != 0))
+    indices = draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=8)) if n else []
+    return n, lengths, slice(start, stop, step), indices
+
+
+@settings(max_examples=150, deadline=None)
+@given(_lengths_and_selection())
+def test_selections_match_numpy_on_any_lengths(case):
+    n, lengths, sel, indices = case
+    data = np.arange(n * 3, dtype="int32").reshape(n, 3)
+    a = zarr3_backend.create_array(
+        "memory://rect/prop/a",
+        shape=(n, 3),
+        dtype="int32",
+        chunks=[lengths, 2],
+        fill_value=-1,
+        overwrite=True,
+    )
+    a[...] = data
+    np.testing.assert_array_equal(a[sel, 1:], data[sel, 1:])
+    np.testing.assert_array_equal(a.oindex[indices, [2, 0]], data[np.ix_(indices, [2, 0])])
+    a[sel, 0] = -7
+    data[sel, 0] = -7
+    np.testing.assert_array_equal(a[...], data)
