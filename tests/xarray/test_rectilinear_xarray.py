@@ -223,3 +223,11 @@ def test_region_writes_land_in_their_months(tmp_path: Path) -> None:
     expected["v"][31:59] = 5
     expected["v"][60:70] = -5
     xr.testing.assert_identical(xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(), expected)
+
+
+def test_equal_lengths_become_regular_only_when_they_mean_the_same_chunks(tmp_path: Path) -> None:
+    ds = _daily(60)
+    ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": ((30, 30), 3)}})
+    ds.to_zarr3(tmp_path / "b.zarr", encoding={"v": {"chunks": ((30, 40), 3)}})  # declares 10 rows ahead
+    assert _grid(tmp_path / "a.zarr") == {"name": "regular", "configuration": {"chunk_shape": [30, 3]}}
+    assert _grid(tmp_path / "b.zarr")["configuration"]["chunk_shapes"] == [[30, 40], 3]

@@ -23,13 +23,19 @@ Lengths = tuple[int | tuple[int, ...], ...]
 
 
 def is_rectilinear_request(value: object) -> bool:
-    """``"dask"``, or a ``chunks``/``shards`` value giving lengths for some dimension."""
+    """``"dask"``, or a ``chunks``/``shards`` value giving lengths for some dimension.
+
+    >>> is_rectilinear_request(((31, 28), 4)), is_rectilinear_request({"time": [31, 28]}), is_rectilinear_request((5, 4))
+    (True, True, False)
+    """
     if isinstance(value, str):
         return value == "dask"
-    items = value.values() if isinstance(value, Mapping) else value
-    return isinstance(items, Sequence | type({}.values())) and any(
-        isinstance(v, Sequence) and not isinstance(v, str) for v in items
-    )
+    items = list(value.values()) if isinstance(value, Mapping) else value
+    return isinstance(items, Sequence) and any(_is_lengths(v) for v in items)
+
+
+def _is_lengths(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str)
 
 
 def rectilinear_lengths(value: object, var: xr.Variable, key: str, name: str) -> Lengths:
@@ -43,14 +49,12 @@ def rectilinear_lengths(value: object, var: xr.Variable, key: str, name: str) ->
         if unknown := sorted(map(str, set(value) - set(var.dims))):
             raise WriteError(f"{where} names dimensions {unknown} that {name!r} does not have ({var.dims})")
         value = tuple(value.get(dim, size) for dim, size in zip(var.dims, var.shape))
-    assert isinstance(value, Sequence)
-    if len(value) != var.ndim:
-        raise WriteError(
-            f"{where} has {len(value)} entries, but {name!r} has {var.ndim} dimensions {var.dims}"
-        )
+    if not isinstance(value, Sequence) or len(value) != var.ndim:
+        raise WriteError(f"{where}={value!r} needs one entry per dimension of {name!r} {var.dims}")
     out: list[int | tuple[int, ...]] = []
     for dim, item, size in zip(var.dims, value, var.shape):
-        if isinstance(item, Sequence) and not isinstance(item, str):
+        if _is_lengths(item):
+            assert isinstance(item, Sequence)
             if not item or not all(is_int(n) for n in item):
                 raise WriteTypeError(f"{where}[{dim!r}]: expected positive integer lengths, got {item!r}")
             if any(n <= 0 for n in item) or sum(item) < size:
@@ -67,10 +71,16 @@ def rectilinear_lengths(value: object, var: xr.Variable, key: str, name: str) ->
     return tuple(out)
 
 
-def regular_or_lengths(lengths: Lengths) -> tuple[Any, ...]:
-    """Dimensions whose lengths are one repeated length (the last shorter) become that int: regular where possible."""
+def regular_or_lengths(lengths: Lengths, shape: Sequence[int]) -> tuple[Any, ...]:
+    """Dimensions whose lengths are one repeated length, the last shorter, ending at the dimension's end
+    become that int: regular where that means the same chunks.
+
+    >>> regular_or_lengths(((30, 30, 5), (31, 28), (2, 3)), (65, 59, 4))
+    (30, 31, (2, 3))
+    """
     return tuple(
-        d[0] if isinstance(d, tuple) and len(set(d[:-1])) <= 1 and d[-1] <= d[0] else d for d in lengths
+        d[0] if isinstance(d, tuple) and len(set(d[:-1])) <= 1 and d[-1] <= d[0] and sum(d) == n else d
+        for d, n in zip(lengths, shape)
     )
 
 
@@ -80,11 +90,11 @@ def rectilinear_chunking(
     """(chunks, shards) for ``create_array`` from a rectilinear request; ``regular_chunks`` are the inner chunks given."""
     shards_value = encoding.get("shards")
     if is_rectilinear_request(shards_value):
-        shards = regular_or_lengths(rectilinear_lengths(shards_value, var, "shards", name))
+        shards = regular_or_lengths(rectilinear_lengths(shards_value, var, "shards", name), var.shape)
         if regular_chunks is None:
             regular_chunks = tuple(d if isinstance(d, int) else math.gcd(*d) for d in shards)
         return regular_chunks, shards
-    chunks = regular_or_lengths(rectilinear_lengths(encoding["chunks"], var, "chunks", name))
+    chunks = regular_or_lengths(rectilinear_lengths(encoding["chunks"], var, "chunks", name), var.shape)
     if shards_value is not None:
         raise WriteError(
             f"to_zarr3: encoding[{name!r}]: rectilinear 'chunks' cannot be sharded (rectilinear inner chunks are "
