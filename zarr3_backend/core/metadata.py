@@ -245,11 +245,14 @@ class ArrayMetadata:
             document["storage_transformers"] = list(self.storage_transformers)
         return {**document, **self.extra}
 
-    def with_shape(self, shape: tuple[int, ...]) -> ArrayMetadata:
-        """This array at ``shape``; a rectilinear grid declares one more chunk per dimension grown past it."""
+    def with_shape(
+        self, shape: tuple[int, ...], edges: tuple[tuple[int, ...] | None, ...] | None = None
+    ) -> ArrayMetadata:
+        """This array at ``shape``; a rectilinear grid grown past its declaration gets new chunks (see
+        [`extended_to`][zarr3_backend.core.rectilinear_grid.RectilinearChunkGrid.extended_to])."""
         grid = self.chunk_grid
         if isinstance(grid, RectilinearChunkGrid):
-            grid = grid.extended_to(shape)
+            grid = grid.extended_to(shape, edges)
         return replace(self, shape=tuple(shape), chunk_grid=grid)
 
     def with_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:

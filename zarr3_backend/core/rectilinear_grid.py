@@ -181,23 +181,24 @@ class RectilinearChunkGrid:
         return tuple(_sizes(d, n) for d, n in zip(self.dims, array_shape))
 
     def extended_to(
-        self, shape: Sequence[int], new_chunks: Sequence[Sequence[int] | None] | None = None
+        self, shape: Sequence[int], edges: Sequence[Sequence[int] | None] | None = None
     ) -> RectilinearChunkGrid:
-        """This grid declaring enough chunks for ``shape``: a dimension short of it gets ``new_chunks[i]``'s lengths,
-        or one chunk holding the missing rows. Declared overshoot is used first.
+        """This grid declaring enough chunks for ``shape``. Declared overshoot is used first; past it, a
+        dimension's new chunks end at ``edges[i]`` (positions, e.g. an appended dask array's block edges)
+        that lie beyond it, and at the dimension's end.
 
-        >>> RectilinearChunkGrid((ChunkLengths((2, 3)),)).extended_to((7,)).dims[0].lengths
-        (2, 3, 2)
+        >>> grid = RectilinearChunkGrid((ChunkLengths((2, 3)),))
+        >>> grid.extended_to((7,)).dims[0].lengths, grid.extended_to((12,), [[4, 8, 12]]).dims[0].lengths
+        ((2, 3, 2), (2, 3, 3, 4))
         """
         dims: list[DimSpec] = []
         for i, (dim, n) in enumerate(zip(self.dims, shape, strict=True)):
             if isinstance(dim, int) or dim.total >= n:
                 dims.append(dim)
                 continue
-            extra = tuple(new_chunks[i] or ()) if new_chunks is not None else ()
-            if sum(extra) < n - dim.total:
-                extra = (*extra, n - dim.total - sum(extra))
-            dims.append(ChunkLengths(dim.lengths + extra))
+            given = edges[i] or () if edges is not None else ()
+            ends = sorted({*(e for e in given if dim.total < e < n), n})
+            dims.append(ChunkLengths(dim.lengths + tuple(b - a for a, b in zip([dim.total, *ends], ends))))
         return RectilinearChunkGrid(tuple(dims))
 
     def locate_inner(

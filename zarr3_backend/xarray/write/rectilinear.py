@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from ...core.integers import is_int
@@ -101,3 +102,13 @@ def rectilinear_chunking(
             "not specified); give regular 'chunks' and nested or 'dask' 'shards'"
         )
     return chunks, None
+
+
+def block_edges(var: xr.Variable, origin: Sequence[int]) -> tuple[tuple[int, ...] | None, ...] | None:
+    """Where ``var``'s dask blocks end once written at ``origin`` (per dimension); ``None`` if not dask.
+
+    An append along a rectilinear dimension declares its new chunks there: one chunk per appended block.
+    """
+    if var.chunks is None:
+        return None
+    return tuple(tuple(int(e) for e in start + np.cumsum(c)) for c, start in zip(var.chunks, origin))
