@@ -57,7 +57,7 @@ from ...core.stacklevel import caller_stacklevel
 from ...errors import WriteError, WriteKeyError, WriteTypeError
 from ...nodes import creation
 from ..encoding import codec_parts
-from .rectilinear import is_rectilinear_request, rectilinear_chunking
+from .rectilinear import Lengths, is_rectilinear_request, rectilinear_chunking
 
 VALID_ENCODING = frozenset(
     {
@@ -240,7 +240,7 @@ def _fits(value: object, var: xr.Variable) -> bool:
 
 def chunking(
     name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool
-) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+) -> tuple[Lengths | None, Lengths | None]:
     """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks.
 
     Lengths per dimension or ``"dask"`` ask for a rectilinear grid (see [`rectilinear`][zarr3_backend.xarray.write.rectilinear]).

@@ -72,7 +72,7 @@ def rectilinear_lengths(value: object, var: xr.Variable, key: str, name: str) ->
     return tuple(out)
 
 
-def regular_or_lengths(lengths: Lengths, shape: Sequence[int]) -> tuple[Any, ...]:
+def regular_or_lengths(lengths: Lengths, shape: Sequence[int]) -> Lengths:
     """Dimensions whose lengths are one repeated length, the last shorter, ending at the dimension's end
     become that int: regular where that means the same chunks.
 
@@ -87,7 +87,7 @@ def regular_or_lengths(lengths: Lengths, shape: Sequence[int]) -> tuple[Any, ...
 
 def rectilinear_chunking(
     name: str, var: xr.Variable, encoding: Mapping[str, Any], regular_chunks: tuple[int, ...] | None
-) -> tuple[tuple[Any, ...], tuple[Any, ...] | None]:
+) -> tuple[Lengths, Lengths | None]:
     """(chunks, shards) for ``create_array`` from a rectilinear request; ``regular_chunks`` are the inner chunks given."""
     shards_value = encoding.get("shards")
     if is_rectilinear_request(shards_value):
