@@ -113,8 +113,10 @@ class ArrayEntry(TypedDict):
     shape: list[int]
     data_type: str | dict[str, Any]
     dimension_names: list[str | None] | None
-    chunks: list[int]
-    shards: list[int] | None
+    chunks: list[
+        Any
+    ]  #: ints; a rectilinear grid's unsharded chunks as its ``chunk_shapes`` (lengths per dimension)
+    shards: list[Any] | None  #: likewise for rectilinear shards
     codecs: list[dict[str, Any]]
     fill_value: Any  # the JSON form of the array's data type
     attributes: dict[str, Any]
@@ -124,6 +126,15 @@ class ArrayEntry(TypedDict):
 
 
 Entry = ErrorEntry | GroupEntry | ArrayEntry
+
+
+def _chunking(array: Array) -> tuple[list[Any], list[Any] | None]:
+    """``chunks`` and ``shards`` of an entry; a rectilinear grid's lengths as written (run-length encoded)."""
+    grid = array.metadata.chunk_grid
+    if grid.is_regular:
+        return list(array.chunks), None if array.shards is None else list(array.shards)
+    lengths: list[Any] = grid.to_json()["configuration"]["chunk_shapes"]
+    return (list(array.chunks), lengths) if array.sharded else (lengths, None)
 
 
 def describe(store: Store, found: Survey) -> list[Entry]:
@@ -144,6 +155,7 @@ def describe(store: Store, found: Survey) -> list[Entry]:
             )
         else:
             keys = found.owned.get(path, [])
+            chunks, shards = _chunking(node)
             chunk_store = apply_storage_transformers(store, node.metadata.storage_transformers)
             document = ArrayMetadata.to_json(
                 node.metadata
@@ -155,8 +167,8 @@ def describe(store: Store, found: Survey) -> list[Entry]:
                     "shape": list(node.shape),
                     "data_type": document["data_type"],
                     "dimension_names": document.get("dimension_names"),
-                    "chunks": list(node.chunks),
-                    "shards": None if node.shards is None else list(node.shards),
+                    "chunks": chunks,
+                    "shards": shards,
                     "codecs": document["codecs"],
                     "fill_value": document["fill_value"],
                     "attributes": document["attributes"],

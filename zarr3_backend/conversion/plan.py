@@ -189,7 +189,8 @@ def target_metadata(
 ) -> ArrayMetadata:
     """The metadata ``array`` gets in DST (see the module docstring); a bad setting raises naming ``path``."""
     metadata = array.metadata
-    inner = tuple(chunks) if chunks is not None else array.chunks
+    regular = array.sharded or array.metadata.chunk_grid.is_regular  # a rectilinear source: its largest chunk
+    inner = tuple(chunks) if chunks is not None else array.chunks if regular else metadata.chunk_shape
     item_size = metadata.data_type.item_size or VARIABLE_ITEM_BYTES
     outer = tuple(shards) if shards is not None else default_shards(array.shape, inner, item_size)
     attributes, dimension_names = carried_over(metadata)

@@ -23,6 +23,7 @@ from ..errors import ArgumentError
 from ..nodes.array import Array
 from ..nodes.v2_metadata import V2ArrayMetadata
 from .backend_array import variable_dtype
+from .rectilinear import is_rectilinear, rectilinear_chunking, rectilinear_preferred_chunks
 
 #: What ``open_dataset(..., preferred_chunks=)`` accepts: ``"shard"``, ``"inner"``, or a number of inner
 #: chunks per dask chunk (one for every dimension, or by dimension name).
@@ -70,10 +71,13 @@ def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:
     if isinstance(metadata, V2ArrayMetadata):
         return v2_encoding(array, metadata, dims)
     return {
-        "chunks": array.chunks,
-        "shards": array.shards,
-        "preferred_chunks": dict(zip(dims, array.shards or array.chunks)),
-        **codec_parts(array.codecs, array.shards is not None),
+        **(
+            rectilinear_chunking(array)
+            if is_rectilinear(array)
+            else {"chunks": array.chunks, "shards": array.shards}
+        ),
+        "preferred_chunks": preferred_chunks(array, dims),
+        **codec_parts(array.codecs, array.sharded),
         "codecs": [dict(codec) for codec in metadata.codecs],
         "fill_value": array.fill_value,
         "dimension_names": metadata.dimension_names,
@@ -166,7 +170,7 @@ def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
 
 def preferred_chunks(
     array: Array, dims: tuple[str, ...], choice: PreferredChunks = "shard"
-) -> dict[str, int]:
+) -> dict[str, int] | dict[str, tuple[int, ...]]:
     """The dask chunk ``chunks={}`` gives ``array`` along each of its ``dims``: the ``choice`` of its chunking.
 
     ``"shard"``: one shard (one chunk when unsharded; Zarr v2 chunks grouped
@@ -181,6 +185,8 @@ def preferred_chunks(
     >>> preferred_chunks(a, ("t", "x")), preferred_chunks(a, ("t", "x"), "inner"), preferred_chunks(a, ("t", "x"), {"t": 3})
     ({'t': 50, 'x': 20}, {'t': 10, 'x': 10}, {'t': 30, 'x': 10})
     """
+    if is_rectilinear(array):  # the grid's own boundaries, per dimension
+        return rectilinear_preferred_chunks(array, dims, choice)
     outer = array.shards or array.chunks
     if choice == "shard":  # Zarr v2 has no shards: whole v2 chunks grouped into one task
         return dict(

@@ -75,6 +75,7 @@ from .data import write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
+from .rectilinear import block_edges
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .stored import existing_arrays, stored_encoding, unchanged
 from .target import Finish, check_target
@@ -406,7 +407,11 @@ class _GroupWrite:
         encoded = encoded.transpose(*placement.dims)
         if placement.shape == array.shape:
             return _VariableWrite(DataWrite(name, array, placement.origin, encoded, write_empty))
-        grown = Array(array.store, array.path, array.metadata.with_shape(placement.shape))
+        grown = Array(
+            array.store,
+            array.path,
+            array.metadata.with_shape(placement.shape, block_edges(encoded, placement.origin)),
+        )
         view = append_view(grown, array.shape)
         return _VariableWrite(
             DataWrite(name, view, placement.origin, encoded, write_empty), grown_from=array.shape, grown=grown
