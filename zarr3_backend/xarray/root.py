@@ -24,7 +24,7 @@ from ..nodes.hierarchy import Group
 from ..nodes.opening import open_node_consolidated, open_node_listed
 from ..nodes.paths import normalize_path
 from ..nodes.reads import is_remote
-from ..nodes.reservations import HINT, describe, read_reservations
+from ..nodes.reservations import HINT, reserved_rows_warning
 from ..nodes.unfinished import UnfinishedWriteWarning, check_opened
 from ..nodes.v2_metadata import is_v2
 from ..store import StoreLike, make_store
@@ -154,9 +154,9 @@ def open_root_group(
             raise pending_error(f"cannot open {where} with engine='zarr3'")
     elif pending is not None:
         pending.exception()  # unneeded: waited for (no request outlives the open), its outcome ignored
-    if HINT in node.metadata.attributes and (reserved := read_reservations(store, path)):
+    if HINT in node.metadata.attributes and (reserved := reserved_rows_warning(store, path)):
         warnings.warn(
-            describe(path, reserved),
+            reserved,
             UnfinishedWriteWarning,
             stacklevel=caller_stacklevel("zarr3_backend", "xarray"),
         )
