@@ -63,7 +63,7 @@ def decode_fill_value(value: object, array: Array) -> object:
     except (ValueError, struct.error, IndexError, OverflowError) as exc:  # bad base64, not 8 bytes, no pair
         kind = "a pair of those" if isinstance(dtype, np.dtype) and dtype.kind == "c" else "one"
         raise MetadataError(
-            f"array {array.path or '/'!r} ({metadata_key(array.path)}): its _FillValue attribute {str(value)[:100]!r} is not the base64 of "
+            f"array {array.name!r} ({metadata_key(array.path)}): its _FillValue attribute {str(value)[:100]!r} is not the base64 of "
             f"8 bytes (a little-endian float64; {kind} for this {dtype} variable) that xarray writes "
             f"({type(exc).__name__}: {exc}); fix or delete that attribute in the array's metadata"
         ) from exc
