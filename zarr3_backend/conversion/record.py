@@ -135,6 +135,14 @@ class Record:
                     f"{RUNNING_KEY} in DST and run again to resume"
                 )
             self.store.delete(RUNNING_KEY)  # a killed run of this host: the next create decides who resumes
+        if not self.store.atomic_create:  # checked, then set: a run that set it just after us wins
+            time.sleep(0.05)
+            raw = self.store.get(RUNNING_KEY)
+            if raw is None or _parse_running(raw)["run"] != self.run:
+                raise ConcurrentWriteError(
+                    f"{self.store!r}: another zarr3 convert into this DST started at the same time; nothing was "
+                    "written. Run again once it has finished"
+                )
 
     def release(self) -> None:
         """Stop being the running convert (if still so)."""
