@@ -335,7 +335,9 @@ def test_cli_convert_resumes_after_a_killed_run_and_validates(
         ).groups(),
     )
     assert copied + earlier == 13 and earlier >= 3
-    assert "convert: 13/13 shards (100%)" in result.stdout  # the earlier run's shards checked, the rest copied
+    assert (
+        "convert: 13/13 shards (100%)" in result.stdout
+    )  # the earlier run's shards checked, the rest copied
     xr.testing.assert_identical(opened(dst), opened(source))
     assert main(["validate", "--deep", str(dst)]) == 0 and "valid: 0 errors" in capsys.readouterr().out
     assert main(["convert", str(source), str(dst)]) == 1 and "not empty" in capsys.readouterr().err
