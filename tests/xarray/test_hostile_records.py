@@ -224,3 +224,23 @@ def test_a_broken_lease_is_named_at_once(raw: bytes) -> None:
     store.set(LEASE_KEY, raw)
     with pytest.raises(MetadataError, match=rf"{LEASE_KEY}: .*delete it"), StoreLease(store, wait=600):
         pass
+
+
+@pytest.mark.parametrize("raw", [b"[" * 100_000, b'{"token": 1e999}', b"\xff\xfe", b'{"token": "t"}'])
+def test_a_broken_pending_record_warns_on_open_and_never_blocks_it(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "s.zarr"
+    xr.Dataset({"v": ("time", np.arange(3.0))}).to_zarr3(path, consolidated=False)
+    (path / "__zarr3_backend_pending.json").write_bytes(raw)
+    with pytest.warns(UnfinishedWriteWarning, match=r"broken pending-write record.*Delete it") as caught:
+        opened = xr.open_dataset(path, engine="zarr3")
+    assert caught[0].filename == __file__
+    np.testing.assert_array_equal(opened.v.values, np.arange(3.0))
+
+
+def test_a_valid_pending_record_still_refuses_the_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.zarr"
+    xr.Dataset({"v": ("time", np.arange(3.0))}).to_zarr3(path, consolidated=False)
+    record = {"token": "t", "consolidate": False, "documents": {}}
+    (path / "__zarr3_backend_pending.json").write_bytes(json.dumps(record).encode())
+    with pytest.raises(MetadataError, match="was interrupted while publishing"):
+        xr.open_dataset(path, engine="zarr3")
