@@ -10,6 +10,7 @@ complex numbers).
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias, cast
 
@@ -19,7 +20,8 @@ from xarray.backends.zarr import FillValueCoder
 
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import ArgumentError
+from ..core.metadata import metadata_key
+from ..errors import ArgumentError, MetadataError
 from ..nodes.array import Array
 from ..nodes.v2_metadata import V2ArrayMetadata
 from .backend_array import variable_dtype
@@ -40,7 +42,8 @@ def decode_fill_value(value: object, array: Array) -> object:
 
     A value the coder does not read (a data type it does not handle, or a
     value of another type, e.g. a plain number written by another tool) is
-    returned as stored.
+    returned as stored; a string that is not what xarray writes (not the
+    base64 of 8 bytes for a float) raises :class:`MetadataError` naming the array.
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/fill", shape=(1,), dtype="float32")
@@ -58,6 +61,13 @@ def decode_fill_value(value: object, array: Array) -> object:
         return decoded
     except TypeError:  # the coder's "expected ..." refusals
         return value
+    except (ValueError, struct.error, IndexError, OverflowError) as exc:  # bad base64, not 8 bytes, no pair
+        kind = "a pair of those" if isinstance(dtype, np.dtype) and dtype.kind == "c" else "one"
+        raise MetadataError(
+            f"array {array.name!r} ({metadata_key(array.path)}): its _FillValue attribute {str(value)[:100]!r} is not the base64 of "
+            f"8 bytes (a little-endian float64; {kind} for this {dtype} variable) that xarray writes "
+            f"({type(exc).__name__}: {exc}); fix or delete that attribute in the array's metadata"
+        ) from exc
 
 
 def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:
