@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import open as open_node
@@ -32,7 +32,7 @@ from ..nodes.consolidation import consolidated_entry
 from ..nodes.creation import CodecLike
 from ..store import StoreLike, make_store
 from ..store.base import Store
-from .plan import PerArray, Plan, default_shards, describe_source, make_plan
+from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
 from .record import Record
 from .shards import convert_graph, shard_copies
 
@@ -49,6 +49,8 @@ class ConvertSummary:
     copied: int
     skipped: int
     nbytes: int
+    #: Why some shards are longer than their array along a dimension (see ``plan.past_the_extent``).
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
 
 def convert(
@@ -144,8 +146,9 @@ def convert(
     _finish(target, plan)
     record.clear()
     total = sum(math.prod(a.metadata.chunk_grid.grid_shape(a.metadata.shape)) for a in plan.arrays)
+    notes = tuple(note for a in plan.arrays if (note := past_the_extent(a)) is not None)
     return ConvertSummary(
-        len(plan.arrays), total, len(copies), total - len(copies), sum(c.nbytes for c in copies)
+        len(plan.arrays), total, len(copies), total - len(copies), sum(c.nbytes for c in copies), notes
     )
 
 
