@@ -26,7 +26,7 @@ def add_command(
         description="Rewrite every array below SRC into DST as sharded Zarr v3, keeping attributes, dimension names, "
         "fill values and data types, with consolidated metadata. Inner chunks are the source chunks, "
         "shards ~64-128 MiB slabs of the leading dimension (the same along a dimension for the arrays "
-        "of a group that share it), codecs zstd + crc32c, unless set. One dask "
+        "of a group that share it), each array's own compressor and filters (v3 form) + crc32c, unless set. One dask "
         "task per shard (threads, or a cluster with --scheduler) reads, writes and verifies its shard "
         "against the source. Run again after an interruption to finish. SRC is only read; "
         "--storage-option applies to SRC, --dst-storage-option to DST.",

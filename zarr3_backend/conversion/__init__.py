@@ -86,7 +86,8 @@ def convert(
     codecs : list of codecs, or dict of array path to list, optional
         The inner chunks' codec chain (JSON objects or names, e.g.
         ``["bytes", {"name": "zstd", "configuration": {"level": 3}}, "crc32c"]``).
-        Default: ``bytes`` (``vlen-utf8`` for strings), zstd and ``crc32c``.
+        Default: the source's own compressor and filters in v3 form, then
+        ``crc32c`` (see [`carried_codecs`][zarr3_backend.conversion.codecs.carried_codecs]).
     overwrite : bool, default False
         Delete whatever is at ``dst`` first (an unfinished convert included).
         Otherwise a ``dst`` holding anything but an unfinished convert of the

@@ -43,6 +43,7 @@ from ..nodes.creation import DEFAULT_INDEX_CODECS, CodecLike, build_array_metada
 from ..nodes.hierarchy import Group
 from ..nodes.v2_metadata import V2ArrayMetadata
 from ..store.base import Store
+from .codecs import carried_codecs
 
 #: The decoded size :func:`default_shards` aims at (shards hold at most this, and at least half of it
 #: unless the array is smaller or one inner chunk is larger).
@@ -172,11 +173,11 @@ def make_plan(
 
 
 def shared_shards(arrays: Sequence[tuple[str, Array, Sequence[int]]]) -> dict[str, tuple[int, ...]]:
-    """The default shards of ``arrays`` (path, array, inner chunks): :func:`default_shards`, agreed per dimension.
+    """The default shards of ``arrays`` (path, array, inner chunks): `default_shards`, agreed per dimension.
 
     The arrays of one group that share a dimension (name, extent and inner
     chunk) get the same shard along it, the smallest any of them would pick
-    on its own (:func:`~zarr3_backend.core.shared_grouping.shared_grouping`),
+    on its own ([`shared_grouping`][zarr3_backend.core.shared_grouping.shared_grouping]),
     so a float32 and an int16 variable read back with one chunking.
     """
     by_group: dict[str, dict[str, Stored]] = {}
@@ -239,6 +240,7 @@ def target_metadata(
     _check_v3_data_type(path, metadata)
     try:
         options: dict[str, Any] = {"chunks": inner, "shards": outer}
+        codecs = codecs if codecs is not None else carried_codecs(array)
         if codecs is not None:
             chain = [codec.to_json() for codec in map(codec_from_json, codecs) if codec is not None]
             sharding = {"chunk_shape": list(inner), "codecs": chain, "index_codecs": DEFAULT_INDEX_CODECS}

@@ -4,7 +4,7 @@ xarray encodes datetimes and timedeltas with the encoding stored with the
 array (``units``, ``calendar``, ``dtype``), but when a value needs finer units
 it silently switches units while the stored attributes keep the old ones, and
 an out-of-range value wraps around in the cast to the stored integer type.
-Either way the time axis reads back wrong. :func:`check_times_fit` decodes what
+Either way the time axis reads back wrong. `encode_into` decodes what
 would be stored with the stored attributes and compares it to what was given,
 before anything is written.
 
@@ -48,7 +48,7 @@ def encode_variable(variable: xr.Variable, name: str) -> xr.Variable:
 def encode_into(name: str, variable: xr.Variable, array: Array) -> xr.Variable:
     """``variable`` encoded for the stored ``array``: refused (``WriteError``) when its times would not fit.
 
-    ``variable.encoding`` is the stored one (see :mod:`.stored`). Dask-backed
+    ``variable.encoding`` is the stored one (see `stored.py`). Dask-backed
     times are computed for the check, so the refusal comes before any write.
     """
     if variable.dtype.kind not in TIME_KINDS:
