@@ -293,3 +293,16 @@ def test_counter_progress_without_tqdm(capsys: pytest.CaptureFixture[str]) -> No
         counter.update()
     counter.close()
     assert capsys.readouterr().err == "\rchecked 1/3 chunks\rchecked 2/3 chunks\rchecked 3/3 chunks\n"
+
+
+def test_info_and_tree_show_v2_dimension_names(tmp_path: Path) -> None:
+    xr = pytest.importorskip("xarray")
+    ds = xr.Dataset({"t2m": (("time", "lat"), np.zeros((4, 3), "float32"))})
+    ds.to_zarr(tmp_path / "v2.zarr", zarr_format=2, consolidated=False)
+    tree = zarr3("tree", tmp_path / "v2.zarr")
+    assert tree.returncode == 0, tree.stderr
+    assert "t2m  float32 (time=4, lat=3)" in tree.stdout
+    info = zarr3("info", tmp_path / "v2.zarr", "t2m", "--json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)[0]["dimension_names"] == ["time", "lat"]
+    assert "dimensions  time, lat" in zarr3("info", tmp_path / "v2.zarr").stdout
