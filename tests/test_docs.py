@@ -105,3 +105,11 @@ def test_no_docstring_holds_a_measurement_log() -> None:
                 doc = ast.get_docstring(node) or ""
                 found += [f"{path.relative_to(REPO)}: {m.group(0)!r}" for m in MEASUREMENT.finditer(doc)]
     assert found == []
+
+
+@pytest.mark.parametrize("page", ["reading.md", "writing.md"])
+def test_quickstart_says_first_why_the_import_is_needed(page: str) -> None:
+    """xarray gives no hook for a hint in ``ds.to_zarr3``'s AttributeError, so the quickstart's first lines say it."""
+    text = (REPO / "docs" / "quickstart" / page).read_text()
+    first = text.split("\n\n")[1]  # the paragraph under the title
+    assert "import zarr3_backend" in first and "AttributeError" in first and "to_zarr3" in first, first

@@ -23,6 +23,7 @@ def test_demo_writes_into_a_new_directory_and_says_where(tmp_path: Path) -> None
     result = zarr3("demo", tmp_path / "demo.zarr")
     assert result.returncode == 0, result.stderr
     assert f"writing the demo store to {tmp_path / 'demo.zarr'}" in result.stdout
+    assert f"the store stays in {tmp_path / 'demo.zarr'}" in result.stdout
     assert "identical" in result.stdout and "shards      (96, 92, 180)" in result.stdout
     t2m = zarr3_backend.open_array(tmp_path / "demo.zarr", "t2m")
     assert t2m.dimension_names == ("time", "lat", "lon") and t2m.nchunks_stored() == 4
@@ -51,9 +52,13 @@ def test_readme_demo_command_without_a_directory() -> None:
     )
     where = result.stdout.splitlines()[0].removeprefix("writing the demo store to ")
     try:
-        assert Path(where).is_dir() and "identical" in result.stdout
+        assert "identical" in result.stdout
+        assert result.stdout.rstrip().endswith(
+            f"removed the temporary store {where}; run 'zarr3 demo DIR' to keep one in DIR"
+        )
+        assert not Path(where).exists()  # no store left behind in the temporary directory
     finally:
-        shutil.rmtree(where)
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def test_version_and_help() -> None:
