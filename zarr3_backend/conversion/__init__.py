@@ -87,7 +87,7 @@ def convert(
         The inner chunks' codec chain (JSON objects or names, e.g.
         ``["bytes", {"name": "zstd", "configuration": {"level": 3}}, "crc32c"]``).
         Default: the source's own compressor and filters in v3 form, then
-        ``crc32c`` (see [`carried_codecs`][zarr3_backend.conversion.codecs.carried_codecs]).
+        ``crc32c`` (see `zarr3_backend.conversion.codecs.carried_codecs`).
     overwrite : bool, default False
         Delete whatever is at ``dst`` first (an unfinished convert included).
         Otherwise a ``dst`` holding anything but an unfinished convert of the

@@ -177,7 +177,7 @@ def shared_shards(arrays: Sequence[tuple[str, Array, Sequence[int]]]) -> dict[st
 
     The arrays of one group that share a dimension (name, extent and inner
     chunk) get the same shard along it, the smallest any of them would pick
-    on its own ([`shared_grouping`][zarr3_backend.core.shared_grouping.shared_grouping]),
+    on its own (`zarr3_backend.core.shared_grouping.shared_grouping`),
     so a float32 and an int16 variable read back with one chunking.
     """
     by_group: dict[str, dict[str, Stored]] = {}

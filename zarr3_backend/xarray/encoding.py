@@ -143,7 +143,7 @@ def shared_v2_task_chunks(arrays: Mapping[str, tuple[Array, tuple[str, ...]]]) -
     """The dask chunks ``chunks={}`` gives the Zarr v2 arrays of one group (each with its dimension names).
 
     Stored chunks are grouped per dimension across the group
-    ([`shared_grouping`][zarr3_backend.core.shared_grouping.shared_grouping]), each
+    (`zarr3_backend.core.shared_grouping.shared_grouping`), each
     variable proposing `v2_task_chunks`: variables that share a
     dimension and its stored chunk get the same dask chunks along it,
     whatever their data types, so ``ds.chunks`` is defined.
