@@ -97,3 +97,16 @@ def test_convert_says_why_a_shard_is_longer_than_its_array(
     assert sorted(note.split(":")[0] for note in summary.notes) == ["t2m", "tp"]
     assert all("750" in note and "730" in note and "whole inner chunks" in note for note in summary.notes)
     assert_one_chunking(chunked(tmp_path / "converted.zarr"))
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_the_convert_tests_stores_open_with_one_chunking(tmp_path: Path, zarr_format: int) -> None:
+    """``ds.chunks`` is defined after ``chunks={}`` on the stores the convert tests write, before and after."""
+    from tests.dask.test_convert import dataset
+
+    src, dst = tmp_path / "src.zarr", tmp_path / "dst.zarr"
+    dataset().to_zarr(src, zarr_format=zarr_format, consolidated=True)
+    zarr3_backend.convert(src, dst)
+    for path in (src, dst):
+        ds = chunked(path)
+        assert dict(ds.chunks) == dict(ds.unify_chunks().chunks)
