@@ -90,6 +90,8 @@ def first_misfit(
     is stored as the fill value). ``None`` when all fit.
     """
     given, flat = np.asarray(given).ravel(), np.asarray(numbers).ravel()
+    if given.size == 0:
+        return None
     fits = _in_range(flat, stored_dtype)
     if stored_dtype.kind in "iu" and flat.dtype.kind == "f":
         fits &= np.where(fits, flat, 0) == np.round(np.where(fits, flat, 0))
@@ -99,7 +101,10 @@ def first_misfit(
         decoded = conventions.decode_cf_variable(
             "time", xr.Variable(("n",), stored, attrs), decode_timedelta=True
         )
-    same = np.isnat(given) | (fits & (np.asarray(decoded.values) == given))
+    back = np.asarray(decoded.values)
+    if back.dtype.kind != given.dtype.kind:  # stored without time units: reads back as plain numbers
+        return 0, given[0]
+    same = np.isnat(given) | (fits & (back == given))
     if bool(same.all()):
         return None
     index = int(np.argmin(same))
