@@ -13,10 +13,12 @@ from ..errors import Zarr3Error
 from ..nodes.array import Array
 from ..nodes.hierarchy import Group, node_from_metadata, open_node
 from ..nodes.paths import normalize_path
-from ..nodes.v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, is_v2
+from ..nodes.v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, V2ArrayMetadata, is_v2
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store
 from ..validate import assign_keys, is_metadata_key, node_path
+
+V2_DIMENSIONS = "_ARRAY_DIMENSIONS"  # how xarray names a Zarr v2 array's dimensions
 
 V2_DOCUMENTS = frozenset({ZARRAY, ZGROUP, ZATTRS, ZMETADATA})
 
@@ -137,6 +139,18 @@ def _chunking(array: Array) -> tuple[list[Any], list[Any] | None]:
     return (list(array.chunks), lengths) if array.sharded else (lengths, None)
 
 
+def dimension_names(array: Array) -> list[str | None] | None:
+    """``array``'s dimension names: a Zarr v2 array's from its ``_ARRAY_DIMENSIONS`` attribute, as xarray reads them."""
+    if array.dimension_names is not None:
+        return list(array.dimension_names)
+    names = (
+        array.metadata.attributes.get(V2_DIMENSIONS) if isinstance(array.metadata, V2ArrayMetadata) else None
+    )
+    if isinstance(names, list) and len(names) == array.ndim and all(isinstance(n, str) for n in names):
+        return list(names)
+    return None
+
+
 def describe(store: Store, found: Survey) -> list[Entry]:
     """One JSON-ready entry per node (``--json`` output)."""
     entries: list[Entry] = []
@@ -166,7 +180,7 @@ def describe(store: Store, found: Survey) -> list[Entry]:
                     "node_type": "array",
                     "shape": list(node.shape),
                     "data_type": document["data_type"],
-                    "dimension_names": document.get("dimension_names"),
+                    "dimension_names": dimension_names(node),
                     "chunks": chunks,
                     "shards": shards,
                     "codecs": document["codecs"],

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import open as open_node
@@ -37,7 +37,7 @@ from ..nodes.converted import MANIFEST_KEY, Manifest, encode_manifest
 from ..nodes.creation import CodecLike
 from ..store import StoreLike, make_store
 from ..store.base import Store
-from .plan import PerArray, Plan, default_shards, describe_source, make_plan
+from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
 from .record import DONE, RECORD, Done, Record
 from .shards import ShardCopy, ShardResume, convert_graph, shard_copies
 
@@ -56,6 +56,8 @@ class ConvertSummary:
     skipped: int
     nbytes: int
     recopied: int = 0
+    #: Why some shards are longer than their array along a dimension (see ``plan.past_the_extent``).
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
 
 def convert(
@@ -91,7 +93,8 @@ def convert(
     codecs : list of codecs, or dict of array path to list, optional
         The inner chunks' codec chain (JSON objects or names, e.g.
         ``["bytes", {"name": "zstd", "configuration": {"level": 3}}, "crc32c"]``).
-        Default: ``bytes`` (``vlen-utf8`` for strings), zstd and ``crc32c``.
+        Default: the source's own compressor and filters in v3 form, then
+        ``crc32c`` (see `zarr3_backend.conversion.codecs.carried_codecs`).
     overwrite : bool, default False
         Delete whatever is at ``dst`` first (an unfinished convert included).
         Otherwise a ``dst`` holding anything but an unfinished convert of the
@@ -161,6 +164,7 @@ def convert(
         record.release()
     copied = [t for t in tasks if (e := entries.get(_copy(t).key)) is not None and e.run == record.run]
     total = sum(math.prod(a.metadata.chunk_grid.grid_shape(a.metadata.shape)) for a in plan.arrays)
+    notes = tuple(note for a in plan.arrays if (note := past_the_extent(a)) is not None)
     return ConvertSummary(
         len(plan.arrays),
         total,
@@ -168,6 +172,7 @@ def convert(
         total - len(copied),
         sum(_copy(t).nbytes for t in copied),
         sum(isinstance(t, ShardResume) for t in copied),
+        notes,
     )
 
 

@@ -54,6 +54,7 @@ from .base import (
     validate_prefix,
 )
 from .batch_calls import capture, gather, on_loop
+from .credentials import missing_credentials
 from .fsspec_s3 import is_s3, plain_bucket, s3_generation, s3_with_retries, single_get_kwargs
 from .ranged_reads import (
     check_content_range,
@@ -208,7 +209,8 @@ class FsspecStore(Store):
             return None
         if is_unsatisfiable(result):
             return b""
-        raise StoreError(f"could not read key {key!r} from {self.url}: {result}") from result
+        failed = StoreError(f"could not read key {key!r} from {self.url}: {result}")
+        raise missing_credentials(self.url, self.fs.storage_options, str(result)) or failed from result
 
     async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes | bytearray:
         fs: Any = self.fs

@@ -38,6 +38,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
+from .credentials import store_failure
 from .obstore_options import endpoint_name, generation, get_options, obstore_settings, protocol_kind, span
 from .ranged_reads import resolve_range
 
@@ -181,8 +182,7 @@ class ObstoreStore(Store):
         return from_url(self.url, config=config, client_options=client_options, credential_provider=provider)
 
     def _failed(self, doing: str, key: str, exc: BaseException) -> StoreError:
-        message = str(exc).split("\n\nDebug source", 1)[0].strip()
-        return StoreError(f"could not {doing} key {key!r} of {self.url}: {type(exc).__name__}: {message}")
+        return store_failure(self, f"could not {doing} key {key!r} of {self.url}", exc)
 
     def _pool(self) -> ThreadPoolExecutor:
         return shared_pool(_POOL, self.io_concurrency, inline=False, grow=True)

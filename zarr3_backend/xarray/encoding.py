@@ -21,6 +21,7 @@ from xarray.backends.zarr import FillValueCoder
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..core.metadata import metadata_key
+from ..core.shared_grouping import Stored, shared_grouping
 from ..errors import ArgumentError, MetadataError
 from ..nodes.array import Array
 from ..nodes.v2_metadata import V2ArrayMetadata
@@ -150,6 +151,23 @@ def grouped_chunks(
         if grouped[axis] < size:
             break
     return tuple(grouped)
+
+
+def shared_v2_task_chunks(arrays: Mapping[str, tuple[Array, tuple[str, ...]]]) -> dict[str, tuple[int, ...]]:
+    """The dask chunks ``chunks={}`` gives the Zarr v2 arrays of one group (each with its dimension names).
+
+    Stored chunks are grouped per dimension across the group
+    (`zarr3_backend.core.shared_grouping.shared_grouping`), each
+    variable proposing `v2_task_chunks`: variables that share a
+    dimension and its stored chunk get the same dask chunks along it,
+    whatever their data types, so ``ds.chunks`` is defined.
+    """
+    stored = {
+        name: Stored(dims, array.chunks, array.shape, array.dtype.itemsize)
+        for name, (array, dims) in arrays.items()
+        if isinstance(array.metadata, V2ArrayMetadata)
+    }
+    return shared_grouping(stored, lambda s: grouped_chunks(s.chunks, s.shape, s.itemsize, V2_TASK_BYTES))
 
 
 def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:

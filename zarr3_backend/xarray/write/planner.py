@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import xarray as xr
 from xarray import conventions
 from xarray.backends.api import DATAARRAY_NAME
-from xarray.backends.zarr import encode_zarr_variable
 
 from ...api import WriteMode
 from ...core.metadata import GroupMetadata
@@ -79,6 +78,7 @@ from .rectilinear import block_edges
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .stored import existing_arrays, stored_encoding, unchanged
 from .target import Finish, check_target
+from .times import encode_into, encode_variable
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -391,7 +391,7 @@ class _GroupWrite:
             write_empty = bool(variable.encoding.get("write_empty_chunks", False))
         array = self.existing.get(name)
         if array is None:
-            encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+            encoded = encode_variable(variable, name)
             path = join_path(self.path, name)
             metadata = new_array_metadata(
                 name, encoded, path=path, explicit=name in self.explicit, where=self.where
@@ -402,7 +402,7 @@ class _GroupWrite:
             return _VariableWrite(new, created=True)
         if self._keeps(name, variable, array):
             return None
-        encoded = encode_zarr_variable(check_fits(name, variable, array), name=name, zarr_format=3)
+        encoded = encode_into(name, check_fits(name, variable, array), array)
         placement = place(name, encoded, array, region=self.region, append_dim=self.options.append_dim)
         encoded = encoded.transpose(*placement.dims)
         if placement.shape == array.shape:
