@@ -126,19 +126,7 @@ FIRST_PAGES = [
 
 @pytest.mark.parametrize(
     "page",
-    [
-        pytest.param(
-            p,
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="README change proposed to the lead: chunk the monthly means like the shards",
-            ),
-        )
-        if p.name == "README.md"
-        else p
-        for p in FIRST_PAGES
-        if python_blocks(p)
-    ],
+    [p for p in FIRST_PAGES if python_blocks(p)],
     ids=lambda p: str(p.relative_to(REPO)),
 )
 def test_first_examples_print_no_warning_of_ours(
