@@ -14,7 +14,9 @@ variable and the fix:
 - fixed-length strings (``U``/``S``) must fit the stored length (numpy would
   truncate them silently);
 - ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
-  ``progress`` take only the documented values.
+  ``progress`` take only the documented values;
+- an append without ``lock=`` needs a store that creates keys atomically
+  (:func:`check_append_coordination`), or one no other process can reach.
 
 >>> import numpy as np, xarray as xr
 >>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
@@ -34,6 +36,8 @@ from ...api import WRITE_MODES, WriteMode
 from ...errors import NodeNameError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.paths import validate_node_name
+from ...store.base import Store
+from ...store.fsspec_store import FsspecStore
 
 PROGRESS_VALUES = (False, True, "tqdm")
 
@@ -173,3 +177,29 @@ def check_progress(progress: object) -> None:
         raise WriteError(
             f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}"
         )
+
+
+def check_append_coordination(store: Store, append_dim: Hashable | None, lock: object) -> None:
+    """Refuse an append without ``lock=`` to a store other processes can reach and that cannot create keys atomically.
+
+    There no lease can keep two processes' appends from writing the same rows,
+    so the one that returned could lose its rows to the one that was refused;
+    a shared ``lock=`` (or a store with atomic create: local paths, obstore)
+    serialises them. In-process stores (``memory://``) need neither: threads
+    of one process take turns.
+    """
+    if append_dim is None or lock is not None or store.atomic_create or _in_process(store):
+        return
+    raise WriteError(
+        f"to_zarr3: appending along {append_dim!r} to {store!r} needs lock=: this store cannot create a key "
+        "atomically, so appends from several processes cannot take turns by themselves and one could publish over "
+        "another's rows. Pass one lock shared by every writer of the store (e.g. lock=distributed.Lock('<store>'), "
+        "or a multiprocessing.Lock(); lock=threading.Lock() when this process is the only writer), or write "
+        "through a store with atomic create (a local path, or an object store through obstore, the default "
+        "for s3://, gs:// and az:// URLs)"
+    )
+
+
+def _in_process(store: Store) -> bool:
+    protocol = store.fs.protocol if isinstance(store, FsspecStore) else ()
+    return "memory" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))

@@ -23,7 +23,7 @@ from ...nodes.reservations import Reservation, appending_key, drop_hint, release
 from ...nodes.shard_writes import Lock, ShardLock, local_lock, shard_lock, write_numpy_many
 from ...store.base import Store
 from .commit import PENDING_KEY, Commit, roll_back
-from .lease import StoreLease
+from .lease import RegionMark, StoreLease
 from .plan import WritePlan
 from .target import Finish
 
@@ -47,6 +47,27 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
     across = StoreLease(store) if lock is None and store.atomic_create else contextlib.nullcontext()
     with shard_lock(local_lock, _writers_key(store)), shard_lock(lock, PENDING_KEY), across:
         yield local_lock if lock is None or isinstance(lock, Lock) else lock
+
+
+@contextlib.contextmanager
+def region_lock(store: Store, lock: ShardLock, mode: str) -> Iterator[ShardLock]:
+    """What a ``mode="r+"``/``"w"``/``"w-"`` write holds: for ``"r+"`` without ``lock=`` on a store with atomic
+    create, a :class:`~.lease.RegionMark` (appends wait for it, and it for them); yield ``lock`` for its tasks.
+
+    With ``lock=``, the write's shards are merged under it instead, through
+    arrays rounded up to whole shards (so rows another writer appended into a
+    last shard are kept); elsewhere appends need ``lock=``, so none can run.
+    """
+    marked = mode == "r+" and lock is None and store.atomic_create
+    with RegionMark(store) if marked else contextlib.nullcontext():
+        yield lock
+
+
+def planning_lock(lock: ShardLock, mode: str) -> contextlib.AbstractContextManager[None]:
+    """What a ``mode="r+"`` write with ``lock=`` holds while it plans: the lock appends hold from planning to
+    commit (``lock`` itself, or ``lock(PENDING_KEY)``), so it never reads a half-published append or finishes
+    the publication of an append that still runs."""
+    return shard_lock(lock, PENDING_KEY) if mode == "r+" else contextlib.nullcontext()
 
 
 def _writers_key(store: Store) -> str:

@@ -48,9 +48,8 @@ on the client, as xarray does.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import xarray as xr
@@ -66,12 +65,20 @@ from ...nodes.array import Array
 from ...nodes.lookup import read_node_metadata
 from ...nodes.paths import join_path, normalize_path
 from ...nodes.placement import missing_parents
-from ...nodes.shard_writes import ShardLock
+from ...nodes.shard_writes import ShardLock, whole_shard_view
 from ...store import StoreLike, make_store
 from ...store.base import Store
-from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
+from .checks import (
+    check_append,
+    check_append_coordination,
+    check_fits,
+    check_format,
+    check_names,
+    check_progress,
+    parse_mode,
+)
 from .commit import Commit, roll_forward
-from .data import write_data, writer_lock
+from .data import planning_lock, region_lock, write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
@@ -218,22 +225,26 @@ def to_zarr3(
         inherited_coords=write_inherited_coords,
     )
     target = make_store(store, storage_options=storage_options)
+    check_append_coordination(target, append_dim, lock)
     path = normalize_path(group)
     appending = options.mode in ("a", "a-")
     token = _request_token(obj, path, options, encoding) if appending else ""
-    with writer_lock(target, lock) if appending else contextlib.nullcontext(lock) as shard_locks:
-        if (options.mode != "w" or path) and roll_forward(
-            target, token or None, skip_broken=options.mode == "w"
-        ):
-            return _done(compute)  # this exact request was committed by an earlier, interrupted call
-        start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what would hide data
-        if isinstance(obj, xr.DataTree):
-            plan = plan_tree(obj, target, path, encoding=encoding, options=options)
-        else:
-            plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+    with writer_lock(target, lock) if appending else region_lock(target, lock, options.mode) as shard_locks:
+        with planning_lock(lock, options.mode):  # a region write with lock= plans while no append publishes
+            if (options.mode != "w" or path) and roll_forward(
+                target, token or None, skip_broken=options.mode == "w"
+            ):
+                return _done(compute)  # this exact request was committed by an earlier, interrupted call
+            start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what hides data
+            if isinstance(obj, xr.DataTree):
+                plan = plan_tree(obj, target, path, encoding=encoding, options=options)
+            else:
+                plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
         later = not compute and any(write.variable.chunks is not None for write in plan.data)
         if region and lock is None and (reason := concurrent_writers(later)):
             warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+        if options.mode == "r+" and (lock is not None or later):  # appends may change the shape meanwhile
+            plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
         consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
         if any(write.variable.chunks is not None for write in plan.data):
             check_reachable(target)

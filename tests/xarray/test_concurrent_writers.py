@@ -1,0 +1,193 @@
+"""Writers in several processes at once: every write that returned keeps its rows.
+
+Appends race region writes into the array's last, partial shard, and appends
+race appends, on local files and moto S3 (obstore: the lease and region marks),
+on fsspec local files and S3 through s3fs (no atomic create: appends need
+``lock=``), with and without a shared ``lock=``. Each configuration runs its
+trials in one pair of spawned processes, meeting at a barrier before each.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import traceback
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+import pytest
+import xarray as xr
+
+import zarr3_backend  # noqa: F401  (registers to_zarr3)
+from tests.xarray.test_region_lock import FileLocks
+from zarr3_backend.errors import WriteError
+from zarr3_backend.nodes.consolidation import PENDING_KEY
+from zarr3_backend.store import make_store
+from zarr3_backend.store.base import Store
+from zarr3_backend.store.fsspec_store import FsspecStore
+
+pytestmark = pytest.mark.validate_stores
+
+TRIALS = 4
+ROWS, WIDTH, SHARD = 10, 32, 8  # rows 8..9 lie in the last shard, which reaches row 16
+WRITES = 4  # per process and trial
+REGION = slice(8, 10)
+
+StoreSpec = tuple[str, str, dict[str, Any] | None]  # kind, location, storage options
+
+
+def open_store(spec: StoreSpec) -> Store:
+    kind, location, options = spec
+    if kind == "fsspec-local":
+        return FsspecStore(fsspec.filesystem("file", auto_mkdir=True), location)
+    return make_store(location, storage_options=options)
+
+
+def template(spec: StoreSpec) -> None:
+    ds = xr.Dataset(
+        {"v": (("time", "x"), np.repeat(np.arange(1.0, ROWS + 1)[:, None], WIDTH, axis=1))},
+        coords={"time": np.arange(ROWS)},
+    )
+    ds.to_zarr3(open_store(spec), encoding={"v": {"chunks": (2, WIDTH), "shards": (SHARD, WIDTH)}})
+
+
+def appended(t: int) -> xr.Dataset:
+    return xr.Dataset({"v": (("time", "x"), np.full((1, WIDTH), float(t)))}, coords={"time": [t]})
+
+
+def _appender(specs: list[StoreSpec], first: int, lock_dir: str | None, barrier: Any, results: Any) -> None:
+    lock = FileLocks(lock_dir) if lock_dir else None
+    for trial, spec in enumerate(specs):
+        barrier.wait()
+        for i in range(WRITES):
+            t = first + i
+            try:
+                appended(t).to_zarr3(open_store(spec), append_dim="time", lock=lock)
+                results.put((trial, "append", t, "ok"))
+            except Exception as exc:  # reported to the test, which decides
+                results.put((trial, "append", t, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+
+
+def _region_writer(specs: list[StoreSpec], lock_dir: str | None, barrier: Any, results: Any) -> None:
+    lock = FileLocks(lock_dir) if lock_dir else None
+    for trial, spec in enumerate(specs):
+        barrier.wait()
+        for j in range(WRITES):
+            value = 1000.0 + j
+            ds = xr.Dataset({"v": (("time", "x"), np.full((REGION.stop - REGION.start, WIDTH), value))})
+            try:
+                ds.to_zarr3(open_store(spec), region={"time": REGION}, lock=lock)
+                results.put((trial, "region", value, "ok"))
+            except Exception as exc:
+                results.put(
+                    (trial, "region", value, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+                )
+
+
+def race(specs: list[StoreSpec], tmp_path: Path, locked: bool, second: str) -> list[tuple[Any, ...]]:
+    """Run an appender and a ``second`` writer ("region" or "append") against each store; what each write got."""
+    lock_dir = None
+    if locked:
+        lock_dir = str(tmp_path / "locks")
+        Path(lock_dir).mkdir(exist_ok=True)
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(2), context.Queue()
+    other = (
+        context.Process(target=_region_writer, args=(specs, lock_dir, barrier, results))
+        if second == "region"
+        else context.Process(target=_appender, args=(specs, 200, lock_dir, barrier, results))
+    )
+    workers = [context.Process(target=_appender, args=(specs, 100, lock_dir, barrier, results)), other]
+    for w in workers:
+        w.start()
+    got = [results.get(timeout=600) for _ in range(2 * WRITES * len(specs))]
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    return got
+
+
+def check_trial(spec: StoreSpec, got: list[tuple[Any, ...]]) -> None:
+    """Every write told ok has its rows; the store opens with both engines alike."""
+    failed = [g for g in got if g[3] != "ok"]
+    assert not failed, failed[0][3]
+    ds = xr.open_dataset(open_store(spec), engine="zarr3").load()
+    times = ds["time"].values.tolist()
+    appends = sorted(g[2] for g in got if g[1] == "append")
+    assert sorted(times[ROWS:]) == appends and times[:ROWS] == list(range(ROWS))
+    for t in appends:
+        np.testing.assert_array_equal(ds["v"].sel(time=t).values, float(t), err_msg=f"appended row {t}")
+    np.testing.assert_array_equal(ds["v"].values[:8], np.repeat(np.arange(1.0, 9)[:, None], WIDTH, axis=1))
+    regions = [g[2] for g in got if g[1] == "region"]
+    if regions:
+        np.testing.assert_array_equal(ds["v"].values[REGION], max(regions))  # one process: in order
+    assert not open_store(spec).exists(PENDING_KEY)
+
+
+def specs_for(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> list[StoreSpec]:
+    if kind in ("local", "fsspec-local"):
+        return [(kind, str(tmp_path / f"{kind}{trial}.zarr"), None) for trial in range(TRIALS)]
+    server = request.getfixturevalue("s3_server")
+    options = dict(server.storage_options)
+    if kind == "s3fs":
+        options["backend"] = "fsspec"
+    return [(kind, f"{server.make_bucket()}/s.zarr", options) for _ in range(TRIALS)]
+
+
+@pytest.mark.parametrize("locked", [False, True], ids=["no-lock", "lock"])
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_appends_racing_region_writes_into_the_last_shard_keep_every_row(
+    kind: str, locked: bool, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    specs = specs_for(kind, tmp_path, request)
+    for spec in specs:
+        template(spec)
+    got = race(specs, tmp_path, locked, "region")
+    for trial, spec in enumerate(specs):
+        check_trial(spec, [g for g in got if g[0] == trial])
+
+
+@pytest.mark.parametrize("kind", ["fsspec-local", "s3fs"])
+def test_without_atomic_create_appends_with_a_lock_all_land(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    specs = specs_for(kind, tmp_path, request)
+    for spec in specs:
+        template(spec)
+    got = race(specs, tmp_path, True, "append")
+    for trial, spec in enumerate(specs):
+        check_trial(spec, [g for g in got if g[0] == trial])
+
+
+@pytest.mark.parametrize("kind", ["fsspec-local", "s3fs"])
+def test_without_atomic_create_a_region_write_with_a_lock_keeps_appended_rows(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    specs = specs_for(kind, tmp_path, request)
+    for spec in specs:
+        template(spec)
+    got = race(specs, tmp_path, True, "region")
+    for trial, spec in enumerate(specs):
+        check_trial(spec, [g for g in got if g[0] == trial])
+
+
+@pytest.mark.parametrize("kind", ["fsspec-local", "s3fs"])
+def test_without_atomic_create_an_append_without_a_lock_is_refused_before_anything_is_written(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    (spec, *_) = specs_for(kind, tmp_path, request)
+    template(spec)
+    store = open_store(spec)
+    before = {key: store.get(key) for key in store.list()}
+    with pytest.raises(WriteError, match=r"needs lock=.*cannot create a key atomically"):
+        appended(100).to_zarr3(store, append_dim="time")
+    assert {key: store.get(key) for key in store.list()} == before
+
+
+def test_an_append_to_memory_needs_no_lock() -> None:
+    """No other process reaches ``memory://``: threads of this one take turns without a lease."""
+    spec: StoreSpec = ("memory", "memory://concurrent/appends", None)
+    template(spec)
+    appended(100).to_zarr3(open_store(spec), append_dim="time")
+    assert xr.open_dataset(open_store(spec), engine="zarr3")["time"].values[-1] == 100
