@@ -8,15 +8,29 @@ what it exposes, left by an interrupted append (:func:`clear_exposed`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from ..core.dtypes import Scalar
+from ..core.metadata import ArrayMetadata
 from ..store.base import Store
 
-if TYPE_CHECKING:
-    from .array import Array
+
+class Array(Protocol):
+    """What a shape change uses of an ``Array``."""
+
+    @property
+    def metadata(self) -> ArrayMetadata: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def fill_value(self) -> Scalar: ...
+    def chunk_key(self, coords: tuple[int, ...]) -> str: ...
+    def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray: ...
+    def store_chunk(
+        self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False
+    ) -> None: ...
 
 
 def clear_outside(array: Array, chunks: Store, new_shape: tuple[int, ...]) -> None:

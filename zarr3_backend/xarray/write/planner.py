@@ -248,9 +248,7 @@ def to_zarr3(
         consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
         if any(write.variable.chunks is not None for write in plan.data):
             check_reachable(target)
-        finalize: Commit | Finish | None = start(
-            dict(plan.documents), consolidate
-        )  # a first write publishes here
+        finalize: Commit | Finish | None = start(dict(plan.documents), consolidate)  # a first write publishes
         if finalize is None and plan.documents:
             expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
             finalize = Commit(
