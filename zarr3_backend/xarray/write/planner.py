@@ -327,7 +327,7 @@ def plan_dataset(
 
     ``nested``: a group below the top of a DataTree, whose parents are groups of the tree.
     """
-    check_names(ds)
+    check_names(ds, store, path)
     explicit = parse_encodings(encoding, ds.variables)
     where = f"group {path or '/'!r} of {store!r}"
     existing = existing_arrays(store, path, options.mode)
