@@ -191,3 +191,68 @@ def test_an_append_to_memory_needs_no_lock() -> None:
     template(spec)
     appended(100).to_zarr3(open_store(spec), append_dim="time")
     assert xr.open_dataset(open_store(spec), engine="zarr3")["time"].values[-1] == 100
+
+
+def _holder(pid: int) -> str:
+    import json
+    import socket
+
+    return json.dumps({"host": socket.gethostname(), "pid": pid, "since": 0, "id": "x"})
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.mark.parametrize("marker", ["alive", "gone"])
+def test_an_append_waits_for_region_writes_and_removes_the_marks_of_gone_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str
+) -> None:
+    import os
+
+    from zarr3_backend.errors import ConcurrentWriteError
+    from zarr3_backend.xarray.write.lease import LEASE_KEY, REGIONS_PREFIX
+
+    spec: StoreSpec = ("local", str(tmp_path / "s.zarr"), None)
+    template(spec)
+    mark = tmp_path / "s.zarr" / REGIONS_PREFIX / "other.json"
+    mark.parent.mkdir()
+    mark.write_text(_holder(os.getppid() if marker == "alive" else _dead_pid()))
+    monkeypatch.setenv("ZARR3_BACKEND_LEASE_WAIT", "0.3")
+    if marker == "alive":
+        with pytest.raises(ConcurrentWriteError, match=r"a region write .* process .*other\.json.*nothing"):
+            appended(100).to_zarr3(open_store(spec), append_dim="time")
+        assert xr.open_dataset(open_store(spec), engine="zarr3").sizes["time"] == ROWS
+        assert mark.exists() and not (tmp_path / "s.zarr" / LEASE_KEY).exists()
+        return
+    appended(100).to_zarr3(open_store(spec), append_dim="time")
+    assert xr.open_dataset(open_store(spec), engine="zarr3").sizes["time"] == ROWS + 1
+    assert not mark.exists()
+
+
+def test_a_region_write_waits_while_an_append_holds_the_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from zarr3_backend.errors import ConcurrentWriteError
+    from zarr3_backend.xarray.write.lease import LEASE_KEY, REGIONS_PREFIX
+
+    spec: StoreSpec = ("local", str(tmp_path / "s.zarr"), None)
+    template(spec)
+    (tmp_path / "s.zarr" / LEASE_KEY).write_text(_holder(os.getppid()))
+    monkeypatch.setenv("ZARR3_BACKEND_LEASE_WAIT", "0.3")
+    ds = xr.Dataset({"v": (("time", "x"), np.full((2, WIDTH), 5.0))})
+    with pytest.raises(
+        ConcurrentWriteError, match=rf"an append .*held {LEASE_KEY}.*nothing of this region write"
+    ):
+        ds.to_zarr3(open_store(spec), region={"time": REGION})
+    assert not (tmp_path / "s.zarr" / REGIONS_PREFIX).exists()
+    (tmp_path / "s.zarr" / LEASE_KEY).unlink()
+    ds.to_zarr3(open_store(spec), region={"time": REGION})
+    np.testing.assert_array_equal(xr.open_dataset(open_store(spec), engine="zarr3")["v"].values[REGION], 5.0)

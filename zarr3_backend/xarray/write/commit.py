@@ -46,8 +46,10 @@ rows, and both merge theirs into it under one lock per shard.
 ``mode="a"`` writes to one store are serialised in each process (a lock
 held from planning to commit; a deferred append holds it only while it
 reserves); across processes the ``lock=`` given to ``to_zarr3`` is held the
-same way, and without one, step 0 detects the conflict but cannot undo
-what two writers wrote into the same rows.
+same way, or without one the store lease (:mod:`.lease`); stores without
+atomic create refuse appends without ``lock=``
+(:func:`~.checks.check_append_coordination`). Step 0 catches writers
+outside that coordination.
 """
 
 from __future__ import annotations

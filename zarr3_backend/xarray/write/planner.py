@@ -192,9 +192,9 @@ def to_zarr3(
         one call never races itself.
         ``mode="a"``/``"a-"`` writes also hold it (or ``lock("__zarr3_backend_pending.json")``)
         from planning to publishing (a deferred append: while it reserves its
-        rows), so appends from several processes sharing it never collide;
-        without it they raise :class:`~zarr3_backend.errors.ConcurrentWriteError`
-        when a conflict is seen, and threads of one process are serialised anyway.
+        rows), and ``mode="r+"`` writes while planning, so writers sharing it
+        never collide. Without it, stores with atomic create serialise appends
+        with a lease that region writes wait for; other stores refuse appends.
 
     Returns
     -------
