@@ -56,8 +56,7 @@ def appended(t: int) -> xr.Dataset:
     return xr.Dataset({"v": (("time", "x"), np.full((1, WIDTH), float(t)))}, coords={"time": [t]})
 
 
-def _appender(specs: list[StoreSpec], first: int, lock_dir: str | None, barrier: Any, results: Any) -> None:
-    lock = FileLocks(lock_dir) if lock_dir else None
+def _appender(specs: list[StoreSpec], first: int, lock: Any, barrier: Any, results: Any) -> None:
     for trial, spec in enumerate(specs):
         barrier.wait()
         for i in range(WRITES):
@@ -69,8 +68,7 @@ def _appender(specs: list[StoreSpec], first: int, lock_dir: str | None, barrier:
                 results.put((trial, "append", t, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
 
 
-def _region_writer(specs: list[StoreSpec], lock_dir: str | None, barrier: Any, results: Any) -> None:
-    lock = FileLocks(lock_dir) if lock_dir else None
+def _region_writer(specs: list[StoreSpec], lock: Any, barrier: Any, results: Any) -> None:
     for trial, spec in enumerate(specs):
         barrier.wait()
         for j in range(WRITES):
@@ -85,20 +83,25 @@ def _region_writer(specs: list[StoreSpec], lock_dir: str | None, barrier: Any, r
                 )
 
 
-def race(specs: list[StoreSpec], tmp_path: Path, locked: bool, second: str) -> list[tuple[Any, ...]]:
-    """Run an appender and a ``second`` writer ("region" or "append") against each store; what each write got."""
-    lock_dir = None
-    if locked:
-        lock_dir = str(tmp_path / "locks")
-        Path(lock_dir).mkdir(exist_ok=True)
+def race(specs: list[StoreSpec], tmp_path: Path, locked: bool | str, second: str) -> list[tuple[Any, ...]]:
+    """Run an appender and a ``second`` writer ("region" or "append") against each store; what each write got.
+
+    ``locked``: one ``flock`` file per key (a callable ``lock=``), ``"one"``: one ``multiprocessing.Lock``.
+    """
     context = multiprocessing.get_context("spawn")
+    lock: Any = None
+    if locked == "one":
+        lock = context.Lock()
+    elif locked:
+        (tmp_path / "locks").mkdir(exist_ok=True)
+        lock = FileLocks(str(tmp_path / "locks"))
     barrier, results = context.Barrier(2), context.Queue()
     other = (
-        context.Process(target=_region_writer, args=(specs, lock_dir, barrier, results))
+        context.Process(target=_region_writer, args=(specs, lock, barrier, results))
         if second == "region"
-        else context.Process(target=_appender, args=(specs, 200, lock_dir, barrier, results))
+        else context.Process(target=_appender, args=(specs, 200, lock, barrier, results))
     )
-    workers = [context.Process(target=_appender, args=(specs, 100, lock_dir, barrier, results)), other]
+    workers = [context.Process(target=_appender, args=(specs, 100, lock, barrier, results)), other]
     for w in workers:
         w.start()
     got = [results.get(timeout=600) for _ in range(2 * WRITES * len(specs))]
@@ -135,10 +138,13 @@ def specs_for(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> list
     return [(kind, f"{server.make_bucket()}/s.zarr", options) for _ in range(TRIALS)]
 
 
-@pytest.mark.parametrize("locked", [False, True], ids=["no-lock", "lock"])
-@pytest.mark.parametrize("kind", ["local", "s3"])
+@pytest.mark.parametrize(
+    ("kind", "locked"),
+    [("local", False), ("local", True), ("local", "one"), ("s3", False), ("s3", True)],
+    ids=["local-no-lock", "local-lock", "local-one-lock", "s3-no-lock", "s3-lock"],
+)
 def test_appends_racing_region_writes_into_the_last_shard_keep_every_row(
-    kind: str, locked: bool, tmp_path: Path, request: pytest.FixtureRequest
+    kind: str, locked: bool | str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     specs = specs_for(kind, tmp_path, request)
     for spec in specs:
