@@ -38,9 +38,11 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
     Always this process's lock of the store (so threads appending at once
     run one after the other); with ``lock=``, also the lock given (one lock,
     or ``lock(PENDING_KEY)``), else the store's :class:`~.lease.StoreLease`
-    where the store creates keys atomically: either serialises appends
-    across processes (elsewhere, :class:`~.commit.Commit` refuses the write
-    that lost a race).
+    where the store creates keys atomically (it also waits for region
+    writes' marks): either serialises appends across processes. Elsewhere
+    appends without ``lock=`` are refused before this
+    (:func:`~.checks.check_append_coordination`), and :class:`~.commit.Commit`
+    refuses other ``mode="a"`` writes that lost a race.
     The tasks of the write then guard shards with ``lock`` (with this
     process's per-shard locks when ``lock`` is the one lock held here, or none).
     """
