@@ -190,9 +190,13 @@ def test_a_partial_write_leaving_only_fill_deletes_the_shard_unless_asked(
     np.testing.assert_array_equal(array[...], np.zeros((8, 8)))
 
 
-@pytest.mark.parametrize("start", [(0, 0), (0, 4), (0, 0, "in-bounds")])
+@pytest.mark.parametrize(
+    ("start", "size", "whole"),
+    [((0, 0), (2, 1), False), ((0, 4), (2, 1), False), ((0, 0), (4, 5), True)],
+    ids=["inside", "edge-chunk", "in-bounds-part-through-whole-shard-view"],
+)
 def test_a_partial_write_keeps_what_lies_beyond_the_arrays_edge(
-    tmp_path: Path, start: tuple[Any, ...]
+    tmp_path: Path, start: tuple[int, int], size: tuple[int, int], whole: bool
 ) -> None:
     """Rows beyond the shape a writer planned from may be another writer's append: a write never resets them."""
     wide = zarr3_backend.create_array(
@@ -201,14 +205,15 @@ def test_a_partial_write_keeps_what_lies_beyond_the_arrays_edge(
     wide[...] = 7
     before = inner_bytes(wide)
     narrow = Array(wide.store, wide.path, wide.metadata.with_shape((8, 5)))  # planned before an append to 8
-    block = np.ones((4, 5) if len(start) == 3 else (2, 1), "int16")
-    write_block(whole_shard_view(narrow) if len(start) == 3 else narrow, start[:2], block)
+    write_block(whole_shard_view(narrow) if whole else narrow, start, np.ones(size, "int16"))
+    stop = (start[0] + size[0], start[1] + size[1])
     expected = np.full((8, 8), 7)
-    expected[start[0] : start[0] + block.shape[0], start[1] : start[1] + block.shape[1]] = 1
+    expected[start[0] : stop[0], start[1] : stop[1]] = 1
     np.testing.assert_array_equal(wide[...], expected)
     after = inner_bytes(wide)
-    written = {(r, c) for r in range(4) for c in range(4) if touches((r, c), (2, 2), start[:2], (4, 5))}
-    assert {c for c in before if after[c] != before[c]} <= written
+    assert {c for c in before if after[c] != before[c]} == {
+        (r, c) for r in range(4) for c in range(4) if touches((r, c), (2, 2), start, stop)
+    }
 
 
 def test_a_grow_resets_what_an_interrupted_append_left_beyond_the_edge(tmp_path: Path) -> None:
