@@ -262,3 +262,12 @@ def test_a_region_write_waits_while_an_append_holds_the_lease(
     (tmp_path / "s.zarr" / LEASE_KEY).unlink()
     ds.to_zarr3(open_store(spec), region={"time": REGION})
     np.testing.assert_array_equal(xr.open_dataset(open_store(spec), engine="zarr3")["v"].values[REGION], 5.0)
+
+
+def test_region_writes_do_not_wait_for_each_other(tmp_path: Path) -> None:
+    from zarr3_backend.xarray.write.lease import REGIONS_PREFIX, RegionMark
+
+    store = open_store(("local", str(tmp_path / "s.zarr"), None))
+    with RegionMark(store, wait=0), RegionMark(store, wait=0):
+        assert len(list(store.list_prefix(REGIONS_PREFIX))) == 2
+    assert not list(store.list_prefix(REGIONS_PREFIX))
