@@ -30,6 +30,7 @@ from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Request, Store, Value
 from zarr3_backend.validate import validate_store
 from zarr3_backend.xarray.write.commit import PENDING_KEY
+from zarr3_backend.xarray.write.lease import LEASE_KEY
 
 pytestmark = pytest.mark.validate_stores
 
@@ -46,7 +47,16 @@ class FailingStore(Store):
         self.keys: list[str] = []
         self._lock = threading.Lock()
 
+    @property
+    def atomic_create(self) -> bool:
+        return self.inner.atomic_create
+
+    def create(self, key: str, value: Value) -> bool:
+        return self.inner.create(key, value)  # the lease: how writers take turns, not what they write
+
     def _count(self, key: str) -> None:
+        if key == LEASE_KEY:
+            return
         with self._lock:
             index, self.writes = self.writes, self.writes + 1
             self.keys.append(key)
@@ -375,6 +385,10 @@ class HookStore(FailingStore):
         super().__init__(inner)
         self.hook = hook
 
+    @property
+    def atomic_create(self) -> bool:
+        return False  # no lease: the writer in ``hook`` does not wait for this one
+
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
         if self.hook is not None and self.writes and any(key.endswith("zarr.json") for key, _ in requests):
             hook, self.hook = self.hook, None
@@ -387,7 +401,8 @@ def test_an_append_that_lost_a_race_is_refused_and_keeps_the_winners_rows(tmp_pa
     winner, loser = _rows(5, 3), _rows(100, 3)
     store = HookStore(make_store(str(path)), lambda: winner.to_zarr3(path, append_dim="time"))
     with pytest.raises(zarr3_backend.errors.ConcurrentWriteError, match="another writer changed .*lock="):
-        loser.to_zarr3(store, append_dim="time")  # the winner commits between its data and its commit
+        # the winner commits between the loser's data and its commit: the loser's lock= is not the winner's
+        loser.to_zarr3(store, append_dim="time", lock=threading.Lock())
     _assert_rows(path, _expected(winner))
     assert not (path / PENDING_KEY).exists()
 
@@ -411,9 +426,9 @@ def test_a_failed_append_keeps_rows_another_writer_committed_meanwhile(tmp_path:
     )
     failing = _rows(5, 3).assign(t2m=(("time", "x"), data))
     with dask.config.set(scheduler="synchronous"), pytest.raises(RuntimeError, match="source failed"):
-        failing.to_zarr3(
-            FailingStore(make_store(str(path))), append_dim="time"
-        )  # a store of its own: another "process"
+        failing.to_zarr3(  # a store and a lock of its own: another "process", taking no lease
+            HookStore(make_store(str(path)), None), append_dim="time", lock=threading.Lock()
+        )
     _assert_rows(path, _expected(other))  # its roll-back did not clear the other writer's rows
 
 

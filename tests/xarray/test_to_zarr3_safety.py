@@ -171,6 +171,15 @@ REFUSED: list[tuple[str, Callable[[Path], Any], type[Exception]]] = [
         Zarr3Error,
     ),
     ("mode=w, group '..'", lambda p: dataset().to_zarr3(p, mode="w", group=".."), Zarr3Error),
+    ("mode=w, a variable named zarr.json", lambda p: renamed("zarr.json").to_zarr3(p, mode="w"), Zarr3Error),
+    ("mode=w, a variable named .zattrs", lambda p: renamed(".zattrs").to_zarr3(p, mode="w"), Zarr3Error),
+    (
+        "mode=w, a variable with our temporary prefix",
+        lambda p: renamed(".__z3tmp.t2m").to_zarr3(p, mode="w"),
+        Zarr3Error,
+    ),
+    ("mode=w, a 300-character name", lambda p: renamed("t" * 300).to_zarr3(p, mode="w"), Zarr3Error),
+    ("mode=w, a 300-character group", lambda p: dataset().to_zarr3(p, mode="w", group="g" * 300), Zarr3Error),
     (
         "mode=w, group below an array",
         lambda p: dataset().to_zarr3(p, mode="w", group="t2m/inner"),

@@ -150,7 +150,7 @@ def make_plan(
             raise ArgumentError(
                 f"{name}: no array {unknown[0]!r} in {source}; arrays: {sorted(p for p, _ in arrays)}"
             )
-    inner = {path: _shape_for(path, array, chunks) or array.chunks for path, array in arrays}
+    inner = {path: _shape_for(path, array, chunks) or _source_chunks(array) for path, array in arrays}
     chosen = shared_shards([(p, a, inner[p]) for p, a in arrays if _shape_for(p, a, shards) is None])
     return Plan(
         source,
@@ -223,6 +223,12 @@ def _shape_for(path: str, array: Array, option: PerArray[Sequence[int]]) -> Sequ
     return None
 
 
+def _source_chunks(array: Array) -> tuple[int, ...]:
+    """The source's (inner) chunk shape; for a rectilinear grid, its largest chunk."""
+    regular = array.sharded or array.metadata.chunk_grid.is_regular
+    return array.chunks if regular else array.metadata.chunk_shape
+
+
 def target_metadata(
     path: str,
     array: Array,
@@ -233,8 +239,7 @@ def target_metadata(
 ) -> ArrayMetadata:
     """The metadata ``array`` gets in DST (see the module docstring); a bad setting raises naming ``path``."""
     metadata = array.metadata
-    regular = array.sharded or array.metadata.chunk_grid.is_regular  # a rectilinear source: its largest chunk
-    inner = tuple(chunks) if chunks is not None else array.chunks if regular else metadata.chunk_shape
+    inner = tuple(chunks) if chunks is not None else _source_chunks(array)
     item_size = metadata.data_type.item_size or VARIABLE_ITEM_BYTES
     outer = tuple(shards) if shards is not None else default_shards(array.shape, inner, item_size)
     attributes, dimension_names = carried_over(metadata)

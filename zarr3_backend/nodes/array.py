@@ -34,9 +34,9 @@ from ..store.base import Store
 from ..store.read_ahead import ReadAhead
 from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
-from .edges import reset_outside
 from .oindex import OrthogonalIndexer
 from .reads import PlannedRead, ReadResult, fetch_lanes, is_remote, read_many
+from .shape_changes import clear_exposed, clear_outside
 
 #: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
 RANGE_PART_BYTES = 8 << 20
@@ -409,11 +409,13 @@ class Array:
     def resize(self, *shape: int) -> None: ...
 
     def resize(self, *shape: int | Iterable[int]) -> None:
-        """Change the shape; data outside the new shape is dropped.
+        """Change the shape; data outside the new shape is dropped, and what a grow exposes reads as fill.
 
         Stored chunks wholly outside the new shape are deleted; chunks cut by
         the new edge keep only their in-bounds part (the rest is reset to the
-        fill value), so growing again later shows the fill value there.
+        fill value). A grow resets what lies beyond the old shape along the
+        grown axes (left there by an interrupted append), so it shows the
+        fill value. Writes never reset beyond the edge themselves.
         """
         self._check_writable()
         sizes = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
@@ -422,22 +424,10 @@ class Array:
             raise BoundsError(f"array {self.name!r}: cannot resize {self.shape} to {new_shape}")
         old_shape = self.shape
         if any(n < o for n, o in zip(new_shape, old_shape)):
-            self.clear_outside(new_shape)
+            clear_outside(self, self._chunk_store, new_shape)
+        if any(n > o for n, o in zip(new_shape, old_shape)):
+            clear_exposed(self, self._chunk_store, old_shape, new_shape)
         self.write_metadata(self.metadata.with_shape(new_shape))
-
-    def clear_outside(self, new_shape: tuple[int, ...]) -> None:
-        """Delete stored chunks wholly outside ``new_shape`` and reset the part of edge chunks beyond it."""
-        grid = self.metadata.chunk_grid
-        for coords in grid.chunk_coords(self.shape):
-            origin = grid.chunk_origin(coords)
-            if any(o >= n for o, n in zip(origin, new_shape)):
-                self._chunk_store.delete(self.chunk_key(coords))
-            elif any(
-                o + c > n for o, c, n in zip(origin, grid.chunk_shape_at(coords), new_shape)
-            ) and self._chunk_store.exists(self.chunk_key(coords)):
-                chunk = self.read_chunk(coords)
-                reset_outside(chunk, tuple(n - o for o, n in zip(origin, new_shape)), self.fill_value)
-                self.store_chunk(coords, chunk)
 
     def nchunks_stored(self) -> int:
         """How many stored chunk (shard) values exist."""

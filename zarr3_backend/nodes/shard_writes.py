@@ -11,12 +11,15 @@ in-memory array one shard per call on the thread pool; the dask graphs of
 Blocks that cover only part of their shard (region and append edges) are
 read, merged and rewritten by their owning call, at the cost of the inner
 chunks they touch: those are decoded, merged and re-encoded, the others'
-encoded bytes are copied as stored, and the index is rewritten. The part of
-the shard outside the array's shape is reset to the fill value. Blocks
-covering the whole in-bounds part of a shard are encoded without reading. ``to_zarr3``
-appends write through arrays whose grown axis is rounded up to whole shards,
-so a later append's rows in their last shard are kept, and
-:func:`clear_rows` undoes exactly an append's rows.
+encoded bytes (edge chunks beyond the array's shape included) are copied as
+stored, and the index is rewritten. Such a write never changes an element
+outside its block, whatever the array's shape is by then (another writer may
+have appended rows into the same shard). Blocks covering the whole
+in-bounds part of a shard are encoded without reading, with the fill value
+beyond the edge: callers whose shape may grow meanwhile write through
+:func:`whole_shard_view`. Nothing stale beyond the edge is enforced where the
+shape changes (``Array.resize``, and :func:`clear_rows` undoes exactly an
+append's rows), not on every write.
 
 Two independent writers (processes, clusters) may write disjoint regions of
 one array safely when the regions are aligned to shards. A block covering
@@ -158,9 +161,9 @@ def write_block(
     The shard is stored with one atomic write; partial blocks are merged into
     the stored shard (read-modify-write, holding :func:`shard_lock` of the
     shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
-    A partial block of a sharded array decodes and re-encodes only the inner
-    chunks it touches (and those beyond the array's edge, which are reset to
-    the fill value); the other inner chunks keep their encoded bytes.
+    A partial block changes no element outside itself: a sharded array decodes
+    and re-encodes only the inner chunks it touches, and the other inner
+    chunks (beyond the array's edge too) keep their encoded bytes.
     """
     block = np.asarray(block, dtype=array.dtype)
     coords = array.metadata.chunk_grid.locate_inner(tuple(start), (1,) * len(start))[0]
@@ -178,22 +181,24 @@ def write_block(
         array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
         return
     with shard_lock(lock, array.chunk_key(coords)):
-        beyond = [(box, array.fill_value) for box in outside_boxes(in_bounds, grid)]
-        array.update_chunk(coords, [(inside, block), *beyond], write_empty_chunks=write_empty_chunks)
+        array.update_chunk(coords, [(inside, block)], write_empty_chunks=write_empty_chunks)
 
 
-def outside_boxes(in_bounds: Sequence[int], shape: Sequence[int]) -> list[tuple[slice, ...]]:
-    """Disjoint boxes covering the part of a chunk of ``shape`` beyond its first ``in_bounds`` elements per axis.
+def whole_shard_view(array: Array) -> Array:
+    """``array`` with every axis rounded up to whole stored chunks (shards), for writers whose shape may grow.
 
-    >>> outside_boxes((3, 2), (4, 4))
-    [(slice(3, None, None), slice(None, None, None)), (slice(0, 3, None), slice(2, None, None))]
+    Through it no block covers an edge shard "completely", so every block
+    there is merged into the stored shard (under the write's lock) and what
+    lies beyond the shape as read (another writer's appended rows) is kept.
+
+    >>> import zarr3_backend
+    >>> a = zarr3_backend.create_array("memory://doc/whole_shard_view", shape=(5, 3), dtype="int8", chunks=(2, 2))
+    >>> whole_shard_view(a).shape
+    (6, 4)
     """
-    boxes = []
-    for axis, (n, size) in enumerate(zip(in_bounds, shape)):
-        if n < size:
-            before = tuple(slice(0, m) for m in in_bounds[:axis])
-            boxes.append((*before, slice(n, None), *(slice(None),) * (len(shape) - axis - 1)))
-    return boxes
+    grid = array.metadata.chunk_shape
+    shape = tuple(-(-n // c) * c for n, c in zip(array.shape, grid))
+    return Array(array.store, array.path, array.metadata.with_shape(shape), read_only=array.read_only)
 
 
 def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -> None:

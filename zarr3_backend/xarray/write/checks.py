@@ -14,7 +14,9 @@ variable and the fix:
 - fixed-length strings (``U``/``S``) must fit the stored length (numpy would
   truncate them silently);
 - ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
-  ``progress`` take only the documented values.
+  ``progress`` take only the documented values;
+- an append without ``lock=`` needs a store that creates keys atomically
+  (:func:`check_append_coordination`), or one no other process can reach.
 
 >>> import numpy as np, xarray as xr
 >>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
@@ -25,6 +27,7 @@ zarr3_backend.errors.WriteError: to_zarr3: variable name 'a/b' contains '/', whi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping
 
 import numpy as np
@@ -34,16 +37,27 @@ from ...api import WRITE_MODES, WriteMode
 from ...errors import NodeNameError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.paths import validate_node_name
+from ...store.base import TMP_PREFIX, Store, is_temporary
+from ...store.fsspec_store import FsspecStore
+from ...store.local import LocalStore
 
 PROGRESS_VALUES = (False, True, "tqdm")
 
 
-def check_names(ds: xr.Dataset) -> None:
+def check_names(ds: xr.Dataset, store: Store | None = None, path: str = "") -> None:
     """Every variable name is a non-empty string without ``/`` (``TypeError`` for non-strings, as xarray).
 
     ``None``, which xarray's engine stores as ``__values__``, is refused too:
-    the Zarr v3 spec reserves node names starting with ``__``.
+    the Zarr v3 spec reserves node names starting with ``__``. So are names
+    the ``store`` cannot hold as a directory: a metadata document's name
+    (``zarr.json``), our temporary files' prefix, and (local files) names
+    longer than the file system allows; ``path``'s groups are checked alike.
     """
+    for group in filter(None, path.split("/")):
+        if problem := _unstorable(group, store):
+            raise WriteError(
+                f"to_zarr3: group {group!r} cannot be stored: it {problem}; choose another group="
+            )
     for name in ds.variables:
         if name is None:
             raise WriteTypeError(
@@ -67,6 +81,39 @@ def check_names(ds: xr.Dataset) -> None:
             raise WriteError(
                 f"to_zarr3: variable {name!r} cannot be stored: {exc}; rename it (ds.rename(...))"
             ) from exc
+        if problem := _unstorable(name, store):
+            raise WriteError(
+                f"to_zarr3: variable {name!r} cannot be stored: it {problem}; rename it (ds.rename(...))"
+            )
+
+
+#: Names of metadata documents a node's directory holds (Zarr v3, and v2 which readers also look for).
+DOCUMENT_NAMES = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
+
+
+def _unstorable(name: str, store: Store | None) -> str | None:
+    """Why ``store`` cannot hold a node named ``name`` (beyond the spec's rules), or ``None``."""
+    if name in DOCUMENT_NAMES:
+        return "is the name of a metadata document, which the node's parent keeps beside its children"
+    if is_temporary(name):
+        return (
+            f"starts with {TMP_PREFIX!r}, the prefix of this library's temporary files, which listings skip"
+        )
+    limit = _name_max(store.root) if isinstance(store, LocalStore) else None
+    if limit is not None and len(os.fsencode(name)) > limit:
+        return f"is {len(os.fsencode(name))} bytes long, and this file system allows {limit} per name"
+    return None
+
+
+def _name_max(root: str) -> int | None:
+    """The longest file name (bytes) the file system under ``root`` allows, or ``None`` if unknown."""
+    directory = os.path.abspath(root)
+    while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
+        directory = os.path.dirname(directory)
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return None
 
 
 def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hashable, where: str) -> None:
@@ -173,3 +220,29 @@ def check_progress(progress: object) -> None:
         raise WriteError(
             f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}"
         )
+
+
+def check_append_coordination(store: Store, append_dim: Hashable | None, lock: object) -> None:
+    """Refuse an append without ``lock=`` to a store other processes can reach and that cannot create keys atomically.
+
+    There no lease can keep two processes' appends from writing the same rows,
+    so the one that returned could lose its rows to the one that was refused;
+    a shared ``lock=`` (or a store with atomic create: local paths, obstore)
+    serialises them. In-process stores (``memory://``) need neither: threads
+    of one process take turns.
+    """
+    if append_dim is None or lock is not None or store.atomic_create or _in_process(store):
+        return
+    raise WriteError(
+        f"to_zarr3: appending along {append_dim!r} to {store!r} needs lock=: this store cannot create a key "
+        "atomically, so appends from several processes cannot take turns by themselves and one could publish over "
+        "another's rows. Pass one lock shared by every writer of the store (e.g. lock=distributed.Lock('<store>'), "
+        "or a multiprocessing.Lock(); lock=threading.Lock() when this process is the only writer), or write "
+        "through a store with atomic create (a local path, or an object store through obstore, the default "
+        "for s3://, gs:// and az:// URLs)"
+    )
+
+
+def _in_process(store: Store) -> bool:
+    protocol = store.fs.protocol if isinstance(store, FsspecStore) else ()
+    return "memory" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))

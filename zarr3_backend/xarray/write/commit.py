@@ -1,53 +1,13 @@
 """Committing ``to_zarr3``'s metadata: appends and new variables that are all-or-nothing.
 
-Every write publishes its documents with :func:`~.publish.publish`, the
-store root first.
-
-Appends and other ``mode="a"`` writes put data first: new chunks land
-beyond the old shapes (invisible to readers of the old metadata; an edge
-shard holding old data is rewritten whole, atomically, with the old part
-unchanged) or under new arrays whose ``zarr.json`` does not exist yet. Only
-when every data task succeeded does :class:`Commit` run:
-
-0. check that every array the write grows or creates still has the shape
-   its plan started from, and that no other pending record exists, else
-   raise :class:`~zarr3_backend.errors.ConcurrentWriteError` (another
-   writer appended meanwhile; nothing of this write is published);
-1. write the pending record ``__zarr3_backend_pending.json`` (a token of
-   the request and every document to publish): **the commit point**, after
-   it the write is durable and is always completed, never redone (unless
-   reading the record back finds another writer's, or the shapes changed
-   since step 0: then it is that writer's turn, and this one raises as in 0);
-2. :func:`~.publish.publish` the documents (root first, the switch for readers);
-3. delete the record.
-
-A failure before step 1 leaves the store as it was: :func:`roll_back` then
-resets the rows this write added (and no others: not those another writer
-published since) and deletes the chunks of the arrays it created (best
-effort; anything it misses is invisible, and overwritten by a retry). A
-failure after it leaves the record, and the next ``to_zarr3`` call on the
-store completes the publication first (:func:`roll_forward`); when that
-call is the retry of the same request (same token), it stops there, so a
-retry never appends twice. While the record exists, readers that do not go
-through consolidated metadata refuse to open the store
-(:func:`~zarr3_backend.xarray.root.pending_error`),
-and ``validate`` reports it; :func:`finish_pending_write` completes it.
-
-A deferred append (``compute=False``) reserves its rows when it is called,
-as ``engine="zarr"`` does: its :class:`Commit` runs then, so the arrays grow
-at once and every later call plans after them. The reserved rows read as
-fill values until the returned object is computed; meanwhile
-:mod:`zarr3_backend.nodes.reservations` lists them, so readers are told (each
-commit sets the groups' hint attribute from that list,
-:func:`~zarr3_backend.nodes.reservations.hint_groups`). Deferred appends therefore keep their rows, in
-call order, however and in whatever order they are computed; each writes through a view whose grown axis is rounded up to
-whole shards, so a shard shared with the next append keeps that append's
-rows, and both merge theirs into it under one lock per shard.
-``mode="a"`` writes to one store are serialised in each process (a lock
-held from planning to commit; a deferred append holds it only while it
-reserves); across processes the ``lock=`` given to ``to_zarr3`` is held the
-same way, and without one, step 0 detects the conflict but cannot undo
-what two writers wrote into the same rows.
+`Commit` checks that no other writer changed the shapes this write planned
+from, writes the pending record (the commit point), publishes the documents
+and deletes the record; a failure before the record leaves the store as it
+was (`roll_back`), one after it is completed by the next call
+(`roll_forward`, `finish_pending_write`). Raises `ConcurrentWriteError` when
+another writer appended meanwhile: nothing of this write is then published.
+The protocol, deferred appends and what the lease covers: docs/architecture.md,
+"How a write commits".
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from ...nodes.shard_writes import (
 )
 from ...store.base import Store
 from .commit import PENDING_KEY, Commit, roll_back
-from .lease import StoreLease
+from .lease import RegionMark, StoreLease
 from .plan import Shape, WritePlan
 from .target import Finish
 
@@ -48,15 +48,38 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
     Always this process's lock of the store (so threads appending at once
     run one after the other); with ``lock=``, also the lock given (one lock,
     or ``lock(PENDING_KEY)``), else the store's :class:`~.lease.StoreLease`
-    where the store creates keys atomically: either serialises appends
-    across processes (elsewhere, :class:`~.commit.Commit` refuses the write
-    that lost a race).
+    where the store creates keys atomically (it also waits for region
+    writes' marks): either serialises appends across processes. Elsewhere
+    appends without ``lock=`` are refused before this
+    (:func:`~.checks.check_append_coordination`), and :class:`~.commit.Commit`
+    refuses other ``mode="a"`` writes that lost a race.
     The tasks of the write then guard shards with ``lock`` (with this
     process's per-shard locks when ``lock`` is the one lock held here, or none).
     """
     across = StoreLease(store) if lock is None and store.atomic_create else contextlib.nullcontext()
     with shard_lock(local_lock, _writers_key(store)), shard_lock(lock, PENDING_KEY), across:
         yield local_lock if lock is None or isinstance(lock, Lock) else lock
+
+
+@contextlib.contextmanager
+def region_lock(store: Store, lock: ShardLock, mode: str) -> Iterator[ShardLock]:
+    """What a ``mode="r+"``/``"w"``/``"w-"`` write holds: for ``"r+"`` without ``lock=`` on a store with atomic
+    create, a :class:`~.lease.RegionMark` (appends wait for it, and it for them); yield ``lock`` for its tasks.
+
+    With ``lock=``, the write's shards are merged under it instead, through
+    arrays rounded up to whole shards (so rows another writer appended into a
+    last shard are kept); elsewhere appends need ``lock=``, so none can run.
+    """
+    marked = mode == "r+" and lock is None and store.atomic_create
+    with RegionMark(store) if marked else contextlib.nullcontext():
+        yield lock
+
+
+def planning_lock(lock: ShardLock, mode: str) -> contextlib.AbstractContextManager[None]:
+    """What a ``mode="r+"`` write with ``lock=`` holds while it plans: the lock appends hold from planning to
+    commit (``lock`` itself, or ``lock(PENDING_KEY)``), so it never reads a half-published append or finishes
+    the publication of an append that still runs."""
+    return shard_lock(lock, PENDING_KEY) if mode == "r+" else contextlib.nullcontext()
 
 
 def _writers_key(store: Store) -> str:

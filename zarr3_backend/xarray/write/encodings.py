@@ -1,32 +1,14 @@
 """The ``encoding`` a user hands to ``to_zarr3``, parsed, and the metadata of each new array built from it.
 
 Every check runs before anything is written, and every error names the
-variable, the key, what was given and what is accepted:
-
-- ``encoding`` is a mapping of variable name to a mapping of keys (for a
-  DataTree, of group path to such a mapping: :func:`parse_tree_encodings`);
-- the zarr keys (:data:`VALID_ENCODING`) go to the array; the CF keys
-  (:data:`CF_ENCODING`) are consumed by xarray's CF encoders (``_FillValue:
-  None`` means "no ``_FillValue`` attribute", as with ``engine="zarr"``);
-- as with ``engine="zarr"``, an encoding for a variable the dataset lacks
-  raises ``KeyError``, a non-dict ``encoding[name]`` ``ValueError``;
-- ``chunks`` and ``shards`` are a positive int (every dimension), a sequence
-  with one positive int per dimension, or a dict by dimension name (missing
-  dimensions, ``-1`` and ``None`` mean the full length, as in dask); a size
-  that is not an integer raises ``TypeError``
-  (:class:`~zarr3_backend.errors.WriteTypeError`), other refusals
-  ``ValueError`` (:class:`~zarr3_backend.errors.WriteError`), as with ``engine="zarr"``;
-- the chunk shapes a variable carries from its source that no longer fit its
-  dimensions (after ``isel``) are dropped (:func:`fitting_encoding`), as
-  ``engine="zarr"`` does; given in ``encoding=`` they raise;
-- ``shards`` without ``chunks`` warns and picks inner chunks: the regular dask
-  chunks when they divide the shard, else the shard split along its largest
-  dimension until an inner chunk holds ~4 MiB or less
-  (:func:`~zarr3_backend.nodes.creation.default_chunks` with ``dividing=True``);
-- attributes must be JSON (:func:`encode_attributes` names the attribute);
-- :func:`new_array_metadata` turns a CF-encoded variable into the metadata of
-  its new array (``fill_value`` NaN for floats by default, the ``_FillValue``
-  attribute JSON-encoded by xarray's ``FillValueCoder``).
+variable, the key, what was given and what is accepted; keys, types and
+errors follow ``engine="zarr"`` (``KeyError`` for an unknown variable,
+`WriteTypeError` (a ``TypeError``) for a size that is not an integer,
+`WriteError` (a ``ValueError``) for other refusals). ``chunks`` and
+``shards`` are an int, one int per dimension, or a dict by dimension name
+(``-1``/``None``: the full length); nested lengths ask for a rectilinear
+grid. The accepted keys are `VALID_ENCODING` (to the array) and
+`CF_ENCODING` (to xarray's CF encoders).
 
 >>> import numpy as np, xarray as xr
 >>> var = xr.Variable(("t", "x"), np.zeros((10, 6)), encoding={"chunks": (5, 6, 1)})

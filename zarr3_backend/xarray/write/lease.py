@@ -1,4 +1,4 @@
-"""The store-wide lease that serialises ``to_zarr3`` appends from several processes.
+"""The store-wide lease that serialises ``to_zarr3`` appends from several processes, and region writes' marks.
 
 An append plans from the stored shapes, writes its rows beyond them, then
 commits. Two appends to one store at once would plan from the same length
@@ -13,6 +13,15 @@ lease whose holder is gone (a process of this host that no longer runs,
 e.g. killed) is taken over; any other is removed by hand, as the message
 says. A lease record we did not write (:func:`parse_lease`) raises
 :class:`~zarr3_backend.errors.MetadataError` naming it at once.
+
+A region write (``mode="r+"``) without ``lock=`` holds a
+:class:`RegionMark` instead: its own key under :data:`REGIONS_PREFIX`, set
+before it plans and deleted when it is done. Region writes do not wait for
+each other; a region write waits while the lease is held, and the lease's
+holder waits until no mark is left before it plans. So no append changes a
+shape, or rewrites a last shard, while a region write runs (a mark is set
+before the lease is looked for, the lease created before marks are listed:
+one of the two always sees the other).
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/lease")
@@ -38,7 +47,17 @@ from ...errors import ConcurrentWriteError, MetadataError
 from ...store.base import Store
 
 LEASE_KEY = "__zarr3_backend_writing.json"
+REGIONS_PREFIX = "__zarr3_backend_regions/"
 DEFAULT_WAIT = 600.0
+
+
+def _wait_seconds(wait: float | None) -> float:
+    return float(os.environ.get("ZARR3_BACKEND_LEASE_WAIT", DEFAULT_WAIT)) if wait is None else wait
+
+
+def _holder_record() -> bytes:
+    holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "id": uuid.uuid4().hex}
+    return json.dumps(holder).encode()
 
 
 class StoreLease:
@@ -46,14 +65,8 @@ class StoreLease:
 
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
-        self.wait = float(os.environ.get("ZARR3_BACKEND_LEASE_WAIT", DEFAULT_WAIT)) if wait is None else wait
-        holder = {
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "since": time.time(),
-            "id": uuid.uuid4().hex,
-        }
-        self.record = json.dumps(holder).encode()
+        self.wait = _wait_seconds(wait)
+        self.record = _holder_record()
 
     def __enter__(self) -> StoreLease:
         deadline = time.monotonic() + self.wait
@@ -71,13 +84,72 @@ class StoreLease:
                 )
             time.sleep(pause)
             pause = min(2 * pause, 1.0)
+        try:
+            self._wait_for_region_writes(deadline)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
+
+    def _wait_for_region_writes(self, deadline: float) -> None:
+        """Hold the lease until no live :class:`RegionMark` is left (marks of gone processes are removed)."""
+        pause = 0.01
+        while True:
+            keys = list(self.store.list_prefix(REGIONS_PREFIX))
+            marks = self.store.get_many([(key, None) for key in keys])
+            live = [(k, m) for k, m in zip(keys, marks) if m is not None and not _abandoned(m)]
+            for key, mark in zip(keys, marks):
+                if mark is not None and _abandoned(mark):
+                    self.store.delete(key)
+            if not live:
+                return
+            if time.monotonic() >= deadline:
+                raise ConcurrentWriteError(
+                    f"to_zarr3: a region write to {self.store!r} has run for longer than {self.wait:g} s "
+                    f"({_describe(live[0][1])}, {live[0][0]}); nothing of this write was done. If that writer no "
+                    f"longer runs, delete {live[0][0]}; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
+                )
+            time.sleep(pause)
+            pause = min(2 * pause, 1.0)
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self.store.get(LEASE_KEY) == self.record:
             self.store.delete(LEASE_KEY)
+
+
+class RegionMark:
+    """Mark a region write in ``store`` for a ``with`` block, waiting up to ``wait`` seconds while an append runs."""
+
+    def __init__(self, store: Store, wait: float | None = None) -> None:
+        self.store = store
+        self.wait = _wait_seconds(wait)
+        self.record = _holder_record()
+        self.key = f"{REGIONS_PREFIX}{uuid.uuid4().hex}.json"
+
+    def __enter__(self) -> RegionMark:
+        deadline = time.monotonic() + self.wait
+        pause = 0.01
+        while True:
+            self.store.set(self.key, self.record)
+            held = self.store.get(LEASE_KEY)
+            if held is None or _abandoned(held):  # whoever takes an abandoned lease over sees this mark
+                return self
+            self.store.delete(self.key)  # the append goes first
+            if time.monotonic() >= deadline:
+                raise ConcurrentWriteError(
+                    f"to_zarr3: an append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
+                    f"({_describe(held)}); nothing of this region write was done. If that writer no longer runs, "
+                    f"delete {LEASE_KEY} at the store root; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
+                )
+            time.sleep(pause)
+            pause = min(2 * pause, 1.0)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.store.delete(self.key)
 
 
 def parse_lease(raw: bytes) -> dict[str, object]:

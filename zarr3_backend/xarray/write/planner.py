@@ -1,39 +1,12 @@
 """:func:`to_zarr3`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree, planned in one place.
 
-The ``ds.to_zarr3(...)`` methods that call it are added in
-:mod:`~zarr3_backend.xarray.methods`. This module is the write's planner;
-each step is a module of this package that it calls, and none of them
-calls back up:
-
-1. the arguments are checked (:mod:`.checks`), and a target where the write
-   would hide data is refused (:mod:`.target`);
-2. each group is planned (:func:`plan_dataset`, :func:`plan_tree`, parents
-   first): its variables' names checked, the user's ``encoding`` parsed and
-   each new array's metadata built (:mod:`.encodings`), the stored arrays
-   and their encoding read (:mod:`.stored`), regions and appends placed
-   (:mod:`.region`). Every check runs while planning, and planning never
-   changes the store; the result is plain data (:class:`~.plan.WritePlan`);
-3. the metadata is published (:mod:`.publish`) and the data written
-   (:mod:`.data`).
-
-CF encoding is xarray's own, exactly as its zarr backend does it for
-``zarr_format=3`` (times to integers with ``units``/``calendar``,
-``scale_factor``, the ``coordinates`` attribute, the ``_FillValue``
-attribute JSON-encoded by xarray's ``FillValueCoder``, the array
-``fill_value`` from ``encoding["fill_value"]``, NaN for floats by default),
-so the output opens identically with ``engine="zarr3"`` and ``engine="zarr"``.
-Dimension names go to the arrays' ``dimension_names``.
-
-Writes follow :mod:`zarr3_backend.dask.write_graph`: one dask task per stored chunk
-(shard) writes it whole. Metadata is published before the data for
-``mode="w"``/``"w-"`` (so ``compute=False`` leaves an openable template;
-the group stays marked unfinished until its data is written, see
-:mod:`.target`, and ``mode="w"`` erases the group only once every group of
-the write has passed every check), after every data task succeeded for
-``mode="a"``/``"a-"`` (so a failed append or new variable leaves the store
-as it was: :mod:`.commit`). Either way the store root's consolidated
-metadata is rebuilt once per call. In-memory (numpy) variables are written
-on the client, as xarray does.
+Checks the call (`checks`, `target`), plans each group without changing the
+store (`encodings`, `stored`, `region`: the result is a plain `WritePlan`),
+then publishes the metadata (`publish`, `commit`) and writes the data
+(`data`); no step calls back up. CF encoding is xarray's own, as for
+``zarr_format=3``, so the output opens identically with ``engine="zarr3"``
+and ``engine="zarr"``. docs/architecture.md ("How a write commits") gives
+the order of publication and why.
 
 >>> import xarray as xr, zarr3_backend
 >>> ds = xr.Dataset({"t": ("x", [1.0, 2.0, 3.0])})
@@ -48,9 +21,8 @@ on the client, as xarray does.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import xarray as xr
@@ -65,12 +37,20 @@ from ...nodes.array import Array
 from ...nodes.lookup import read_node_metadata
 from ...nodes.paths import join_path, normalize_path
 from ...nodes.placement import missing_parents
-from ...nodes.shard_writes import ShardLock
+from ...nodes.shard_writes import ShardLock, whole_shard_view
 from ...store import StoreLike, make_store
 from ...store.base import Store
-from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
+from .checks import (
+    check_append,
+    check_append_coordination,
+    check_fits,
+    check_format,
+    check_names,
+    check_progress,
+    parse_mode,
+)
 from .commit import Commit, roll_forward
-from .data import write_data, writer_lock
+from .data import planning_lock, region_lock, write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
@@ -186,9 +166,9 @@ def to_zarr3(
         one call never races itself.
         ``mode="a"``/``"a-"`` writes also hold it (or ``lock("__zarr3_backend_pending.json")``)
         from planning to publishing (a deferred append: while it reserves its
-        rows), so appends from several processes sharing it never collide;
-        without it they raise :class:`~zarr3_backend.errors.ConcurrentWriteError`
-        when a conflict is seen, and threads of one process are serialised anyway.
+        rows), and ``mode="r+"`` writes while planning, so writers sharing it
+        never collide. Without it, stores with atomic create serialise appends
+        with a lease that region writes wait for; other stores refuse appends.
 
     Returns
     -------
@@ -219,28 +199,30 @@ def to_zarr3(
         inherited_coords=write_inherited_coords,
     )
     target = make_store(store, storage_options=storage_options)
+    check_append_coordination(target, append_dim, lock)
     path = normalize_path(group)
     appending = options.mode in ("a", "a-")
     token = _request_token(obj, path, options, encoding) if appending else ""
-    with writer_lock(target, lock) if appending else contextlib.nullcontext(lock) as shard_locks:
-        if (options.mode != "w" or path) and roll_forward(
-            target, token or None, skip_broken=options.mode == "w"
-        ):
-            return _done(compute)  # this exact request was committed by an earlier, interrupted call
-        start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what would hide data
-        if isinstance(obj, xr.DataTree):
-            plan = plan_tree(obj, target, path, encoding=encoding, options=options)
-        else:
-            plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+    with writer_lock(target, lock) if appending else region_lock(target, lock, options.mode) as shard_locks:
+        with planning_lock(lock, options.mode):  # a region write with lock= plans while no append publishes
+            if (options.mode != "w" or path) and roll_forward(
+                target, token or None, skip_broken=options.mode == "w"
+            ):
+                return _done(compute)  # this exact request was committed by an earlier, interrupted call
+            start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what hides data
+            if isinstance(obj, xr.DataTree):
+                plan = plan_tree(obj, target, path, encoding=encoding, options=options)
+            else:
+                plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
         later = not compute and any(write.variable.chunks is not None for write in plan.data)
         if region and lock is None and (reason := concurrent_writers(later)):
             warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+        if options.mode == "r+" and (lock is not None or later):  # appends may change the shape meanwhile
+            plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
         consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
         if any(write.variable.chunks is not None for write in plan.data):
             check_reachable(target)
-        finalize: Commit | Finish | None = start(
-            dict(plan.documents), consolidate
-        )  # a first write publishes here
+        finalize: Commit | Finish | None = start(dict(plan.documents), consolidate)  # a first write publishes
         if finalize is None and plan.documents:
             expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
             finalize = Commit(
@@ -319,7 +301,7 @@ def plan_dataset(
 
     ``nested``: a group below the top of a DataTree, whose parents are groups of the tree.
     """
-    check_names(ds)
+    check_names(ds, store, path)
     explicit = parse_encodings(encoding, ds.variables)
     where = f"group {path or '/'!r} of {store!r}"
     existing = existing_arrays(store, path, options.mode)

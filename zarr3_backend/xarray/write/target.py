@@ -1,30 +1,12 @@
 """Where a ``to_zarr3`` call writes: refuse what would hide data, and keep first writes marked until they finish.
 
-:func:`check_target` runs before planning. In one batched fetch it reads the
-``zarr.json`` and the Zarr v2 keys of the target group and every group above it:
-
-- ``mode="w-"`` (the default) writes only into an empty location, as
-  ``engine="zarr"`` does: a Zarr v3 node, a Zarr v2 store or any other key
-  there is refused with :class:`~zarr3_backend.errors.NodeExistsError` (a
-  ``FileExistsError``) that says what it is;
-- no write puts Zarr v3 metadata into or above a Zarr v2 group (it would hide
-  the v2 data from readers), except ``mode="w"`` replacing that group;
-- a group that an unfinished first write marked (:mod:`zarr3_backend.nodes.unfinished`)
-  takes only that same write again (``mode="w-"``, the same variables,
-  dimensions, shapes and data types), which replaces what the unfinished run
-  left, or ``mode="w"``. A template (``compute=False``) also takes region
-  writes and appends, and the first of them removes its mark: the user fills
-  it from then on, as with ``engine="zarr"``. Anything else raises
-  :class:`~zarr3_backend.errors.UnfinishedWriteError`.
-
-The :class:`Start` it returns publishes a first write once the whole plan is
-checked, every group document marked unfinished. The publication runs dry
-first, against the store as it will be after erasing (every read and parse,
-nothing written), so a failure there leaves the store untouched. Then the
-documents outside the group are written (the root, with the new
-consolidated metadata, first), ``mode="w"`` erases the group, and its own
-documents follow. :class:`Finish`, the last task of the data graph, removes
-the marks.
+`check_target` runs before planning, in one batched fetch of the target's and
+its ancestors' documents: ``mode="w-"`` writes only into an empty location
+(`NodeExistsError`, as ``engine="zarr"``), no v3 metadata goes into or above
+a v2 group, and a group marked unfinished takes only the same write again or
+``mode="w"`` (`UnfinishedWriteError`). `Start` publishes a first write after a
+dry run, with every group document marked unfinished; `Finish`, the data
+graph's last task, removes the marks.
 
 >>> import numpy as np, xarray as xr
 >>> from zarr3_backend.store import make_store

@@ -1,0 +1,84 @@
+"""What a shape change does to stored chunks: nothing stale beyond the array's edge, ever visible.
+
+Writes never reset what lies beyond the array's shape (another writer may
+be appending rows there); the shape changes of ``Array.resize`` do instead:
+a shrink drops what falls outside (:func:`clear_outside`), a grow resets
+what it exposes, left by an interrupted append (:func:`clear_exposed`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from ..core.dtypes import Scalar
+from ..core.metadata import ArrayMetadata
+from ..store.base import Store
+
+
+class Array(Protocol):
+    """What a shape change uses of an ``Array``."""
+
+    @property
+    def metadata(self) -> ArrayMetadata: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def fill_value(self) -> Scalar: ...
+    def chunk_key(self, coords: tuple[int, ...]) -> str: ...
+    def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray: ...
+    def store_chunk(
+        self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False
+    ) -> None: ...
+
+
+def clear_outside(array: Array, chunks: Store, new_shape: tuple[int, ...]) -> None:
+    """Delete stored chunks of ``array`` wholly outside ``new_shape`` and reset the part of edge chunks beyond it.
+
+    ``chunks`` is the array's chunk store (after its storage transformers).
+    """
+    grid = array.metadata.chunk_grid
+    for coords in grid.chunk_coords(array.shape):
+        origin = grid.chunk_origin(coords)
+        key = array.chunk_key(coords)
+        if any(o >= n for o, n in zip(origin, new_shape)):
+            chunks.delete(key)
+        elif any(o + c > n for o, c, n in zip(origin, grid.chunk_shape, new_shape)) and chunks.exists(key):
+            chunk = array.read_chunk(coords)
+            reset_outside(chunk, tuple(n - o for o, n in zip(origin, new_shape)), array.fill_value)
+            array.store_chunk(coords, chunk)
+
+
+def clear_exposed(
+    array: Array, chunks: Store, old_shape: tuple[int, ...], new_shape: tuple[int, ...]
+) -> None:
+    """Reset to the fill value what a grow of ``array`` from ``old_shape`` to ``new_shape`` exposes, where it is not.
+
+    Only chunks reaching past ``old_shape`` along a grown axis are looked at;
+    one wholly beyond it is deleted, one it cuts is rewritten only if stale
+    values are found there.
+    """
+    grid = array.metadata.chunk_grid
+    grown = [axis for axis, (o, n) in enumerate(zip(old_shape, new_shape)) if n > o]
+    kept = tuple(min(o, n) for o, n in zip(old_shape, new_shape))
+    for coords in grid.chunk_coords(new_shape):
+        origin = grid.chunk_origin(coords)
+        if all(origin[a] + grid.chunk_shape[a] <= old_shape[a] for a in grown):
+            continue  # nothing of it is exposed
+        key = array.chunk_key(coords)
+        if any(origin[a] >= old_shape[a] for a in grown):
+            chunks.delete(key)
+        elif chunks.exists(key):
+            chunk = array.read_chunk(coords)
+            before = chunk.copy()
+            reset_outside(chunk, tuple(n - o for o, n in zip(origin, kept)), array.fill_value)
+            if not np.array_equal(chunk, before, equal_nan=chunk.dtype.kind in "fc"):
+                array.store_chunk(coords, chunk)
+
+
+def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Scalar) -> None:
+    """Set the part of a stored chunk beyond the first ``in_bounds`` elements of each axis to ``fill``."""
+    for dim, n in enumerate(in_bounds):
+        if n < chunk.shape[dim]:
+            chunk[(slice(None),) * dim + (slice(n, None),)] = fill
