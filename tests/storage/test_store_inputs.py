@@ -122,11 +122,6 @@ def test_other_objects_are_refused_with_what_is_accepted(tmp_path: Path) -> None
         ArgumentTypeError, match=r"store must be a path or URL string.*fsspec mapper.*got builtins.object"
     ):
         make_store(object())
-    zip_store = zarr.storage.ZipStore(tmp_path / "a.zip", mode="w")
-    with pytest.raises(
-        ArgumentTypeError, match=r"ZipStore\) cannot be used by zarr3_backend; pass a path or URL"
-    ):
-        make_store(zip_store)
     with pytest.raises(ArgumentTypeError, match="storage_options only apply to URLs"):
         make_store(fsspec.get_mapper("memory://x"), storage_options={"anon": True})
     with pytest.raises(

@@ -21,6 +21,10 @@ when every data task succeeded does :class:`Commit` run:
 2. :func:`~.publish.publish` the documents (root first, the switch for readers);
 3. delete the record.
 
+A store whose writes land in a transaction the user commits
+(`Store.transactional`: an Icechunk session) gets no record: step 0, then
+step 2, and the user's commit is the commit point.
+
 A failure before step 1 leaves the store as it was: :func:`roll_back` then
 resets the rows this write added (and no others: not those another writer
 published since) and deletes the chunks of the arrays it created (best
@@ -113,6 +117,9 @@ class Commit:
             )
         self._check_unchanged(paths, found[1 : len(paths) + 1])
         documents = hint_groups(self.documents, dict(zip(groups, found[len(paths) + 1 :])))
+        if self.store.transactional:  # the user's commit of the transaction is the commit point
+            publish(self.store, documents, self.consolidate)
+            return
         record = {
             "token": self.token,
             "consolidate": self.consolidate,

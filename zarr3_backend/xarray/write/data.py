@@ -44,7 +44,8 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
     The tasks of the write then guard shards with ``lock`` (with this
     process's per-shard locks when ``lock`` is the one lock held here, or none).
     """
-    across = StoreLease(store) if lock is None and store.atomic_create else contextlib.nullcontext()
+    leased = lock is None and store.atomic_create and not store.transactional  # a transaction needs no lease
+    across = StoreLease(store) if leased else contextlib.nullcontext()
     with shard_lock(local_lock, _writers_key(store)), shard_lock(lock, PENDING_KEY), across:
         yield local_lock if lock is None or isinstance(lock, Lock) else lock
 
@@ -73,6 +74,9 @@ def write_data(
     """
     reserved = None
     try:
+        if store.transactional and isinstance(finalize, Commit):
+            finalize()  # metadata first: the user's commit publishes all at once (and chunks must fit the shape)
+            finalize = None
         write_numpy_many(
             [
                 (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
@@ -96,7 +100,9 @@ def write_data(
             return delayed
         compute_writes(delayed, progress)
     except BaseException:
-        if isinstance(finalize, Commit):  # a first write stays marked unfinished instead
+        if (
+            isinstance(finalize, Commit) and not store.transactional
+        ):  # a first write stays marked unfinished instead
             roll_back(store, list(plan.grown), list(plan.created), lock)
             if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved

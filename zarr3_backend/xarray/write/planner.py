@@ -250,7 +250,7 @@ def to_zarr3(
                 expected,
                 locked=lock is not None or target.atomic_create,
             )
-        deferred = not compute and plan.grown and options.append_dim is not None
+        deferred = not compute and plan.grown and options.append_dim is not None and not target.transactional
         reserve = (path, options.append_dim, lock is None) if deferred else None
         return write_data(
             target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
