@@ -95,6 +95,10 @@ def write_data(
                 reserved = _reserve(store, plan, reserve[0], reserve[1])
             finalize()
             finalize = Release(store, reserve[0], reserved.id, lock, tidy=reserve[2])
+        if store.transactional and compute and not requests:  # no task: a writable session never leaves here
+            if finalize is not None:
+                finalize()
+            return None
         delayed = store_graph(requests, finalize)
         if not compute:
             return delayed

@@ -61,6 +61,7 @@ from xarray.backends.zarr import encode_zarr_variable
 from ...api import WriteMode
 from ...core.metadata import GroupMetadata
 from ...dask.compute import check_reachable
+from ...dask.forks import forked_for_tasks
 from ...errors import NodeExistsError, WriteError, WriteNotImplementedError
 from ...nodes.array import Array
 from ...nodes.lookup import read_node_metadata
@@ -218,43 +219,52 @@ def to_zarr3(
         inherited_coords=write_inherited_coords,
     )
     target = make_store(store, storage_options=storage_options)
-    path = normalize_path(group)
-    appending = options.mode in ("a", "a-")
-    token = _request_token(obj, path, options, encoding) if appending else ""
-    with writer_lock(target, lock) if appending else contextlib.nullcontext(lock) as shard_locks:
-        if (options.mode != "w" or path) and roll_forward(
-            target, token or None, skip_broken=options.mode == "w"
-        ):
-            return _done(compute)  # this exact request was committed by an earlier, interrupted call
-        start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what would hide data
-        if isinstance(obj, xr.DataTree):
-            plan = plan_tree(obj, target, path, encoding=encoding, options=options)
-        else:
-            plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
-        later = not compute and any(write.variable.chunks is not None for write in plan.data)
-        if region and lock is None and (reason := concurrent_writers(later)):
-            warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
-        consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
-        if any(write.variable.chunks is not None for write in plan.data):
-            check_reachable(target)
-        finalize: Commit | Finish | None = start(
-            dict(plan.documents), consolidate
-        )  # a first write publishes here
-        if finalize is None and plan.documents:
-            expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
-            finalize = Commit(
-                target,
-                dict(plan.documents),
-                consolidate,
-                token,
-                expected,
-                locked=lock is not None or target.atomic_create,
+    trees = obj.subtree if isinstance(obj, xr.DataTree) else [obj]
+    dask_data = any(v.chunks is not None for node in trees for v in node.variables.values())
+    with forked_for_tasks(target, dask_data) as forks:  # a transaction written from other processes: forks
+        target = forks.store if forks is not None else target
+        path = normalize_path(group)
+        appending = options.mode in ("a", "a-")
+        token = _request_token(obj, path, options, encoding) if appending else ""
+        with writer_lock(target, lock) if appending else contextlib.nullcontext(lock) as shard_locks:
+            if (options.mode != "w" or path) and roll_forward(
+                target, token or None, skip_broken=options.mode == "w"
+            ):
+                return _done(compute)  # this exact request was committed by an earlier, interrupted call
+            start = check_target(
+                target, path, options.mode, obj, compute=compute
+            )  # refuses what would hide data
+            if isinstance(obj, xr.DataTree):
+                plan = plan_tree(obj, target, path, encoding=encoding, options=options)
+            else:
+                plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+            later = not compute and any(write.variable.chunks is not None for write in plan.data)
+            if region and lock is None and (reason := concurrent_writers(later)):
+                warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+            consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
+            if any(write.variable.chunks is not None for write in plan.data):
+                check_reachable(target)
+            finalize: Commit | Finish | None = start(
+                dict(plan.documents), consolidate
+            )  # a first write publishes here
+            if finalize is None and plan.documents:
+                expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
+                finalize = Commit(
+                    target,
+                    dict(plan.documents),
+                    consolidate,
+                    token,
+                    expected,
+                    locked=lock is not None or target.atomic_create,
+                )
+            deferred = (
+                not compute and plan.grown and options.append_dim is not None and not target.transactional
             )
-        deferred = not compute and plan.grown and options.append_dim is not None and not target.transactional
-        reserve = (path, options.append_dim, lock is None) if deferred else None
-        return write_data(
-            target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
-        )
+            reserve = (path, options.append_dim, lock is None) if deferred else None
+            written = write_data(
+                target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
+            )
+        return forks.finish(written, compute) if forks is not None else written
 
 
 def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
