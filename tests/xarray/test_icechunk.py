@@ -169,3 +169,33 @@ def test_conflicting_commit_is_icechunks_conflict_error(repo):
     one.commit("one")
     with pytest.raises(icechunk.ConflictError):
         two.commit("two")
+
+
+def test_virtual_chunks_resolve_as_icechunk_resolves_them(tmp_path):
+    """Chunks that are byte ranges of a file outside the repository (a virtual dataset) read like stored ones."""
+    data = np.arange(24, dtype="<f8").reshape(6, 4)
+    legacy = tmp_path / "raw" / "legacy.bin"
+    legacy.parent.mkdir()
+    legacy.write_bytes(b"HEADER--" + data.tobytes())
+    prefix = f"file://{legacy.parent}/"
+    config = icechunk.RepositoryConfig.default()
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(legacy.parent)))
+    )
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(tmp_path / "repo")),
+        config=config,
+        authorize_virtual_chunk_access={prefix: None},
+    )
+    session = repo.writable_session("main")
+    group = zarr3_backend.create_group(session.store)
+    group.create_array(
+        "t", shape=(6, 4), dtype="<f8", chunks=(3, 4), compressors=None, dimension_names=("x", "y")
+    )
+    for i in range(2):
+        session.store.set_virtual_ref(f"t/c/{i}/0", f"file://{legacy}", offset=8 + i * 96, length=96)
+    session.commit("virtual")
+    store = repo.readonly_session(branch="main").store
+    assert xr.open_dataset(store, engine="zarr3").t.values.tolist() == data.tolist()
+    lazy = xr.open_dataset(store, engine="zarr3", chunks={})
+    xr.testing.assert_identical(lazy.load(), zarr_oracle(store))

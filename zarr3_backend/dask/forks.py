@@ -2,12 +2,12 @@
 
 A writable Icechunk session refuses to pickle, and a copy of it in a task
 would keep what the task wrote to itself. So when ``to_zarr3`` writes dask
-data into a transactional :class:`~zarr3_backend.store.zarr_python.ZarrPythonStore`
-and the tasks run in other processes (dask.distributed), :func:`forked_for_tasks`
+data into a transactional `ZarrPythonStore`
+and the tasks run in other processes (dask.distributed), `forked_for_tasks`
 forks the user's session (``session.fork()``) and the whole write goes
 through the fork: the client writes the metadata into it, and every task
 writes into its own unpickled copy, which registers itself in its process.
-When the graph has run, :meth:`Forks.merge_back` collects every copy from
+When the graph has run, `Forks.merge_back` collects every copy from
 the workers (``client.run``) and merges them, with the client's fork, into
 the user's session (``session.merge(...)``). Nothing is committed: the user
 calls ``session.commit(...)``. A failed write merges nothing, so the user's
@@ -86,7 +86,7 @@ def _process(_: object = None) -> str:
 
 @dataclass
 class Forks:
-    """A write through a fork of ``session``: :attr:`store` is what it writes to; :meth:`merge_back` ends it."""
+    """A write through a fork of ``session``: `store` is what it writes to; `merge_back` ends it."""
 
     session: Any
     fork: Any
@@ -155,7 +155,7 @@ def forked_for_tasks(store: Store, dask_data: bool) -> Iterator[Forks | None]:
 
     ``None`` (write through ``store`` itself) for a store that is not
     transactional, data without dask, or tasks in this process. The write
-    must call :meth:`Forks.finish`; if it raises, the forks are dropped.
+    must call `Forks.finish`; if it raises, the forks are dropped.
     """
     if not (dask_data and isinstance(store, ZarrPythonStore) and store.transactional and not store.read_only):
         yield None

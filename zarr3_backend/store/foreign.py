@@ -7,10 +7,10 @@ given                              becomes
 ``zarr.storage.FsspecStore``       :class:`FsspecStore` on its file system and path
 ``zarr.storage.MemoryStore``       :class:`ZarrMemoryStore` reading and writing it in place
 ``fsspec.FSMap`` (``get_mapper``)  :class:`FsspecStore` on its file system and root
-any other ``zarr.abc.store.Store``  :class:`~.zarr_python.ZarrPythonStore` wrapping it
-(Icechunk, ``ObjectStore``,
-``ZipStore``, ...)
 =================================  =============================================
+
+Any other zarr-python store (``zarr.abc.store.Store``: an Icechunk session's
+store, ``ObjectStore``, ``ZipStore``, ...) becomes a `ZarrPythonStore` wrapping it.
 
 A local file system behind an fsspec store or mapper gives a :class:`LocalStore`
 (atomic writes, parent directories created).
@@ -55,7 +55,7 @@ ACCEPTED = (
 def from_foreign(obj: object, read_only: bool = False) -> Store | None:
     """Our store for a zarr-python store or fsspec mapper; ``None`` if ``obj`` is neither.
 
-    zarr-python stores without a native equivalent are wrapped in a :class:`ZarrPythonStore`.
+    zarr-python stores without a native equivalent are wrapped in a `ZarrPythonStore`.
     """
     if isinstance(obj, FSMap):
         return _on_file_system(obj.fs, obj.root, read_only)

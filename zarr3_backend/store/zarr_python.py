@@ -1,19 +1,19 @@
-"""Any zarr-python store (``zarr.abc.store.Store``) as our :class:`Store`: Icechunk, ``ObjectStore``, ``ZipStore``, ...
+"""Any zarr-python store (``zarr.abc.store.Store``) as our `Store`: Icechunk, ``ObjectStore``, ``ZipStore``, ...
 
-zarr-python stores are asynchronous. :class:`ZarrPythonStore` runs their
+zarr-python stores are asynchronous. `ZarrPythonStore` runs their
 coroutines on one event loop of this process, on a background thread
-(:func:`adapter_loop`; a forked child makes its own). A batch of requests
-is gathered on that loop, up to :attr:`ZarrPythonStore.io_concurrency` at
+(`adapter_loop`; a forked child makes its own). A batch of requests
+is gathered on that loop, up to `ZarrPythonStore.io_concurrency` at
 once, so a read keeps many requests in flight through the wrapped store's
 own concurrency; readers also start their fetch rounds there directly
-(:attr:`~Store.event_loop`).
+(`Store.event_loop`).
 
 A store that holds Zarr keys only (Icechunk) may refuse to read a key
 whose last name starts with ``__`` (names Zarr v3 reserves): such a key
 reads as missing. Capabilities come from the wrapped store's public members only:
 ``read_only``, ``supports_writes``, ``supports_deletes``, and a transaction
 (``store.session.commit``, as an Icechunk store has): then
-:attr:`ZarrPythonStore.transactional` holds and writers leave the
+`ZarrPythonStore.transactional` holds and writers leave the
 atomicity to the user's commit. Nothing here names a store class, and
 zarr-python is imported only when such a store is used.
 
@@ -43,7 +43,7 @@ _loop_lock = threading.Lock()
 
 
 def adapter_loop() -> asyncio.AbstractEventLoop:
-    """The event loop every :class:`ZarrPythonStore` of this process runs on (started on first use)."""
+    """The event loop every `ZarrPythonStore` of this process runs on (started on first use)."""
     loop = _loop_state["loop"]
     if loop is not None:
         return loop
@@ -76,7 +76,7 @@ def is_zarr_python_store(obj: object) -> bool:
 
 
 class ZarrPythonStore(Store):
-    """A zarr-python store, driven from synchronous code through :func:`adapter_loop`.
+    """A zarr-python store, driven from synchronous code through `adapter_loop`.
 
     Parameters
     ----------
@@ -148,7 +148,7 @@ class ZarrPythonStore(Store):
         return self.run(self.get_many_versioned_async(requests))
 
     async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
-        """Every request gathered on the loop, up to :attr:`io_concurrency` at once; generations are unknown."""
+        """Every request gathered on the loop, up to `io_concurrency` at once; generations are unknown."""
         await _ensure_open(self.wrapped)
         lanes = asyncio.Semaphore(self.io_concurrency)
 
