@@ -70,6 +70,24 @@ def test_cluster_write_is_merged_into_the_session_and_committed_by_the_user(clie
     xr.testing.assert_identical(head(repo), xr.concat([dataset(), dataset(20, 10)], "time"))
 
 
+def test_cluster_overwrite_and_region_writes(client, repo):
+    session = repo.writable_session("main")
+    dataset().to_zarr3(session.store, encoding=ENCODING)
+    session.commit("first")
+    session = repo.writable_session("main")
+    replaced = (dataset() * 3).assign_attrs(title="replaced")
+    replaced.chunk(time=10).to_zarr3(session.store, mode="w", encoding=ENCODING)
+    session.commit("replaced")
+    xr.testing.assert_identical(head(repo), replaced)
+    session = repo.writable_session("main")
+    part = (dataset() * -1).isel(time=slice(10, 20)).drop_vars("lon")
+    part.chunk(time=10).to_zarr3(session.store, region={"time": slice(10, 20)})
+    session.commit("region")
+    expected = replaced.copy(deep=True)
+    expected["t2m"][10:20] = part.t2m.values
+    xr.testing.assert_identical(head(repo), expected)
+
+
 def test_a_session_with_uncommitted_changes_cannot_fork(client, repo):
     session = repo.writable_session("main")
     dataset().to_zarr3(session.store, encoding=ENCODING)  # numpy: written on the client, no fork

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.executor import after_fork, io_concurrency
+from ..core.values import as_bytes
 from ..errors import ReadOnlyError, StoreError
 from .base import ByteRange, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix
 
@@ -142,7 +143,7 @@ class ZarrPythonStore(Store):
         return await work
 
     def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [read.value for read in self.run(self.get_many_versioned_async(requests))]  # type: ignore[misc]
+        return [as_bytes(read.value) for read in self.run(self.get_many_versioned_async(requests))]
 
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         return self.run(self.get_many_versioned_async(requests))
@@ -203,7 +204,7 @@ class ZarrPythonStore(Store):
 
         await self.wrapped.set(key, default_buffer_prototype().buffer.from_bytes(data))
 
-    def set_many(self, items: Any) -> None:
+    def set_many(self, items: Mapping[str, Value]) -> None:
         self._check_writable()
         writes = [self._set(validate_key(key), join_value(value)) for key, value in items.items()]
         self.run(_gather(writes))
@@ -213,12 +214,12 @@ class ZarrPythonStore(Store):
         self._check_deletes(key)
         self.run(self._delete(validate_key(key)))
 
-    def delete_many(self, keys: Any) -> None:
+    def delete_many(self, keys: Iterable[str]) -> None:
         self._check_writable()
-        keys = [validate_key(key) for key in keys]
-        if keys:
-            self._check_deletes(keys[0])
-            self.run(_gather([self._delete(key) for key in keys]))
+        valid = [validate_key(key) for key in keys]
+        if valid:
+            self._check_deletes(valid[0])
+            self.run(_gather([self._delete(key) for key in valid]))
 
     def delete_prefix(self, prefix: str) -> None:
         """The wrapped store's ``delete_dir`` (an Icechunk node's chunks go with its ``zarr.json``)."""
