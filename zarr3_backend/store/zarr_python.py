@@ -31,7 +31,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..core.executor import after_fork, io_concurrency
 from ..core.values import as_bytes
 from ..errors import ReadOnlyError, StoreError
-from .base import ByteRange, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix
+from .base import (
+    Buffer,
+    ByteRange,
+    Request,
+    Store,
+    Value,
+    Versioned,
+    join_value,
+    validate_key,
+    validate_prefix,
+)
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -159,7 +169,7 @@ class ZarrPythonStore(Store):
 
         return list(await asyncio.gather(*(fetch(key, byte_range) for key, byte_range in requests)))
 
-    async def _get(self, key: str, byte_range: ByteRange | None) -> bytes | None:
+    async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         """The value or range, ``None`` if missing; Python slice semantics, which zarr-python stores need not have.
 
         An empty range asks ``exists``; a range the wrapped store refuses (past
@@ -189,11 +199,13 @@ class ZarrPythonStore(Store):
                 return None
             raise
 
-    async def _fetch(self, key: str, byte_range: ByteRange | None) -> bytes | None:
+    async def _fetch(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         from zarr.core.buffer import default_buffer_prototype
 
         buffer = await self.wrapped.get(key, default_buffer_prototype(), _byte_request(byte_range))
-        return None if buffer is None else buffer.to_bytes()
+        return (
+            None if buffer is None else memoryview(buffer.as_buffer_like())
+        )  # the store's bytes, not a copy
 
     def set(self, key: str, value: Value) -> None:
         self._check_writable()
