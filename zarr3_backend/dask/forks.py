@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -62,7 +62,7 @@ class ForkedStore(ZarrPythonStore):
         super().__init__(store)
         self.fork_id = fork_id
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+    def __reduce__(self) -> tuple[Callable[..., ForkedStore], tuple[object, ...]]:
         return (_arrive, (self.wrapped, self.fork_id))
 
 

@@ -25,7 +25,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.executor import after_fork, io_concurrency
@@ -105,7 +114,7 @@ class ZarrPythonStore(Store):
         mode = ", read_only=True" if self.read_only else ""
         return f"ZarrPythonStore({self.wrapped!r}{mode})"
 
-    def __reduce__(self) -> tuple[type[ZarrPythonStore], tuple[ZarrStore, bool]]:
+    def __reduce__(self) -> tuple[Callable[..., ZarrPythonStore], tuple[object, ...]]:
         return (ZarrPythonStore, (self.wrapped, self.read_only))
 
     def __dask_tokenize__(self) -> tuple[str, int, bool]:
@@ -134,7 +143,7 @@ class ZarrPythonStore(Store):
         session = getattr(self.wrapped, "session", None)
         return callable(getattr(session, "commit", None))
 
-    def run(self, work: Coroutine[Any, Any, T]) -> T:
+    def run(self, work: Coroutine[object, None, T]) -> T:
         """Run ``work`` on the adapter's loop and wait for its result (never from that loop itself)."""
         loop = adapter_loop()
         try:

@@ -104,9 +104,8 @@ def write_data(
             return delayed
         compute_writes(delayed, progress)
     except BaseException:
-        if (
-            isinstance(finalize, Commit) and not store.transactional
-        ):  # a first write stays marked unfinished instead
+        # a first write stays marked unfinished instead; a transaction is discarded by its user
+        if isinstance(finalize, Commit) and not store.transactional:
             roll_back(store, list(plan.grown), list(plan.created), lock)
             if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved
