@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -134,6 +136,8 @@ def test_no_records_of_our_own_in_the_repository(repo):
     assert not [key for key in store.list() if "zarr3_backend" in key]
     group = zarr3_backend.open_group(store)
     assert "_zarr3_backend_unfinished" not in group.attrs
+    root = json.loads(store.get("zarr.json") or b"{}")  # not consolidated by default: writers merge per node
+    assert "consolidated_metadata" not in root or root["consolidated_metadata"] is None
     xr.testing.assert_identical(
         zarr_oracle(store.wrapped),
         xr.concat([dataset(), dataset(8), dataset(16)], "time", data_vars="minimal"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import xarray as xr
 
 from ...dask.compute import compute_writes
 from ...dask.write_graph import WriteRequest, store_graph
@@ -48,6 +49,12 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
     across = StoreLease(store) if leased else contextlib.nullcontext()
     with shard_lock(local_lock, _writers_key(store)), shard_lock(lock, PENDING_KEY), across:
         yield local_lock if lock is None or isinstance(lock, Lock) else lock
+
+
+def has_dask_data(obj: xr.Dataset | xr.DataTree) -> bool:
+    """Whether any variable of ``obj`` (any group of a DataTree) holds a dask array."""
+    nodes = obj.subtree if isinstance(obj, xr.DataTree) else [obj]
+    return any(variable.chunks is not None for node in nodes for variable in node.variables.values())
 
 
 def _writers_key(store: Store) -> str:

@@ -72,7 +72,7 @@ from ...store import StoreLike, make_store
 from ...store.base import Store
 from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
 from .commit import Commit, roll_forward
-from .data import write_data, writer_lock
+from .data import has_dask_data, write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
@@ -154,7 +154,7 @@ def to_zarr3(
         deferred appends keep all their rows, in call order.
     consolidated : bool, optional
         Consolidate the group's metadata after writing; ``None`` consolidates
-        unless ``mode="r+"``.
+        unless ``mode="r+"`` or into a transaction (Icechunk).
     append_dim : hashable, optional
         Grow the stored arrays along this dimension. Every stored variable
         having it must be in the dataset.
@@ -219,9 +219,7 @@ def to_zarr3(
         inherited_coords=write_inherited_coords,
     )
     target = make_store(store, storage_options=storage_options)
-    trees = obj.subtree if isinstance(obj, xr.DataTree) else [obj]
-    dask_data = any(v.chunks is not None for node in trees for v in node.variables.values())
-    with forked_for_tasks(target, dask_data) as forks:  # a transaction written from other processes: forks
+    with forked_for_tasks(target, has_dask_data(obj)) as forks:  # a transaction written from other processes
         target = forks.store if forks is not None else target
         path = normalize_path(group)
         appending = options.mode in ("a", "a-")
@@ -241,7 +239,9 @@ def to_zarr3(
             later = not compute and any(write.variable.chunks is not None for write in plan.data)
             if region and lock is None and (reason := concurrent_writers(later)):
                 warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
-            consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
+            # not by default into a transaction: Icechunk lists fast, and one root document would conflict
+            unconsolidated = options.mode == "r+" or target.transactional
+            consolidate = bool(consolidated or (consolidated is None and not unconsolidated))
             if any(write.variable.chunks is not None for write in plan.data):
                 check_reachable(target)
             finalize: Commit | Finish | None = start(
