@@ -212,9 +212,9 @@ class ZarrPythonStore(Store):
         from zarr.core.buffer import default_buffer_prototype
 
         buffer = await self.wrapped.get(key, default_buffer_prototype(), _byte_request(byte_range))
-        return (
-            None if buffer is None else memoryview(buffer.as_buffer_like())
-        )  # the store's bytes, not a copy
+        if buffer is None:
+            return None
+        return memoryview(buffer.as_buffer_like())  # the bytes the store returned, not a copy
 
     def set(self, key: str, value: Value) -> None:
         self._check_writable()
