@@ -4,9 +4,10 @@
     python notebooks/execute.py climate         # one notebook
     python notebooks/execute.py --size full     # the real scale (hours, tens of GB)
 
-Each notebook runs in a fresh kernel of *this* interpreter, in a temporary
-working directory (its stores are written there), with the repository first on
-``sys.path``. The saved notebook records the SHA-256 of its code cells in
+Each notebook runs in a fresh kernel of *this* interpreter, with ``notebooks/``
+as its working directory, as Jupyter starts it (the notebooks then write their
+stores to a temporary directory), importing only the installed package and
+public libraries. The saved notebook records the SHA-256 of its code cells in
 ``metadata["zarr3_backend"]["code_sha256"]``; ``tests/test_notebooks.py`` fails
 when a committed notebook's code no longer matches the code it was run with
 (edit a cell, then re-run this script). Figures the notebooks save go to
@@ -22,6 +23,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
@@ -29,10 +31,6 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))  # the test servers' helpers live in the checkout, not in the package
-
-from tests.servers.servers import patched_env  # noqa: E402
 
 NOTEBOOKS = ("climate", "remote_sensing")
 KERNEL = "zarr3-notebooks"
@@ -60,19 +58,20 @@ def execute(
     name: str, workdir: str | os.PathLike[str], *, size: str = "small", figures: str | None = None,
     env: dict[str, str] | None = None, timeout: int = 600,
 ) -> nbformat.NotebookNode:  # fmt: skip
-    """Run ``notebooks/<name>.ipynb`` in ``workdir``; return it with outputs and its code hash.
+    """Run ``notebooks/<name>.ipynb`` from ``notebooks/``; return it with outputs and its code hash.
+
+    ``workdir`` holds the kernel's spec.
 
     Raises ``nbclient.exceptions.CellExecutionError`` (naming the cell) if any cell fails.
     """
     nb = nbformat.read(HERE / f"{name}.ipynb", as_version=4)
-    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    values = {"PYTHONPATH": path, "ZARR3_NOTEBOOK_SIZE": size, **(env or {})}
+    values = {"ZARR3_NOTEBOOK_SIZE": size, **(env or {})}
     if figures is not None:
         values["ZARR3_NOTEBOOK_FIGURES"] = str(figures)
-    with patched_env(values):
+    with mock.patch.dict(os.environ, values):
         km = _kernel_manager(Path(workdir) / ".kernels")
         client = NotebookClient(
-            nb, km=km, timeout=timeout, coalesce_streams=True, resources={"metadata": {"path": str(workdir)}}
+            nb, km=km, timeout=timeout, coalesce_streams=True, resources={"metadata": {"path": str(HERE)}}
         )
         client.execute()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

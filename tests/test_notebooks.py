@@ -1,12 +1,13 @@
 """The notebooks run headlessly, and the committed ones were executed with the code they show.
 
-Executing uses ``notebooks/execute.py`` (a kernel of this interpreter, a temporary working
-directory, small sizes, matplotlib's Agg backend). After editing a notebook, re-run
+Executing uses ``notebooks/execute.py`` (a kernel of this interpreter started in ``notebooks/``,
+as Jupyter starts one, small sizes, matplotlib's Agg backend). After editing a notebook, re-run
 ``python notebooks/execute.py`` to refresh its outputs and code hash.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 from pathlib import Path
 from types import ModuleType
@@ -56,6 +57,24 @@ def test_committed_notebook_was_executed_with_its_code(name: str) -> None:
     images = [o for cell in code for o in cell.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 5, f"{name}.ipynb shows only {len(images)} plots"
     assert (NOTEBOOKS / "figures" / f"{name}.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_imports_only_the_package_and_public_libraries(name: str) -> None:
+    # Jupyter starts the kernel in notebooks/, where the repository's tests/ is not importable.
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    imported = set()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            tree = ast.parse(
+                "\n".join(line for line in cell.source.splitlines() if not line.startswith(("%", "!")))
+            )
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    imported.add(node.module.split(".")[0])
+    assert imported and not imported & {"tests", "servers", "conftest", "benchmarks"}, sorted(imported)
 
 
 def test_code_hash_changes_with_code_only() -> None:

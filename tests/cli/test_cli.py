@@ -23,6 +23,7 @@ def test_demo_writes_into_a_new_directory_and_says_where(tmp_path: Path) -> None
     result = zarr3("demo", tmp_path / "demo.zarr")
     assert result.returncode == 0, result.stderr
     assert f"writing the demo store to {tmp_path / 'demo.zarr'}" in result.stdout
+    assert f"the store stays in {tmp_path / 'demo.zarr'}" in result.stdout
     assert "identical" in result.stdout and "shards      (96, 92, 180)" in result.stdout
     t2m = zarr3_backend.open_array(tmp_path / "demo.zarr", "t2m")
     assert t2m.dimension_names == ("time", "lat", "lon") and t2m.nchunks_stored() == 4
@@ -51,9 +52,13 @@ def test_readme_demo_command_without_a_directory() -> None:
     )
     where = result.stdout.splitlines()[0].removeprefix("writing the demo store to ")
     try:
-        assert Path(where).is_dir() and "identical" in result.stdout
+        assert "identical" in result.stdout
+        assert result.stdout.rstrip().endswith(
+            f"removed the temporary store {where}; run 'zarr3 demo DIR' to keep one in DIR"
+        )
+        assert not Path(where).exists()  # no store left behind in the temporary directory
     finally:
-        shutil.rmtree(where)
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def test_version_and_help() -> None:
@@ -293,3 +298,16 @@ def test_counter_progress_without_tqdm(capsys: pytest.CaptureFixture[str]) -> No
         counter.update()
     counter.close()
     assert capsys.readouterr().err == "\rchecked 1/3 chunks\rchecked 2/3 chunks\rchecked 3/3 chunks\n"
+
+
+def test_info_and_tree_show_v2_dimension_names(tmp_path: Path) -> None:
+    xr = pytest.importorskip("xarray")
+    ds = xr.Dataset({"t2m": (("time", "lat"), np.zeros((4, 3), "float32"))})
+    ds.to_zarr(tmp_path / "v2.zarr", zarr_format=2, consolidated=False)
+    tree = zarr3("tree", tmp_path / "v2.zarr")
+    assert tree.returncode == 0, tree.stderr
+    assert "t2m  float32 (time=4, lat=3)" in tree.stdout
+    info = zarr3("info", tmp_path / "v2.zarr", "t2m", "--json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)[0]["dimension_names"] == ["time", "lat"]
+    assert "dimensions  time, lat" in zarr3("info", tmp_path / "v2.zarr").stdout

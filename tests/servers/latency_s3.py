@@ -215,6 +215,9 @@ class LatencyS3Server(ThreadingHTTPServer):
         #: A fault to inject into object GETs, for tests: ``"extra"`` bytes after every body, ``"whole"``
         #: objects (a 200) for Range requests, ``"short"`` or ``"shifted"`` 206 answers (one byte).
         self.misbehave: str | None = None
+        #: For tests: every object stored from now on has this ETag and a fixed Last-Modified (1970),
+        #: as some S3-compatible servers answer.
+        self.constant_etag: str | None = None
         self.stats = RequestStats()
         self.ca_file = tls.ca_file if tls else None
         self._lock = threading.Lock()
@@ -578,6 +581,8 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 failed = False
                 objects[key] = stored = _new_object(body, checksum)
+                if self.server.constant_etag is not None:  # a poor server: one ETag and time for everything
+                    stored.etag, stored.modified = self.server.constant_etag, 0.0
         if failed:
             self._error(
                 HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", f"precondition failed for {key!r}"

@@ -23,7 +23,7 @@ import pytest
 import zarr3_backend
 from zarr3_backend import ConcurrentModificationError
 from zarr3_backend.store import LocalStore, ObstoreStore, Store, Versioned, make_store
-from zarr3_backend.store.base import Request
+from zarr3_backend.store.base import ByteRange, Request
 from zarr3_backend.testing.stores import CountingStore
 
 SHAPE, SHARDS, CHUNKS = (4, 16), (4, 8), (4, 2)  # 2 shards of 4 inner chunks each
@@ -302,9 +302,11 @@ def _etag(store, key):
     """The ETag of ``key`` asked of the server, and the generation a read of it reports."""
     if isinstance(store, ObstoreStore):
         etag = obstore.head(store.client, key)["e_tag"]
-        return etag, (etag, None)
-    etag = store.fs.info(store._path(key), refresh=True)["ETag"]
-    return etag, etag
+    else:
+        etag = store.fs.info(store._path(key), refresh=True)["ETag"]
+    generation = store.get_many_versioned([(key, ByteRange(0, 0))])[0].generation
+    assert etag in generation  # the ETag, with the object's size and last-modified time
+    return etag, generation
 
 
 @pytest.mark.parametrize("backend", ["obstore", "fsspec"])

@@ -25,9 +25,10 @@ def add_command(
         help="rewrite a Zarr hierarchy (v2 or v3) as sharded Zarr v3",
         description="Rewrite every array below SRC into DST as sharded Zarr v3, keeping attributes, dimension names, "
         "fill values and data types, with consolidated metadata. Inner chunks are the source chunks, "
-        "shards ~64-128 MiB slabs of the leading dimension, codecs zstd + crc32c, unless set. One dask "
+        "shards ~64-128 MiB slabs of the leading dimension (the same along a dimension for the arrays "
+        "of a group that share it), each array's own compressor and filters (v3 form) + crc32c, unless set. One dask "
         "task per shard (threads, or a cluster with --scheduler) reads, writes and verifies its shard "
-        "against the source. Run again after an interruption to finish. SRC is only read; "
+        "against the source. Run again after an interruption to finish: shards recorded as verified are checked (still stored as recorded, their source values unchanged) and copied again if not. One convert at a time into a DST; another is refused naming it. SRC is only read; "
         "--storage-option applies to SRC, --dst-storage-option to DST.",
     )
     parser.add_argument("src", metavar="SRC")
@@ -95,9 +96,16 @@ def run_convert(args: argparse.Namespace) -> int:
     print(
         f"converted {summary.arrays} array{'s' * (summary.arrays != 1)}: {summary.shards} shards, "
         f"{summary.copied} written and verified ({summary.nbytes / 1e6:.0f} MB)"
-        + (f", {summary.skipped} verified by an earlier run" if summary.skipped else "")
+        + (f", {summary.skipped} verified by an earlier run and unchanged" if summary.skipped else "")
+        + (
+            f" ({summary.recopied} recorded by an earlier run had changed in DST or SRC: copied again)"
+            if summary.recopied
+            else ""
+        )
         + "; consolidated metadata written"
     )
+    for note in summary.notes:
+        print(f"note: {note}")
     return 0
 
 

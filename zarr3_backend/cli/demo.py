@@ -1,9 +1,13 @@
-"""``zarr3 demo``: write a sharded climate-like array into a new directory, read it back, describe it."""
+"""``zarr3 demo``: write a sharded climate-like array into a new directory, read it back, describe it.
+
+Without a directory the store goes to a temporary one, removed at the end; a given one is kept.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 
@@ -28,7 +32,7 @@ def add_command(
         parents=[common],
         help="write and read back an example store",
         description="Write a sharded example array (96 x 181 x 360 float32) into DIR, "
-        "a new directory (default: a new temporary one), read it back and "
+        "a new directory (default: a new temporary one, removed at the end), read it back and "
         "describe it. An existing DIR is refused, never overwritten.",
     )
     parser.add_argument("dir", metavar="DIR", nargs="?", help="a directory that does not exist yet")
@@ -38,6 +42,20 @@ def add_command(
 def run_demo(args: argparse.Namespace) -> int:
     path = new_directory(args.dir)
     print(f"writing the demo store to {path}")
+    try:
+        write_and_describe(path)
+    finally:
+        if args.dir is None:
+            shutil.rmtree(path, ignore_errors=True)
+    if args.dir is None:
+        print(f"\nremoved the temporary store {path}; run 'zarr3 demo DIR' to keep one in DIR")
+    else:
+        print(f"\nthe store stays in {path}; check it with: zarr3 validate --deep {path}")
+    return 0
+
+
+def write_and_describe(path: str) -> None:
+    """Write the demo array into ``path``, read it back, compare and describe it."""
     data = climate_field()
     start = time.perf_counter()
     t2m = create_array(
@@ -60,8 +78,6 @@ def run_demo(args: argparse.Namespace) -> int:
         raise RuntimeError("demo: data read back differs from data written")
     print(f"wrote {data.nbytes / 1e6:.1f} MB in {written:.3f} s, read it back in {read:.3f} s: identical")
     print_info(make_store(path, read_only=True), "", title=path)
-    print(f"\ncheck it with: zarr3 validate --deep {path}")
-    return 0
 
 
 def new_directory(path: str | None) -> str:

@@ -14,7 +14,7 @@ from ..nodes.hierarchy import Group
 from ..nodes.paths import normalize_path
 from ..store.base import Store
 from .options import open_store
-from .survey import Entry, Survey, describe, survey
+from .survey import Entry, Survey, describe, dimension_names, survey
 
 
 def add_commands(
@@ -176,6 +176,6 @@ def _tree_label(found: Survey, path: str, name: str) -> str:
         return f"{name}  (unreadable zarr.json: run 'zarr3 validate')"
     if isinstance(node, Group):
         return name
-    names = node.dimension_names or (None,) * node.ndim
+    names = dimension_names(node) or (None,) * node.ndim
     dims = ", ".join(f"{d}={n}" if d else str(n) for d, n in zip(names, node.shape))
     return f"{name}  {_dtype(node.metadata.data_type.to_json())} ({dims})"

@@ -13,10 +13,12 @@ from ..errors import Zarr3Error
 from ..nodes.array import Array
 from ..nodes.hierarchy import Group, node_from_metadata, open_node
 from ..nodes.paths import normalize_path
-from ..nodes.v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, is_v2
+from ..nodes.v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, V2ArrayMetadata, is_v2
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store
 from ..validate import assign_keys, is_metadata_key, node_path
+
+V2_DIMENSIONS = "_ARRAY_DIMENSIONS"  # how xarray names a Zarr v2 array's dimensions
 
 V2_DOCUMENTS = frozenset({ZARRAY, ZGROUP, ZATTRS, ZMETADATA})
 
@@ -113,8 +115,10 @@ class ArrayEntry(TypedDict):
     shape: list[int]
     data_type: str | dict[str, Any]
     dimension_names: list[str | None] | None
-    chunks: list[int]
-    shards: list[int] | None
+    chunks: list[
+        Any
+    ]  #: ints; a rectilinear grid's unsharded chunks as its ``chunk_shapes`` (lengths per dimension)
+    shards: list[Any] | None  #: likewise for rectilinear shards
     codecs: list[dict[str, Any]]
     fill_value: Any  # the JSON form of the array's data type
     attributes: dict[str, Any]
@@ -124,6 +128,27 @@ class ArrayEntry(TypedDict):
 
 
 Entry = ErrorEntry | GroupEntry | ArrayEntry
+
+
+def _chunking(array: Array) -> tuple[list[Any], list[Any] | None]:
+    """``chunks`` and ``shards`` of an entry; a rectilinear grid's lengths as written (run-length encoded)."""
+    grid = array.metadata.chunk_grid
+    if grid.is_regular:
+        return list(array.chunks), None if array.shards is None else list(array.shards)
+    lengths: list[Any] = grid.to_json()["configuration"]["chunk_shapes"]
+    return (list(array.chunks), lengths) if array.sharded else (lengths, None)
+
+
+def dimension_names(array: Array) -> list[str | None] | None:
+    """``array``'s dimension names: a Zarr v2 array's from its ``_ARRAY_DIMENSIONS`` attribute, as xarray reads them."""
+    if array.dimension_names is not None:
+        return list(array.dimension_names)
+    names = (
+        array.metadata.attributes.get(V2_DIMENSIONS) if isinstance(array.metadata, V2ArrayMetadata) else None
+    )
+    if isinstance(names, list) and len(names) == array.ndim and all(isinstance(n, str) for n in names):
+        return list(names)
+    return None
 
 
 def describe(store: Store, found: Survey) -> list[Entry]:
@@ -144,6 +169,7 @@ def describe(store: Store, found: Survey) -> list[Entry]:
             )
         else:
             keys = found.owned.get(path, [])
+            chunks, shards = _chunking(node)
             chunk_store = apply_storage_transformers(store, node.metadata.storage_transformers)
             document = ArrayMetadata.to_json(
                 node.metadata
@@ -154,9 +180,9 @@ def describe(store: Store, found: Survey) -> list[Entry]:
                     "node_type": "array",
                     "shape": list(node.shape),
                     "data_type": document["data_type"],
-                    "dimension_names": document.get("dimension_names"),
-                    "chunks": list(node.chunks),
-                    "shards": None if node.shards is None else list(node.shards),
+                    "dimension_names": dimension_names(node),
+                    "chunks": chunks,
+                    "shards": shards,
                     "codecs": document["codecs"],
                     "fill_value": document["fill_value"],
                     "attributes": document["attributes"],

@@ -27,7 +27,14 @@ import numpy as np
 from ..core.dtypes import is_fill, parse_data_type
 from ..core.indexing import ChunkSelection, plan_selection
 from ..core.values import ByteRange, Value, Versioned
-from ..errors import CodecError, ConcurrentModificationError, CorruptShardError, MetadataError, with_location
+from ..errors import (
+    CodecError,
+    ConcurrentModificationError,
+    CorruptShardError,
+    MetadataError,
+    UnknownExtensionError,
+    with_location,
+)
 from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .chain import CodecChain
 from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges
@@ -59,6 +66,11 @@ class ShardingCodec(ArrayBytesCodec):
             if required not in configuration:
                 raise MetadataError(f"{where}: missing required field {required!r}")
         chunk_shape = configuration["chunk_shape"]
+        if isinstance(chunk_shape, list) and any(isinstance(n, list) for n in chunk_shape):
+            raise UnknownExtensionError(
+                f"{where}.chunk_shape: rectilinear inner chunks are not specified (only shard boundaries may be "
+                f"rectilinear, with regular inner chunks), got {chunk_shape!r}"
+            )
         if not isinstance(chunk_shape, list) or not all(
             isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in chunk_shape
         ):

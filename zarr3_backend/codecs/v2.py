@@ -1,6 +1,6 @@
 """The Zarr v2 filter pipeline as one ``array -> bytes`` codec (read only).
 
-Spec: ``../shared/spec/v2/zarr-v2-spec.txt`` ("Filters", "Chunks"). A v2
+Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html ("Filters", "Chunks"). A v2
 chunk is its array in ``order`` ("C" or "F") and stored ``dtype`` (byte order
 included), passed through the ``filters`` in turn, then the ``compressor``.
 Arrays with filters, object or structured dtypes read through this codec:

@@ -11,8 +11,12 @@ The steps, each safe to interrupt:
 
 DST holds no ``zarr.json`` before step 3, so an unfinished DST cannot be
 opened as if it were complete. Run again on an unfinished DST with the
-same SRC and settings, a convert skips the shards recorded as verified and
-finishes; with different ones, it refuses.
+same SRC and settings, a convert checks the shards recorded as verified
+(each still stored as recorded, its source region still holding the values
+recorded), copies again those that are not, copies the others and finishes;
+with different settings, it refuses. One convert runs into a DST at a time:
+another is refused naming it. Step 3 also keeps the checksum of every shard
+in DST (:mod:`zarr3_backend.nodes.converted`), which ``validate --deep`` checks.
 """
 
 from __future__ import annotations
@@ -20,21 +24,22 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import open as open_node
 from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key
 from ..dask.compute import check_reachable, compute_writes
-from ..errors import ArgumentError, NodeExistsError, WriteError
+from ..errors import ArgumentError, ConcurrentWriteError, MetadataError, NodeExistsError, WriteError
 from ..nodes.array import Array
 from ..nodes.consolidation import consolidated_entry
+from ..nodes.converted import MANIFEST_KEY, Manifest, encode_manifest
 from ..nodes.creation import CodecLike
 from ..store import StoreLike, make_store
 from ..store.base import Store
-from .plan import PerArray, Plan, default_shards, describe_source, make_plan
-from .record import Record
-from .shards import convert_graph, shard_copies
+from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
+from .record import DONE, RECORD, Done, Record
+from .shards import ShardCopy, ShardResume, convert_graph, shard_copies
 
 __all__ = ["ConvertSummary", "convert", "default_shards"]
 
@@ -42,13 +47,17 @@ __all__ = ["ConvertSummary", "convert", "default_shards"]
 @dataclass(frozen=True)
 class ConvertSummary:
     """What a :func:`convert` call did: ``shards`` in DST, of which this call ``copied`` some (``nbytes``
-    decoded bytes) and found ``skipped`` already verified by an interrupted earlier run."""
+    decoded bytes) and found ``skipped`` already verified by an interrupted earlier run (and unchanged
+    since, in DST and in SRC); ``recopied`` of the copied ones were recorded by that run but had changed."""
 
     arrays: int
     shards: int
     copied: int
     skipped: int
     nbytes: int
+    recopied: int = 0
+    #: Why some shards are longer than their array along a dimension (see ``plan.past_the_extent``).
+    notes: tuple[str, ...] = field(default=(), repr=False)
 
 
 def convert(
@@ -84,7 +93,8 @@ def convert(
     codecs : list of codecs, or dict of array path to list, optional
         The inner chunks' codec chain (JSON objects or names, e.g.
         ``["bytes", {"name": "zstd", "configuration": {"level": 3}}, "crc32c"]``).
-        Default: ``bytes`` (``vlen-utf8`` for strings), zstd and ``crc32c``.
+        Default: the source's own compressor and filters in v3 form, then
+        ``crc32c`` (see `zarr3_backend.conversion.codecs.carried_codecs`).
     overwrite : bool, default False
         Delete whatever is at ``dst`` first (an unfinished convert included).
         Otherwise a ``dst`` holding anything but an unfinished convert of the
@@ -108,6 +118,10 @@ def convert(
     ChecksumError
         A shard read back differs from its source region (nothing is marked
         done for it; run again to rewrite it).
+    ConcurrentWriteError
+        Another convert into ``dst`` is running (the message names it).
+    MetadataError
+        ``dst`` holds a record that is not a convert's (the message names it).
 
     Examples
     --------
@@ -115,7 +129,7 @@ def convert(
     >>> a = zarr3_backend.create_array("memory://doc/convert/src", "x", shape=(100,), dtype="int32", chunks=(10,))
     >>> a[:] = np.arange(100)
     >>> zarr3_backend.convert("memory://doc/convert/src", "memory://doc/convert/dst", shards=(50,))
-    ConvertSummary(arrays=1, shards=2, copied=2, skipped=0, nbytes=400)
+    ConvertSummary(arrays=1, shards=2, copied=2, skipped=0, nbytes=400, recopied=0)
     >>> b = zarr3_backend.open_array("memory://doc/convert/dst", "x")
     >>> b.chunks, b.shards, int(b[:].sum())
     ((10,), (50,), 4950)
@@ -130,51 +144,98 @@ def convert(
         shards=shards,
         codecs=codecs,
     )
-    record = Record(target)
+    record = Record.new_run(target)
     done = _start(record, plan, overwrite)
-    copies = [
-        c
-        for a in plan.arrays
-        for c in shard_copies(a.source, Array(target, a.path, a.metadata), record, done)
-    ]
-    if copies:
-        _check_readable(source_store)
-        check_reachable(target)
-        compute_writes(convert_graph(copies), progress, label="convert")
-    _finish(target, plan)
-    record.clear()
+    try:
+        tasks = [
+            task
+            for a in plan.arrays
+            for task in shard_copies(a.source, Array(target, a.path, a.metadata), record, done)
+        ]
+        if tasks:
+            _check_readable(source_store)
+            check_reachable(target)
+            compute_writes(convert_graph(tasks), progress, label="convert")
+        entries = record.done()
+        manifest = _manifest(plan, tasks, entries)
+        _finish(target, plan, manifest)
+        record.clear()
+    finally:
+        record.release()
+    copied = [t for t in tasks if (e := entries.get(_copy(t).key)) is not None and e.run == record.run]
     total = sum(math.prod(a.metadata.chunk_grid.grid_shape(a.metadata.shape)) for a in plan.arrays)
+    notes = tuple(note for a in plan.arrays if (note := past_the_extent(a)) is not None)
     return ConvertSummary(
-        len(plan.arrays), total, len(copies), total - len(copies), sum(c.nbytes for c in copies)
+        len(plan.arrays),
+        total,
+        len(copied),
+        total - len(copied),
+        sum(_copy(t).nbytes for t in copied),
+        sum(isinstance(t, ShardResume) for t in copied),
+        notes,
     )
 
 
-def _start(record: Record, plan: Plan, overwrite: bool) -> set[str]:
-    """Refuse, clear or resume DST; returns the shards verified by an earlier run."""
+def _copy(task: ShardCopy | ShardResume) -> ShardCopy:
+    return task.copy if isinstance(task, ShardResume) else task
+
+
+def _manifest(plan: Plan, tasks: list[ShardCopy | ShardResume], entries: dict[str, Done | None]) -> Manifest:
+    """The checksum of every shard by array path, from the record; every shard must be recorded by now."""
+    manifest: Manifest = {a.path: {} for a in plan.arrays}
+    for task in tasks:
+        copy = _copy(task)
+        entry = entries.get(copy.key)
+        if entry is None:
+            raise WriteError(
+                f"{copy.key}: no verified record of this shard after its task finished (something deleted "
+                f"{DONE}{copy.key} meanwhile); run the convert again"
+            )
+        manifest[copy.target.path][copy.key] = entry.checksum
+    return manifest
+
+
+def _start(record: Record, plan: Plan, overwrite: bool) -> dict[str, Done | None]:
+    """Refuse, clear or resume DST; returns the entries of the shards recorded by an earlier run."""
     store = record.store
     if overwrite:
-        store.delete_prefix("")
-    recorded = record.plan()
-    if recorded is None:
-        if next(iter(store.list_prefix("")), None) is not None:
-            raise NodeExistsError(
-                f"{store!r} is not empty; convert writes only into an empty DST (pass overwrite=True "
-                "to delete what is there)"
+        try:
+            running = record.running()
+        except MetadataError:
+            running = None  # a broken mark is deleted with everything else
+        if running is not None:
+            raise ConcurrentWriteError(
+                f"{store!r}: a zarr3 convert into this DST is running ({running}); overwrite refused, "
+                "nothing was deleted"
             )
-        if record.start(plan.to_json()):
-            return set()
-        recorded = record.plan()  # another convert started meanwhile: join it if it has the same plan
-    difference = plan.difference(recorded)
-    if difference is not None:
-        raise ArgumentError(
-            f"{store!r} holds an unfinished convert with another plan ({difference}); run the same convert again "
-            "(same SRC and settings) to finish it, or pass overwrite=True to start again"
-        )
-    return record.done()
+        store.delete_prefix("")
+    record.acquire()
+    try:
+        recorded = record.plan()
+        if recorded is None:
+            if any(not key.startswith(RECORD) for key in store.list_prefix("")):
+                raise NodeExistsError(
+                    f"{store!r} is not empty; convert writes only into an empty DST (pass overwrite=True "
+                    "to delete what is there)"
+                )
+            if record.start(plan.to_json()):
+                return {}
+            recorded = record.plan()
+        difference = plan.difference(recorded)
+        if difference is not None:
+            raise ArgumentError(
+                f"{store!r} holds an unfinished convert with another plan ({difference}); run the same convert "
+                "again (same SRC and settings) to finish it, or pass overwrite=True to start again"
+            )
+        return record.done()
+    except BaseException:
+        record.release()
+        raise
 
 
-def _finish(store: Store, plan: Plan) -> None:
-    """Write every node's ``zarr.json``; the root's last, with the consolidated metadata if it is a group."""
+def _finish(store: Store, plan: Plan, manifest: Manifest) -> None:
+    """Write the manifest, then every node's ``zarr.json``; the root's last, with consolidated metadata if a group."""
+    store.set(MANIFEST_KEY, encode_manifest(manifest))
     documents: dict[str, NodeMetadata] = {a.path: a.metadata for a in plan.arrays}
     documents.update({path: GroupMetadata(attributes=attributes) for path, attributes in plan.groups.items()})
     root = documents.pop("")

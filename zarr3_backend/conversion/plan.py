@@ -36,12 +36,14 @@ from ..codecs.registry import codec_from_json
 from ..core.dtypes import Scalar, parse_data_type
 from ..core.json_types import JSON
 from ..core.metadata import ArrayMetadata
+from ..core.shared_grouping import Stored, shared_grouping
 from ..errors import ArgumentError, MetadataError, Zarr3Error, with_location
 from ..nodes.array import Array
 from ..nodes.creation import DEFAULT_INDEX_CODECS, CodecLike, build_array_metadata
 from ..nodes.hierarchy import Group
 from ..nodes.v2_metadata import V2ArrayMetadata
 from ..store.base import Store
+from .codecs import carried_codecs
 
 #: The decoded size :func:`default_shards` aims at (shards hold at most this, and at least half of it
 #: unless the array is smaller or one inner chunk is larger).
@@ -148,6 +150,8 @@ def make_plan(
             raise ArgumentError(
                 f"{name}: no array {unknown[0]!r} in {source}; arrays: {sorted(p for p, _ in arrays)}"
             )
+    inner = {path: _shape_for(path, array, chunks) or array.chunks for path, array in arrays}
+    chosen = shared_shards([(p, a, inner[p]) for p, a in arrays if _shape_for(p, a, shards) is None])
     return Plan(
         source,
         {path: dict(node.attrs) for path, node in nodes if isinstance(node, Group)},
@@ -158,13 +162,53 @@ def make_plan(
                 target_metadata(
                     path,
                     array,
-                    chunks=_shape_for(path, array, chunks),
-                    shards=_shape_for(path, array, shards),
+                    chunks=inner[path],
+                    shards=_shape_for(path, array, shards) or chosen[path],
                     codecs=_for(path, codecs),
                 ),
             )
             for path, array in arrays
         ],
+    )
+
+
+def shared_shards(arrays: Sequence[tuple[str, Array, Sequence[int]]]) -> dict[str, tuple[int, ...]]:
+    """The default shards of ``arrays`` (path, array, inner chunks): `default_shards`, agreed per dimension.
+
+    The arrays of one group that share a dimension (name, extent and inner
+    chunk) get the same shard along it, the smallest any of them would pick
+    on its own (`zarr3_backend.core.shared_grouping.shared_grouping`),
+    so a float32 and an int16 variable read back with one chunking.
+    """
+    by_group: dict[str, dict[str, Stored]] = {}
+    for path, array, inner in arrays:
+        dims = carried_over(array.metadata)[1] or (None,) * array.ndim
+        item_size = array.metadata.data_type.item_size or VARIABLE_ITEM_BYTES
+        group = by_group.setdefault(path.rpartition("/")[0], {})
+        group[path] = Stored(dims, tuple(inner), array.shape, item_size)
+    chosen: dict[str, tuple[int, ...]] = {}
+    for stored in by_group.values():
+        chosen.update(
+            shared_grouping(
+                stored,
+                lambda s: default_shards(s.shape, s.chunks, s.itemsize, SHARD_TARGET_BYTES),
+                whole_chunks=True,
+            )
+        )
+    return chosen
+
+
+def past_the_extent(plan: ArrayPlan) -> str | None:
+    """Why a shard of ``plan``'s array is longer than the array along a dimension, or ``None`` if none is."""
+    target = Array(plan.source.store, plan.path, plan.metadata)
+    shards, inner = target.shards or target.chunks, target.chunks
+    longer = [(i, n, s, c) for i, (n, s, c) in enumerate(zip(target.shape, shards, inner)) if s > n and s > c]
+    if not longer:
+        return None
+    i, n, s, c = longer[0]
+    return (
+        f"{plan.path or '/'}: shards of {s} along dimension {i}, which has {n}: a shard holds whole inner "
+        f"chunks ({c}), so {n} needs {-(-n // c)} of them; nothing is stored past {n}"
     )
 
 
@@ -189,13 +233,15 @@ def target_metadata(
 ) -> ArrayMetadata:
     """The metadata ``array`` gets in DST (see the module docstring); a bad setting raises naming ``path``."""
     metadata = array.metadata
-    inner = tuple(chunks) if chunks is not None else array.chunks
+    regular = array.sharded or array.metadata.chunk_grid.is_regular  # a rectilinear source: its largest chunk
+    inner = tuple(chunks) if chunks is not None else array.chunks if regular else metadata.chunk_shape
     item_size = metadata.data_type.item_size or VARIABLE_ITEM_BYTES
     outer = tuple(shards) if shards is not None else default_shards(array.shape, inner, item_size)
     attributes, dimension_names = carried_over(metadata)
     _check_v3_data_type(path, metadata)
     try:
         options: dict[str, Any] = {"chunks": inner, "shards": outer}
+        codecs = codecs if codecs is not None else carried_codecs(array)
         if codecs is not None:
             chain = [codec.to_json() for codec in map(codec_from_json, codecs) if codec is not None]
             sharding = {"chunk_shape": list(inner), "codecs": chain, "index_codecs": DEFAULT_INDEX_CODECS}

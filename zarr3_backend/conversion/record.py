@@ -2,81 +2,207 @@
 
 While a convert runs, DST holds, besides the nodes being written:
 
+- ``__zarr3_convert/running.json``: who runs the convert (host, process,
+  start time), created atomically (:meth:`~zarr3_backend.store.Store.create`)
+  by the run that starts or resumes it and deleted when it ends. A second
+  run into the same DST meanwhile is refused naming it; one whose holder is
+  a process of this host that no longer runs (a killed run) is taken over;
 - ``__zarr3_convert/plan.json``: the plan (:meth:`~zarr3_backend.conversion.plan.Plan.to_json`),
   written before anything else; a later run finds it and continues, if its
   own plan is the same;
-- ``__zarr3_convert/done/<array path>/<shard key>``: one small value per
-  shard written and verified, holding the checksum it was verified with
-  (:func:`checksum`), written by the shard's task after verification.
+- ``__zarr3_convert/done/<array path>/<shard key>``: one small JSON value per
+  shard written and verified (:class:`Done`): the checksum of the source
+  values it was verified against, and the shard's stored generation then.
 
 Every key is written with one atomic store ``set``, so concurrent tasks
 (threads, cluster workers) never share a value and a killed run leaves no
-torn one. A resumed run skips the shards listed as done and writes the
-others again. The record is deleted when the convert finishes.
+torn one. Every record is parsed as hostile input: one that is not what a
+convert writes raises :class:`~zarr3_backend.errors.MetadataError` naming
+the key (a ``done`` entry that is not is treated as not done). The record
+is deleted when the convert finishes, after the checksums are kept in the
+store's manifest (:mod:`zarr3_backend.nodes.converted`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from crc32c import crc32c
-
 from ..core.json_types import JSON
+from ..core.metadata import decode_document
+from ..errors import ConcurrentWriteError, MetadataError
+from ..nodes.converted import checksum
 from ..store.base import Store
+
+__all__ = ["DONE", "PLAN_KEY", "RUNNING_KEY", "Done", "Record", "checksum"]
 
 RECORD = "__zarr3_convert/"
 PLAN_KEY = RECORD + "plan.json"
+RUNNING_KEY = RECORD + "running.json"
 DONE = RECORD + "done/"
 
 
-def checksum(values: np.ndarray) -> str:
-    """The checksum of decoded values: CRC32C of their shape, data type and elements in C order.
+@dataclass(frozen=True)
+class Done:
+    """A shard written and verified: the ``checksum`` of its source values, whether it was ``stored`` (an
+    all-fill shard is not), its stored ``generation`` then (``None``: the store does not tell) and the ``run``."""
 
-    Variable-length elements (strings, bytes) enter as their UTF-8 or raw
-    bytes, each after its length.
+    checksum: str
+    stored: bool
+    generation: str | None
+    run: str
 
-    >>> checksum(np.arange(4, dtype="int16")) == checksum(np.arange(4, dtype="int16").copy())
-    True
-    >>> checksum(np.array(["a", "bc"], dtype=object)) == checksum(np.array(["ab", "c"], dtype=object))
-    False
-    """
-    state = crc32c(repr((values.shape, values.dtype.str)).encode())
-    if values.dtype.hasobject or values.dtype.kind == "T":
-        for item in values.ravel():
-            data = item if isinstance(item, bytes) else str(item).encode("utf-8", "surrogatepass")
-            state = crc32c(data, crc32c(len(data).to_bytes(8, "little"), state))
-    elif values.size:
-        state = crc32c(np.ascontiguousarray(values).reshape(-1).view(np.uint8).data, state)
-    return f"crc32c:{state:08x}"
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {"checksum": self.checksum, "stored": self.stored, "generation": self.generation, "run": self.run}
+        ).encode()
+
+    @classmethod
+    def parse(cls, raw: bytes | None) -> Done | None:
+        """The entry in ``raw``; ``None`` for a missing entry or one a convert does not write."""
+        try:
+            entry = decode_document(raw, "done") if raw is not None else None
+        except MetadataError:
+            return None
+        if (
+            isinstance(entry, dict)
+            and isinstance(entry.get("checksum"), str)
+            and isinstance(entry.get("stored"), bool)
+            and isinstance(entry.get("generation"), str | None)
+            and isinstance(entry.get("run"), str)
+        ):
+            return cls(entry["checksum"], entry["stored"], entry["generation"], entry["run"])
+        return None
 
 
 @dataclass(frozen=True)
 class Record:
-    """The progress record in ``store`` (DST)."""
+    """The progress record in ``store`` (DST), written by the run ``run`` (a fresh token per run)."""
 
     store: Store
+    run: str = ""
+
+    @classmethod
+    def new_run(cls, store: Store) -> Record:
+        return cls(store, uuid.uuid4().hex)
 
     def plan(self) -> JSON:
         """The recorded plan (parsed JSON), or ``None`` when DST holds no unfinished convert."""
         raw = self.store.get(PLAN_KEY)
-        return None if raw is None else json.loads(raw)
+        if raw is None:
+            return None
+        try:
+            plan = decode_document(raw, PLAN_KEY)
+        except MetadataError as exc:
+            raise _broken(PLAN_KEY, str(exc).removeprefix(PLAN_KEY + ": ")) from exc
+        if not isinstance(plan, dict) or not {"source", "groups", "arrays"} <= plan.keys():
+            raise _broken(
+                PLAN_KEY, f"expected an object with source, groups and arrays, got {str(plan)[:200]}"
+            )
+        return plan
 
     def start(self, plan: dict[str, Any]) -> bool:
         """Record ``plan`` (before anything else is written); ``False`` if another run recorded one first."""
         return self.store.create(PLAN_KEY, json.dumps(plan, indent=1).encode())
 
-    def done(self) -> set[str]:
-        """The store keys of the shards verified so far (one listing; their checksums are not fetched)."""
-        return {key[len(DONE) :] for key in self.store.list_prefix(DONE)}
+    def done(self) -> dict[str, Done | None]:
+        """The entries of the shards verified so far, by store key (``None``: an entry a convert did not write)."""
+        keys = sorted(key[len(DONE) :] for key in self.store.list_prefix(DONE))
+        values = self.store.get_many([(DONE + key, None) for key in keys])
+        return {key: Done.parse(raw) for key, raw in zip(keys, values, strict=True)}
 
-    def mark(self, key: str, digest: str) -> None:
-        """Record the shard stored under ``key`` as written and verified with ``digest``."""
-        self.store.set(DONE + key, digest.encode())
+    def mark(self, key: str, done: Done) -> None:
+        """Record the shard stored under ``key`` as written and verified."""
+        self.store.set(DONE + key, done.to_json())
+
+    def acquire(self) -> None:
+        """Become the running convert of DST; :class:`ConcurrentWriteError` naming the one that runs."""
+        holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "run": self.run}
+        while not self.store.create(RUNNING_KEY, json.dumps(holder).encode()):
+            raw = self.store.get(RUNNING_KEY)
+            if raw is None:
+                continue  # it ended meanwhile
+            running = _parse_running(raw)
+            if not _abandoned(running):
+                raise ConcurrentWriteError(
+                    f"{self.store!r}: another zarr3 convert into this DST is running ({_describe(running)}); "
+                    "nothing was written. Wait for it to finish; if it no longer runs (on another host), delete "
+                    f"{RUNNING_KEY} in DST and run again to resume"
+                )
+            self.store.delete(RUNNING_KEY)  # a killed run of this host: the next create decides who resumes
+        if not self.store.atomic_create:  # checked, then set: a run that set it just after us wins
+            time.sleep(0.05)
+            raw = self.store.get(RUNNING_KEY)
+            if raw is None or _parse_running(raw)["run"] != self.run:
+                raise ConcurrentWriteError(
+                    f"{self.store!r}: another zarr3 convert into this DST started at the same time; nothing was "
+                    "written. Run again once it has finished"
+                )
+
+    def release(self) -> None:
+        """Stop being the running convert (if still so)."""
+        raw = self.store.get(RUNNING_KEY)
+        if raw is not None and _parse_running(raw).get("run") == self.run:
+            self.store.delete(RUNNING_KEY)
+
+    def running(self) -> str | None:
+        """Who runs a convert into DST now, or ``None``."""
+        raw = self.store.get(RUNNING_KEY)
+        if raw is None:
+            return None
+        running = _parse_running(raw)
+        return None if _abandoned(running) else _describe(running)
 
     def clear(self) -> None:
-        """Delete the record: the shard entries first, the plan last."""
+        """Delete the record: the shard entries first, then the plan, then the running mark."""
         self.store.delete_prefix(DONE)
         self.store.delete(PLAN_KEY)
+        self.store.delete(RUNNING_KEY)
+
+
+def _broken(key: str, problem: str) -> MetadataError:
+    return MetadataError(
+        f"{key}: {problem} (this is not the record of an unfinished zarr3 convert; convert again with "
+        "overwrite=True / --overwrite to start afresh)"
+    )
+
+
+def _parse_running(raw: bytes) -> dict[str, Any]:
+    try:
+        running = decode_document(raw, RUNNING_KEY)
+    except MetadataError as exc:
+        raise _broken(RUNNING_KEY, str(exc).removeprefix(RUNNING_KEY + ": ")) from exc
+    if (
+        not isinstance(running, dict)
+        or not isinstance(running.get("host"), str)
+        or type(running.get("pid")) is not int
+        or not 0 < running["pid"] < 2**31
+        or type(running.get("since")) not in (int, float)
+        or not 0 <= running["since"] < 2**40
+        or not isinstance(running.get("run"), str)
+    ):
+        raise _broken(RUNNING_KEY, f"expected host, pid, since and run, got {str(running)[:200]}")
+    return running
+
+
+def _abandoned(running: dict[str, Any]) -> bool:
+    """Whether the convert ``running`` names was a process of this host that no longer runs."""
+    if running["host"] != socket.gethostname() or running["pid"] == os.getpid():
+        return False
+    try:
+        os.kill(running["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it runs, under another user
+        return False
+    return False
+
+
+def _describe(running: dict[str, Any]) -> str:
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(running["since"]))
+    return f"process {running['pid']} on {running['host']}, since {since}"

@@ -7,7 +7,10 @@ shard with one store ``set``
 (:func:`~zarr3_backend.nodes.shard_writes.write_block`), reads the shard back,
 and compares the checksum of what it reads with the first one; a mismatch
 raises :class:`~zarr3_backend.errors.ChecksumError`. Only then does it
-record the shard as done. The source values are released before the shard
+record the shard as done, with its stored generation (taken before the read
+back). A resumed run checks each shard recorded as done (:class:`ShardResume`):
+the stored shard must be the one recorded and the source region must hold the
+values recorded; a shard that differs in either is copied again. The source values are released before the shard
 is read back, so a task holds about one shard of decoded values at a time,
 plus the encoded shard while it is stored.
 
@@ -29,7 +32,8 @@ import numpy as np
 from ..errors import ChecksumError
 from ..nodes.array import Array
 from ..nodes.shard_writes import write_block
-from .record import Record, checksum
+from ..store.base import ByteRange, Versioned
+from .record import Done, Record, checksum
 
 if TYPE_CHECKING:  # dask is optional: imported where the graph is built
     from dask.delayed import Delayed
@@ -69,6 +73,7 @@ class ShardCopy:
         write_block(self.target, tuple(s.start for s in region), values)
         nbytes = values.nbytes
         del values
+        stored = self.stored()  # before the read back: a later replacement never passes as verified
         found = checksum(np.asarray(self.target.get(region)))
         if found != expected:
             raise ChecksumError(
@@ -76,19 +81,63 @@ class ShardCopy:
                 f"{region} have {expected}; the shard was stored wrongly (or the source changed meanwhile). "
                 "Run the convert again to rewrite it"
             )
-        self.record.mark(self.key, expected)
+        self.record.mark(
+            self.key, Done(expected, stored.value is not None, _generation(stored), self.record.run)
+        )
         return nbytes
 
+    def stored(self) -> Versioned:
+        """The shard's stored generation (no bytes: a zero-length read); value ``None`` if it is not stored."""
+        return self.target.store.get_many_versioned([(self.key, ByteRange(0, 0))])[0]
 
-def shard_copies(source: Array, target: Array, record: Record, done: set[str]) -> Iterator[ShardCopy]:
-    """A :class:`ShardCopy` for every shard of ``target`` not in ``done`` (keys of verified shards)."""
+
+@dataclass(frozen=True)
+class ShardResume:
+    """On a resumed run, check a shard an earlier run recorded (:class:`Done`) and copy it again if it differs.
+
+    The stored shard must still be the one recorded (its generation, which
+    holds its size; where the store reports none, its values' checksum), and
+    the source region must still hold the values recorded (their checksum).
+    """
+
+    copy: ShardCopy
+    done: Done
+
+    def __call__(self) -> int:
+        """0 if the shard still holds what was recorded, else the decoded bytes copied again."""
+        if self.unchanged():
+            return 0
+        return self.copy()
+
+    def unchanged(self) -> bool:
+        copy, done = self.copy, self.done
+        stored = copy.stored()
+        if (stored.value is not None) != done.stored:
+            return False  # deleted, or written where nothing was
+        if done.generation is None or _generation(stored) is None:
+            if checksum(np.asarray(copy.target.get(copy.region))) != done.checksum:
+                return False
+        elif _generation(stored) != done.generation:
+            return False  # replaced or rewritten
+        return checksum(np.asarray(copy.source.get(copy.region))) == done.checksum
+
+
+def _generation(stored: Versioned) -> str | None:
+    """A generation as recorded: its ``repr`` (stable across processes for every store's generations)."""
+    return None if stored.generation is None else repr(stored.generation)
+
+
+def shard_copies(
+    source: Array, target: Array, record: Record, done: dict[str, Done | None]
+) -> Iterator[ShardCopy | ShardResume]:
+    """A task for every shard of ``target``: a :class:`ShardCopy`, or a :class:`ShardResume` for one in ``done``."""
     for coords in target.metadata.chunk_grid.chunk_coords(target.shape):
         copy = ShardCopy(source, target, tuple(coords), record)
-        if copy.key not in done:
-            yield copy
+        entry = done.get(copy.key)
+        yield copy if entry is None else ShardResume(copy, entry)
 
 
-def convert_graph(copies: Sequence[ShardCopy]) -> Delayed:
+def convert_graph(copies: Sequence[ShardCopy | ShardResume]) -> Delayed:
     """A ``dask.delayed`` running every copy (one task each, keyed as a write graph's shard tasks)."""
     from dask.delayed import Delayed
 

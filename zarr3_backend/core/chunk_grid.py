@@ -16,7 +16,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ..errors import MetadataError, UnknownExtensionError
 from .extension import parse_extension
@@ -37,6 +40,45 @@ def parse_chunk_shape(value: object, field: str = _FIELD) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
+class ChunkLengths:
+    """Explicit chunk lengths along one dimension (of a rectilinear grid); chunk ``k`` starts at the sum before it.
+
+    >>> dim = ChunkLengths((31, 28, 31))
+    >>> dim.index_of(58), dim.start(2), dim.count_covering(60)
+    (1, 59, 3)
+    """
+
+    lengths: tuple[int, ...]
+
+    @cached_property
+    def ends(self) -> np.ndarray:
+        """Exclusive end of every chunk (the running sums)."""
+        return np.cumsum(np.asarray(self.lengths, dtype=np.int64))
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        return self.ends - np.asarray(self.lengths, dtype=np.int64)
+
+    @property
+    def total(self) -> int:
+        return int(self.ends[-1]) if self.lengths else 0
+
+    def index_of(self, position: int) -> int:
+        """The chunk holding element ``position``: the first whose running sum exceeds it."""
+        return int(np.searchsorted(self.ends, position, side="right"))
+
+    def start(self, k: int) -> int:
+        return int(self.starts[k])
+
+    def length(self, k: int) -> int:
+        return self.lengths[k]
+
+    def count_covering(self, n: int) -> int:
+        """How many chunks hold the first ``n`` elements."""
+        return self.index_of(n - 1) + 1 if n > 0 else 0
+
+
+@dataclass(frozen=True)
 class RegularChunkGrid:
     """A grid of equally shaped chunks aligned with the array origin.
 
@@ -47,6 +89,7 @@ class RegularChunkGrid:
 
     chunk_shape: tuple[int, ...]
     name: ClassVar[str] = "regular"
+    is_regular: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunk_shape", parse_chunk_shape(self.chunk_shape))
@@ -61,7 +104,9 @@ class RegularChunkGrid:
         extension = parse_extension(obj, "chunk_grid", may_be_optional=False)
         name, configuration = extension.name, extension.configuration
         if name != cls.name:
-            raise UnknownExtensionError(f"chunk_grid: unknown chunk grid {name!r}; supported: 'regular'")
+            raise UnknownExtensionError(
+                f"chunk_grid: unknown chunk grid {name!r}; supported: 'regular', 'rectilinear'"
+            )
         extra = set(configuration) - {"chunk_shape"}
         if extra:
             raise MetadataError(f"chunk_grid.configuration: unexpected members {sorted(extra)}")
@@ -108,6 +153,42 @@ class RegularChunkGrid:
         (5, 140)
         """
         return tuple(k * c for k, c in zip(coords, self.chunk_shape, strict=True))
+
+    def chunk_shape_at(self, coords: Sequence[int]) -> tuple[int, ...]:
+        """The stored shape of the chunk at ``coords``: always [`chunk_shape`][zarr3_backend.core.chunk_grid.RegularChunkGrid.chunk_shape]."""
+        return self.chunk_shape
+
+    @property
+    def dim_grids(self) -> tuple[int, ...]:
+        """What [`plan_selection`][zarr3_backend.core.indexing.plan_selection] takes as the chunk grid."""
+        return self.chunk_shape
+
+    def sizes(self, array_shape: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+        """Per-dimension lengths of the chunks, cut at the array's edge (dask's ``chunks``).
+
+        >>> RegularChunkGrid((4,)).sizes((10,))
+        ((4, 4, 2),)
+        """
+        self.validate(array_shape)
+        return tuple(
+            (c,) * (n // c) + ((n % c,) if n % c else ()) for c, n in zip(self.chunk_shape, array_shape)
+        )
+
+    def distinct_shapes(self) -> list[tuple[int, ...]]:
+        return [self.chunk_shape]
+
+    def locate_inner(
+        self, coords: tuple[int, ...], inner: tuple[int, ...] | None
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The stored chunk (shard) holding inner chunk ``coords`` of the regular ``inner`` grid, and its place there.
+
+        >>> RegularChunkGrid((4, 6)).locate_inner((3, 1), (2, 3))
+        ((1, 0), (1, 1))
+        """
+        if inner is None:
+            return coords, (0,) * len(coords)
+        ratio = [c // u for c, u in zip(self.chunk_shape, inner)]
+        return tuple(c // r for c, r in zip(coords, ratio)), tuple(c % r for c, r in zip(coords, ratio))
 
     def chunk_coords(self, array_shape: Sequence[int]) -> Iterator[tuple[int, ...]]:
         """Every grid index of an array of ``array_shape``, in C order.

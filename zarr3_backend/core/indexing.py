@@ -28,14 +28,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import EllipsisType
-from typing import Any, ClassVar, NamedTuple, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 
 from ..errors import BoundsError
+from . import rectilinear_indexing as rectilinear
+from .chunk_grid import ChunkLengths
+from .dim_chunk import DimChunk, DimIndex, OutIndex
 from .integers import is_int
 
-DimIndex = int | slice | np.ndarray
+#: One dimension of a chunk grid: a regular chunk length, or explicit lengths (a rectilinear dimension).
+DimGrid: TypeAlias = int | ChunkLengths
 #: What one axis of a selection may be: an integer, a slice, ``...`` or a 1-d integer or boolean index array.
 AxisSelection: TypeAlias = (
     int
@@ -47,16 +51,6 @@ AxisSelection: TypeAlias = (
 )
 #: What ``a[sel]`` / ``a.oindex[sel]`` accept: one axis selection or a tuple of them (see :func:`normalize_selection`).
 SelectionLike: TypeAlias = AxisSelection | tuple[AxisSelection, ...]
-OutIndex = slice | np.ndarray | None
-
-
-class DimChunk(NamedTuple):
-    """The part of one dimension's selection that falls in one chunk."""
-
-    chunk_index: int  #: chunk index along the dimension
-    chunk_sel: DimIndex  #: positions inside the full-size chunk (slices have a positive step)
-    out_sel: OutIndex  #: positions in the output; ``None`` if the dimension is dropped
-    complete: bool  #: covers every in-array element of the chunk along this dimension
 
 
 def _extent(k: int, chunk_len: int, dim_len: int) -> int:
@@ -73,7 +67,9 @@ class IntSelector:
 
     out_len: ClassVar[None] = None
 
-    def chunk_items(self, chunk_len: int) -> list[DimChunk]:
+    def chunk_items(self, chunk_len: DimGrid) -> list[DimChunk]:
+        if isinstance(chunk_len, ChunkLengths):
+            return rectilinear.int_items(self.index, chunk_len, self.dim_len)
         k, local = divmod(self.index, chunk_len)
         return [DimChunk(k, local, None, _extent(k, chunk_len, self.dim_len) == 1)]
 
@@ -91,13 +87,18 @@ class SliceSelector:
     def out_len(self) -> int:
         return self.count
 
-    def chunk_items(self, chunk_len: int) -> list[DimChunk]:
+    def chunk_items(self, chunk_len: DimGrid) -> list[DimChunk]:
         if self.count == 0:
             return []
+        start, step = self.start, self.step
+        if step < 0:
+            start, step = self.start + (self.count - 1) * self.step, -self.step
+        if isinstance(chunk_len, ChunkLengths):
+            items = rectilinear.ascending_items(start, step, self.count, chunk_len, self.dim_len)
+        else:
+            items = _ascending_items(start, step, self.count, chunk_len, self.dim_len)
         if self.step > 0:
-            return _ascending_items(self.start, self.step, self.count, chunk_len, self.dim_len)
-        lowest = self.start + (self.count - 1) * self.step
-        items = _ascending_items(lowest, -self.step, self.count, chunk_len, self.dim_len)
+            return items
         return [item._replace(out_sel=_reversed(item.out_sel, self.count)) for item in items]
 
 
@@ -144,10 +145,12 @@ class ArraySelector:
         """Non-decreasing indices: output positions per chunk are then a slice."""
         return bool(np.all(self.indices[1:] >= self.indices[:-1]))
 
-    def chunk_items(self, chunk_len: int) -> list[DimChunk]:
+    def chunk_items(self, chunk_len: DimGrid) -> list[DimChunk]:
         idx = self.indices
         if idx.size == 0:
             return []
+        if isinstance(chunk_len, ChunkLengths):
+            return rectilinear.array_items(idx, self.is_sorted, chunk_len, self.dim_len)
         chunk_ids = idx // chunk_len
         order = None if self.is_sorted else np.argsort(chunk_ids, kind="stable")
         sorted_ids = chunk_ids if order is None else chunk_ids[order]
@@ -206,7 +209,7 @@ class Selection:
     """
 
     dims: tuple[DimSelector, ...]
-    chunk_shape: tuple[int, ...]
+    chunk_shape: tuple[DimGrid, ...]  #: per dimension a chunk length, or explicit lengths (rectilinear)
     scalar: bool = False  #: all integers and no ``...``: numpy would return a scalar, not a 0-d array
 
     @property
@@ -407,7 +410,7 @@ def normalize_selection(
 def plan_selection(
     selection: SelectionLike,
     shape: Sequence[int],
-    chunk_shape: Sequence[int],
+    chunk_shape: Sequence[DimGrid],
     *,
     orthogonal: bool = False,
     where: str | None = None,
@@ -417,19 +420,19 @@ def plan_selection(
     >>> plan_selection(slice(2, 9), (10,), (4,)).out_shape
     (7,)
     """
-    if len(chunk_shape) != len(shape) or not all(c >= 1 for c in chunk_shape):
+    if len(chunk_shape) != len(shape) or not all(isinstance(c, ChunkLengths) or c >= 1 for c in chunk_shape):
         raise BoundsError(f"chunk shape {tuple(chunk_shape)} does not fit array shape {tuple(shape)}")
     dims = normalize_selection(selection, shape, orthogonal=orthogonal, where=where)
     scalar = all(isinstance(d, IntSelector) for d in dims) and not any(
         s is Ellipsis for s in _as_tuple(selection)
     )
-    return Selection(dims, tuple(int(c) for c in chunk_shape), scalar)
+    return Selection(dims, tuple(c if isinstance(c, ChunkLengths) else int(c) for c in chunk_shape), scalar)
 
 
 def plan_chunks(
     selection: SelectionLike,
     shape: Sequence[int],
-    chunk_shape: Sequence[int],
+    chunk_shape: Sequence[DimGrid],
     *,
     orthogonal: bool = False,
     where: str | None = None,

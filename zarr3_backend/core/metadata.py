@@ -22,12 +22,13 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error, with_location
-from .chunk_grid import RegularChunkGrid
 from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from .dtypes import DataType, Scalar, parse_data_type
 from .extension import parse_extension
+from .grids import ChunkGrid, parse_chunk_grid
 from .integers import is_int
 from .keys import segment_problem
+from .rectilinear_grid import RectilinearChunkGrid
 from .storage_transformers import is_registered
 
 ARRAY_KEYS = frozenset(
@@ -164,7 +165,7 @@ class ArrayMetadata:
 
     shape: tuple[int, ...]
     data_type: DataType
-    chunk_grid: RegularChunkGrid
+    chunk_grid: ChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: Scalar
     codecs: tuple[dict[str, Any], ...]
@@ -180,7 +181,7 @@ class ArrayMetadata:
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
-        """The shape of one stored chunk (a shard, for sharded arrays)."""
+        """The shape of one stored chunk (a shard, for sharded arrays); the largest one on a rectilinear grid."""
         return tuple(self.chunk_grid.chunk_shape)
 
     @classmethod
@@ -190,7 +191,9 @@ class ArrayMetadata:
         try:
             shape = parse_shape(_require(document, "shape", where), where)
             data_type = parse_data_type(_require(document, "data_type", where))
-            grid = RegularChunkGrid.from_json(_require(document, "chunk_grid", where))
+            grid = parse_chunk_grid(_require(document, "chunk_grid", where))
+            if not grid.is_regular:
+                grid.validate(shape)
             if len(grid.chunk_shape) != len(shape):
                 raise _fail(
                     where,
@@ -242,8 +245,15 @@ class ArrayMetadata:
             document["storage_transformers"] = list(self.storage_transformers)
         return {**document, **self.extra}
 
-    def with_shape(self, shape: tuple[int, ...]) -> ArrayMetadata:
-        return replace(self, shape=tuple(shape))
+    def with_shape(
+        self, shape: tuple[int, ...], edges: tuple[tuple[int, ...] | None, ...] | None = None
+    ) -> ArrayMetadata:
+        """This array at ``shape``; a rectilinear grid grown past its declaration gets new chunks (see
+        [`extended_to`][zarr3_backend.core.rectilinear_grid.RectilinearChunkGrid.extended_to])."""
+        grid = self.chunk_grid
+        if isinstance(grid, RectilinearChunkGrid):
+            grid = grid.extended_to(shape, edges)
+        return replace(self, shape=tuple(shape), chunk_grid=grid)
 
     def with_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:
         return replace(self, attributes=dict(attributes))

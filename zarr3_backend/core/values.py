@@ -30,6 +30,11 @@ def join_value(value: Value) -> bytes:
     return b"".join(value)
 
 
+def one_buffer(value: Value) -> Buffer:
+    """``value`` as one buffer: itself, or its pieces joined."""
+    return value if isinstance(value, bytes | bytearray | memoryview) else join_value(value)
+
+
 @dataclass(frozen=True)
 class ByteRange:
     """A byte range of a value, with Python slice semantics.

@@ -54,7 +54,7 @@ def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: 
     chunk would need several input blocks, a :class:`ShardAlignmentWarning`
     states how many and how many bytes move.
     """
-    target = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
+    target = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_grid.dim_grids)
     if tuple(map(tuple, data.chunks)) == target:
         return data
     gathered = [_inputs_per_block(have, want) for have, want in zip(data.chunks, target)]
@@ -62,11 +62,11 @@ def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: 
         moved = data.nbytes if data.nbytes else 0
         warnings.warn(
             f"{name or array.name}: dask chunks {_describe(data.chunks)} do not align with the "
-            f"{'shard' if array.shards else 'chunk'} grid {array.metadata.chunk_shape} (write origin {tuple(origin)}); "
+            f"{'shard' if array.sharded else 'chunk'} grid {array.metadata.chunk_shape} (write origin {tuple(origin)}); "
             f"rechunking to {_describe(target)}: {data.npartitions} input blocks -> "
             f"{math.prod(len(c) for c in target)} write tasks, each gathering up to {math.prod(gathered)} input "
             f"blocks (~{moved / 1e6:.0f} MB moved between tasks). Chunk the data like the "
-            f"{'shards' if array.shards else 'chunks'} to avoid this.",
+            f"{'shards' if array.sharded else 'chunks'} to avoid this.",
             ShardAlignmentWarning,
             stacklevel=caller_stacklevel("zarr3_backend", "xarray"),
         )

@@ -24,16 +24,18 @@ from ..codecs.chain import CodecChain
 from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
 from ..core.dtypes import Scalar, is_fill
 from ..core.executor import map_concurrently
-from ..core.indexing import ChunkSelection, Selection, SelectionLike, plan_selection
+from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
 from ..core.memory_limit import check_allocation, out_of_memory
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
 from ..core.storage_transformers import apply_storage_transformers
-from ..core.values import Buffer, Value, join_value
+from ..core.values import Value, one_buffer
 from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
 from ..store.base import Store
 from ..store.read_ahead import ReadAhead
 from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
+from .edges import reset_outside
+from .oindex import OrthogonalIndexer
 from .reads import PlannedRead, ReadResult, fetch_lanes, is_remote, read_many
 
 #: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
@@ -60,7 +62,8 @@ class Array:
         where = f"array {self.name!r} ({metadata_key(path)})"
         try:
             self._chain = CodecChain.from_json(list(metadata.codecs), f"{where}: codecs")
-            self._chain.validate(self.chunk_spec)
+            for shape in metadata.chunk_grid.distinct_shapes():  # every shard shape of a rectilinear grid
+                self._chain.validate(self.chunk_spec.with_shape(shape))
         except Zarr3Error as exc:
             raise with_location(exc, where) from exc
         self._read_unit = self._chain.read_unit(self.chunk_spec)
@@ -106,13 +109,28 @@ class Array:
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        """The inner chunk shape: the unit of reading (the chunk shape when unsharded)."""
+        """The inner chunk shape: the unit of reading (the chunk shape when unsharded); see ``chunk_sizes``."""
+        if self._read_unit is None and not self.metadata.chunk_grid.is_regular:
+            raise ArgumentError(
+                f"array {self.name!r} has a rectilinear chunk grid; read its Array.chunk_sizes"
+            )
         return tuple(self._read_unit or self.metadata.chunk_shape)
 
     @property
     def shards(self) -> tuple[int, ...] | None:
-        """The shard shape (the stored chunk shape) of a sharded array, else ``None``."""
+        """The shard shape (the stored chunk shape) of a sharded array, else ``None`` (see ``chunks``)."""
+        if self._read_unit is not None and not self.metadata.chunk_grid.is_regular:
+            raise ArgumentError(f"array {self.name!r} has rectilinear shards; read its Array.chunk_sizes")
         return self.metadata.chunk_shape if self._read_unit is not None else None
+
+    @property
+    def sharded(self) -> bool:
+        return self._read_unit is not None
+
+    @property
+    def chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per dimension, the lengths of the stored chunks (shards, when sharded) cut at the array's edge."""
+        return self.metadata.chunk_grid.sizes(self.shape)
 
     @property
     def dimension_names(self) -> tuple[str | None, ...] | None:
@@ -128,8 +146,12 @@ class Array:
 
     @property
     def chunk_spec(self) -> ChunkSpec:
-        """Shape, data type and fill value of one stored chunk (a shard, when sharded)."""
+        """Shape, data type and fill value of one stored chunk (a shard, when sharded); the largest, if rectilinear."""
         return ChunkSpec(self.metadata.chunk_shape, self.metadata.data_type, self.metadata.fill_value)
+
+    def chunk_spec_at(self, coords: Sequence[int]) -> ChunkSpec:
+        """The spec of the stored chunk at grid ``coords`` (its declared shape)."""
+        return self.chunk_spec.with_shape(self.metadata.chunk_grid.chunk_shape_at(coords))
 
     def chunk_key(self, coords: tuple[int, ...]) -> str:
         """The store key of the stored chunk (shard) at grid ``coords``."""
@@ -161,9 +183,9 @@ class Array:
         return self.get(selection)
 
     @property
-    def oindex(self) -> _OrthogonalIndexer:
+    def oindex(self) -> OrthogonalIndexer:
         """Orthogonal indexing: integer and boolean arrays select along each axis independently."""
-        return _OrthogonalIndexer(self)
+        return OrthogonalIndexer(self)
 
     def get(self, selection: SelectionLike = Ellipsis, *, orthogonal: bool = False) -> ReadResult:
         """Read a selection: ints, slices with steps, Ellipsis; with ``orthogonal=True`` also
@@ -174,7 +196,7 @@ class Array:
         """``selection`` planned for a batched read (:func:`read_many`)."""
         plan, out, chunk_plans = self._read_plans(selection, orthogonal)
         store = self._read_ahead.store_for(
-            plan, self.metadata.chunk_shape, self.chunk_key
+            plan, self.metadata.chunk_grid.dim_grids, self.chunk_key
         )  # a scan's chunk fetched ahead
         return PlannedRead(plan, out, store, chunk_plans)
 
@@ -182,25 +204,28 @@ class Array:
         self, selection: SelectionLike, orthogonal: bool
     ) -> tuple[Selection, np.ndarray, list[tuple[str, ReadPlan]]]:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
-        plan = plan_selection(selection, self.shape, self.chunks, orthogonal=orthogonal, where=self.name)
+        plan = plan_selection(selection, self.shape, self._read_grid, orthogonal=orthogonal, where=self.name)
         self.check_memory(plan.out_shape)
         lanes = fetch_lanes(self._chunk_store)
         remote = is_remote(self._chunk_store)
         with out_of_memory(f"array {self.name!r}: reading a selection of shape {plan.out_shape}"):
             out = np.empty(plan.out_shape, self.dtype)
-        ratio = tuple(c // u for c, u in zip(self.metadata.chunk_shape, self.chunks))
         pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
         for piece in plan.chunks():
-            outer = tuple(c // r for c, r in zip(piece.coords, ratio))
-            inner = tuple(c % r for c, r in zip(piece.coords, ratio))
+            outer, inner = self.metadata.chunk_grid.locate_inner(piece.coords, self._read_unit)
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
-        spec = self.chunk_spec
         split = remote and len(pieces) < lanes / SPLIT_LANES_PER_SHARD
         plans = []
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)
-            plans.append((key, self._chain.plan_read(spec, reads, self._read_context(key, split))))
+            context = self._read_context(key, split)
+            plans.append((key, self._chain.plan_read(self.chunk_spec_at(outer), reads, context)))
         return plan, out, plans
+
+    @property
+    def _read_grid(self) -> tuple[DimGrid, ...]:
+        """The grid reads plan on: the inner chunks when sharded (always regular), else the chunk grid."""
+        return self._read_unit or self.metadata.chunk_grid.dim_grids
 
     def check_memory(self, out_shape: tuple[int, ...] | None = None) -> None:
         """Raise :class:`~zarr3_backend.errors.MemoryLimitError` before allocating what no read or write of this array
@@ -213,19 +238,18 @@ class Array:
             check_allocation(
                 math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})"
             )
+        unit, largest = self._read_unit, self.metadata.chunk_shape
         field = (
-            "sharding_indexed.configuration.chunk_shape"
-            if self.shards is not None
-            else "chunk_grid.configuration.chunk_shape"
+            "sharding_indexed.configuration.chunk_shape" if unit else "chunk_grid.configuration.chunk_shape"
         )
         check_allocation(
-            math.prod(self.chunks) * item,
-            f"{where}: a chunk of shape {self.chunks} ({field}) of {self.dtype}",
+            math.prod(unit or largest) * item,
+            f"{where}: a chunk of shape {unit or largest} ({field}) of {self.dtype}",
         )
-        if self.shards is not None:
-            inner = math.prod(s // c for s, c in zip(self.shards, self.chunks))
+        if unit is not None:
+            inner = math.prod(s // c for s, c in zip(largest, unit))
             check_allocation(
-                16 * inner, f"{where}: the index of a shard of shape {self.shards} ({inner} inner chunks)"
+                16 * inner, f"{where}: the index of a shard of shape {largest} ({inner} inner chunks)"
             )
 
     def _read_context(self, key: str, split: bool) -> ReadContext:
@@ -262,7 +286,7 @@ class Array:
         """
         self._check_writable()
         plan = plan_selection(
-            selection, self.shape, self.metadata.chunk_shape, orthogonal=orthogonal, where=self.name
+            selection, self.shape, self.metadata.chunk_grid.dim_grids, orthogonal=orthogonal, where=self.name
         )
         self.check_memory()
         with out_of_memory(f"array {self.name!r}: writing a selection of shape {plan.out_shape}"):
@@ -296,12 +320,12 @@ class Array:
     ) -> None:
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
-        spec = self.chunk_spec
+        spec = self.chunk_spec_at(piece.coords)
         try:
             encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
-        self._put(key, encoded, write_empty)
+        self._put(key, encoded, write_empty, spec)
 
     def update_chunk(
         self,
@@ -330,7 +354,7 @@ class Array:
         self._check_writable()
         self.check_memory()
         key = self.chunk_key(coords)
-        spec = self.chunk_spec
+        spec = self.chunk_spec_at(coords)
         self._index_cache.pop(key, None)
         encoded: Value | None = self._chunk_store.get(key)
         try:
@@ -338,18 +362,17 @@ class Array:
                 plan = plan_selection(box, spec.shape, spec.shape, where=self.name)
                 data = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
                 for piece in plan.chunks():
-                    existing = None if encoded is None else _one_buffer(encoded)
+                    existing = None if encoded is None else one_buffer(encoded)
                     encoded = self._chain.update(
                         existing, spec, piece, data[(*piece.out_selection, Ellipsis)]
                     )
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
-        self._put(key, encoded, write_empty_chunks)
+        self._put(key, encoded, write_empty_chunks, spec)
 
-    def _put(self, key: str, encoded: Value | None, write_empty: bool) -> None:
+    def _put(self, key: str, encoded: Value | None, write_empty: bool, spec: ChunkSpec) -> None:
         """Store ``encoded`` at ``key``; ``None`` (all fill) deletes it, or stores a fill chunk with ``write_empty``."""
         if encoded is None and write_empty:
-            spec = self.chunk_spec
             encoded = self._chain.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
         if encoded is None:
             self._chunk_store.delete(key)
@@ -358,12 +381,12 @@ class Array:
 
     def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray:
         """The whole stored chunk (a shard, when sharded) at grid ``coords``, decoded; fill value if absent."""
-        key = self.chunk_key(coords)
-        self.check_memory(self.metadata.chunk_shape)
+        key, spec = self.chunk_key(coords), self.chunk_spec_at(coords)
+        self.check_memory(spec.shape)
         raw = self._chunk_store.get(key)
         if raw is None:
-            return np.full(self.chunk_spec.shape, self.fill_value, dtype=self.dtype)
-        return np.array(decode_chunk(self._chain, raw, self.chunk_spec, key))
+            return np.full(spec.shape, self.fill_value, dtype=self.dtype)
+        return np.array(decode_chunk(self._chain, raw, spec, key))
 
     def store_chunk(
         self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False
@@ -377,7 +400,7 @@ class Array:
         if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
-            self._chunk_store.set(key, self._chain.encode(chunk, self.chunk_spec))
+            self._chunk_store.set(key, self._chain.encode(chunk, self.chunk_spec_at(coords)))
 
     # -- shape changes ---------------------------------------------------
     @overload
@@ -405,13 +428,12 @@ class Array:
     def clear_outside(self, new_shape: tuple[int, ...]) -> None:
         """Delete stored chunks wholly outside ``new_shape`` and reset the part of edge chunks beyond it."""
         grid = self.metadata.chunk_grid
-        chunk_shape = grid.chunk_shape
         for coords in grid.chunk_coords(self.shape):
             origin = grid.chunk_origin(coords)
             if any(o >= n for o, n in zip(origin, new_shape)):
                 self._chunk_store.delete(self.chunk_key(coords))
             elif any(
-                o + c > n for o, c, n in zip(origin, chunk_shape, new_shape)
+                o + c > n for o, c, n in zip(origin, grid.chunk_shape_at(coords), new_shape)
             ) and self._chunk_store.exists(self.chunk_key(coords)):
                 chunk = self.read_chunk(coords)
                 reset_outside(chunk, tuple(n - o for o, n in zip(origin, new_shape)), self.fill_value)
@@ -421,30 +443,3 @@ class Array:
         """How many stored chunk (shard) values exist."""
         prefix = f"{self.path}/" if self.path else ""
         return sum(1 for key in self._chunk_store.list_prefix(prefix) if not key.endswith("zarr.json"))
-
-
-class _OrthogonalIndexer:
-    def __init__(self, array: Array) -> None:
-        self.array = array
-
-    def __getitem__(self, selection: SelectionLike) -> ReadResult:
-        return self.array.get(selection, orthogonal=True)
-
-    def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
-        self.array.set(selection, value, orthogonal=True)
-
-
-def _one_buffer(value: Value) -> Buffer:
-    """``value`` as one buffer: itself, or its pieces joined."""
-    return value if isinstance(value, bytes | bytearray | memoryview) else join_value(value)
-
-
-def reset_outside(chunk: np.ndarray, in_bounds: tuple[int, ...], fill: Scalar) -> None:
-    """Set the part of a stored chunk beyond the first ``in_bounds`` elements of each axis to ``fill``.
-
-    Used where a chunk is cut by the array's edge, so that stale data (from a
-    shrink, or a failed append) can never reappear when the array grows.
-    """
-    for dim, n in enumerate(in_bounds):
-        if n < chunk.shape[dim]:
-            chunk[(slice(None),) * dim + (slice(n, None),)] = fill

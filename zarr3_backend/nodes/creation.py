@@ -19,8 +19,10 @@ from ..codecs.sharding import ShardingCodec
 from ..core.chunk_grid import RegularChunkGrid
 from ..core.chunk_keys import parse_chunk_key_encoding
 from ..core.dtypes import DataType, DataTypeLike, data_type_from_numpy
+from ..core.grids import ChunkGrid
 from ..core.metadata import ArrayMetadata, metadata_key
-from ..errors import ArgumentTypeError, MetadataError
+from ..core.rectilinear_grid import is_rectilinear_argument, rectilinear_from_argument
+from ..errors import ArgumentTypeError, CodecError, MetadataError
 
 CodecLike = Codec | dict[str, Any] | str
 DEFAULT_INDEX_CODECS: list[CodecLike] = [
@@ -46,9 +48,11 @@ class ArrayOptions(TypedDict, total=False):
     Attributes
     ----------
     chunks : sequence of int, optional
-        Chunk shape (inner chunks when ``shards`` is given); default: ~4 MiB chunks.
+        Chunk shape (inner chunks when ``shards`` is given); default: ~4 MiB chunks. A sequence of lengths
+        for a dimension (``[[31, 28, 31], 45]``) makes a rectilinear grid (unsharded only).
     shards : sequence of int, optional
-        Shard shape; default: no sharding.
+        Shard shape; default: no sharding. Nested like ``chunks`` for rectilinear shard boundaries, whose
+        regular inner ``chunks`` must divide every shard.
     fill_value : optional
         Default: the data type's default, recorded in ``zarr.json``.
     compressors, filters, serializer : codecs, optional
@@ -63,8 +67,8 @@ class ArrayOptions(TypedDict, total=False):
         Default ``"default"`` (``/`` separator), none, ``{}``.
     """
 
-    chunks: Sequence[int] | None
-    shards: Sequence[int] | None
+    chunks: Sequence[int | Sequence[int]] | None
+    shards: Sequence[int | Sequence[int]] | None
     fill_value: Any
     compressors: Sequence[CodecLike] | CodecLike | Literal["auto"] | None
     filters: Sequence[CodecLike]
@@ -98,9 +102,7 @@ def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> Array
     data_type = data_type_from_numpy(options["dtype"])
     fill_value = options.get("fill_value")
     fill = data_type.default_fill_value() if fill_value is None else data_type.cast_fill_value(fill_value)
-    chunks_arg = options.get("chunks")
-    chunks = tuple(chunks_arg) if chunks_arg is not None else default_chunks(shape, data_type.item_size or 16)
-    outer = tuple(shards) if shards is not None and codecs is None else chunks
+    grid, chunks, outer = _grid(shape, options.get("chunks"), shards if codecs is None else None, data_type)
     _check_chunking(shape, chunks, outer, shards if codecs is None else None)
     chain = _build_chain(
         codecs,
@@ -115,11 +117,15 @@ def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> Array
     )
     spec = ChunkSpec(outer, data_type, fill)
     chain = chain.evolve(spec)
-    chain.validate(spec)
+    for stored_shape in grid.distinct_shapes():
+        try:
+            chain.validate(spec.with_shape(stored_shape))
+        except CodecError as exc:
+            raise MetadataError(f"{'shards' if shards is not None else 'chunks'}: {exc}") from exc
     metadata = ArrayMetadata(
         shape=shape,
         data_type=data_type,
-        chunk_grid=RegularChunkGrid(outer),
+        chunk_grid=grid,
         chunk_key_encoding=parse_chunk_key_encoding(options.get("chunk_key_encoding") or "default"),
         fill_value=fill,
         codecs=tuple(chain.to_json()),
@@ -127,6 +133,29 @@ def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> Array
         dimension_names=None if (names := options.get("dimension_names")) is None else tuple(names),
     )
     return ArrayMetadata.from_json(metadata.to_json(), metadata_key(path))
+
+
+def _grid(
+    shape: tuple[int, ...], chunks_arg: Any, shards: Any, data_type: DataType
+) -> tuple[ChunkGrid, tuple[int, ...], tuple[int, ...]]:
+    """The chunk grid, the (inner) chunk shape and the largest stored chunk's shape the arguments ask for."""
+    if is_rectilinear_argument(chunks_arg):
+        if shards is not None:
+            raise MetadataError(
+                "chunks: rectilinear inner chunks inside shards are not specified (the rectilinear grid allows "
+                "rectilinear shard boundaries with regular inner chunks); give regular chunks and nested shards"
+            )
+        grid = rectilinear_from_argument(chunks_arg, "chunks")
+        return grid, grid.chunk_shape, grid.chunk_shape
+    if is_rectilinear_argument(shards):
+        shard_grid = rectilinear_from_argument(shards, "shards")
+        if chunks_arg is None:
+            common = [d if isinstance(d, int) else math.gcd(*d.lengths) for d in shard_grid.dims]
+            chunks_arg = default_chunks(common, data_type.item_size or 16, dividing=True)
+        return shard_grid, tuple(chunks_arg), shard_grid.chunk_shape
+    chunks = tuple(chunks_arg) if chunks_arg is not None else default_chunks(shape, data_type.item_size or 16)
+    outer = tuple(shards) if shards is not None else chunks
+    return RegularChunkGrid(outer), chunks, outer
 
 
 def normalize_shape(shape: Sequence[int] | int) -> tuple[int, ...]:

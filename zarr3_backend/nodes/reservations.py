@@ -32,7 +32,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..core.metadata import GroupMetadata, encode_metadata, metadata_key, parse_node_metadata
+from ..core.metadata import GroupMetadata, decode_document, encode_metadata, metadata_key, parse_node_metadata
+from ..errors import MetadataError
 from ..store.base import Store
 from .consolidation import Change, consolidated_entry, refresh_consolidated
 
@@ -55,20 +56,51 @@ def appending_key(path: str) -> str:
     return f"{path}/{APPENDING}" if path else APPENDING
 
 
-def parse_reservations(raw: bytes | None) -> list[Reservation]:
-    """The reservations in a stored list; entries that cannot be read count as rows ``0..0`` of ``"?"``."""
+def parse_reservations(raw: bytes | None, key: str = APPENDING) -> list[Reservation]:
+    """The reservations in a stored list; :class:`MetadataError` naming ``key`` if it is not one we write.
+
+    >>> parse_reservations(b'{"appends": [{"id": "a", "dim": "t", "start": Infinity, "stop": 2}]}')
+    Traceback (most recent call last):
+    ...
+    zarr3_backend.errors.MetadataError: __zarr3_backend_appending.json: entry 0: 'start' and 'stop' must be integers with 0 <= start <= stop, got inf and 2 (this list of rows reserved by deferred appends is not one to_zarr3 wrote; check that the rows it may name are written, then delete it)
+    """
     if raw is None:
         return []
     try:
-        entries = json.loads(raw).get("appends", [])
-        return [Reservation(str(e["id"]), str(e["dim"]), int(e["start"]), int(e["stop"])) for e in entries]
-    except (ValueError, AttributeError, KeyError, TypeError, RecursionError):
-        return [Reservation("?", "?", 0, 0)]
+        document = decode_document(raw, key)
+    except MetadataError as exc:
+        raise _broken(key, str(exc).removeprefix(f"{key}: ")) from exc
+    entries = document.get("appends") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise _broken(key, f"expected an object with a list 'appends', got {str(document)[:200]!r}")
+    reservations = []
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in ("id", "dim")):
+            raise _broken(
+                key,
+                f"entry {number}: expected an object with strings 'id' and 'dim', got {str(entry)[:200]!r}",
+            )
+        start, stop = entry.get("start"), entry.get("stop")
+        if type(start) is not int or type(stop) is not int or not 0 <= start <= stop:
+            raise _broken(
+                key,
+                f"entry {number}: 'start' and 'stop' must be integers with 0 <= start <= stop, got {start!r} and {stop!r}",
+            )
+        reservations.append(Reservation(entry["id"], entry["dim"], start, stop))
+    return reservations
+
+
+def _broken(key: str, problem: str) -> MetadataError:
+    return MetadataError(
+        f"{key}: {problem} (this list of rows reserved by deferred appends is not one to_zarr3 wrote; "
+        "check that the rows it may name are written, then delete it)"
+    )
 
 
 def read_reservations(store: Store, path: str) -> list[Reservation]:
-    """The rows reserved and not yet written in the group at ``path``."""
-    return parse_reservations(store.get(appending_key(path)))
+    """The rows reserved and not yet written in the group at ``path``; :class:`MetadataError` for a broken list."""
+    key = appending_key(path)
+    return parse_reservations(store.get(key), key)
 
 
 def reserve(store: Store, path: str, reservation: Reservation, *, stored: int) -> None:
@@ -121,6 +153,15 @@ def hint_groups(
             "attributes": {**attributes, HINT: True} if raw is not None else attributes,
         }
     return hinted
+
+
+def reserved_rows_warning(store: Store, path: str) -> str | None:
+    """What opening the group at ``path`` warns about its reserved rows, or ``None``; a broken list is named, not raised."""
+    try:
+        reserved = read_reservations(store, path)
+    except MetadataError as exc:
+        return f"group {path or '/'!r} opened without reading its reserved rows: {exc}"
+    return describe(path, reserved) if reserved else None
 
 
 def describe(path: str, reservations: list[Reservation]) -> str:

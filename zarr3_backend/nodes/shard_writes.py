@@ -43,8 +43,10 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..core.chunk_grid import ChunkLengths
 from ..core.dtypes import is_fill
 from ..core.executor import map_concurrently
+from ..core.indexing import DimGrid
 from ..errors import BoundsError
 from .array import Array
 
@@ -62,12 +64,17 @@ def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) ->
     (2, 'c/0')
     """
     total, full, example = 1, 1, []
-    for start, n, step, size in zip(origin, shape, array.metadata.chunk_shape, array.shape):
+    for start, n, step, size in zip(origin, shape, array.metadata.chunk_grid.dim_grids, array.shape):
         stop = start + n
         if n == 0:
             return 0, None
-        first, last = start // step, (stop - 1) // step
-        ragged = [c for c, edge in ((first, start % step), (last, stop % step and stop != size)) if edge]
+        if isinstance(step, ChunkLengths):  # a rectilinear dimension: cut off a chunk's own edges
+            first, last = step.index_of(start), step.index_of(stop - 1)
+            cut = (start != step.start(first), stop != size and stop != int(step.ends[last]))
+        else:
+            first, last = start // step, (stop - 1) // step
+            cut = (bool(start % step), bool(stop % step and stop != size))
+        ragged = [c for c, edge in ((first, cut[0]), (last, cut[1])) if edge]
         total *= last - first + 1
         full *= last - first + 1 - len(set(ragged))
         example.append(ragged[0] if ragged else first)
@@ -121,7 +128,7 @@ def _held(lock: Lock) -> Iterator[None]:
 
 
 def shard_aligned_chunks(
-    shape: Sequence[int], origin: Sequence[int], grid: Sequence[int]
+    shape: Sequence[int], origin: Sequence[int], grid: Sequence[DimGrid]
 ) -> tuple[tuple[int, ...], ...]:
     """Dask chunks for data of ``shape`` placed at ``origin`` whose blocks each lie in one grid cell.
 
@@ -130,7 +137,11 @@ def shard_aligned_chunks(
     """
     chunks = []
     for n, start, step in zip(shape, origin, grid):
-        edges = [start, *range((start // step + 1) * step, start + n, step), start + n]
+        if isinstance(step, ChunkLengths):  # a rectilinear dimension: its chunks' own edges
+            inner = step.starts[(step.starts > start) & (step.starts < start + n)].tolist()
+            edges = [start, *inner, start + n]
+        else:
+            edges = [start, *range((start // step + 1) * step, start + n, step), start + n]
         chunks.append(tuple(b - a for a, b in zip(edges, edges[1:])) or (0,))
     return tuple(chunks)
 
@@ -152,8 +163,8 @@ def write_block(
     the fill value); the other inner chunks keep their encoded bytes.
     """
     block = np.asarray(block, dtype=array.dtype)
-    grid = array.metadata.chunk_shape
-    coords = tuple(s // n for s, n in zip(start, grid))
+    coords = array.metadata.chunk_grid.locate_inner(tuple(start), (1,) * len(start))[0]
+    grid = array.metadata.chunk_grid.chunk_shape_at(coords)
     corner = array.metadata.chunk_grid.chunk_origin(coords)
     inside = tuple(slice(s - o, s - o + b) for s, o, b in zip(start, corner, block.shape))
     if any(sl.stop > n for sl, n in zip(inside, grid)) or len(start) != block.ndim:
@@ -194,10 +205,9 @@ def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -
     :func:`shard_lock` of its key.
     """
     grid = array.metadata.chunk_grid
-    chunk_shape = grid.chunk_shape
     for coords in grid.chunk_coords(array.shape):
         origin = grid.chunk_origin(coords)
-        ends = [o + c for o, c in zip(origin, chunk_shape)]
+        ends = [o + c for o, c in zip(origin, grid.chunk_shape_at(coords))]
         if all(e <= old for e, old in zip(ends, old_shape)):
             continue  # wholly inside the old shape
         with shard_lock(lock, array.chunk_key(coords)):
@@ -239,7 +249,7 @@ def write_numpy_many(
         data = np.asarray(data)
         if data.size == 0:
             continue
-        chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)
+        chunks = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_grid.dim_grids)
         offsets = [np.cumsum([0, *c[:-1]]) for c in chunks]
         for index in np.ndindex(*(len(c) for c in chunks)):
             local = tuple(int(offsets[d][i]) for d, i in enumerate(index))

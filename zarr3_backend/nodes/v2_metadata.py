@@ -1,6 +1,6 @@
 """Zarr v2 metadata (``.zarray``, ``.zgroup``, ``.zattrs``, consolidated ``.zmetadata``) as node metadata.
 
-Spec: ``../shared/spec/v2/zarr-v2-spec.txt``. A v2 array becomes a
+Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html. A v2 array becomes a
 :class:`V2ArrayMetadata`: the v3 description that reads the same bytes, so
 arrays read v2 chunks through the ordinary read path:
 
@@ -199,7 +199,12 @@ def _compressor(config: object, dtype: V2DataType, where: str) -> dict[str, Any]
     options = dict(getattr(codec, "configuration"))  # noqa: B009 (typed as Codec;) a numcodecs adapter: the object without its id
     if codec_id == "blosc":
         typesize = dtype.stored.itemsize if dtype.stored.kind != "O" else 1
-        shuffle = _BLOSC_SHUFFLE.get(options.get("shuffle", 1), "shuffle" if typesize > 1 else "bitshuffle")
+        stored_shuffle = options.get("shuffle", 1)
+        if type(stored_shuffle) is not int or stored_shuffle not in (-1, *_BLOSC_SHUFFLE):
+            raise MetadataError(
+                f"{where}: compressor blosc: 'shuffle' must be -1 (automatic), 0, 1 or 2, got {stored_shuffle!r}"
+            )
+        shuffle = _BLOSC_SHUFFLE.get(stored_shuffle, "shuffle" if typesize > 1 else "bitshuffle")
         options = {
             "typesize": max(typesize, 1),
             "cname": options.get("cname", "lz4"),

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 from fsspec import AbstractFileSystem
 
 from ..core.executor import io_concurrency
+from .base import Generation
+from .etags import object_generation
 
 T = TypeVar("T")
 
@@ -64,3 +66,24 @@ async def s3_with_retries(fs: AbstractFileSystem, call: Callable[[], Awaitable[T
         return await call()
     result: T = await _error_wrapper(call, retries=fs.retries)
     return result
+
+
+def s3_generation(
+    fs: AbstractFileSystem, bucket: str, path: str, response: dict[str, Any]
+) -> Generation | None:
+    """The generation a GetObject or HeadObject answer names: ETag, version id, object size, last-modified time."""
+    options: Any = fs
+    endpoint = (options.client_kwargs or {}).get("endpoint_url") or getattr(options, "endpoint_url", None)
+    size = response.get("ContentLength")
+    content_range = response.get("ContentRange")
+    if isinstance(content_range, str):  # a ranged answer: "bytes 0-9/100" names the object's size
+        total = content_range.rsplit("/", 1)[-1]
+        size = int(total) if total.isdigit() else None
+    return object_generation(
+        f"s3://{bucket} at {endpoint or 'default'}",
+        path,
+        etag=response.get("ETag"),
+        version=response.get("VersionId"),
+        size=size,
+        modified=response.get("LastModified"),
+    )

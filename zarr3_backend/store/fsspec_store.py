@@ -54,7 +54,8 @@ from .base import (
     validate_prefix,
 )
 from .batch_calls import capture, gather, on_loop
-from .fsspec_s3 import is_s3, plain_bucket, s3_with_retries, single_get_kwargs
+from .credentials import missing_credentials
+from .fsspec_s3 import is_s3, plain_bucket, s3_generation, s3_with_retries, single_get_kwargs
 from .ranged_reads import (
     check_content_range,
     check_length,
@@ -208,7 +209,8 @@ class FsspecStore(Store):
             return None
         if is_unsatisfiable(result):
             return b""
-        raise StoreError(f"could not read key {key!r} from {self.url}: {result}") from result
+        failed = StoreError(f"could not read key {key!r} from {self.url}: {result}")
+        raise missing_credentials(self.url, self.fs.storage_options, str(result)) or failed from result
 
     async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes | bytearray:
         fs: Any = self.fs
@@ -304,7 +306,7 @@ class FsspecStore(Store):
     async def _fetch_s3(
         self, path: str, byte_range: ByteRange | None
     ) -> tuple[bytes | bytearray, Generation | None]:
-        """One GetObject: the bytes and the ETag of the object version they came from."""
+        """One GetObject: the bytes and the generation (ETag, size, time) of the object version they came from."""
         fs: Any = self.fs
         if byte_range is not None and needs_size(byte_range):
             byte_range = resolve_range(byte_range, await self._size_async(path))
@@ -313,27 +315,24 @@ class FsspecStore(Store):
         empty = byte_range is not None and is_empty(byte_range)
         ranged = {} if byte_range is None else {"Range": "bytes=0-0" if empty else http_range(byte_range)}
 
-        async def get_and_read() -> tuple[bytes, Generation | None, str | None]:
+        async def get_and_read() -> tuple[bytes, dict[str, Any]]:
             response = await fs._call_s3("get_object", **target, **ranged)
             try:
-                return (
-                    await response["Body"].read(),
-                    response.get("ETag"),
-                    response.get("ContentRange", response.get("ContentLength")),
-                )
+                return await response["Body"].read(), response
             finally:
                 response["Body"].close()
 
         try:
-            data, etag, content_range = await s3_with_retries(fs, get_and_read)
+            data, response = await s3_with_retries(fs, get_and_read)
         except OSError as exc:
             if not is_unsatisfiable(exc):
                 raise
             head = await fs._call_s3("head_object", **target)  # past the end: the ETag says which version
-            return b"", head.get("ETag")
+            return b"", s3_generation(fs, bucket, path, head)
+        content_range = response.get("ContentRange", response.get("ContentLength"))
         if byte_range is not None and not empty:
             data = check_content_range(path, byte_range, data, content_range)
-        return (b"" if empty else data), etag
+        return (b"" if empty else data), s3_generation(fs, bucket, path, response)
 
     def _fetch_sync_versioned(
         self, path: str, byte_range: ByteRange | None

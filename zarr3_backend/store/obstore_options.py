@@ -18,9 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..errors import ArgumentError
 from .base import ByteRange, Generation
+from .etags import object_generation
 
 if TYPE_CHECKING:
     from obstore import GetOptions, ObjectMeta
@@ -190,8 +192,23 @@ def span(byte_range: ByteRange | None, size: int) -> tuple[int, int]:
     return start, max(start, stop)
 
 
-def generation(meta: ObjectMeta) -> Generation | None:
-    """The object's version and ETag, or ``None`` if the server sent neither."""
-    if meta["e_tag"] is None and meta["version"] is None:
-        return None
-    return (meta["e_tag"], meta["version"])
+def endpoint_name(url: str, settings: ObstoreSettings) -> str:
+    """The endpoint a store at ``url`` talks to, as :mod:`.etags` names it: scheme, bucket or host, endpoint.
+
+    >>> endpoint_name("s3://bucket/data.zarr", ObstoreSettings({"endpoint": "http://127.0.0.1:9000"}))
+    's3://bucket at http://127.0.0.1:9000'
+    """
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc} at {settings.config.get('endpoint', 'default')}"
+
+
+def generation(meta: ObjectMeta, endpoint: str, key: str) -> Generation | None:
+    """The generation of the object ``meta`` describes (see :func:`~.etags.object_generation`)."""
+    return object_generation(
+        endpoint,
+        key,
+        etag=meta["e_tag"],
+        version=meta["version"],
+        size=meta["size"],
+        modified=meta["last_modified"],
+    )

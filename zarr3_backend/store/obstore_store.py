@@ -38,7 +38,8 @@ from .base import (
     validate_key,
     validate_prefix,
 )
-from .obstore_options import generation, get_options, obstore_settings, protocol_kind, span
+from .credentials import store_failure
+from .obstore_options import endpoint_name, generation, get_options, obstore_settings, protocol_kind, span
 from .ranged_reads import resolve_range
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class ObstoreStore(Store):
         self.read_only = read_only
         self._io_concurrency = io_concurrency
         self._http = protocol_kind(self.protocol) == "http"
+        self._endpoint = endpoint_name(self.url, self.settings)  # whose ETags are watched (see .etags)
         settings = self.settings
         self._key = repr(
             (
@@ -180,8 +182,7 @@ class ObstoreStore(Store):
         return from_url(self.url, config=config, client_options=client_options, credential_provider=provider)
 
     def _failed(self, doing: str, key: str, exc: BaseException) -> StoreError:
-        message = str(exc).split("\n\nDebug source", 1)[0].strip()
-        return StoreError(f"could not {doing} key {key!r} of {self.url}: {type(exc).__name__}: {message}")
+        return store_failure(self, f"could not {doing} key {key!r} of {self.url}", exc)
 
     def _pool(self) -> ThreadPoolExecutor:
         return shared_pool(_POOL, self.io_concurrency, inline=False, grow=True)
@@ -248,7 +249,7 @@ class ObstoreStore(Store):
             byte_range = resolve_range(byte_range, meta["size"])
         if byte_range is not None and byte_range.end is not None and byte_range.end <= byte_range.start:
             meta = self._head(key)
-            return Versioned(None) if meta is None else Versioned(b"", generation(meta))
+            return Versioned(None) if meta is None else Versioned(b"", generation(meta, self._endpoint, key))
         try:
             result = obstore.get(self.client, key, options=get_options(byte_range))
             data = result.bytes()
@@ -264,7 +265,7 @@ class ObstoreStore(Store):
                 f"the server answered bytes {list(result.range)} with a body of {len(data)} bytes"
             )
         return Versioned(
-            memoryview(data), generation(meta)
+            memoryview(data), generation(meta, self._endpoint, key)
         )  # obstore's buffer itself: the body is never copied
 
     def _past_the_end(self, key: str, byte_range: ByteRange | None, exc: Exception) -> Versioned:
@@ -274,7 +275,7 @@ class ObstoreStore(Store):
             if meta is None:
                 return Versioned(None)
             if byte_range.start >= meta["size"] or (byte_range.is_suffix and meta["size"] == 0):
-                return Versioned(b"", generation(meta))
+                return Versioned(b"", generation(meta, self._endpoint, key))
         raise self._failed("read", key, exc) from exc
 
     def _head(self, key: str) -> ObjectMeta | None:

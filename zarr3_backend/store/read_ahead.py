@@ -41,8 +41,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..core.chunk_grid import ChunkLengths
 from ..core.executor import after_fork, io_buffer_bytes, submit_io
-from ..core.indexing import Selection
+from ..core.indexing import DimGrid, Selection
 from .base import Buffer, ByteRange, Generation, Request, Store, Value, Versioned
 
 #: Seconds without a read of a whole stored chunk after which values fetched ahead and not taken are dropped.
@@ -52,7 +53,7 @@ WINDOW_PER_READ = 4
 _instances: weakref.WeakSet[ReadAhead] = weakref.WeakSet()
 
 
-def whole_chunk(selection: Selection, chunk_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+def whole_chunk(selection: Selection, chunk_shape: tuple[DimGrid, ...]) -> tuple[int, ...] | None:
     """The grid coordinates of the one stored chunk ``selection`` reads whole, or ``None`` if it reads anything else."""
     first_two = list(itertools.islice(replace(selection, chunk_shape=chunk_shape).chunks(), 2))
     if len(first_two) != 1 or not first_two[0].is_complete:
@@ -92,11 +93,11 @@ class ReadAhead:
         _instances.add(self)
 
     def store_for(
-        self, selection: Selection, chunk_shape: tuple[int, ...], key_of: Callable[[tuple[int, ...]], str]
+        self, selection: Selection, chunk_shape: tuple[DimGrid, ...], key_of: Callable[[tuple[int, ...]], str]
     ) -> Store:
         """The store a read of ``selection`` should use: one holding the chunk's value fetched ahead, or :attr:`store`.
 
-        ``chunk_shape`` is the stored chunks' shape and ``key_of`` gives the
+        ``chunk_shape`` is the stored chunks' grid (lengths per dimension) and ``key_of`` gives the
         key of the stored chunk at grid coordinates.
         """
         if self._enabled is None:
@@ -112,7 +113,10 @@ class ReadAhead:
             fetched = self._ahead.pop(key, None)
             self._last_read = time.monotonic()
             self._arm_timer()
-            grid = tuple(math.ceil(n / c) for n, c in zip(selection.shape, chunk_shape))
+            grid = tuple(
+                c.count_covering(n) if isinstance(c, ChunkLengths) else math.ceil(n / c)
+                for n, c in zip(selection.shape, chunk_shape)
+            )
             position = int(np.ravel_multi_index(coords, grid))
             step = -1 if self._scan_at is not None and position < self._scan_at[0] else 1
             self._scan_at = position, step, grid, key_of

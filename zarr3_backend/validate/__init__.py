@@ -19,7 +19,9 @@ problem. On top come the structural checks no single document shows:
   a deferred append reserved but has not written (a warning);
 - with ``deep=True``, every stored chunk: shard index structure (size,
   bounds, overlaps, empty markers), checksums, and that each chunk and
-  inner chunk decodes to its expected shape.
+  inner chunk decodes to its expected shape; and in a store ``zarr3 convert``
+  wrote, every shard's values against the checksum convert recorded
+  (:mod:`~zarr3_backend.validate.converted`; a warning for each that differs).
 
 A store without any ``zarr.json`` but with v2 documents (``.zgroup``,
 ``.zarray``, ``.zattrs``, ``.zmetadata``) is checked as a Zarr v2 hierarchy
@@ -49,7 +51,7 @@ from ..core.metadata import (
     node_metadata_from_json,
     parse_node_metadata,
 )
-from ..errors import NodeNameError, Zarr3Error
+from ..errors import MetadataError, NodeNameError, Zarr3Error
 from ..nodes.array import Array
 from ..nodes.consolidation import PENDING_KEY
 from ..nodes.paths import validate_node_name
@@ -70,6 +72,7 @@ from .base import (
     describe_error,
     is_reserved,
 )
+from .converted import check_converted
 from .v2 import is_v2_metadata_key, validate_v2
 
 __all__ = [
@@ -160,6 +163,7 @@ def validate_store(
     ]
     if deep:
         problems += check_chunks(store, nodes, chunk_keys, progress)
+        problems += check_converted(store, {p: n for p, n in nodes.items() if isinstance(n, Array)})
     problems += _reserved_rows(
         store, [path for path, node in nodes.items() if isinstance(node, GroupMetadata)]
     )
@@ -172,10 +176,17 @@ def _reserved_rows(store: Store, groups: list[str]) -> list[Problem]:
     """A warning for each group holding rows a deferred append reserved and has not written yet."""
     raws = store.get_many([(appending_key(path), None) for path in groups])
     return [
-        Problem(appending_key(path), "metadata", describe(path, parse_reservations(raw)), "warning")
+        Problem(appending_key(path), "metadata", _reserved(path, raw), "warning")
         for path, raw in zip(groups, raws)
         if raw is not None
     ]
+
+
+def _reserved(path: str, raw: bytes) -> str:
+    try:
+        return describe(path, parse_reservations(raw, appending_key(path)))
+    except MetadataError as exc:
+        return str(exc)
 
 
 def _check_unfinished(nodes: dict[str, Array | NodeMetadata]) -> list[Problem]:

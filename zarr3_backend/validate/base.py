@@ -108,13 +108,23 @@ def check_chunks(
             batch = found[start : start + FETCH_BATCH]
             for key, data in zip(batch, chunk_store.get_many([(k, None) for k in batch])):
                 if data is not None:
-                    messages = check_chunk(array.codecs, data, array.chunk_spec)
+                    messages = check_chunk(array.codecs, data, _spec_of(array, key))
                     problems += [Problem(key, "chunks", message) for message in messages]
             if bar is not None:
                 bar.update(len(batch))
     if bar is not None:
         bar.close()
     return problems
+
+
+def _spec_of(array: Array, key: str) -> ChunkSpec:
+    """The spec of the stored chunk at ``key`` (its declared shape, on a rectilinear grid)."""
+    if array.metadata.chunk_grid.is_regular:
+        return array.chunk_spec
+    prefix = f"{array.path}/" if array.path else ""
+    return array.chunk_spec_at(
+        array.metadata.chunk_key_encoding.decode_chunk_key(key[len(prefix) :], array.ndim)
+    )
 
 
 def check_chunk(chain: CodecChain, data: Buffer, spec: ChunkSpec) -> list[str]:

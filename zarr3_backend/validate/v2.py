@@ -1,6 +1,6 @@
 """Check a Zarr v2 hierarchy (``.zgroup``, ``.zarray``, ``.zattrs``, ``.zmetadata``) and report every problem with its key.
 
-Spec: ``../shared/spec/v2/zarr-v2-spec.txt``. Every document is parsed as
+Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html. Every document is parsed as
 opening parses it (:mod:`zarr3_backend.nodes.v2_metadata`, which also builds
 each array's codec chain), and whatever that refuses is a problem. On top:
 

@@ -10,6 +10,7 @@ complex numbers).
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias, cast
 
@@ -19,10 +20,13 @@ from xarray.backends.zarr import FillValueCoder
 
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import ArgumentError
+from ..core.metadata import metadata_key
+from ..core.shared_grouping import Stored, shared_grouping
+from ..errors import ArgumentError, MetadataError
 from ..nodes.array import Array
 from ..nodes.v2_metadata import V2ArrayMetadata
 from .backend_array import variable_dtype
+from .rectilinear import is_rectilinear, rectilinear_chunking, rectilinear_preferred_chunks
 
 #: What ``open_dataset(..., preferred_chunks=)`` accepts: ``"shard"``, ``"inner"``, or a number of inner
 #: chunks per dask chunk (one for every dimension, or by dimension name).
@@ -39,7 +43,8 @@ def decode_fill_value(value: object, array: Array) -> object:
 
     A value the coder does not read (a data type it does not handle, or a
     value of another type, e.g. a plain number written by another tool) is
-    returned as stored.
+    returned as stored; a string that is not what xarray writes (not the
+    base64 of 8 bytes for a float) raises :class:`MetadataError` naming the array.
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/fill", shape=(1,), dtype="float32")
@@ -57,6 +62,13 @@ def decode_fill_value(value: object, array: Array) -> object:
         return decoded
     except TypeError:  # the coder's "expected ..." refusals
         return value
+    except (ValueError, struct.error, IndexError, OverflowError) as exc:  # bad base64, not 8 bytes, no pair
+        kind = "a pair of those" if isinstance(dtype, np.dtype) and dtype.kind == "c" else "one"
+        raise MetadataError(
+            f"array {array.name!r} ({metadata_key(array.path)}): its _FillValue attribute {str(value)[:100]!r} is not the base64 of "
+            f"8 bytes (a little-endian float64; {kind} for this {dtype} variable) that xarray writes "
+            f"({type(exc).__name__}: {exc}); fix or delete that attribute in the array's metadata"
+        ) from exc
 
 
 def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:
@@ -70,10 +82,13 @@ def variable_encoding(array: Array, dims: tuple[str, ...]) -> dict[str, Any]:
     if isinstance(metadata, V2ArrayMetadata):
         return v2_encoding(array, metadata, dims)
     return {
-        "chunks": array.chunks,
-        "shards": array.shards,
-        "preferred_chunks": dict(zip(dims, array.shards or array.chunks)),
-        **codec_parts(array.codecs, array.shards is not None),
+        **(
+            rectilinear_chunking(array)
+            if is_rectilinear(array)
+            else {"chunks": array.chunks, "shards": array.shards}
+        ),
+        "preferred_chunks": preferred_chunks(array, dims),
+        **codec_parts(array.codecs, array.sharded),
         "codecs": [dict(codec) for codec in metadata.codecs],
         "fill_value": array.fill_value,
         "dimension_names": metadata.dimension_names,
@@ -138,6 +153,23 @@ def grouped_chunks(
     return tuple(grouped)
 
 
+def shared_v2_task_chunks(arrays: Mapping[str, tuple[Array, tuple[str, ...]]]) -> dict[str, tuple[int, ...]]:
+    """The dask chunks ``chunks={}`` gives the Zarr v2 arrays of one group (each with its dimension names).
+
+    Stored chunks are grouped per dimension across the group
+    (`zarr3_backend.core.shared_grouping.shared_grouping`), each
+    variable proposing `v2_task_chunks`: variables that share a
+    dimension and its stored chunk get the same dask chunks along it,
+    whatever their data types, so ``ds.chunks`` is defined.
+    """
+    stored = {
+        name: Stored(dims, array.chunks, array.shape, array.dtype.itemsize)
+        for name, (array, dims) in arrays.items()
+        if isinstance(array.metadata, V2ArrayMetadata)
+    }
+    return shared_grouping(stored, lambda s: grouped_chunks(s.chunks, s.shape, s.itemsize, V2_TASK_BYTES))
+
+
 def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
     """``filters``, ``serializer``, ``compressors`` (and ``index_location``) of a chain, as zarr-python splits it.
 
@@ -166,7 +198,7 @@ def codec_parts(chain: CodecChain, sharded: bool) -> dict[str, Any]:
 
 def preferred_chunks(
     array: Array, dims: tuple[str, ...], choice: PreferredChunks = "shard"
-) -> dict[str, int]:
+) -> dict[str, int] | dict[str, tuple[int, ...]]:
     """The dask chunk ``chunks={}`` gives ``array`` along each of its ``dims``: the ``choice`` of its chunking.
 
     ``"shard"``: one shard (one chunk when unsharded; Zarr v2 chunks grouped
@@ -181,6 +213,8 @@ def preferred_chunks(
     >>> preferred_chunks(a, ("t", "x")), preferred_chunks(a, ("t", "x"), "inner"), preferred_chunks(a, ("t", "x"), {"t": 3})
     ({'t': 50, 'x': 20}, {'t': 10, 'x': 10}, {'t': 30, 'x': 10})
     """
+    if is_rectilinear(array):  # the grid's own boundaries, per dimension
+        return rectilinear_preferred_chunks(array, dims, choice)
     outer = array.shards or array.chunks
     if choice == "shard":  # Zarr v2 has no shards: whole v2 chunks grouped into one task
         return dict(

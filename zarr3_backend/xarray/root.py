@@ -23,8 +23,9 @@ from ..nodes.consolidation import PENDING_KEY
 from ..nodes.hierarchy import Group
 from ..nodes.opening import open_node_consolidated, open_node_listed
 from ..nodes.paths import normalize_path
+from ..nodes.pending import parse_pending
 from ..nodes.reads import is_remote
-from ..nodes.reservations import HINT, describe, read_reservations
+from ..nodes.reservations import HINT, reserved_rows_warning
 from ..nodes.unfinished import UnfinishedWriteWarning, check_opened
 from ..nodes.v2_metadata import is_v2
 from ..store import StoreLike, make_store
@@ -150,17 +151,33 @@ def open_root_group(
         )
     check_opened(node)
     if node.metadata.consolidated is None:  # its members' own documents may be half published
-        if (pending.result() if pending is not None else store.get(PENDING_KEY)) is not None:
-            raise pending_error(f"cannot open {where} with engine='zarr3'")
+        record = pending.result() if pending is not None else store.get(PENDING_KEY)
+        if record is not None:
+            _check_pending(record, where)
     elif pending is not None:
         pending.exception()  # unneeded: waited for (no request outlives the open), its outcome ignored
-    if HINT in node.metadata.attributes and (reserved := read_reservations(store, path)):
+    if HINT in node.metadata.attributes and (reserved := reserved_rows_warning(store, path)):
         warnings.warn(
-            describe(path, reserved),
+            reserved,
             UnfinishedWriteWarning,
             stacklevel=caller_stacklevel("zarr3_backend", "xarray"),
         )
     return node
+
+
+def _check_pending(record: bytes, where: str) -> None:
+    """Refuse a store with a pending-write record to finish; a broken record (never finishable) only warns."""
+    try:
+        parse_pending(record)
+    except MetadataError as exc:
+        warnings.warn(
+            f"{where} opened although it holds a broken pending-write record (its arrays' zarr.json may be "
+            f"half published): {exc}",
+            UnfinishedWriteWarning,
+            stacklevel=caller_stacklevel("zarr3_backend", "xarray"),
+        )
+        return
+    raise pending_error(f"cannot open {where} with engine='zarr3'")
 
 
 def pending_error(where: str) -> MetadataError:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, wait
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,13 @@ from ..nodes.unfinished import FLAG
 from ..nodes.v2_metadata import V2ArrayMetadata
 from .backend_array import Zarr3BackendArray, variable_dtype
 from .dims import DIMENSION_KEY, array_dims, group_dims
-from .encoding import PreferredChunks, decode_fill_value, preferred_chunks, variable_encoding
+from .encoding import (
+    PreferredChunks,
+    decode_fill_value,
+    preferred_chunks,
+    shared_v2_task_chunks,
+    variable_encoding,
+)
 
 
 class Zarr3DataStore(AbstractDataStore):
@@ -99,7 +105,10 @@ class Zarr3DataStore(AbstractDataStore):
         if dims.from_attribute:
             del attrs[DIMENSION_KEY]
         encoding = variable_encoding(array, dims.names)
-        encoding["preferred_chunks"] = preferred_chunks(array, dims.names, self.preferred)
+        shared = self.shared_v2_chunks.get(name) if self.preferred == "shard" else None
+        encoding["preferred_chunks"] = (
+            dict(zip(dims.names, shared)) if shared else preferred_chunks(array, dims.names, self.preferred)
+        )
         if isinstance(array.metadata, V2ArrayMetadata):
             _v2_fill_value(array.metadata, array, attrs, self.fill_value_as_mask)
         elif "_FillValue" in attrs:
@@ -115,6 +124,11 @@ class Zarr3DataStore(AbstractDataStore):
         if data is None:
             data = indexing.LazilyIndexedArray(Zarr3BackendArray(array))
         return Variable(dims.names, data, attrs, encoding)
+
+    @cached_property
+    def shared_v2_chunks(self) -> dict[str, tuple[int, ...]]:
+        """The ``chunks={}`` dask chunks of the group's Zarr v2 arrays, agreed per dimension across them."""
+        return shared_v2_task_chunks({n: (a, self.dims[n].names) for n, a in self.arrays.items()})
 
     def get_attrs(self) -> dict[str, Any]:
         hidden = ("_nc", FLAG, HINT)  # netCDF internals; marks of unfinished writes (reported when opened)

@@ -1,6 +1,6 @@
 """Zarr v2 ``dtype`` and ``fill_value`` metadata -> the data types and fill scalars arrays read with.
 
-Spec: ``../shared/spec/v2/zarr-v2-spec.txt`` ("Data type encoding", "Fill value encoding").
+Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html ("Data type encoding", "Fill value encoding").
 
 A v2 ``dtype`` is a numpy type string (``"<f8"``, ``"|b1"``, ``">M8[ns]"``,
 ``"|S12"``, ``"<U4"``, ``"|V8"``, ``"|O"``) or, for structured types, a list

@@ -10,6 +10,7 @@ before its commit point.
 from __future__ import annotations
 
 import contextlib
+import math
 import uuid
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
@@ -19,13 +20,22 @@ import numpy as np
 import xarray as xr
 
 from ...dask.compute import compute_writes
+from ...dask.progress import ShardProgress
 from ...dask.write_graph import WriteRequest, store_graph
+from ...nodes.array import Array
 from ...nodes.reservations import Reservation, appending_key, drop_hint, release, reserve
-from ...nodes.shard_writes import Lock, ShardLock, local_lock, shard_lock, write_numpy_many
+from ...nodes.shard_writes import (
+    Lock,
+    ShardLock,
+    local_lock,
+    shard_aligned_chunks,
+    shard_lock,
+    write_numpy_many,
+)
 from ...store.base import Store
 from .commit import PENDING_KEY, Commit, roll_back
 from .lease import StoreLease
-from .plan import WritePlan
+from .plan import Shape, WritePlan
 from .target import Finish
 
 if TYPE_CHECKING:
@@ -84,19 +94,20 @@ def write_data(
         if store.transactional and isinstance(finalize, Commit):
             finalize()  # metadata first: the user's commit publishes all at once (and chunks must fit the shape)
             finalize = None
-        write_numpy_many(
-            [
-                (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
-                for w in plan.data
-                if w.variable.chunks is None
-            ],
-            lock,
-        )
+        in_memory = [
+            (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
+            for w in plan.data
+            if w.variable.chunks is None
+        ]
         requests = [
             WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, lock)
             for w in plan.data
             if w.variable.chunks is not None
         ]
+        counter = ShardProgress(0) if progress is True and not requests else None
+        write_numpy_many(in_memory, lock)
+        if counter is not None:
+            _count_shards(counter, in_memory)
         if reserve is not None and isinstance(finalize, Commit):
             with shard_lock(lock, appending_key(reserve[0])):  # as Release, which may run meanwhile
                 reserved = _reserve(store, plan, reserve[0], reserve[1])
@@ -109,7 +120,7 @@ def write_data(
         delayed = store_graph(requests, finalize)
         if not compute:
             return delayed
-        compute_writes(delayed, progress)
+        compute_writes(delayed, progress if requests else False)  # no shard tasks: nothing to report
     except BaseException:
         # a first write stays marked unfinished instead; a transaction is discarded by its user
         if isinstance(finalize, Commit) and not store.transactional:
@@ -118,6 +129,24 @@ def write_data(
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved
         raise
     return None
+
+
+def _count_shards(counter: ShardProgress, writes: list[tuple[Array, Shape, np.ndarray, bool]]) -> None:
+    """Report the shards that in-memory ``writes`` wrote (nothing when they wrote none)."""
+    counts = [
+        (
+            math.prod(len(c) for c in shard_aligned_chunks(data.shape, origin, array.metadata.chunk_shape)),
+            data,
+        )
+        for array, origin, data, _ in writes
+        if data.size
+    ]
+    counter.total = sum(blocks for blocks, _ in counts)
+    for blocks, data in counts:
+        for _ in range(blocks):
+            counter.update(data.nbytes // blocks)
+    if counter.total:
+        counter.close()
 
 
 def _reserve(store: Store, plan: WritePlan, path: str, dim: Hashable) -> Reservation:

@@ -57,6 +57,7 @@ from ...core.stacklevel import caller_stacklevel
 from ...errors import WriteError, WriteKeyError, WriteTypeError
 from ...nodes import creation
 from ..encoding import codec_parts
+from .rectilinear import Lengths, is_rectilinear_request, rectilinear_chunking
 
 VALID_ENCODING = frozenset(
     {
@@ -226,15 +227,30 @@ def _fits(value: object, var: xr.Variable) -> bool:
     """Whether a ``chunks``/``shards`` value has no more or fewer dimensions than ``var`` (ints fit any)."""
     if isinstance(value, Mapping):
         return set(value) <= set(var.dims)
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return len(value) == var.ndim
+    if isinstance(value, Sequence) and not isinstance(
+        value, str
+    ):  # lengths per dimension must still cover it
+        return len(value) == var.ndim and all(
+            sum(v) >= n
+            for v, n in zip(value, var.shape)
+            if isinstance(v, Sequence) and not isinstance(v, str)
+        )
     return True
 
 
 def chunking(
     name: str, var: xr.Variable, encoding: Mapping[str, Any], explicit: bool
-) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-    """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks."""
+) -> tuple[Lengths | None, Lengths | None]:
+    """(chunks, shards): explicit encoding first, else regular dask chunks, else automatic chunks.
+
+    Lengths per dimension or ``"dask"`` ask for a rectilinear grid (see [`rectilinear`][zarr3_backend.xarray.write.rectilinear]).
+    """
+    if is_rectilinear_request(encoding.get("shards")):
+        return rectilinear_chunking(
+            name, var, encoding, parse_shape(encoding.get("chunks"), var, "chunks", name)
+        )
+    if is_rectilinear_request(encoding.get("chunks")):
+        return rectilinear_chunking(name, var, encoding, None)
     chunks, shards = (
         parse_shape(encoding.get("chunks"), var, "chunks", name),
         parse_shape(encoding.get("shards"), var, "shards", name),

@@ -11,7 +11,8 @@ to ``ZARR3_BACKEND_LEASE_WAIT`` seconds (default 600), then raises
 :class:`~zarr3_backend.errors.ConcurrentWriteError` naming the holder. A
 lease whose holder is gone (a process of this host that no longer runs,
 e.g. killed) is taken over; any other is removed by hand, as the message
-says.
+says. A lease record we did not write (:func:`parse_lease`) raises
+:class:`~zarr3_backend.errors.MetadataError` naming it at once.
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/lease")
@@ -25,13 +26,15 @@ False
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
 import uuid
 from types import TracebackType
 
-from ...errors import ConcurrentWriteError
+from ...core.metadata import decode_document
+from ...errors import ConcurrentWriteError, MetadataError
 from ...store.base import Store
 
 LEASE_KEY = "__zarr3_backend_writing.json"
@@ -57,7 +60,7 @@ class StoreLease:
         pause = 0.01
         while not self.store.create(LEASE_KEY, self.record):
             held = self.store.get(LEASE_KEY)
-            if held is not None and _abandoned(held):
+            if held is not None and _abandoned(held):  # a broken lease raises MetadataError here
                 self.store.delete(LEASE_KEY)  # its writer is gone; the next create decides who takes it
                 continue
             if time.monotonic() >= deadline:
@@ -77,18 +80,45 @@ class StoreLease:
             self.store.delete(LEASE_KEY)
 
 
-def _holder(raw: bytes) -> dict[str, object]:
+def parse_lease(raw: bytes) -> dict[str, object]:
+    """The holder a lease names; :class:`MetadataError` naming :data:`LEASE_KEY` if it is not one we write.
+
+    >>> parse_lease(b'{"host": "h", "pid": 1e999, "since": 0, "id": "x"}')
+    Traceback (most recent call last):
+    ...
+    zarr3_backend.errors.MetadataError: __zarr3_backend_writing.json: expected {"host": str, "pid": int, "since": time, "id": str}, got {'host': 'h', 'pid': inf, 'since': 0, 'id': 'x'} (this is not a lease a to_zarr3 append took; if no append to this store is running, delete it)
+    """
     try:
-        holder = json.loads(raw)
-    except ValueError:
-        return {}
-    return holder if isinstance(holder, dict) else {}
+        holder = decode_document(raw, LEASE_KEY)
+    except MetadataError as exc:
+        raise _broken(str(exc).removeprefix(f"{LEASE_KEY}: ")) from exc
+    if (
+        not isinstance(holder, dict)
+        or not isinstance(holder.get("host"), str)
+        or not isinstance(holder.get("id"), str)
+        or type(holder.get("pid")) is not int
+        or not 0 < holder["pid"] < 2**31
+        or type(holder.get("since")) not in (int, float)
+        or not math.isfinite(holder["since"])
+        or not 0 <= holder["since"] < 2**40
+    ):
+        raise _broken(
+            'expected {"host": str, "pid": int, "since": time, "id": str}, got ' + repr(holder)[:200]
+        )
+    return holder
+
+
+def _broken(problem: str) -> MetadataError:
+    return MetadataError(
+        f"{LEASE_KEY}: {problem} (this is not a lease a to_zarr3 append took; if no append to this store is "
+        "running, delete it)"
+    )
 
 
 def _abandoned(raw: bytes) -> bool:
     """Whether the lease ``raw`` was taken by a process of this host that no longer runs."""
-    holder = _holder(raw)
-    pid = holder.get("pid")
+    holder = parse_lease(raw)
+    pid = holder["pid"]
     if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid == os.getpid():
         return False
     try:
@@ -101,7 +131,7 @@ def _abandoned(raw: bytes) -> bool:
 
 
 def _describe(raw: bytes | None) -> str:
-    holder = _holder(raw) if raw is not None else {}
+    holder = parse_lease(raw) if raw is not None else {}
     since = holder.get("since")
     when = (
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since))

@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import xarray as xr
 from xarray import conventions
 from xarray.backends.api import DATAARRAY_NAME
-from xarray.backends.zarr import encode_zarr_variable
 
 from ...api import WriteMode
 from ...core.metadata import GroupMetadata
@@ -76,9 +75,11 @@ from .data import has_dask_data, write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
+from .rectilinear import block_edges
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .stored import existing_arrays, stored_encoding, unchanged
 from .target import Finish, check_target
+from .times import encode_into, encode_variable
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -229,9 +230,7 @@ def to_zarr3(
                 target, token or None, skip_broken=options.mode == "w"
             ):
                 return _done(compute)  # this exact request was committed by an earlier, interrupted call
-            start = check_target(
-                target, path, options.mode, obj, compute=compute
-            )  # refuses what would hide data
+            start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
             if isinstance(obj, xr.DataTree):
                 plan = plan_tree(obj, target, path, encoding=encoding, options=options)
             else:
@@ -239,14 +238,12 @@ def to_zarr3(
             later = not compute and any(write.variable.chunks is not None for write in plan.data)
             if region and lock is None and (reason := concurrent_writers(later)):
                 warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
-            # not by default into a transaction: Icechunk lists fast, and one root document would conflict
-            unconsolidated = options.mode == "r+" or target.transactional
+            unconsolidated = options.mode == "r+" or target.transactional  # Icechunk: root would conflict
             consolidate = bool(consolidated or (consolidated is None and not unconsolidated))
             if any(write.variable.chunks is not None for write in plan.data):
                 check_reachable(target)
-            finalize: Commit | Finish | None = start(
-                dict(plan.documents), consolidate
-            )  # a first write publishes here
+            # a first write publishes here
+            finalize: Commit | Finish | None = start(dict(plan.documents), consolidate)
             if finalize is None and plan.documents:
                 expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
                 finalize = Commit(
@@ -257,9 +254,7 @@ def to_zarr3(
                     expected,
                     locked=lock is not None or target.atomic_create,
                 )
-            deferred = (
-                not compute and plan.grown and options.append_dim is not None and not target.transactional
-            )
+            deferred = not compute and plan.grown and options.append_dim is not None
             reserve = (path, options.append_dim, lock is None) if deferred else None
             written = write_data(
                 target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
@@ -400,7 +395,7 @@ class _GroupWrite:
             write_empty = bool(variable.encoding.get("write_empty_chunks", False))
         array = self.existing.get(name)
         if array is None:
-            encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+            encoded = encode_variable(variable, name)
             path = join_path(self.path, name)
             metadata = new_array_metadata(
                 name, encoded, path=path, explicit=name in self.explicit, where=self.where
@@ -411,12 +406,16 @@ class _GroupWrite:
             return _VariableWrite(new, created=True)
         if self._keeps(name, variable, array):
             return None
-        encoded = encode_zarr_variable(check_fits(name, variable, array), name=name, zarr_format=3)
+        encoded = encode_into(name, check_fits(name, variable, array), array)
         placement = place(name, encoded, array, region=self.region, append_dim=self.options.append_dim)
         encoded = encoded.transpose(*placement.dims)
         if placement.shape == array.shape:
             return _VariableWrite(DataWrite(name, array, placement.origin, encoded, write_empty))
-        grown = Array(array.store, array.path, array.metadata.with_shape(placement.shape))
+        grown = Array(
+            array.store,
+            array.path,
+            array.metadata.with_shape(placement.shape, block_edges(encoded, placement.origin)),
+        )
         view = append_view(grown, array.shape)
         return _VariableWrite(
             DataWrite(name, view, placement.origin, encoded, write_empty), grown_from=array.shape, grown=grown

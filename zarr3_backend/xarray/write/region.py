@@ -30,6 +30,8 @@ import pandas as pd
 import xarray as xr
 from xarray import conventions
 
+from ...core.chunk_grid import ChunkLengths
+from ...core.indexing import DimGrid
 from ...core.stacklevel import caller_stacklevel
 from ...errors import RegionKeyError, WriteError, WriteTypeError
 from ...nodes.array import Array
@@ -168,9 +170,16 @@ def append_view(grown: Array, old_shape: Shape) -> Array:
     reset to the fill value: they may hold the rows of a later deferred
     append that reserved them (see :mod:`.commit`).
     """
-    grid = grown.metadata.chunk_shape
-    shape = tuple(n if n == old else -(-n // c) * c for n, old, c in zip(grown.shape, old_shape, grid))
+    grid = grown.metadata.chunk_grid.dim_grids
+    shape = tuple(n if n == old else _chunk_end(n, c) for n, old, c in zip(grown.shape, old_shape, grid))
     return Array(grown.store, grown.path, grown.metadata.with_shape(shape))
+
+
+def _chunk_end(n: int, dim: DimGrid) -> int:
+    """Where the chunk holding element ``n - 1`` ends (a rectilinear dimension's declared lengths, or the step)."""
+    if isinstance(dim, ChunkLengths):
+        return int(dim.ends[dim.index_of(n - 1)])
+    return -(-n // dim) * dim
 
 
 def concurrent_writers(deferred: bool) -> str | None:
@@ -205,7 +214,7 @@ def warn_partial(writes: Sequence[tuple[str, Array, Shape, Shape]], reason: str)
         return
     names = ", ".join(repr(p[0]) for p in partial)
     name, array, _, example = partial[0]
-    unit = "shard" if array.shards else "chunk"
+    unit = "shard" if array.sharded else "chunk"
     warnings.warn(
         f"to_zarr3: the region write of {names} covers {sum(p[2] for p in partial)} stored {unit}(s) only partly, "
         f"e.g. {example!r}; each is read, merged and rewritten, so another process writing the same {unit} at the "
