@@ -43,7 +43,14 @@ def codec_document(obj: object) -> dict[str, Any]:
         return _from_numcodecs(obj)
     to_dict = getattr(obj, "to_dict", None)  # zarr-python's codecs are untyped here: getattr gives Any
     if type(obj).__module__.split(".")[0] in ("zarr", "numcodecs") and callable(to_dict):
-        return dict(to_dict())
+        document = dict(to_dict())
+        unset = getattr(
+            obj, "_tunable_attrs", ()
+        )  # zarr-python's BloscCodec: left unset, filled in per array
+        if unset and isinstance(document.get("configuration"), dict):
+            configuration = document["configuration"]
+            document["configuration"] = {k: v for k, v in configuration.items() if k not in unset}
+        return document
     raise MetadataError(f"codec: expected {ACCEPTED}; got {obj!r} of type {type(obj).__name__}")
 
 

@@ -32,23 +32,16 @@ from .local import LocalStore
 from .obstore_options import UnsupportedOptionError
 from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
 from .obstore_store import ObstoreStore, clear_store_cache
+from .zarr_python import ZarrPythonStore
 
 #: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
-#: local path or URL, a zarr-python ``LocalStore``, ``FsspecStore`` or ``MemoryStore``, or an fsspec
+#: local path or URL, any zarr-python store (``zarr.abc.store.Store``: an Icechunk session's store too), or an fsspec
 #: mapper (``fsspec.get_mapper(url)``). fsspec ships no type information (mypy would see ``FSMap`` as
 #: ``Any``, which accepts everything), so the mapper is named by the protocol it implements.
 if TYPE_CHECKING:
-    import zarr.storage
+    import zarr.abc.store
 
-    StoreLike: TypeAlias = (
-        Store
-        | str
-        | os.PathLike[str]
-        | MutableMapping[str, bytes]
-        | zarr.storage.LocalStore
-        | zarr.storage.FsspecStore
-        | zarr.storage.MemoryStore
-    )
+    StoreLike: TypeAlias = Store | str | os.PathLike[str] | MutableMapping[str, bytes] | zarr.abc.store.Store
 else:  # zarr-python is optional: its store classes are named for type checkers only
     StoreLike: TypeAlias = Store | str | os.PathLike[str] | MutableMapping[str, bytes]
 
@@ -66,6 +59,7 @@ __all__ = [
     "Value",
     "Versioned",
     "ZarrMemoryStore",
+    "ZarrPythonStore",
     "clear_store_cache",
     "join_value",
     "make_store",
@@ -95,7 +89,8 @@ def make_store(
     ``fsspec.core.url_to_fs(url, **storage_options)``. http(s) and zip
     stores are always read-only. zarr-python stores (``LocalStore``, ``FsspecStore``,
     ``MemoryStore``) and fsspec mappers (``fsspec.get_mapper(url)``) become
-    the matching store here (see :mod:`zarr3_backend.store.foreign`).
+    the matching store here (see :mod:`zarr3_backend.store.foreign`); any other
+    zarr-python store (an Icechunk ``session.store``, ...) is wrapped in a `ZarrPythonStore`.
 
     >>> make_store("memory://doc/make_store")
     FsspecStore('memory:///doc/make_store')

@@ -71,6 +71,15 @@ class Store(ABC):
         """Whether :meth:`create` is atomic: of writers creating one key at once, exactly one succeeds."""
         return False
 
+    @property
+    def transactional(self) -> bool:
+        """Whether writes land in a transaction the user commits (an Icechunk session).
+
+        Readers of the committed state then see all of a write or none of it,
+        so writers keep no records of their own (lease, pending, reservations) there.
+        """
+        return False
+
     def create(self, key: str, value: Value) -> bool:
         """Store ``value`` under ``key`` only if no value is there; whether it was stored.
 

@@ -9,6 +9,9 @@ given                              becomes
 ``fsspec.FSMap`` (``get_mapper``)  :class:`FsspecStore` on its file system and root
 =================================  =============================================
 
+Any other zarr-python store (``zarr.abc.store.Store``: an Icechunk session's
+store, ``ObjectStore``, ``ZipStore``, ...) becomes a `ZarrPythonStore` wrapping it.
+
 A local file system behind an fsspec store or mapper gives a :class:`LocalStore`
 (atomic writes, parent directories created).
 
@@ -25,35 +28,38 @@ FsspecStore('memory:///doc/foreign')
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import fsspec
 from fsspec import AbstractFileSystem
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.mapping import FSMap
 
-from ..errors import ArgumentTypeError, StoreError
+from ..errors import StoreError
 from .base import ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
 from .fsspec_store import FsspecStore
 from .local import LocalStore
+from .zarr_python import ZarrPythonStore, is_zarr_python_store
 
 if TYPE_CHECKING:
+    from zarr.abc.store import Store as ZarrStore
     from zarr.storage import MemoryStore
 
 ACCEPTED = (
-    "a path or URL string, an os.PathLike, a zarr3_backend Store, a zarr-python LocalStore, "
-    "FsspecStore or MemoryStore, or an fsspec mapper (fsspec.get_mapper(...))"
+    "a path or URL string, an os.PathLike, a zarr3_backend Store, a zarr-python store "
+    "(zarr.abc.store.Store: LocalStore, MemoryStore, an Icechunk session.store, ...), "
+    "or an fsspec mapper (fsspec.get_mapper(...))"
 )
 
 
 def from_foreign(obj: object, read_only: bool = False) -> Store | None:
     """Our store for a zarr-python store or fsspec mapper; ``None`` if ``obj`` is neither.
 
-    Raises ``TypeError`` for a zarr-python store kind that cannot be converted.
+    zarr-python stores without a native equivalent are wrapped in a `ZarrPythonStore`.
     """
     if isinstance(obj, FSMap):
         return _on_file_system(obj.fs, obj.root, read_only)
-    if type(obj).__module__.split(".")[0] != "zarr":
+    if not is_zarr_python_store(obj):
         return None
     import zarr.storage
 
@@ -64,9 +70,7 @@ def from_foreign(obj: object, read_only: bool = False) -> Store | None:
         return _on_file_system(obj.fs, obj.path, read_only)
     if isinstance(obj, zarr.storage.MemoryStore) and type(obj) is zarr.storage.MemoryStore:
         return ZarrMemoryStore(obj, read_only=read_only)
-    raise ArgumentTypeError(
-        f"zarr-python store {obj!r} ({type(obj).__name__}) cannot be used by zarr3_backend; pass {ACCEPTED}"
-    )
+    return ZarrPythonStore(cast("ZarrStore", obj), read_only=read_only)
 
 
 def _on_file_system(fs: AbstractFileSystem, root: str, read_only: bool) -> Store:

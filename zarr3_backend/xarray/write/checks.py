@@ -229,9 +229,11 @@ def check_append_coordination(store: Store, append_dim: Hashable | None, lock: o
     so the one that returned could lose its rows to the one that was refused;
     a shared ``lock=`` (or a store with atomic create: local paths, obstore)
     serialises them. In-process stores (``memory://``) need neither: threads
-    of one process take turns.
+    of one process take turns. A transactional store (an Icechunk session)
+    needs neither: its commit detects conflicting writers.
     """
-    if append_dim is None or lock is not None or store.atomic_create or _in_process(store):
+    coordinated = lock is not None or store.atomic_create or store.transactional or _in_process(store)
+    if append_dim is None or coordinated:
         return
     raise WriteError(
         f"to_zarr3: appending along {append_dim!r} to {store!r} needs lock=: this store cannot create a key "

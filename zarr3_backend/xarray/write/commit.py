@@ -8,6 +8,8 @@ was (`roll_back`), one after it is completed by the next call
 another writer appended meanwhile: nothing of this write is then published.
 The protocol, deferred appends and what the lease covers: docs/architecture.md,
 "How a write commits".
+A transactional store (`Store.transactional`: an Icechunk session) gets no
+pending record: the user's commit is the commit point.
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ class Commit:
             )
         self._check_unchanged(paths, found[1 : len(paths) + 1])
         documents = hint_groups(self.documents, dict(zip(groups, found[len(paths) + 1 :])))
+        if self.store.transactional:  # the user's commit of the transaction is the commit point
+            publish(self.store, documents, self.consolidate)
+            return
         record = {
             "token": self.token,
             "consolidate": self.consolidate,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import xarray as xr
 
 from ...dask.compute import compute_writes
 from ...dask.progress import ShardProgress
@@ -56,7 +57,8 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
     The tasks of the write then guard shards with ``lock`` (with this
     process's per-shard locks when ``lock`` is the one lock held here, or none).
     """
-    across = StoreLease(store) if lock is None and store.atomic_create else contextlib.nullcontext()
+    leased = lock is None and store.atomic_create and not store.transactional  # a transaction needs no lease
+    across = StoreLease(store) if leased else contextlib.nullcontext()
     with shard_lock(local_lock, _writers_key(store)), shard_lock(lock, PENDING_KEY), across:
         yield local_lock if lock is None or isinstance(lock, Lock) else lock
 
@@ -80,6 +82,12 @@ def planning_lock(lock: ShardLock, mode: str) -> contextlib.AbstractContextManag
     commit (``lock`` itself, or ``lock(PENDING_KEY)``), so it never reads a half-published append or finishes
     the publication of an append that still runs."""
     return shard_lock(lock, PENDING_KEY) if mode == "r+" else contextlib.nullcontext()
+
+
+def has_dask_data(obj: xr.Dataset | xr.DataTree) -> bool:
+    """Whether any variable of ``obj`` (any group of a DataTree) holds a dask array."""
+    nodes = obj.subtree if isinstance(obj, xr.DataTree) else [obj]
+    return any(variable.chunks is not None for node in nodes for variable in node.variables.values())
 
 
 def _writers_key(store: Store) -> str:
@@ -106,6 +114,9 @@ def write_data(
     """
     reserved = None
     try:
+        if store.transactional and isinstance(finalize, Commit):
+            finalize()  # metadata first: the user's commit publishes all at once (and chunks must fit the shape)
+            finalize = None
         in_memory = [
             (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
             for w in plan.data
@@ -125,12 +136,17 @@ def write_data(
                 reserved = _reserve(store, plan, reserve[0], reserve[1])
             finalize()
             finalize = Release(store, reserve[0], reserved.id, lock, tidy=reserve[2])
+        if store.transactional and compute and not requests:  # no task: a writable session never leaves here
+            if finalize is not None:
+                finalize()
+            return None
         delayed = store_graph(requests, finalize)
         if not compute:
             return delayed
         compute_writes(delayed, progress if requests else False)  # no shard tasks: nothing to report
     except BaseException:
-        if isinstance(finalize, Commit):  # a first write stays marked unfinished instead
+        # a first write stays marked unfinished instead; a transaction is discarded by its user
+        if isinstance(finalize, Commit) and not store.transactional:
             roll_back(store, list(plan.grown), list(plan.created), lock)
             if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved

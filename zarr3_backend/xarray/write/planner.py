@@ -32,6 +32,7 @@ from xarray.backends.api import DATAARRAY_NAME
 from ...api import WriteMode
 from ...core.metadata import GroupMetadata
 from ...dask.compute import check_reachable
+from ...dask.forks import forked_for_tasks
 from ...errors import NodeExistsError, WriteError, WriteNotImplementedError
 from ...nodes.array import Array
 from ...nodes.lookup import read_node_metadata
@@ -50,7 +51,7 @@ from .checks import (
     parse_mode,
 )
 from .commit import Commit, roll_forward
-from .data import planning_lock, region_lock, write_data, writer_lock
+from .data import has_dask_data, planning_lock, region_lock, write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
@@ -134,7 +135,7 @@ def to_zarr3(
         deferred appends keep all their rows, in call order.
     consolidated : bool, optional
         Consolidate the group's metadata after writing; ``None`` consolidates
-        unless ``mode="r+"``.
+        unless ``mode="r+"`` or into a transaction (Icechunk).
     append_dim : hashable, optional
         Grow the stored arrays along this dimension. Every stored variable
         having it must be in the dataset.
@@ -200,44 +201,56 @@ def to_zarr3(
     )
     target = make_store(store, storage_options=storage_options)
     check_append_coordination(target, append_dim, lock)
-    path = normalize_path(group)
-    appending = options.mode in ("a", "a-")
-    token = _request_token(obj, path, options, encoding) if appending else ""
-    with writer_lock(target, lock) if appending else region_lock(target, lock, options.mode) as shard_locks:
-        with planning_lock(lock, options.mode):  # a region write with lock= plans while no append publishes
-            if (options.mode != "w" or path) and roll_forward(
-                target, token or None, skip_broken=options.mode == "w"
-            ):
-                return _done(compute)  # this exact request was committed by an earlier, interrupted call
-            start = check_target(target, path, options.mode, obj, compute=compute)  # refuses what hides data
-            if isinstance(obj, xr.DataTree):
-                plan = plan_tree(obj, target, path, encoding=encoding, options=options)
-            else:
-                plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
-        later = not compute and any(write.variable.chunks is not None for write in plan.data)
-        if region and lock is None and (reason := concurrent_writers(later)):
-            warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
-        if options.mode == "r+" and (lock is not None or later):  # appends may change the shape meanwhile
-            plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
-        consolidate = bool(consolidated or (consolidated is None and options.mode != "r+"))
-        if any(write.variable.chunks is not None for write in plan.data):
-            check_reachable(target)
-        finalize: Commit | Finish | None = start(dict(plan.documents), consolidate)  # a first write publishes
-        if finalize is None and plan.documents:
-            expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
-            finalize = Commit(
-                target,
-                dict(plan.documents),
-                consolidate,
-                token,
-                expected,
-                locked=lock is not None or target.atomic_create,
+    with forked_for_tasks(target, has_dask_data(obj)) as forks:  # a transaction written from other processes
+        target = forks.store if forks is not None else target
+        path = normalize_path(group)
+        appending = options.mode in ("a", "a-")
+        token = _request_token(obj, path, options, encoding) if appending else ""
+        with (
+            writer_lock(target, lock) if appending else region_lock(target, lock, options.mode) as shard_locks
+        ):
+            with planning_lock(
+                lock, options.mode
+            ):  # a region write with lock= plans while no append publishes
+                if (options.mode != "w" or path) and roll_forward(
+                    target, token or None, skip_broken=options.mode == "w"
+                ):
+                    return _done(compute)  # this exact request was committed by an earlier, interrupted call
+                start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
+                if isinstance(obj, xr.DataTree):
+                    plan = plan_tree(obj, target, path, encoding=encoding, options=options)
+                else:
+                    plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
+            later = not compute and any(write.variable.chunks is not None for write in plan.data)
+            if region and lock is None and (reason := concurrent_writers(later)):
+                warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+            if options.mode == "r+" and (lock is not None or later):  # appends may change the shape meanwhile
+                plan = replace(
+                    plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data)
+                )
+            unconsolidated = options.mode == "r+" or target.transactional  # Icechunk: root would conflict
+            consolidate = bool(consolidated or (consolidated is None and not unconsolidated))
+            if any(write.variable.chunks is not None for write in plan.data):
+                check_reachable(target)
+            finalize: Commit | Finish | None = start(
+                dict(plan.documents), consolidate
+            )  # first writes publish
+            if finalize is None and plan.documents:
+                expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
+                finalize = Commit(
+                    target,
+                    dict(plan.documents),
+                    consolidate,
+                    token,
+                    expected,
+                    locked=lock is not None or target.atomic_create,
+                )
+            deferred = not compute and plan.grown and options.append_dim is not None
+            reserve = (path, options.append_dim, lock is None) if deferred else None
+            written = write_data(
+                target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
             )
-        deferred = not compute and plan.grown and options.append_dim is not None
-        reserve = (path, options.append_dim, lock is None) if deferred else None
-        return write_data(
-            target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
-        )
+        return forks.finish(written, compute) if forks is not None else written
 
 
 def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:

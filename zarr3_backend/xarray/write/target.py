@@ -70,7 +70,9 @@ class Start:
         marked = {
             p: _marked(d, flag(self.fingerprint, template=self.template))
             for p, d in documents.items()
-            if (p == self.path or p.startswith(prefix)) and d.get("node_type") == "group"
+            if (p == self.path or p.startswith(prefix))
+            and d.get("node_type") == "group"
+            and not self.store.transactional  # a transaction is never seen unfinished
         }
         staged = Staged(self.store, prefix if self.mode == "w" else None)
         publish(staged, {**documents, **marked}, consolidate)  # every read and check; nothing is written yet
