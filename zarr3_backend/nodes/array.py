@@ -350,7 +350,7 @@ class Array:
         """Store ``encoded`` at ``key``; ``None`` (all fill) deletes it, or stores a fill chunk with ``write_empty``."""
         if encoded is None and write_empty:
             spec = self.chunk_spec
-            encoded = self._chain.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
+            encoded = self._chain.encode_pieces(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
         if encoded is None:
             self._chunk_store.delete(key)
         else:
@@ -377,7 +377,7 @@ class Array:
         if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
-            self._chunk_store.set(key, self._chain.encode(chunk, self.chunk_spec))
+            self._chunk_store.set(key, self._chain.encode_pieces(chunk, self.chunk_spec))
 
     # -- shape changes ---------------------------------------------------
     @overload
