@@ -1,6 +1,6 @@
 """Where one shard write's page faults and system time go, measured inside a dask worker process.
 
-:func:`profile_shard_writes` runs in a worker (``client.submit``; this module
+`profile_shard_writes` runs in a worker (``client.submit``; this module
 is pickled by value, so workers need not find it on their path). It writes
 the same shard-sized block several times with ``write_block`` (the body of
 a ``to_zarr3`` shard task) and reports, per shard, medians of wall, user and

@@ -130,8 +130,8 @@ class ArrayBytesCodec(Codec):
         """Serialise ``chunk`` (shape ``spec.shape``, dtype ``spec.dtype``)."""
 
     def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> Value:
-        """:meth:`encode`, as consecutive pieces where the codec makes them (a shard: its inner chunks and
-        index), for a store to write without joining them. Default: the one buffer of :meth:`encode`."""
+        """`encode`, as consecutive pieces where the codec makes them (a shard: its inner chunks and
+        index), for a store to write without joining them. Default: the one buffer of `encode`."""
         return self.encode(chunk, spec)
 
     @abstractmethod

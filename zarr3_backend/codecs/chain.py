@@ -169,7 +169,7 @@ class CodecChain:
         return self._encode_bytes(chunk, bytes_spec)
 
     def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> Value:
-        """:meth:`encode`, as the array -> bytes codec's pieces when no bytes -> bytes codec follows it."""
+        """`encode`, as the array -> bytes codec's pieces when no bytes -> bytes codec follows it."""
         if self.bytes_bytes:
             return self.encode(chunk, spec)
         inputs, bytes_spec = self._specs(spec)

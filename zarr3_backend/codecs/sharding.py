@@ -145,7 +145,7 @@ class ShardingCodec(ArrayBytesCodec):
         return join_value(self.encode_pieces(chunk, spec))
 
     def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> tuple[Buffer, ...]:
-        """:meth:`encode` as the shard's pieces in stored order (encoded inner chunks and index), never joined;
+        """`encode` as the shard's pieces in stored order (encoded inner chunks and index), never joined;
         none of them is a view of ``chunk``."""
         inner_spec = self._inner_spec(spec)
         parts: dict[tuple[int, ...], Buffer | None] = {}
