@@ -5,7 +5,8 @@ The climate-like dataset (``t2m`` float32 (730, 361, 720) ~ 760 MB; ``--quick``:
 (73, 364, 720), inner chunks (73, 91, 180), blosc(zstd, clevel 3, shuffle).
 All of these run interleaved round-robin in one :func:`time_interleaved` call:
 
-* ``floor``: numcodecs + shard assembly + file writes on 2 threads (``floor.py``);
+* ``floor``: numcodecs + shard assembly + file writes on 2 threads (``floor.py``),
+  in this process;
 * ``to_zarr3`` and ``xarray+zarr-python`` on dask's threaded scheduler over
   the in-memory numpy data;
 * the same two on ``LocalCluster(n_workers=2, threads_per_worker=1,
@@ -17,14 +18,20 @@ All of these run interleaved round-robin in one :func:`time_interleaved` call:
   ``distributed.nanny.pre-spawn-environ`` setting, the user-facing way
   docs/guide/dask.md describes (the workers' values are printed). The trim
   threshold alone changes nothing: setting it also freezes glibc's mmap
-  threshold at 128 KiB, so chunk-sized buffers are still fresh maps.
+  threshold at 128 KiB, so chunk-sized buffers are still fresh maps;
+* ``floor (same workers)``: the floor's shard encoding as one dask task per
+  shard on a cluster of each kind, over the persisted blocks: what the same
+  bytes cost in such workers without any Zarr logic.
 
 Printed per case: median seconds, ratio to the floor, MB/s, CPU seconds,
 peak RSS growth, and (medians per write) user and system CPU seconds and
 minor page faults of the processes doing the work (threaded: this process;
-cluster: the sum over the workers, peak: the largest worker). Then the
-ratios, and a scaling section: to_zarr3 on 1 and 2 workers (seconds, tasks
+cluster: the sum over the workers, peak: the largest worker), also per shard.
+Then the ratios, and a scaling section: to_zarr3 on 1 and 2 workers (seconds, tasks
 per shard) and the graph of a 10x larger lazy dataset (tasks, build time).
+``--only profile`` measures one shard write inside a worker of each kind
+(``shard_profile.py``): faults, system time, c-blosc's share, Python's peak.
+``--json PATH`` writes the main table (rendered by docs/render_performance.py).
 With ``--only s3`` both writers write to a local S3-compatible server.
 Every output is verified after the warm-up (read back by zarr3_backend and
 zarr-python and compared with the data).
@@ -35,6 +42,8 @@ Run ``python benchmarks/bench_write.py --quick`` for a smoke test.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import resource
 import shutil
@@ -58,18 +67,24 @@ from common import (  # noqa: E402
     reset_peak_rss,
     rss_bytes,
     time_interleaved,
+    write_results,
 )
 from floor import BLOSC_JSON, CHUNKS, SHARDS, Layout, floor_write  # noqa: E402
+from shard_profile import print_profiles, profile_shard_writes  # noqa: E402
 
 FULL_SHAPE = (730, 361, 720)
 QUICK_SHAPE = (146, 361, 720)
 FLOOR, OURS, ZARR = "floor", "to_zarr3", "xarray+zarr-python"
+FLOOR_WORKERS = "floor (same workers)"
+BENCH_DIR = Path(__file__).resolve().parent
 #: The cluster rows: suffix of their case names, and the environment variables given to their workers through
 #: dask's ``distributed.nanny.pre-spawn-environ`` on top of its defaults (which hold ``MALLOC_TRIM_THRESHOLD_=65536``).
 CLUSTERS: dict[str, dict[str, int | None]] = {
     " (cluster)": {},
     " (cluster, malloc thresholds)": {"MALLOC_TRIM_THRESHOLD_": 64 << 20, "MALLOC_MMAP_THRESHOLD_": 32 << 20},
 }
+#: Every variable some cluster sets, plus dask's own default: each cluster's workers are shown all of them.
+ALLOCATOR_VARIABLES = sorted({"MALLOC_TRIM_THRESHOLD_", *(k for env in CLUSTERS.values() for k in env)})
 LIBRARIES = ["zarr3_backend", "xarray", "zarr", "dask", "distributed", "numcodecs", "numpy", "s3fs"]
 
 
@@ -134,8 +149,9 @@ def rusage() -> tuple[float, float, int]:
 class Measured:
     """Wraps cases to record user/system CPU and page faults of the processes doing the work."""
 
-    def __init__(self, client=None) -> None:
+    def __init__(self, client=None, n_shards: int = 1) -> None:
         self.client = client
+        self.n_shards = n_shards
         self.usage: dict[str, list[tuple[float, float, int]]] = {}
         self.peaks: dict[str, list[int]] = {}
 
@@ -173,17 +189,29 @@ class Measured:
             -len(timing.seconds) :
         ]  # the warm-up (first task in a worker: imports) excluded
         peak = max(peaks) if peaks else timing.peak_rss_bytes
-        return Timing(timing.seconds, peak, tuple(u + s for u, s, _ in usage))
+        return Timing(
+            timing.seconds,
+            peak,
+            tuple(u + s for u, s, _ in usage),
+            tuple(s for _, s, _ in usage),
+            tuple(f for _, _, f in usage),
+        )
 
     def print(self) -> None:
         print(
             "\nCPU and page faults per write (medians without the warm-up; cluster rows: summed over workers)"
         )
-        print(f"  {'case':<40}{'user s':>9}{'system s':>10}{'minor faults':>14}")
+        print(
+            f"  {'case':<40}{'user s':>9}{'system s':>10}{'minor faults':>14}"
+            f"{'sys s/shard':>13}{'faults/shard':>14}"
+        )
         for name, rows in self.usage.items():
             rows = rows[1:] or rows  # the warm-up call is not timed either
             user, system, faults = (statistics.median(r[i] for r in rows) for i in range(3))
-            print(f"  {name:<40}{user:>9.2f}{system:>10.2f}{faults:>14.0f}")
+            print(
+                f"  {name:<40}{user:>9.2f}{system:>10.2f}{faults:>14.0f}"
+                f"{system / self.n_shards:>13.3f}{faults / self.n_shards:>14.0f}"
+            )
 
 
 def local_cases(ds, data, out: Path, failures: list[str], scheduler: str, client=None) -> dict[str, Case]:
@@ -209,12 +237,13 @@ def local_cases(ds, data, out: Path, failures: list[str], scheduler: str, client
     return built
 
 
-def floor_case(data, out: Path, failures: list[str]) -> Case:
+def floor_metadata(data) -> bytes:
+    """The floor's zarr.json: the array's metadata, so that both readers can verify its output."""
     import zarr3_backend
 
-    layout = Layout(data.shape)
     template = zarr3_backend.create_array(
         "memory://bench_write/floor",
+        overwrite=True,
         shape=data.shape,
         dtype="float32",
         chunks=CHUNKS,
@@ -222,12 +251,52 @@ def floor_case(data, out: Path, failures: list[str]) -> Case:
         compressors=[BLOSC_JSON],
         fill_value=0.0,
     )
-    metadata = template.store.get("zarr.json")
+    return template.store.get("zarr.json")
+
+
+def floor_case(data, out: Path, failures: list[str]) -> Case:
+    layout = Layout(data.shape)
+    metadata = floor_metadata(data)
     path = out / "floor.zarr"
     return Case(
         run=lambda: floor_write(path, layout, data, metadata),
         setup=lambda: shutil.rmtree(path, ignore_errors=True),
         check=lambda _: verify(path, data, failures, "floor", array=""),
+    )
+
+
+def _floor_block(block, root: str, shape: tuple[int, ...], bench_dir: str, block_id=None):
+    """One shard of the floor, as a dask task in a worker (which imports ``floor`` from ``bench_dir``)."""
+    if bench_dir not in sys.path:
+        sys.path.insert(1, bench_dir)
+    from floor import Layout, encode_shard_block
+
+    encode_shard_block(Path(root), Layout(shape), block, block_id)
+    return np.ones((1,) * block.ndim, dtype=np.int64)
+
+
+def floor_workers_case(persisted, data, out: Path, failures: list[str]) -> Case:
+    """The floor's shard encoding as one task per shard of the persisted ``t2m`` (run on the current client)."""
+    metadata = floor_metadata(data)
+    path = out / "floor-workers.zarr"
+    source = persisted["t2m"].data
+
+    def run() -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "zarr.json").write_bytes(metadata)
+        source.map_blocks(
+            _floor_block,
+            root=str(path),
+            shape=data.shape,
+            bench_dir=str(BENCH_DIR),
+            chunks=tuple((1,) * len(c) for c in source.chunks),
+            dtype=np.int64,
+        ).compute()
+
+    return Case(
+        run=run,
+        setup=lambda: shutil.rmtree(path, ignore_errors=True),
+        check=lambda _: verify(path, data, failures, "floor on workers", array=""),
     )
 
 
@@ -239,9 +308,10 @@ def main() -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["main", "scaling", "memory", "s3"],
-        help="sections to run (repeatable; default: main, scaling, memory; s3 only when asked)",
+        choices=["main", "scaling", "memory", "s3", "profile"],
+        help="sections to run (repeatable; default: main, scaling, memory; s3 and profile only when asked)",
     )
+    parser.add_argument("--json", type=Path, default=None, help="also write the main table to this JSON file")
     parser.add_argument(
         "--latency", type=float, default=0.05, help="seconds added to every S3 request (--only s3)"
     )
@@ -259,7 +329,20 @@ def main() -> int:
     try:
         sections = args.only or ["main", "scaling", "memory"]
         if "main" in sections:
-            run_main_table(ds, data, out, failures, args.repeats)
+            load_before = os.getloadavg()[0]
+            table = run_main_table(ds, data, out, failures, args.repeats)
+            table["load_average"] = [load_before, os.getloadavg()[0]]
+            print(f"  load average {load_before:.1f} before the table, {os.getloadavg()[0]:.1f} after it")
+            if args.json:
+                write_results(
+                    args.json,
+                    "benchmarks/bench_write.py",
+                    LIBRARIES,
+                    {f"sharded write of t2m {shape} float32 ({data.nbytes / 1e6:.0f} MB)": table},
+                    sys.argv[1:],
+                )
+        if "profile" in sections:
+            run_profile(data, out)
         if "scaling" in sections:
             run_scaling(ds, data, out, args.repeats)
         if "memory" in sections:
@@ -313,11 +396,12 @@ def run_cold_memory(ds, out: Path) -> None:
             )
 
 
-def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> None:
+def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> dict[str, object]:
+    """The interleaved table (printed); returned as plain data, with resources per shard added."""
     from contextlib import ExitStack
 
     import dask
-    from distributed import Client, LocalCluster, wait
+    from distributed import wait
 
     rows = {" (threads)": "write, threaded (2 threads)"}
     rows.update(
@@ -326,48 +410,38 @@ def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> No
             for s in CLUSTERS
         }
     )
-    here = Measured()
+    n_shards = math.prod(-(-n // s) for n, s in zip(data.shape, SHARDS))
+    here = Measured(n_shards=n_shards)
     clusters: dict[str, Measured] = {}
     cases = {f"{FLOOR} (threads)": here.wrap(f"{FLOOR} (threads)", floor_case(data, out, failures))}
     for name, case in local_cases(ds, data, out, failures, "threads").items():
         cases[f"{name} (threads)"] = here.wrap(f"{name} (threads)", case)
     with ExitStack() as stack:
-        for name in (
-            OURS,
-            ZARR,
-        ):  # one cluster per writer and setting: a writer's leftovers never slow the other
+        # one cluster per writer and setting: a writer's leftovers never slow the other
+        for name in (OURS, ZARR, FLOOR_WORKERS):
             for suffix, environ in CLUSTERS.items():
-                for variable in {
-                    "MALLOC_TRIM_THRESHOLD_",
-                    *environ,
-                }:  # a nanny copies them into this process's
-                    os.environ.pop(
-                        variable, None
-                    )  # environment, which then overrides the setting for later nannies
-                settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
-                with dask.config.set(settings):  # read by the nannies as they start their workers
-                    cluster = stack.enter_context(
-                        LocalCluster(
-                            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-                        )
-                    )
-                client = stack.enter_context(Client(cluster, set_as_default=False))
+                client = stack.enter_context(cluster_client(environ))
                 seen = {
-                    k: sorted(set(client.run(os.environ.get, k).values()))
-                    for k in {"MALLOC_TRIM_THRESHOLD_", *environ}
+                    k: sorted(set(map(str, client.run(os.environ.get, k).values())))
+                    for k in ALLOCATOR_VARIABLES
                 }
                 print(f"  {name}{suffix}: workers' environment {seen}")
-                clusters[name + suffix] = Measured(client)
+                clusters[name + suffix] = Measured(client, n_shards)
                 with dask.config.set(scheduler="dask.distributed"), client.as_current():
                     persisted = ds.persist()
                     wait(persisted)
-                case = local_cases(persisted, data, out, failures, "cluster", client)[name]
+                if name == FLOOR_WORKERS:
+                    case = floor_workers_case(persisted, data, out, failures)
+                else:
+                    case = local_cases(persisted, data, out, failures, "cluster", client)[name]
                 cases[name + suffix] = clusters[name + suffix].wrap(name + suffix, as_current(client, case))
         timings = time_interleaved(cases, repeats=repeats)
-    table = ResultTable(ours=OURS, baselines=[ZARR, FLOOR])
+    table = ResultTable(ours=OURS, baselines=[ZARR, FLOOR, FLOOR_WORKERS])
     for suffix, label in rows.items():
         table.add(label, FLOOR, here.timing(f"{FLOOR} (threads)", timings[f"{FLOOR} (threads)"]), data.nbytes)
-        for name in (OURS, ZARR):
+        for name in (OURS, ZARR, FLOOR_WORKERS):
+            if suffix == " (threads)" and name == FLOOR_WORKERS:
+                continue
             measured = here if suffix == " (threads)" else clusters[name + suffix]
             table.add(label, name, measured.timing(name + suffix, timings[name + suffix]), data.nbytes)
     table.print()
@@ -375,6 +449,60 @@ def run_main_table(ds, data, out: Path, failures: list[str], repeats: int) -> No
     for measured in clusters.values():
         measured.print()
     print("  (cluster 'cpu s' and 'peak dRSS MB' are the workers': CPU summed, peak of the largest)")
+    return per_shard(table.to_json(), n_shards)
+
+
+def per_shard(table: dict, n_shards: int) -> dict:
+    """``table`` (``ResultTable.to_json``) with each result's system seconds and page faults per shard added."""
+    for workload in table["workloads"]:
+        for result in workload["results"].values():
+            for key in ("system_s", "minor_faults"):
+                value = result.get(key)
+                result[f"{key}_per_shard"] = None if value is None else value / n_shards
+    table["shards"] = n_shards
+    return table
+
+
+@contextlib.contextmanager
+def cluster_client(environ: dict[str, int | None]):
+    """A client of a new LocalCluster(2 processes x 1 thread) whose workers get ``environ`` through dask's
+    ``distributed.nanny.pre-spawn-environ`` on top of dask's defaults."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    for variable in ALLOCATOR_VARIABLES:
+        # a nanny copies its settings into this process's environment, where every later nanny would find them
+        # (and a variable there overrides the setting): drop all of them, not only those ``environ`` sets
+        os.environ.pop(variable, None)
+    settings = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
+    with dask.config.set(settings):  # read by the nannies as they start their workers
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+def run_profile(data, out: Path, repeats: int = 4) -> None:
+    """One shard write measured inside a worker of each kind of cluster (``shard_profile.py``)."""
+    import cloudpickle
+    import shard_profile
+
+    cloudpickle.register_pickle_by_value(shard_profile)
+    block = np.ascontiguousarray(data[: SHARDS[0]])
+    profiles = {}
+    for environ in CLUSTERS.values():
+        with cluster_client(environ) as client:
+            worker = sorted(client.scheduler_info()["workers"])[0]
+            future = client.submit(
+                profile_shard_writes,
+                block,
+                str(out / f"profile{len(profiles)}.zarr"),
+                repeats,
+                workers=[worker],
+            )
+            profiles["dask defaults" if not environ else "pre-spawn-environ malloc thresholds"] = (
+                future.result()
+            )
+    print_profiles(profiles)
 
 
 def as_current(client, case: Case) -> Case:

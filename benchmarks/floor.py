@@ -169,10 +169,19 @@ def read_indexes(root: Path, layout: Layout) -> dict:
     return indexes
 
 
-def _encode_shard(root: Path, layout: Layout, data: np.ndarray, shard) -> None:
+def shard_slices(layout: Layout, shard: tuple[int, ...]) -> tuple[slice, ...]:
+    """The slice of the array a shard covers (clipped at the array edge)."""
+    return tuple(
+        slice(s * n, min((s + 1) * n, size)) for s, n, size in zip(shard, layout.shards, layout.shape)
+    )
+
+
+def encode_shard_block(root: Path, layout: Layout, block: np.ndarray, shard: tuple[int, ...]) -> None:
+    """Encode the inner chunks of one shard from ``block`` (the shard's part of the array), write its file."""
     import crc32c
 
     codec = Blosc(cname="zstd", clevel=3, shuffle=Blosc.SHUFFLE, blocksize=0)
+    origin = [s.start for s in shard_slices(layout, shard)]
     pieces, index, offset = [], np.empty(layout.per_shard + (2,), dtype="<u8"), 0
     for inner in np.ndindex(layout.per_shard):
         region = layout.chunk_region(shard, inner)
@@ -180,7 +189,7 @@ def _encode_shard(root: Path, layout: Layout, data: np.ndarray, shard) -> None:
         valid = tuple(slice(0, r.stop - r.start) for r in region)
         if chunk[valid].shape != chunk.shape:
             chunk[...] = 0
-        chunk[valid] = data[region]
+        chunk[valid] = block[tuple(slice(r.start - o, r.stop - o) for r, o in zip(region, origin))]
         encoded = codec.encode(chunk)
         index[inner] = offset, len(encoded)
         pieces.append(encoded)
@@ -190,6 +199,10 @@ def _encode_shard(root: Path, layout: Layout, data: np.ndarray, shard) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
         f.writelines(pieces + [raw, crc32c.crc32c(raw).to_bytes(4, "little")])
+
+
+def _encode_shard(root: Path, layout: Layout, data: np.ndarray, shard) -> None:
+    encode_shard_block(root, layout, data[shard_slices(layout, shard)], shard)
 
 
 def floor_write(root: Path, layout: Layout, data: np.ndarray, metadata: bytes) -> None:

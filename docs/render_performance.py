@@ -35,6 +35,8 @@ RESOURCES = (
     ("cpu_s", "our CPU s", 3),
     ("system_s", "our sys s", 3),
     ("minor_faults", "our faults", 0),
+    ("system_s_per_shard", "our sys s / shard", 3),
+    ("minor_faults_per_shard", "our faults / shard", 0),
     ("peak_rss_mb", "our peak MB", 0),
     ("requests", "our requests", 0),
     ("rounds", "our rounds", 0),
@@ -88,6 +90,12 @@ def render_results(directory: Path = RESULTS) -> str:
         ]
         for name, table in run["tables"].items():
             out += [f"**{name}**", "", *render_table(table), ""]
+            if "load_average" in table:
+                start, end = table["load_average"]
+                out += [
+                    f"Machine load (1-minute average): {start:.1f} before the run, {end:.1f} after it.",
+                    "",
+                ]
     return "\n".join(out).rstrip() + "\n"
 
 

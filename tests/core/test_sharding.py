@@ -209,3 +209,19 @@ def test_cached_shard_index_does_not_pin_the_shard_bytes(store):
     entries = [index.entries for index in b._index_cache.values()]
     assert len(entries) == 4
     assert all(e.flags.owndata and e.nbytes == 2 * 2 * 1 * 16 for e in entries)
+
+
+def test_a_whole_shard_is_stored_as_its_pieces_not_joined(store, monkeypatch):
+    a, data = sharded(store)
+    stored: list[object] = []
+    set_value = store.set
+    monkeypatch.setattr(store, "set", lambda key, value: (stored.append(value), set_value(key, value)))
+    shard = a.read_chunk((1, 0, 0))
+    shard[0, 0, 0] = 42.0
+    a.store_chunk((1, 0, 0), shard)
+    (value,) = stored
+    assert isinstance(value, tuple) and len(value) == 2 * 2 * 1 + 1  # four inner chunks, then the index
+    assert b"".join(value) == a.codecs.encode(shard, a.chunk_spec)
+    expected = data.copy()
+    expected[4, 0, 0] = 42.0
+    np.testing.assert_array_equal(a[...], expected)

@@ -189,6 +189,30 @@ def test_large_values_go_up_whole(s3_url: str, s3_storage_options: dict[str, Any
     )
 
 
+def test_a_value_in_pieces_goes_up_as_its_pieces_in_one_put(
+    s3_url: str, s3_storage_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import obstore
+
+    calls: list[tuple[object, object]] = []
+    put = obstore.put
+
+    def spy(store: Any, key: str, payload: Any, **options: Any) -> Any:
+        calls.append((payload, options.get("use_multipart")))
+        return put(store, key, payload, **options)
+
+    monkeypatch.setattr(obstore, "put", spy)
+    store = _obstore(s3_url, s3_storage_options)
+    floats = np.arange(6, dtype="float32")
+    pieces = (b"head", floats.data, bytearray(b"tail"))
+    store.set("pieces", pieces)
+    ((payload, multipart),) = calls
+    assert multipart is False and isinstance(payload, list) and len(payload) == 3  # never joined
+    assert payload[0] is pieces[0] and payload[2] is pieces[2] and bytes(payload[1]) == floats.tobytes()
+    assert store.get("pieces") == b"head" + floats.tobytes() + b"tail"
+    assert store.create("created", pieces) and store.get("created") == store.get("pieces")
+
+
 # -- end to end: the same data as fsspec reads ------------------------------------------------------------------------
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import xarray as xr
 import zarr
 import zarr.storage
 
+from zarr3_backend.errors import WriteError
 from zarr3_backend.store import Store, make_store
 from zarr3_backend.store.zarr_python import ZarrPythonStore
 from zarr3_backend.testing.stores import StoreContract
@@ -45,7 +48,9 @@ def test_xarray_reads_a_zip_store_and_writes_an_object_store(tmp_path) -> None:
 
     objects = zarr.storage.ObjectStore(obstore.store.LocalStore(str(tmp_path / "objects"), mkdir=True))
     ds.chunk(x=2).to_zarr3(objects, encoding={"t": {"chunks": (2, 4)}})
-    ds.to_zarr3(objects, append_dim="x")
+    with pytest.raises(WriteError, match="needs lock="):  # the adapter declares no atomic create
+        ds.to_zarr3(objects, append_dim="x")
+    ds.to_zarr3(objects, append_dim="x", lock=threading.Lock())  # this process is the only writer
     xr.testing.assert_identical(
         xr.open_dataset(objects, engine="zarr", consolidated=False).load(), xr.concat([ds, ds], "x")
     )

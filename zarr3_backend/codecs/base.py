@@ -129,6 +129,11 @@ class ArrayBytesCodec(Codec):
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         """Serialise ``chunk`` (shape ``spec.shape``, dtype ``spec.dtype``)."""
 
+    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> Value:
+        """`encode`, as consecutive pieces where the codec makes them (a shard: its inner chunks and
+        index), for a store to write without joining them. Default: the one buffer of `encode`."""
+        return self.encode(chunk, spec)
+
     @abstractmethod
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         """Deserialise to an array of ``spec.shape`` and ``spec.dtype``.

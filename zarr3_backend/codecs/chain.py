@@ -168,6 +168,15 @@ class CodecChain:
                 return _owned(self._encode_bytes(contiguous, bytes_spec), contiguous)
         return self._encode_bytes(chunk, bytes_spec)
 
+    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> Value:
+        """`encode`, as the array -> bytes codec's pieces when no bytes -> bytes codec follows it."""
+        if self.bytes_bytes:
+            return self.encode(chunk, spec)
+        inputs, bytes_spec = self._specs(spec)
+        for array_codec, codec_spec in zip(self.array_array, inputs):
+            chunk = array_codec.encode(chunk, codec_spec)
+        return self.array_bytes.encode_pieces(chunk, bytes_spec)
+
     def _encode_bytes(self, chunk: np.ndarray, bytes_spec: ChunkSpec) -> Buffer:
         data = self.array_bytes.encode(chunk, bytes_spec)
         for bytes_codec in self.bytes_bytes:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.dtypes import is_fill, parse_data_type
 from ..core.indexing import ChunkSelection, plan_selection
-from ..core.values import ByteRange, Value, Versioned
+from ..core.values import ByteRange, Value, Versioned, join_value
 from ..errors import (
     CodecError,
     ConcurrentModificationError,
@@ -154,12 +154,18 @@ class ShardingCodec(ArrayBytesCodec):
         return None if inner is None else self.index_size(spec) + n_inner * inner
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
+        return join_value(self.encode_pieces(chunk, spec))
+
+    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> tuple[Buffer, ...]:
+        """`encode` as the shard's pieces in stored order (encoded inner chunks and index), never joined;
+        none of them is a view of ``chunk``."""
         inner_spec = self._inner_spec(spec)
-        parts = {}
+        parts: dict[tuple[int, ...], Buffer | None] = {}
         for coords in np.ndindex(*self.chunks_per_shard(spec)):
             inner = chunk[self._region(coords)]
-            parts[coords] = None if is_fill(inner, spec.fill_value) else self.codecs.encode(inner, inner_spec)
-        return b"".join(self._assemble(parts, spec))
+            encoded = None if is_fill(inner, spec.fill_value) else self.codecs.encode(inner, inner_spec)
+            parts[coords] = bytes(encoded) if isinstance(encoded, memoryview) else encoded
+        return self._assemble(parts, spec)
 
     def _assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> tuple[Buffer, ...]:
         """The pieces of one shard value: the encoded inner chunks (``None`` = empty) in C order plus the index."""

@@ -373,7 +373,7 @@ class Array:
     def _put(self, key: str, encoded: Value | None, write_empty: bool, spec: ChunkSpec) -> None:
         """Store ``encoded`` at ``key``; ``None`` (all fill) deletes it, or stores a fill chunk with ``write_empty``."""
         if encoded is None and write_empty:
-            encoded = self._chain.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
+            encoded = self._chain.encode_pieces(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
         if encoded is None:
             self._chunk_store.delete(key)
         else:
@@ -400,7 +400,7 @@ class Array:
         if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
-            self._chunk_store.set(key, self._chain.encode(chunk, self.chunk_spec_at(coords)))
+            self._chunk_store.set(key, self._chain.encode_pieces(chunk, self.chunk_spec_at(coords)))
 
     # -- shape changes ---------------------------------------------------
     @overload
@@ -425,9 +425,10 @@ class Array:
         old_shape = self.shape
         if any(n < o for n, o in zip(new_shape, old_shape)):
             clear_outside(self, self._chunk_store, new_shape)
+        resized = self.metadata.with_shape(new_shape)  # a rectilinear grid may declare new chunks
         if any(n > o for n, o in zip(new_shape, old_shape)):
-            clear_exposed(self, self._chunk_store, old_shape, new_shape)
-        self.write_metadata(self.metadata.with_shape(new_shape))
+            clear_exposed(self, self._chunk_store, old_shape, resized.chunk_grid, new_shape)
+        self.write_metadata(resized)
 
     def nchunks_stored(self) -> int:
         """How many stored chunk (shard) values exist."""

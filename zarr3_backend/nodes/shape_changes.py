@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from ..core.dtypes import Scalar
+from ..core.grids import ChunkGrid
 from ..core.metadata import ArrayMetadata
 from ..store.base import Store
 
@@ -51,20 +52,20 @@ def clear_outside(array: Array, chunks: Store, new_shape: tuple[int, ...]) -> No
 
 
 def clear_exposed(
-    array: Array, chunks: Store, old_shape: tuple[int, ...], new_shape: tuple[int, ...]
+    array: Array, chunks: Store, old_shape: tuple[int, ...], grid: ChunkGrid, new_shape: tuple[int, ...]
 ) -> None:
     """Reset to the fill value what a grow of ``array`` from ``old_shape`` to ``new_shape`` exposes, where it is not.
 
-    Only chunks reaching past ``old_shape`` along a grown axis are looked at;
-    one wholly beyond it is deleted, one it cuts is rewritten only if stale
-    values are found there.
+    ``grid`` is the grown array's chunk grid. Only chunks reaching past
+    ``old_shape`` along a grown axis are looked at; one wholly beyond it is
+    deleted, one it cuts is rewritten only if stale values are found there.
     """
-    grid = array.metadata.chunk_grid
     grown = [axis for axis, (o, n) in enumerate(zip(old_shape, new_shape)) if n > o]
     kept = tuple(min(o, n) for o, n in zip(old_shape, new_shape))
     for coords in grid.chunk_coords(new_shape):
         origin = grid.chunk_origin(coords)
-        if all(origin[a] + grid.chunk_shape[a] <= old_shape[a] for a in grown):
+        extent = grid.chunk_shape_at(coords)
+        if all(origin[a] + extent[a] <= old_shape[a] for a in grown):
             continue  # nothing of it is exposed
         key = array.chunk_key(coords)
         if any(origin[a] >= old_shape[a] for a in grown):

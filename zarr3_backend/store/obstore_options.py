@@ -1,4 +1,5 @@
-"""Translations to and from obstore: fsspec-style ``storage_options`` as its configuration, byte ranges, generations.
+"""Translations to and from obstore: fsspec-style ``storage_options`` as its configuration, byte ranges,
+generations, and values to upload.
 
 :func:`obstore_settings` translates the options users already pass to
 ``engine="zarr"`` and fsspec into the configuration and client options of
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import ArgumentError
-from .base import ByteRange, Generation
+from .base import Buffer, ByteRange, Generation, Value
 from .etags import object_generation
 
 if TYPE_CHECKING:
@@ -212,3 +213,24 @@ def generation(meta: ObjectMeta, endpoint: str, key: str) -> Generation | None:
         size=meta["size"],
         modified=meta["last_modified"],
     )
+
+
+def put_payload(value: Value) -> tuple[Buffer | list[Buffer], int]:
+    """``value`` as obstore's ``put`` takes it without a copy (one buffer, or the list of its pieces, never
+    joined), and its size in bytes.
+
+    >>> put_payload((b"ab", memoryview(bytearray(b"cde"))))[1]
+    5
+    """
+    if isinstance(value, bytes | bytearray | memoryview):
+        piece = _as_bytes_view(value)
+        return piece, memoryview(piece).nbytes
+    pieces = [_as_bytes_view(piece) for piece in value]
+    return pieces, sum(memoryview(piece).nbytes for piece in pieces)
+
+
+def _as_bytes_view(piece: Buffer) -> Buffer:
+    """``piece`` with a byte format, as obstore requires (a view of an array of floats is cast, not copied)."""
+    if not isinstance(piece, memoryview) or piece.format == "B":
+        return piece
+    return piece.cast("B") if piece.c_contiguous else piece.tobytes()

@@ -34,12 +34,19 @@ from .base import (
     Value,
     Versioned,
     is_temporary,
-    join_value,
     validate_key,
     validate_prefix,
 )
 from .credentials import store_failure
-from .obstore_options import endpoint_name, generation, get_options, obstore_settings, protocol_kind, span
+from .obstore_options import (
+    endpoint_name,
+    generation,
+    get_options,
+    obstore_settings,
+    protocol_kind,
+    put_payload,
+    span,
+)
 from .ranged_reads import resolve_range
 
 if TYPE_CHECKING:
@@ -318,7 +325,7 @@ class ObstoreStore(Store):
         self._check_writable()
         validate_key(key)
         try:
-            obstore.put(self.client, key, join_value(value), mode="create")
+            obstore.put(self.client, key, put_payload(value)[0], mode="create")
         except AlreadyExistsError:
             return False
         except Exception as exc:
@@ -329,8 +336,11 @@ class ObstoreStore(Store):
         import obstore
 
         key, value = item
-        try:
-            obstore.put(self.client, key, join_value(value), chunk_size=PUT_PART_BYTES)
+        payload, nbytes = put_payload(value)
+        try:  # obstore would upload any list of pieces in parts: say when one PUT does
+            obstore.put(
+                self.client, key, payload, use_multipart=nbytes > PUT_PART_BYTES, chunk_size=PUT_PART_BYTES
+            )
         except Exception as exc:
             raise self._failed("write", key, exc) from exc
 
