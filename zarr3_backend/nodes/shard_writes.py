@@ -44,8 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.dtypes import is_fill
-from ..core.executor import map_concurrently
 from ..errors import BoundsError
+from ..runtime import map_concurrently
 from .array import Array
 
 

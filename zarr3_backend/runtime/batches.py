@@ -1,4 +1,4 @@
-"""One batch of calls with each call's exception returned in its place, not raised.
+"""One batch of calls or coroutines with each one's exception returned in its place, not raised.
 
 A store sorts out each request's outcome itself (missing, past the end, a
 failure), so a batch never stops at its first error.
@@ -17,14 +17,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-def on_loop(loop: asyncio.AbstractEventLoop) -> bool:
-    """Whether the calling thread is running ``loop``."""
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
-
-
 def capture(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | BaseException:
     """``func(*args, **kwargs)``, or the exception it raised."""
     try:
@@ -34,7 +26,7 @@ def capture(func: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | Base
 
 
 async def gather(coros: Sequence[Awaitable[T]], limit: int) -> list[T | BaseException]:
-    """Run ``coros`` concurrently, at most ``limit`` at a time; exceptions are returned.
+    """Run ``coros`` concurrently on the running loop, at most ``limit`` at a time; exceptions are returned.
 
     A single one is awaited in place: no task whose result would take loop iterations to come back.
     """
