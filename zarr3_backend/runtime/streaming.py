@@ -1,8 +1,8 @@
 """Many calls, a few at a time, their results handed over as they finish: the one place calls are paced.
 
 A [`Stream`][zarr3_backend.runtime.streaming.Stream] runs ``call(0)`` ...
-``call(count - 1)`` on a pool, at most ``limit`` at once: whenever one
-finishes, the next index not yet started starts. The caller iterates the
+``call(count - 1)`` on up to ``limit`` threads of a pool, each of which
+runs the next index not yet started as soon as its last call finishes. The caller iterates the
 results in the order they finish, and may move indices not yet started to the
 front ([`send_first`][zarr3_backend.runtime.streaming.Stream.send_first]).
 With a byte budget, no call starts while the results taken hold that many
@@ -22,8 +22,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future
-from functools import partial
+from concurrent.futures import Executor
 from typing import Generic, TypeVar, cast
 
 R = TypeVar("R")
@@ -36,7 +35,8 @@ class Stream(Generic[R]):
     The iteration's end (completed, ``break`` or an exception) stops starting
     calls and waits for the running ones, so no call outlives it.
     ``weigh(result)`` is the bytes a result holds against ``budget`` until
-    released.
+    released. ``each=False`` wakes the iterating caller only for the last
+    result or a failure (a caller that uses the results all at once).
     """
 
     def __init__(
@@ -48,6 +48,7 @@ class Stream(Generic[R]):
         *,
         budget: int | None = None,
         weigh: Callable[[R], int] | None = None,
+        each: bool = True,
     ) -> None:
         self._call = call
         self._count = count
@@ -58,9 +59,11 @@ class Stream(Generic[R]):
         self._changed = threading.Condition()
         self._unsent = deque(range(count))
         self._finished: deque[tuple[int, R | BaseException, bool]] = deque()
-        self._running = 0
+        self._workers = 0
         self._held = 0
         self._stopped = False
+        self._each = each
+        self._answered = 0
         self._start_more()
 
     @classmethod
@@ -97,14 +100,14 @@ class Stream(Generic[R]):
         """[`stop`][zarr3_backend.runtime.streaming.Stream.stop], then wait until no call is running."""
         self.stop()
         with self._changed:
-            self._changed.wait_for(lambda: self._running == 0)
+            self._changed.wait_for(lambda: self._workers == 0)
 
     def __iter__(self) -> Iterator[tuple[int, R]]:
         try:
             delivered = 0
             while delivered < self._count:
                 with self._changed:
-                    self._changed.wait_for(lambda: self._finished or (self._stopped and not self._running))
+                    self._changed.wait_for(lambda: self._finished or (self._stopped and not self._workers))
                     if not self._finished:
                         return
                     taken, self._finished = self._finished, deque()
@@ -117,40 +120,46 @@ class Stream(Generic[R]):
             self.close()
 
     def _start_more(self) -> None:
+        """Start workers up to the limit: each runs the next call not started, until none may start."""
+        with self._changed:
+            more = 0 if self._budget_spent() else min(self._limit - self._workers, len(self._unsent))
+            self._workers += max(0, more)
+        for _ in range(more):
+            try:
+                self._pool.submit(self._work)
+            except BaseException:  # the pool is shut down (the interpreter exits)
+                self.stop()
+                with self._changed:
+                    self._workers -= 1
+                    self._changed.notify_all()
+
+    def _budget_spent(self) -> bool:
+        return self._budget is not None and self._held >= self._budget
+
+    def _work(self) -> None:
+        """One worker: the next call not started, its result handed over, again; a failure ends the stream."""
         while True:
             with self._changed:
-                if (
-                    self._stopped
-                    or not self._unsent
-                    or self._running >= self._limit
-                    or (self._budget is not None and self._held >= self._budget)
-                ):
+                if self._stopped or not self._unsent or self._budget_spent():
+                    self._workers -= 1
+                    self._changed.notify_all()
                     return
                 index = self._unsent.popleft()
-                self._running += 1
             try:
-                future = self._pool.submit(self._call, index)
-            except BaseException as exc:  # the pool is shut down (the interpreter exits)
-                self._done(index, exc, True)
-                return
-            future.add_done_callback(partial(self._settle, index))
-
-    def _settle(self, index: int, future: Future[R]) -> None:
-        try:
-            outcome: R | BaseException = future.result()
-        except BaseException as exc:  # handed to the caller in the call's turn, which ends the stream
-            self._done(index, exc, True)
-            return
-        self._done(index, outcome, False)
-        self._start_more()
-
-    def _done(self, index: int, outcome: R | BaseException, failed: bool) -> None:
-        with self._changed:
-            self._running -= 1
-            if not failed and self._weigh is not None:
-                self._held += self._weigh(cast(R, outcome))
-            self._finished.append((index, outcome, failed))
-            self._changed.notify_all()
+                outcome: R | BaseException = self._call(index)
+                failed = False
+            except BaseException as exc:  # handed to the caller in the call's turn, which ends the stream
+                outcome, failed = exc, True
+            with self._changed:
+                if not failed and self._weigh is not None:
+                    self._held += self._weigh(cast(R, outcome))
+                self._finished.append((index, outcome, failed))
+                self._answered += 1
+                if failed:
+                    self._stopped = True
+                    self._unsent.clear()
+                if self._each or failed or self._answered == self._count:
+                    self._changed.notify_all()
 
 
 class _NoPool(Executor):
@@ -166,6 +175,6 @@ def collect(call: Callable[[int], R], count: int, limit: int, pool: Executor) ->
     The first exception propagates once no call is running any more.
     """
     results: list[R | None] = [None] * count
-    for index, result in Stream(call, count, limit, pool):
+    for index, result in Stream(call, count, limit, pool, each=False):
         results[index] = result
     return cast(list[R], results)
