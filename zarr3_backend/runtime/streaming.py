@@ -1,8 +1,8 @@
 """Many calls, a few at a time, their results handed over as they finish: the one place calls are paced.
 
 A [`Stream`][zarr3_backend.runtime.streaming.Stream] runs ``call(0)`` ...
-``call(count - 1)`` on up to ``limit`` threads of a pool, each of which
-runs the next index not yet started as soon as its last call finishes. The caller iterates the
+``call(count - 1)`` on a pool, at most ``limit`` at once: whenever one
+finishes, the next index not yet started starts. The caller iterates the
 results in the order they finish, and may move indices not yet started to the
 front ([`send_first`][zarr3_backend.runtime.streaming.Stream.send_first]).
 With a byte budget, no call starts while the results taken hold that many
@@ -22,7 +22,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
+from functools import partial
 from typing import Generic, TypeVar, cast
 
 R = TypeVar("R")
@@ -59,7 +60,7 @@ class Stream(Generic[R]):
         self._changed = threading.Condition()
         self._unsent = deque(range(count))
         self._finished: deque[tuple[int, R | BaseException, bool]] = deque()
-        self._workers = 0
+        self._running = 0
         self._held = 0
         self._stopped = False
         self._each = each
@@ -100,14 +101,14 @@ class Stream(Generic[R]):
         """[`stop`][zarr3_backend.runtime.streaming.Stream.stop], then wait until no call is running."""
         self.stop()
         with self._changed:
-            self._changed.wait_for(lambda: self._workers == 0)
+            self._changed.wait_for(lambda: self._running == 0)
 
     def __iter__(self) -> Iterator[tuple[int, R]]:
         try:
             delivered = 0
             while delivered < self._count:
                 with self._changed:
-                    self._changed.wait_for(lambda: self._finished or (self._stopped and not self._workers))
+                    self._changed.wait_for(lambda: self._finished or (self._stopped and not self._running))
                     if not self._finished:
                         return
                     taken, self._finished = self._finished, deque()
@@ -120,46 +121,42 @@ class Stream(Generic[R]):
             self.close()
 
     def _start_more(self) -> None:
-        """Start workers up to the limit: each runs the next call not started, until none may start."""
-        with self._changed:
-            more = 0 if self._budget_spent() else min(self._limit - self._workers, len(self._unsent))
-            self._workers += max(0, more)
-        for _ in range(more):
-            try:
-                self._pool.submit(self._work)
-            except BaseException:  # the pool is shut down (the interpreter exits)
-                self.stop()
-                with self._changed:
-                    self._workers -= 1
-                    self._changed.notify_all()
-
-    def _budget_spent(self) -> bool:
-        return self._budget is not None and self._held >= self._budget
-
-    def _work(self) -> None:
-        """One worker: the next call not started, its result handed over, again; a failure ends the stream."""
         while True:
             with self._changed:
-                if self._stopped or not self._unsent or self._budget_spent():
-                    self._workers -= 1
-                    self._changed.notify_all()
+                if (
+                    self._stopped
+                    or not self._unsent
+                    or self._running >= self._limit
+                    or (self._budget is not None and self._held >= self._budget)
+                ):
                     return
                 index = self._unsent.popleft()
+                self._running += 1
             try:
-                outcome: R | BaseException = self._call(index)
-                failed = False
-            except BaseException as exc:  # handed to the caller in the call's turn, which ends the stream
-                outcome, failed = exc, True
-            with self._changed:
-                if not failed and self._weigh is not None:
-                    self._held += self._weigh(cast(R, outcome))
-                self._finished.append((index, outcome, failed))
-                self._answered += 1
-                if failed:
-                    self._stopped = True
-                    self._unsent.clear()
-                if self._each or failed or self._answered == self._count:
-                    self._changed.notify_all()
+                future = self._pool.submit(self._call, index)
+            except BaseException as exc:  # the pool is shut down (the interpreter exits)
+                self._done(index, exc, True)
+                return
+            future.add_done_callback(partial(self._settle, index))
+
+    def _settle(self, index: int, future: Future[R]) -> None:
+        try:
+            outcome: R | BaseException = future.result()
+        except BaseException as exc:  # handed to the caller in the call's turn, which ends the stream
+            self._done(index, exc, True)
+            return
+        self._done(index, outcome, False)
+        self._start_more()
+
+    def _done(self, index: int, outcome: R | BaseException, failed: bool) -> None:
+        with self._changed:
+            self._running -= 1
+            if not failed and self._weigh is not None:
+                self._held += self._weigh(cast(R, outcome))
+            self._finished.append((index, outcome, failed))
+            self._answered += 1
+            if self._each or failed or self._answered == self._count or not self._running:
+                self._changed.notify_all()
 
 
 class _NoPool(Executor):
