@@ -24,6 +24,9 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
 - open a 200-variable group: ``xr.open_dataset(..., consolidated=False)``, both engines
   (tensorstore: list the group, open every array; ``requests only``: the same listing and GETs through
   our obstore store, with no Zarr or xarray work: the floor of any client sending them).
+- ``--only "obstore API: GET every key of the group"`` (not run by default): every key of that group
+  by obstore's blocking API on our request threads (what ``ObstoreStore`` does) and by its asyncio
+  API on one event loop; time and CPU per request.
 
 ``python benchmarks/bench_cloud.py --quick`` uses the (146, 361, 720) array (2 shards).
 """
@@ -53,7 +56,7 @@ from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
 import zarr3_backend  # noqa: E402
 from tests.servers.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
 from zarr3_backend import clear_store_cache  # noqa: E402
-from zarr3_backend.core.executor import io_concurrency  # noqa: E402
+from zarr3_backend.runtime import io_concurrency  # noqa: E402
 from zarr3_backend.store import ObstoreStore  # noqa: E402
 
 OURS, ZARR, TS = "zarr3_backend", "zarr-python", "tensorstore"
@@ -182,7 +185,7 @@ def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callab
 def _members_requests(store: ObstoreStore) -> int:
     """The open's requests with no Zarr or xarray: list the group, then GET the documents and the coordinate."""
     keys = [key for key in store.list_prefix("") if key.endswith("zarr.json") or key == "x/c/0"]
-    return len(store.get_many([(key, None) for key in keys]))
+    return len(store.get_many_versioned([(key, None) for key in keys]))
 
 
 def xarray_point_series(path: str, consolidated: bool) -> Callable[[RemoteServer], dict[str, Any]]:
@@ -206,6 +209,56 @@ def xarray_point_series(path: str, consolidated: bool) -> Callable[[RemoteServer
     return cases
 
 
+OBSTORE_SYNC, OBSTORE_ASYNC = "obstore sync, threads", "obstore async, 1 loop"
+OBSTORE_APIS = "obstore API: GET every key of the group"
+
+
+def obstore_apis(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+    """Every key of the 200-variable group (about 400 GETs), by obstore's two APIs, cold clients each.
+
+    ``sync``: what ``ObstoreStore.get_many_versioned`` does (blocking ``obstore.get`` on the runtime's
+    request threads, ``io_concurrency`` at once). ``async``: ``obstore.get_async`` on one event loop in a
+    thread of its own, ``io_concurrency`` at once under an ``asyncio.Semaphore``, the batch handed to the
+    loop from the caller's thread as an async store would.
+    """
+    keys = sorted(fresh_store(server, "many.zarr").list_prefix(""))
+    loop = _event_loop()
+
+    def run_async(store: ObstoreStore) -> int:
+        import asyncio
+
+        import obstore
+
+        client = store.client  # made here, as the sync case makes it with its first request
+        limit = asyncio.Semaphore(store.io_concurrency)
+
+        async def get(key: str) -> int:
+            async with limit:
+                result = await obstore.get_async(client, key)
+                return len(await result.bytes_async())
+
+        async def get_all() -> list[int]:
+            return await asyncio.gather(*(get(key) for key in keys))
+
+        return len(asyncio.run_coroutine_threadsafe(get_all(), loop).result())
+
+    return {
+        OBSTORE_SYNC: (lambda: fresh_store(server, "many.zarr"),
+                       lambda store: len(store.get_many_versioned([(key, None) for key in keys]))),
+        OBSTORE_ASYNC: (lambda: fresh_store(server, "many.zarr"), run_async),
+    }  # fmt: skip
+
+
+def _event_loop() -> Any:
+    """One asyncio loop running in a daemon thread for the rest of the process."""
+    import asyncio
+    import threading
+
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True, name="bench-loop").start()
+    return loop
+
+
 WORKLOADS = {
     "full read, no dask": full_read,
     "full read, chunks={}": full_read_dask,
@@ -215,7 +268,10 @@ WORKLOADS = {
         "t2m_consolidated.zarr", consolidated=True
     ),
     f"open {N_VARS}-variable group": open_many,
+    OBSTORE_APIS: obstore_apis,
 }
+#: What runs without ``--only``: the obstore API comparison runs only when asked.
+DEFAULT_WORKLOADS = [workload for workload in WORKLOADS if workload != OBSTORE_APIS]
 
 
 # ---------------------------------------------------------------- measuring
@@ -296,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         upload(server, shape)
         for latency in args.latency or [0.0, 0.02, 0.05]:
             server.configure(latency, args.bandwidth)
-            for workload in args.only or list(WORKLOADS):
+            for workload in args.only or DEFAULT_WORKLOADS:
                 cases = WORKLOADS[workload](server)
                 times: dict[str, list[float]] = {impl: [] for impl in cases}
                 stats: dict[str, dict[str, Any]] = {}

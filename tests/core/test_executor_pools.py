@@ -1,4 +1,4 @@
-"""The executor owns every thread pool: named shared pools, an explicit work-pool marker, fork resets."""
+"""The runtime owns every thread pool: named shared pools, an explicit work-pool marker, new pools after fork."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from forking import in_forked_child
 
-from zarr3_backend.core import executor
-from zarr3_backend.store import local
+from zarr3_backend import runtime
+from zarr3_backend.runtime import pools
 from zarr3_backend.store.local import LocalStore
 
 
@@ -19,107 +19,93 @@ def _on(pool, function):
     return pool.submit(function).result(timeout=30)
 
 
-def test_a_local_store_reader_thread_is_not_a_work_pool_thread() -> None:
-    reader = local._reader_pool()
-    assert _on(reader, threading.current_thread).name.startswith(
-        "zarr3-"
-    )  # the old name-prefix rule matched it
-    assert _on(reader, executor.in_work_pool) is False
-    assert _on(reader, executor.current_pool) == "local"
+def test_a_request_thread_is_not_a_work_pool_thread() -> None:
+    requests = pools.request_pool()
+    assert _on(requests, threading.current_thread).name.startswith("zarr3-requests")
+    assert _on(requests, runtime.in_work_pool) is False
+    assert _on(requests, runtime.current_pool) == pools.REQUEST_POOL
 
 
 def test_work_submitted_from_a_work_pool_thread_runs_inline(monkeypatch) -> None:
     monkeypatch.setenv("ZARR3_BACKEND_THREADS", "2")
 
     def threads_used() -> set[str]:
-        return set(executor.map_concurrently(lambda _: threading.current_thread().name, range(8)))
+        return set(runtime.map_concurrently(lambda _: threading.current_thread().name, range(8)))
 
-    cpu = executor.shared_pool(executor.CPU_POOL, executor.thread_count())
-    caller = _on(cpu, lambda: threading.current_thread().name)
-    assert _on(cpu, executor.in_work_pool) is True
+    cpu = pools.cpu_pool()
+    assert _on(cpu, runtime.in_work_pool) is True
     used = _on(cpu, threads_used)
     assert len(used) == 1 and next(iter(used)).startswith("zarr3-cpu")  # inline: the calling pool thread only
-    from_reader = _on(local._reader_pool(), threads_used)  # a reader thread hands the work to the CPU pool
-    assert all(name.startswith("zarr3-cpu") for name in from_reader)
-    assert caller.startswith("zarr3-cpu")
+    from_requests = _on(pools.request_pool(), threads_used)  # a request thread hands the work to the CPU pool
+    assert all(name.startswith("zarr3-cpu") for name in from_requests)
 
 
 def test_fetch_and_work_runs_inline_on_a_work_pool_thread() -> None:
     def run() -> list[str]:
         names: list[str] = []
-        executor.fetch_and_work(
+        runtime.fetch_and_work(
             lambda g: ([g], 1), [1, 2, 3], lambda _: names.append(threading.current_thread().name), 4
         )
         return names
 
     here = threading.current_thread().name
-    io = executor.shared_pool(executor.IO_POOL, executor.io_concurrency(), grow=True)
-    names = _on(io, run)
+    names = _on(pools.io_pool(), run)
     assert len(set(names)) == 1 and names[0].startswith("zarr3-io") and names[0] != here
 
 
-def test_shared_pools_are_made_once_and_grow_only_on_request() -> None:
-    first = executor.shared_pool("probe", 1, inline=False)
-    assert executor.shared_pool("probe", 4, inline=False) is first  # no growth unless asked
-    grown = executor.shared_pool("probe", 4, inline=False, grow=True)
-    assert grown is not first and grown._max_workers == 4
-    assert first.submit(lambda: 1).result(timeout=30) == 1  # the replaced pool still serves its callers
-    assert _on(grown, executor.current_pool) == "probe"
+def test_shared_pools_are_made_once_and_keep_their_size() -> None:
+    first = runtime.shared_pool("probe", 1, inline=False)
+    assert runtime.shared_pool("probe", 4, inline=False) is first
+    assert _on(first, runtime.current_pool) == "probe"
 
 
 def test_a_private_pool_is_no_work_pool_and_ends_with_its_block() -> None:
-    with executor.private_pool(2) as pool:
-        assert _on(pool, executor.in_work_pool) is False
-        assert _on(pool, executor.current_pool) is None
+    with runtime.private_pool(2) as pool:
+        assert _on(pool, runtime.in_work_pool) is False
+        assert _on(pool, runtime.current_pool) is None
     with pytest.raises(RuntimeError):
         pool.submit(lambda: None)
 
 
-def test_large_local_reads_use_the_reader_pool(tmp_path) -> None:
+def test_large_local_reads_are_read_side_by_side_on_request_threads(tmp_path, monkeypatch) -> None:
     store = LocalStore(tmp_path)
     big = np.arange(1 << 18, dtype="int64").tobytes()  # 2 MiB: the rest is read in threads
     for i in range(4):
         store.set(f"k{i}", big)
-    assert store.get_many([(f"k{i}", None) for i in range(4)]) == [big] * 4
+    seen: list[str | None] = []
+    read = LocalStore._read
+
+    def recording(self, *args):  # type: ignore[no-untyped-def]
+        seen.append(runtime.current_pool())
+        return read(self, *args)
+
+    monkeypatch.setattr(LocalStore, "_read", recording)
+    assert [r.value for r in store.get_many_versioned([(f"k{i}", None) for i in range(4)])] == [big] * 4
+    assert seen == [None, pools.REQUEST_POOL, pools.REQUEST_POOL, pools.REQUEST_POOL]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 @pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
-def test_a_forked_child_gets_new_pools_and_runs_the_reset_callbacks() -> None:
-    parent_pools = {name: executor.shared_pool(name, 2) for name in (executor.CPU_POOL, "probe-fork")}
-    parent_reader = local._reader_pool()
-    calls: list[int] = []
-    executor.after_fork(lambda: calls.append(os.getpid()))
+def test_a_forked_child_gets_new_pools_and_per_process_state() -> None:
+    parent_pools = {name: runtime.shared_pool(name, 2) for name in (pools.CPU_POOL, "probe-fork")}
+    made: list[int] = []
+    state = runtime.PerProcess(lambda: made.append(os.getpid()) or os.getpid())
+    assert state.get() == os.getpid()
 
     def child() -> bool:
-        fresh = executor.shared_pool("probe-fork", 2)
+        fresh = runtime.shared_pool("probe-fork", 2)
         return (
-            calls == [os.getpid()]
+            state.get() == os.getpid()
+            and made[-1] == os.getpid()
             and fresh is not parent_pools["probe-fork"]
-            and local._reader_pool() is not parent_reader
             and fresh.submit(lambda: 5).result(timeout=30) == 5
-            and executor.map_concurrently(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]
+            and runtime.map_concurrently(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]
+            and runtime.map_io(lambda x: x + 1, [1, 2, 3], 2) == [2, 3, 4]
         )
 
-    try:
-        assert in_forked_child(child)
-    finally:
-        executor._fork_callbacks.pop()
-    assert calls == []  # callbacks run in the child only
-    assert executor.shared_pool("probe-fork", 2) is parent_pools["probe-fork"]
-
-
-def test_only_the_executor_creates_thread_pools_or_handles_fork() -> None:
-    from pathlib import Path
-
-    root = Path(executor.__file__).parent
-    offenders = [
-        str(path.relative_to(root))
-        for path in root.rglob("*.py")
-        if path.name != "executor.py"
-        and any(word in path.read_text() for word in ("ThreadPoolExecutor(", "register_at_fork"))
-    ]
-    assert offenders == []
+    assert in_forked_child(child)
+    assert made == [os.getpid()]  # the child's value was made in the child only
+    assert runtime.shared_pool("probe-fork", 2) is parent_pools["probe-fork"]
 
 
 def test_map_io_waits_side_by_side_on_io_threads_beyond_the_cpu_threads(
@@ -130,12 +116,30 @@ def test_map_io_waits_side_by_side_on_io_threads_beyond_the_cpu_threads(
 
     def call(item: int) -> tuple[int, str | None]:
         barrier.wait()
-        return item, executor.current_pool()
+        return item, runtime.current_pool()
 
-    assert executor.map_io(call, list(range(6)), lanes=6) == [(i, executor.IO_POOL) for i in range(6)]
+    assert runtime.map_io(call, list(range(6)), limit=6) == [(i, pools.IO_POOL) for i in range(6)]
 
 
-@pytest.mark.parametrize("mapper", ["map_concurrently", "map_io"])
+def test_map_io_keeps_at_most_its_limit_running() -> None:
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def call(item: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.01)
+        with lock:
+            running -= 1
+        return item
+
+    assert runtime.map_io(call, list(range(20)), limit=3) == list(range(20))
+    assert 1 <= most <= 3
+
+
+@pytest.mark.parametrize("mapper", ["map_concurrently", "map_io", "each_request"])
 def test_map_concurrently_raises_only_once_no_call_runs(monkeypatch: pytest.MonkeyPatch, mapper: str) -> None:
     # A failed write cleans up right after the exception: a call still writing would leave a stray key.
     monkeypatch.setenv("ZARR3_BACKEND_THREADS", "2")
@@ -159,8 +163,8 @@ def test_map_concurrently_raises_only_once_no_call_runs(monkeypatch: pytest.Monk
                 running -= 1
 
     with pytest.raises(RuntimeError, match="first call fails"):
-        if mapper == "map_io":
-            executor.map_io(call, list(range(8)), lanes=2)
+        if mapper == "map_concurrently":
+            runtime.map_concurrently(call, list(range(8)))
         else:
-            executor.map_concurrently(call, list(range(8)))
+            getattr(runtime, mapper)(call, list(range(8)), 2)
     assert running == 0

@@ -8,7 +8,7 @@ import pytest
 import zarr3_backend
 from zarr3_backend.core.storage_transformers import register_storage_transformer
 from zarr3_backend.store import make_store
-from zarr3_backend.store.base import Store, join_value
+from zarr3_backend.store.base import Store, Versioned, join_value
 
 
 class Inverting(Store):
@@ -17,9 +17,10 @@ class Inverting(Store):
     def __init__(self, inner, configuration):
         self.inner, self.read_only = inner, inner.read_only
 
-    def get_many(self, requests):
+    def get_many_versioned(self, requests):
         assert all(r is None for _, r in requests), "this toy transformer supports whole values only"
-        return [None if v is None else bytes(255 - b for b in v) for v in self.inner.get_many(requests)]
+        reads = self.inner.get_many_versioned(requests)
+        return [Versioned(None if r.value is None else bytes(255 - b for b in r.value)) for r in reads]
 
     def set(self, key, value):
         self.inner.set(key, bytes(255 - b for b in join_value(value)))

@@ -1,4 +1,4 @@
-"""Fetching decoupled from decoding: lanes, the bytes budget, overlap, errors, and requests in flight on S3."""
+"""Fetching decoupled from decoding: fetches in flight, the bytes budget, overlap, errors, and requests in flight on S3."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import zarr3_backend
-from zarr3_backend.core.executor import fetch_and_work, io_concurrency
+from zarr3_backend.runtime import fetch_and_work, io_concurrency
 from zarr3_backend.store import FsspecStore
 from zarr3_backend.store.fsspec_s3 import with_connection_pool
 from zarr3_backend.testing.stores import CountingStore
@@ -20,7 +20,10 @@ from zarr3_backend.testing.stores import CountingStore
 class Recorder:
     """Fetches that sleep, and a log of what was running when."""
 
-    def __init__(self, nbytes: int = 10, delay: float = 0.02) -> None:
+    def __init__(self, nbytes: int = 10, delay: float = 0.02, staggered: bool = False) -> None:
+        self.staggered = (
+            staggered  # fetches end one by one, never at once (the budget is counted as each ends)
+        )
         self.lock = threading.Lock()
         self.fetching = self.max_fetching = self.held = 0
         self.nbytes, self.delay = nbytes, delay
@@ -33,7 +36,7 @@ class Recorder:
             self.max_fetching = max(self.max_fetching, self.fetching)
             self.held_at_start.append(self.held)
             self.events.append("fetch-start")
-        time.sleep(self.delay)
+        time.sleep(self.delay * (1 + group % 8 if self.staggered else 1))
         with self.lock:
             self.fetching -= 1
             self.held += self.nbytes
@@ -48,23 +51,23 @@ class Recorder:
             self.held -= self.nbytes
 
 
-def test_lanes_bound_fetches_in_flight_whatever_the_cpu_threads():
+def test_the_limit_bounds_fetches_in_flight_whatever_the_cpu_threads():
     recorder = Recorder()
-    fetch_and_work(recorder.fetch, list(range(24)), recorder.work, lanes=6)
+    fetch_and_work(recorder.fetch, list(range(24)), recorder.work, limit=6)
     assert recorder.max_fetching == 6
     assert recorder.events.count("work") == 24
 
 
 def test_no_fetch_starts_while_the_budget_is_held():
-    recorder = Recorder(nbytes=100)
-    fetch_and_work(recorder.fetch, list(range(16)), recorder.work, lanes=8, max_bytes=250)
+    recorder = Recorder(nbytes=100, staggered=True)
+    fetch_and_work(recorder.fetch, list(range(16)), recorder.work, limit=8, max_bytes=250)
     assert max(recorder.held_at_start) < 250
     assert recorder.events.count("work") == 16
 
 
 def test_decoding_starts_before_fetching_ends():
     recorder = Recorder()
-    fetch_and_work(recorder.fetch, list(range(12)), recorder.work, lanes=2)
+    fetch_and_work(recorder.fetch, list(range(12)), recorder.work, limit=2)
     last_fetch_end = len(recorder.events) - 1 - recorder.events[::-1].index("fetch-end")
     assert recorder.events.index("work") < last_fetch_end
 
@@ -85,7 +88,7 @@ def test_first_error_propagates_and_stops_fetching(where):
             raise ValueError("work failed")
 
     with pytest.raises(ValueError, match=f"{where} failed"):
-        fetch_and_work(fetch, list(range(200)), work, lanes=2)
+        fetch_and_work(fetch, list(range(200)), work, limit=2)
     assert len(started) < 200
 
 
@@ -133,8 +136,8 @@ def test_large_shards_are_all_fetched_at_once(s3):
     assert s3.stats.requests == 12 and s3.stats.max_in_flight == 12 and s3.stats.rounds == 1
 
 
-@pytest.mark.parametrize("lanes", [64, 32, 8])
-def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypatch, lanes):
+@pytest.mark.parametrize("in_flight", [64, 32, 8])
+def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypatch, in_flight):
     url = s3.create_bucket("split") + "/a"
     data = np.random.default_rng(0).random(
         (16, 1 << 20), dtype="float32"
@@ -142,18 +145,18 @@ def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypa
     a = zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(8, 1 << 17), shards=(8, 1 << 20),
                                    storage_options=s3.storage_options)  # fmt: skip
     a[...] = data
-    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", str(lanes))
+    monkeypatch.setenv("ZARR3_BACKEND_IO_CONCURRENCY", str(in_flight))
     np.testing.assert_array_equal(_full_read(s3, url), data)
     if (
-        lanes >= 32
+        in_flight >= 32
     ):  # each shard: its index, then its 8 inner chunks of ~4 MiB as 8 MiB ranges, all in flight at once
         assert s3.stats.requests == 2 + 2 * 4 and s3.stats.max_in_flight == 8 and s3.stats.rounds == 2
-    else:  # 2 shards are a quarter of 8 lanes: they fill the connections well enough by themselves
+    else:  # 2 shards are a quarter of 8 requests in flight: they fill the connections well enough by themselves
         assert s3.stats.requests == 2 and s3.stats.rounds == 1
 
 
 @pytest.mark.parametrize(("shards", "split"), [(15, True), (16, False)])
-def test_reads_of_a_quarter_of_the_lanes_or_more_are_not_split(s3, monkeypatch, shards, split):
+def test_reads_of_a_quarter_of_the_requests_in_flight_or_more_are_not_split(s3, monkeypatch, shards, split):
     monkeypatch.setattr(
         zarr3_backend.nodes.array, "RANGE_PART_BYTES", 64 << 10
     )  # 256 KiB shards count as large
@@ -184,7 +187,7 @@ def test_more_requests_in_flight_than_the_s3fs_default_pool(s3):
 
 
 class _SlowIndexStore(CountingStore):
-    """A remote-like store (4 lanes) where the index of shard ``c/0/0`` answers only once ``released`` is set."""
+    """A remote-like store (4 requests in flight) where the index of shard ``c/0/0`` answers only once ``released`` is set."""
 
     io_concurrency = 4
 
@@ -227,27 +230,22 @@ class _SlowIndexS3Store(FsspecStore):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.chunks_requested: set[str] = set()
-        self.released = asyncio.Event()
-        self.loops: set[asyncio.AbstractEventLoop] = set()
-        self.sync_batches = 0
+        self.lock = threading.Lock()
+        self.released = threading.Event()
 
     def get_many_versioned(self, requests):
-        self.sync_batches += 1
+        with self.lock:
+            self.chunks_requested |= {
+                key for key, r in requests if r is not None and r.start >= 0 and key != "c/0/0"
+            }
+            if len(self.chunks_requested) == 3:
+                self.released.set()
+        if any(key == "c/0/0" and r is not None and r.start < 0 for key, r in requests):
+            assert self.released.wait(10), "the other shards' chunks were never requested"
         return super().get_many_versioned(requests)
 
-    async def get_many_versioned_async(self, requests):
-        self.loops.add(asyncio.get_running_loop())
-        self.chunks_requested |= {
-            key for key, r in requests if r is not None and r.start >= 0 and key != "c/0/0"
-        }
-        if len(self.chunks_requested) == 3:
-            self.released.set()
-        if any(key == "c/0/0" and r is not None and r.start < 0 for key, r in requests):
-            await asyncio.wait_for(self.released.wait(), 10)
-        return await super().get_many_versioned_async(requests)
 
-
-def test_a_remote_read_drives_each_shards_rounds_on_the_event_loop(s3):
+def test_a_remote_read_goes_on_with_each_shard_as_soon_as_its_own_index_arrives(s3):
     import s3fs
 
     url = s3.create_bucket("loop") + "/a"
@@ -262,10 +260,9 @@ def test_a_remote_read_drives_each_shards_rounds_on_the_event_loop(s3):
     assert (
         store.released.is_set()
     )  # three shards went on to their chunks while the fourth's index was held back
-    assert store.loops == {fs.loop} and store.sync_batches == 0  # no thread woke up between a shard's rounds
 
 
-def test_a_corrupt_shard_read_on_the_event_loop_names_its_key(s3):
+def test_a_corrupt_shard_read_from_s3_names_its_key(s3):
     url = s3.create_bucket("corrupt") + "/a"
     data = np.arange(32 * 8, dtype="float32").reshape(32, 8)
     zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8),
@@ -277,65 +274,29 @@ def test_a_corrupt_shard_read_on_the_event_loop_names_its_key(s3):
     np.testing.assert_array_equal(array[:16, 5], data[:16, 5])  # the other shards still read
 
 
-class _LoopStore(FsspecStore):
-    """An S3 store that logs each answered batch of inner-chunk reads, and the loop's next step after it."""
+class _CancelledStore(FsspecStore):
+    """An S3 store whose reads end in ``CancelledError`` once ``fail`` is set (a ``BaseException``)."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.events: list[str] = []
-        self.fail = False
+    fail = False
 
-    async def get_many_versioned_async(self, requests):
-        answers = await super().get_many_versioned_async(requests)
+    def get_many_versioned(self, requests):
+        answers = super().get_many_versioned(requests)
         if self.fail:
-            raise asyncio.CancelledError  # as when the loop shuts down under a read
-        if all(r is not None and r.start >= 0 for _, r in requests):  # not a shard index (a suffix)
-            self.events.append("chunk answered")
-            asyncio.get_running_loop().call_soon(self.events.append, "next loop step")
+            raise asyncio.CancelledError  # as when fsspec's loop shuts down under a read
         return answers
-
-
-def _loop_store(s3, name: str) -> tuple[_LoopStore, np.ndarray]:
-    import s3fs
-
-    url = s3.create_bucket(name) + "/a"
-    data = np.arange(16 * 8, dtype="float32").reshape(16, 8)
-    zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8),
-                               storage_options=s3.storage_options)[...] = data  # fmt: skip
-    fs = s3fs.S3FileSystem(**s3.storage_options, skip_instance_cache=True)
-    return _LoopStore(fs, f"{name}/a", read_only=True), data
-
-
-def test_a_fetched_group_reaches_its_reader_in_the_same_loop_step(s3):
-    """While a read streams, each loop step also decrypts every other connection's data: no step may be spent waiting."""
-    from zarr3_backend.nodes.reads import start_on_loop
-
-    store, data = _loop_store(s3, "settle")
-    read = zarr3_backend.open_array(store).planned_read((slice(None), 5))
-    start = start_on_loop(store)
-    s3.latency = 0.05  # the reader's callback is in place long before the answer
-    fetches = [start([(key, plan, read.out)]) for key, plan in read.chunk_plans]
-    for fetch in fetches:
-        fetch.add_done_callback(lambda _: store.events.append("settled"))
-    for fetch in fetches:
-        for job, out in fetch.result(10)[0]:
-            job.run(out)
-    s3.latency = 0.0
-    np.testing.assert_array_equal(read.out, data[:, 5])
-    time.sleep(0.05)  # the loop runs its pending steps
-    answered = [i for i, event in enumerate(store.events) if event == "chunk answered"]
-    assert len(answered) == 2 and sorted(store.events) == sorted(
-        ["chunk answered", "settled", "next loop step"] * 2
-    )
-    assert all(
-        store.events[i + 1] == "settled" for i in answered
-    )  # two answers may share a step; none waits for one
 
 
 def test_a_fetch_cancelled_on_the_loop_fails_the_read_instead_of_hanging(s3):
     import concurrent.futures
 
-    store, _ = _loop_store(s3, "cancelled")
+    import s3fs
+
+    url = s3.create_bucket("cancelled") + "/a"
+    data = np.arange(16 * 8, dtype="float32").reshape(16, 8)
+    zarr3_backend.create_array(url, shape=data.shape, dtype="float32", chunks=(4, 4), shards=(8, 8),
+                               storage_options=s3.storage_options)[...] = data  # fmt: skip
+    fs = s3fs.S3FileSystem(**s3.storage_options, skip_instance_cache=True)
+    store = _CancelledStore(fs, "cancelled/a", read_only=True)
     array = zarr3_backend.open_array(store)
     store.fail = True
     raised: list[BaseException] = []

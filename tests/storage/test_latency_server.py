@@ -129,13 +129,13 @@ def test_counters_count_requests_and_concurrency(s3):
     store = zarr3_backend.store.make_store(
         "s3://bkt", storage_options={**s3.storage_options, "skip_instance_cache": True}
     )
-    store.get_many([(f"k{i}", None) for i in range(8)])  # one concurrent batch
+    store.get_many_versioned([(f"k{i}", None) for i in range(8)])  # one concurrent batch
     stats = s3.stats
     assert stats.requests == 8 and stats.requests_by_kind["GET"] == 8
     assert stats.max_in_flight == 8 and stats.rounds == 1 and stats.waves == 1
     s3.reset_stats()
     store.get("k0")
-    store.get_many([("k1", None), ("k2", None)])
+    store.get_many_versioned([("k1", None), ("k2", None)])
     assert s3.stats.requests == 3 and s3.stats.rounds == 2 and s3.stats.max_in_flight == 2
 
 

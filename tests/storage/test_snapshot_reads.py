@@ -165,12 +165,9 @@ class _AlwaysChanging(Store):
     def __init__(self, inner: Store) -> None:
         self.inner, self.read_only, self.rounds = inner, True, 0
 
-    def get_many(self, requests: list[Request]) -> list[bytes | None]:
-        return self.inner.get_many(requests)
-
     def get_many_versioned(self, requests: list[Request]) -> list[Versioned]:
         self.rounds += 1
-        return [Versioned(value, object()) for value in self.inner.get_many(requests)]
+        return [Versioned(read.value, object()) for read in self.inner.get_many_versioned(requests)]
 
     def set(self, key: str, value: Any) -> None:
         raise NotImplementedError
@@ -197,13 +194,13 @@ def test_retries_are_bounded_then_a_clear_error(tmp_path):
 
 
 class _NoGenerations(Store):
-    """A store that cannot tell generations (the base class default)."""
+    """A store that cannot tell generations (``None`` with every value)."""
 
     def __init__(self, inner: Store) -> None:
         self.inner, self.read_only = inner, True
 
-    def get_many(self, requests: list[Request]) -> list[bytes | None]:
-        return self.inner.get_many(requests)
+    def get_many_versioned(self, requests: list[Request]) -> list[Versioned]:
+        return [Versioned(read.value) for read in self.inner.get_many_versioned(requests)]
 
     set = _AlwaysChanging.set
     delete = _AlwaysChanging.delete

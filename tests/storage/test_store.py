@@ -17,7 +17,15 @@ import numpy as np
 import pytest
 
 from zarr3_backend.errors import InvalidKeyError, StoreError
-from zarr3_backend.store import TMP_PREFIX, ByteRange, FsspecStore, LocalStore, Store, make_store
+from zarr3_backend.store import (
+    TMP_PREFIX,
+    ByteRange,
+    FsspecStore,
+    LocalStore,
+    Store,
+    make_store,
+    plain_values,
+)
 from zarr3_backend.store.fsspec_store import _is_missing
 from zarr3_backend.testing.stores import SAMPLE, CountingStore, ReadOnlyStoreContract, StoreContract
 
@@ -193,7 +201,7 @@ def test_local_large_values_read_in_threads(tmp_path: Path) -> None:
         ("c/2", ByteRange(5, 9)),
     ]
     expected = [values["c/0"], None, b"\x01", values["c/3"], values["c/2"][5:9]]
-    assert store.get_many(requests) == expected
+    assert plain_values(store.get_many_versioned(requests)) == expected
 
 
 def test_local_concurrent_writes_and_deletes(tmp_path: Path) -> None:
@@ -316,7 +324,7 @@ def test_s3_get_many_is_one_concurrent_batch(
     monkeypatch.setattr(store.fs, "_call_s3", tracking)
     requests = [(f"c/{i}", ByteRange(0, 2) if i % 2 else None) for i in range(40)]
     expected = [None if i >= 30 else bytes([i]) * (2 if i % 2 else 10) for i in range(40)]
-    assert store.get_many(requests) == expected
+    assert plain_values(store.get_many_versioned(requests)) == expected
     assert peak > 10
 
 
@@ -330,7 +338,7 @@ def test_s3_other_errors_become_store_error(
 
     monkeypatch.setattr(store.fs, "_call_s3", broken)
     with pytest.raises(StoreError, match=r"'chunk/0'.*connection reset"):
-        store.get_many([("chunk/0", None)])
+        store.get_many_versioned([("chunk/0", None)])
 
 
 # -- CountingStore ----------------------------------------------------------------------
@@ -339,7 +347,7 @@ def test_s3_other_errors_become_store_error(
 def test_counting_store_counts_and_records(tmp_path: Path) -> None:
     store = CountingStore(LocalStore(tmp_path))
     store.set_many({"a": b"1", "b": b"22"})
-    assert store.get_many([("a", None), ("b", ByteRange.suffix(1))]) == [b"1", b"2"]
+    assert plain_values(store.get_many_versioned([("a", None), ("b", ByteRange.suffix(1))])) == [b"1", b"2"]
     assert store.get("zz") is None and store.exists("a") and list(store.list()) == ["a", "b"]
     assert store.counts == {"set_many": 1, "get_many": 1, "get": 1, "exists": 1, "list": 1}
     assert store.requests == [("a", None), ("b", ByteRange.suffix(1)), ("zz", None)]

@@ -27,7 +27,7 @@ import xarray as xr
 
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
 from zarr3_backend.store import make_store
-from zarr3_backend.store.base import Request, Store, Value
+from zarr3_backend.store.base import Request, Store, Value, Versioned
 from zarr3_backend.validate import validate_store
 from zarr3_backend.xarray.write.commit import PENDING_KEY
 from zarr3_backend.xarray.write.lease import LEASE_KEY
@@ -63,8 +63,8 @@ class FailingStore(Store):
         if index == self.fail_at:
             raise InjectedFault(f"injected fault at write {index}")
 
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return self.inner.get_many(requests)
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        return self.inner.get_many_versioned(requests)
 
     def set(self, key: str, value: Value) -> None:
         self._count(key)
@@ -389,11 +389,11 @@ class HookStore(FailingStore):
     def atomic_create(self) -> bool:
         return False  # no lease: the writer in ``hook`` does not wait for this one
 
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         if self.hook is not None and self.writes and any(key.endswith("zarr.json") for key, _ in requests):
             hook, self.hook = self.hook, None
             hook()
-        return self.inner.get_many(requests)
+        return self.inner.get_many_versioned(requests)
 
 
 def test_an_append_that_lost_a_race_is_refused_and_keeps_the_winners_rows(tmp_path: Path) -> None:

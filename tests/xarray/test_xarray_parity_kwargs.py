@@ -212,9 +212,6 @@ class SlowStore(CountingStore):
             with self._gate:
                 self.in_flight -= 1
 
-    def get_many(self, requests):  # type: ignore[no-untyped-def]
-        return self._slowly(super().get_many, requests)
-
     def get_many_versioned(self, requests):  # type: ignore[no-untyped-def]
         return self._slowly(super().get_many_versioned, requests)
 

@@ -15,7 +15,7 @@ from ..nodes.hierarchy import Group, node_from_metadata, open_node
 from ..nodes.paths import normalize_path
 from ..nodes.v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, V2ArrayMetadata, is_v2
 from ..store import FsspecStore, LocalStore, ObstoreStore
-from ..store.base import Store
+from ..store.base import Store, plain_values
 from ..validate import assign_keys, is_metadata_key, node_path
 
 V2_DIMENSIONS = "_ARRAY_DIMENSIONS"  # how xarray names a Zarr v2 array's dimensions
@@ -41,7 +41,9 @@ def survey(store: Store, path: str) -> Survey:
         return _survey_v2(path, top, keys)
     metadata_keys = [k for k in keys if is_metadata_key(k)]
     nodes: dict[str, Array | Group | Zarr3Error] = {path: top}
-    for key, raw in zip(metadata_keys, store.get_many([(k, None) for k in metadata_keys])):
+    for key, raw in zip(
+        metadata_keys, plain_values(store.get_many_versioned([(k, None) for k in metadata_keys]))
+    ):
         try:
             metadata = parse_node_metadata(raw or b"", key)
             nodes[node_path(key)] = node_from_metadata(store, node_path(key), metadata, read_only=True)
@@ -84,7 +86,9 @@ def value_sizes(store: Store, keys: list[str]) -> int:
         )
     if isinstance(store, ObstoreStore) and keys:
         return sum(n or 0 for n in store.sizes(keys))
-    return sum(len(value or b"") for value in store.get_many([(key, None) for key in keys]))
+    return sum(
+        len(value or b"") for value in plain_values(store.get_many_versioned([(key, None) for key in keys]))
+    )
 
 
 @final

@@ -37,7 +37,7 @@ from ..core.json_types import JSON
 from ..core.metadata import decode_document
 from ..errors import ConcurrentWriteError, MetadataError
 from ..nodes.converted import checksum
-from ..store.base import Store
+from ..store.base import Store, plain_values
 
 __all__ = ["DONE", "PLAN_KEY", "RUNNING_KEY", "Done", "Record", "checksum"]
 
@@ -113,7 +113,7 @@ class Record:
     def done(self) -> dict[str, Done | None]:
         """The entries of the shards verified so far, by store key (``None``: an entry a convert did not write)."""
         keys = sorted(key[len(DONE) :] for key in self.store.list_prefix(DONE))
-        values = self.store.get_many([(DONE + key, None) for key in keys])
+        values = plain_values(self.store.get_many_versioned([(DONE + key, None) for key in keys]))
         return {key: Done.parse(raw) for key, raw in zip(keys, values, strict=True)}
 
     def mark(self, key: str, done: Done) -> None:

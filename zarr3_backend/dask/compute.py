@@ -2,24 +2,24 @@
 
 :func:`compute_writes` computes it, with optional progress, on
 dask.distributed (:func:`~zarr3_backend.dask.progress.compute_on_cluster`)
-or on dask's threaded scheduler over one persistent pool of ours, and
-returns only once every task of this write is finished or cancelled.
+or on dask's threaded scheduler (``dask.local.get_async``) over one persistent
+pool of the runtime, and returns only once every task of this write is
+finished or cancelled.
 :func:`check_reachable` refuses a process-local (``memory://``) store when
 the tasks would run in other processes.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import contextvars
 import os
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
-from ..core.executor import current_pool, private_pool, shared_pool
 from ..errors import WriteError
+from ..runtime import TrackedExecutor, current_pool, private_pool, shared_pool
 from ..store import FsspecStore
 from ..store.base import Store
 
@@ -96,28 +96,30 @@ def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str
 
 @contextlib.contextmanager
 def _own_pool() -> Iterator[dict[str, Any]]:
-    """``{"pool": tracked}`` when dask would use its threaded scheduler; on exit, this write's tasks are done.
+    """``{"scheduler": get}`` when dask would use its threaded scheduler; on exit, this write's tasks are done.
 
-    The threads are one persistent pool (:func:`_write_pool`), so their
-    scratch buffers (:mod:`zarr3_backend.core.scratch`) and
-    malloc arenas stay warm across writes; only the futures of this write
+    ``get`` is dask's threaded scheduling (``dask.local.get_async``) over one
+    persistent pool of dask's ``CPU_COUNT`` threads (the runtime's ``write``
+    pool), so their scratch buffers (see [`zarr3_backend.core.scratch`][zarr3_backend.core.scratch])
+    and malloc arenas stay warm across writes; only the tasks of this write
     are cancelled (if not started) and awaited on exit. A write started
     from one of those threads (a write inside a write task) gets a fresh
     pool instead, which cannot deadlock on its own workers.
     """
     import dask.base
     import dask.threaded
+    from dask.system import CPU_COUNT
 
     if dask.base.get_scheduler() not in (None, dask.threaded.get):
         yield {}
         return
     if current_pool() == _WRITE_POOL:
-        with private_pool(_write_pool()._max_workers) as fresh:
-            yield {"pool": fresh}
+        with private_pool(CPU_COUNT) as fresh:
+            yield {"scheduler": _threaded_get(fresh, CPU_COUNT)}
         return
-    tracked = _TrackedPool(_write_pool())
+    tracked = TrackedExecutor(shared_pool(_WRITE_POOL, CPU_COUNT))
     try:
-        yield {"pool": tracked}
+        yield {"scheduler": _threaded_get(tracked, CPU_COUNT)}
     finally:
         tracked.drain()
 
@@ -125,29 +127,14 @@ def _own_pool() -> Iterator[dict[str, Any]]:
 _WRITE_POOL = "write"  # threads ``zarr3-write_<n>``
 
 
-def _write_pool() -> ThreadPoolExecutor:
-    """The process's pool for threaded-scheduler writes (dask's ``CPU_COUNT`` threads), made on first use."""
-    from dask.system import CPU_COUNT
+def _threaded_get(pool: Executor, workers: int) -> Callable[..., Any]:
+    """dask's threaded scheduling of a graph on ``pool``, ``workers`` tasks at once."""
 
-    return shared_pool(_WRITE_POOL, CPU_COUNT)
+    def get(dsk: Mapping[Any, Any], keys: Any, **kwargs: Any) -> Any:
+        from dask.local import get_async
 
+        for ignored in ("pool", "num_workers"):  # ours are given
+            kwargs.pop(ignored, None)
+        return get_async(pool.submit, workers, dsk, keys, get_id=threading.get_ident, **kwargs)
 
-class _TrackedPool:
-    """The shared write pool as dask sees it, remembering the futures of one write so it can await them."""
-
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
-        self._pool = pool
-        self._max_workers = pool._max_workers  # read by dask.threaded.get
-        self._futures: list[Future[Any]] = []
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        """Submit ``fn`` in a copy of the caller's context (as dask's own pool does), and remember it."""
-        future = self._pool.submit(contextvars.copy_context().run, fn, *args, **kwargs)
-        self._futures.append(future)
-        return future
-
-    def drain(self) -> None:
-        """Cancel this write's tasks that have not started and wait for the ones running."""
-        for future in self._futures:
-            future.cancel()
-        concurrent.futures.wait(self._futures)
+    return get

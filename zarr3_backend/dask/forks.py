@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from ..core.executor import after_fork
 from ..errors import WriteError
+from ..runtime import PerProcess
 from ..store.base import Store
 from ..store.zarr_python import ZarrPythonStore
 from .compute import _distributed_client
@@ -39,20 +39,17 @@ if TYPE_CHECKING:
     from distributed import Client
     from zarr.abc.store import Store as ZarrStore
 
-#: Copies of forked stores unpickled in this process, by fork id; and this process's identity.
-_arrived: dict[str, list[ForkedStore]] = {}
-_state = {"process": uuid.uuid4().hex}
-_lock = threading.Lock()
+
+@dataclass
+class _Copies:
+    """The copies of forked stores unpickled in this process, by fork id, and this process's identity."""
+
+    by_fork: dict[str, list[ForkedStore]] = field(default_factory=dict)
+    process: str = field(default_factory=lambda: uuid.uuid4().hex)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _reset_after_fork() -> None:
-    global _lock
-    _lock = threading.Lock()
-    _arrived.clear()
-    _state["process"] = uuid.uuid4().hex
-
-
-after_fork(_reset_after_fork)
+_here = PerProcess(_Copies)  # a forked worker starts with none, under an identity of its own
 
 
 class ForkedStore(ZarrPythonStore):
@@ -68,20 +65,22 @@ class ForkedStore(ZarrPythonStore):
 
 def _arrive(wrapped: ZarrStore, fork_id: str) -> ForkedStore:
     store = ForkedStore(wrapped, fork_id)
-    with _lock:
-        _arrived.setdefault(fork_id, []).append(store)
+    here = _here.get()
+    with here.lock:
+        here.by_fork.setdefault(fork_id, []).append(store)
     return store
 
 
 def _take(fork_id: str) -> tuple[str, list[Any]]:
     """This process's identity and the sessions of its copies of fork ``fork_id`` (forgotten here)."""
-    with _lock:
-        copies = _arrived.pop(fork_id, [])
-    return _state["process"], [cast(Any, copy.wrapped).session for copy in copies]
+    here = _here.get()
+    with here.lock:
+        copies = here.by_fork.pop(fork_id, [])
+    return here.process, [cast(Any, copy.wrapped).session for copy in copies]
 
 
 def _process(_: object = None) -> str:
-    return _state["process"]
+    return _here.get().process
 
 
 @dataclass

@@ -23,25 +23,25 @@ from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain
 from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
 from ..core.dtypes import Scalar, is_fill
-from ..core.executor import map_concurrently
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
 from ..core.memory_limit import check_allocation, out_of_memory
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
 from ..core.storage_transformers import apply_storage_transformers
 from ..core.values import Value, one_buffer
 from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
-from ..store.base import Store
+from ..runtime import map_concurrently
+from ..store.base import Store, plain_values
 from ..store.read_ahead import ReadAhead
 from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
 from .oindex import OrthogonalIndexer
-from .reads import PlannedRead, ReadResult, fetch_lanes, is_remote, read_many
+from .reads import PlannedRead, ReadResult, fetches_in_flight, is_remote, read_many
 from .shape_changes import clear_exposed, clear_outside
 
 #: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
 RANGE_PART_BYTES = 8 << 20
-#: A remote read of fewer shards than its I/O lanes divided by this splits its large shards.
-SPLIT_LANES_PER_SHARD = 4
+#: A remote read of fewer shards than its fetches in flight divided by this splits its large shards.
+SPLIT_FETCHES_PER_SHARD = 4
 
 
 class Array:
@@ -206,7 +206,7 @@ class Array:
         """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
         plan = plan_selection(selection, self.shape, self._read_grid, orthogonal=orthogonal, where=self.name)
         self.check_memory(plan.out_shape)
-        lanes = fetch_lanes(self._chunk_store)
+        in_flight = fetches_in_flight(self._chunk_store)
         remote = is_remote(self._chunk_store)
         with out_of_memory(f"array {self.name!r}: reading a selection of shape {plan.out_shape}"):
             out = np.empty(plan.out_shape, self.dtype)
@@ -214,7 +214,7 @@ class Array:
         for piece in plan.chunks():
             outer, inner = self.metadata.chunk_grid.locate_inner(piece.coords, self._read_unit)
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
-        split = remote and len(pieces) < lanes / SPLIT_LANES_PER_SHARD
+        split = remote and len(pieces) < in_flight / SPLIT_FETCHES_PER_SHARD
         plans = []
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)
@@ -256,7 +256,7 @@ class Array:
         """With ``split``, large shards are fetched as side-by-side ranges.
 
         One connection carries only so much per second, so a remote read of
-        few shards (fewer than the I/O lanes over :data:`SPLIT_LANES_PER_SHARD`)
+        few shards (fewer than its fetches in flight over `SPLIT_FETCHES_PER_SHARD`)
         would leave most connections idle, and decoding would wait for each
         shard's last byte; with more, the shards fill the connections by
         themselves and splitting only adds requests.
@@ -293,12 +293,9 @@ class Array:
             value = self._as_selection_value(value, plan.out_shape)
             pieces = list(plan.chunks())
             partial = [p for p in pieces if not p.is_complete]
-            existing = dict(
-                zip(
-                    (p.coords for p in partial),
-                    self._chunk_store.get_many([(self.chunk_key(p.coords), None) for p in partial]),
-                )
-            )
+            requests = [(self.chunk_key(p.coords), None) for p in partial]
+            found = plain_values(self._chunk_store.get_many_versioned(requests))
+            existing = dict(zip((p.coords for p in partial), found))
             map_concurrently(
                 lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks),
                 pieces,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.metadata import GroupMetadata, encode_metadata, parse_node_metadata
-from ..store.base import Store
+from ..store.base import Store, plain_values
 
 #: The store-root key of ``to_zarr3``'s pending-write record: while it exists, a publication of new
 #: metadata was interrupted and the nodes' own ``zarr.json`` may disagree (see ``xarray_backend.commit``).
@@ -93,7 +93,7 @@ def refresh_consolidated(store: Store, changes: Sequence[Change], *, skip_root: 
     groups = sorted({a for change in changes for a in ancestors(change.path) if a or not skip_root})
     if not groups:
         return
-    raws = store.get_many([(_key(g), None) for g in groups])
+    raws = plain_values(store.get_many_versioned([(_key(g), None) for g in groups]))
     for group, raw in zip(groups, raws):
         if raw is None:
             continue

@@ -28,9 +28,11 @@ from ..core.metadata import (
     node_metadata_from_json,
     parse_node_metadata,
 )
+from ..core.values import as_bytes
 from ..errors import NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
 from ..store import make_store
 from ..store.base import Store
+from ..store.streaming import stream_reads
 from .array import Array
 from .array_kinds import ConsolidatedArray, V2Array
 from .attributes import Attributes
@@ -128,9 +130,10 @@ class Group:
         names = [n for n in names if not n.startswith("__")]
         paths = [join_path(self.path, n) for n in names]
         unasked = {name: i for i, name in enumerate(names)}
-        arrivals = self.store.fetch_each([(metadata_key(p), None) for p in paths])
+        documents = stream_reads(self.store, [(metadata_key(p), None) for p in paths])
         children: dict[str, Array | Group] = {}
-        for index, raw in arrivals:
+        for index, read in documents:
+            raw = as_bytes(read.value)
             name, path = names[index], paths[index]
             unasked.pop(name, None)
             if raw is None:
@@ -139,7 +142,7 @@ class Group:
                 self.store, path, parse_node_metadata(raw, metadata_key(path)), self.read_only
             )
             if isinstance(node, Array) and node.dimension_names:
-                arrivals.prefer(unasked.pop(d) for d in node.dimension_names if d in unasked)
+                documents.send_first(unasked.pop(d) for d in node.dimension_names if d in unasked)
             children[name] = node
             if arrived is not None:
                 arrived(name, node)

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..core.metadata import NodeMetadata, metadata_key, parse_node_metadata
-from ..store.base import Store
+from ..store.base import Store, plain_values
 
 
 def read_node_metadata(store: Store, path: str) -> NodeMetadata | None:
@@ -32,7 +32,7 @@ def has_child_array(store: Store, path: str) -> bool:
     """Whether an array sits directly below ``path`` (one listing, one batched fetch)."""
     prefix = f"{path}/" if path else ""
     _, prefixes = store.list_dir(prefix)
-    raws = store.get_many([(metadata_key(p[:-1]), None) for p in prefixes])
+    raws = plain_values(store.get_many_versioned([(metadata_key(p[:-1]), None) for p in prefixes]))
     return any(raw is not None and _node_type(raw) == "array" for raw in raws)
 
 

@@ -11,10 +11,10 @@ turns out to carry consolidated metadata).
 
 from __future__ import annotations
 
-from ..core.executor import submit_io
 from ..core.metadata import GroupMetadata, metadata_key, parse_node_metadata
 from ..errors import Zarr3Error
-from ..store.base import Store
+from ..runtime import submit_io
+from ..store.base import Store, plain_values
 from .array import Array
 from .hierarchy import Group, node_from_metadata, open_node
 
@@ -31,7 +31,9 @@ def open_node_consolidated(
     """
     if not path:
         return open_node(store, path, read_only=read_only, strict=strict)
-    root_raw, own_raw = store.get_many([(metadata_key(""), None), (metadata_key(path), None)])
+    root_raw, own_raw = plain_values(
+        store.get_many_versioned([(metadata_key(""), None), (metadata_key(path), None)])
+    )
     try:
         root = None if root_raw is None else parse_node_metadata(root_raw, metadata_key(""))
     except Zarr3Error:

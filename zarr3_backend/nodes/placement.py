@@ -25,7 +25,7 @@ from ..core.metadata import (
     parse_node_metadata,
 )
 from ..errors import NodeExistsError, ReadOnlyError
-from ..store.base import Store
+from ..store.base import Store, plain_values
 from .array import Array
 from .consolidation import Change, refresh_consolidated
 from .v2_metadata import READ_ONLY_HINT, ZARRAY, ZGROUP
@@ -54,8 +54,10 @@ def missing_parents(store: Store, path: str) -> list[str]:
     """The ancestors of ``path`` that have no ``zarr.json`` (root first); refuse to nest under an array."""
     parts = path.split("/")[:-1] if path else []
     ancestors = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    raws = store.get_many(
-        [(metadata_key(p), None) for p in ancestors] + [(k, None) for p in ancestors for k in _v2_keys(p)]
+    raws = plain_values(
+        store.get_many_versioned(
+            [(metadata_key(p), None) for p in ancestors] + [(k, None) for p in ancestors for k in _v2_keys(p)]
+        )
     )
     missing = []
     for index, (ancestor, raw) in enumerate(zip(ancestors, raws)):
@@ -89,7 +91,9 @@ def _v2_keys(path: str) -> list[str]:
 
 def _existing_node(store: Store, path: str) -> NodeMetadata | None:
     """The v3 node at ``path`` (``None``: none); :class:`ReadOnlyError` for a v2 node. One batched fetch."""
-    raw, *v2_found = store.get_many([(metadata_key(path), None)] + [(k, None) for k in _v2_keys(path)])
+    raw, *v2_found = plain_values(
+        store.get_many_versioned([(metadata_key(path), None)] + [(k, None) for k in _v2_keys(path)])
+    )
     if raw is not None:
         return parse_node_metadata(raw, metadata_key(path))
     if any(found is not None for found in v2_found):

@@ -1,21 +1,18 @@
 """Reading selections of many arrays together: the batched read engine behind every array read.
 
-Each request is planned by its array (:meth:`Readable.planned_read`: the
-selection's output and one sans-I/O read plan per stored chunk); the planned
-reads are grouped by the store they read from, and each store's chunk plans
-are split into fetch groups. Groups are fetched in lanes
-(:func:`fetch_lanes`), as coroutines on the store's event loop where it has
-one (:func:`start_on_loop`), else on the I/O pool, one batched store call per
-round; each group's decode jobs run on the CPU pool as soon as it arrives,
-straight into the planned outputs.
+Each request is planned by its array ([`Readable.planned_read`][zarr3_backend.nodes.reads.Readable.planned_read]:
+the selection's output and one sans-I/O read plan per stored chunk); the planned reads are grouped by
+the store they read from, and each store's chunk plans are split into fetch groups. The groups are
+fetched and decoded by [`fetch_and_work`][zarr3_backend.runtime.pipeline.fetch_and_work] (see
+"How a read is scheduled" in docs/architecture.md): each group is one batched store call per round, on
+the I/O pool, and its decode jobs run on the CPU pool as soon as it arrives, straight into the planned
+outputs.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from concurrent.futures import Future
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeAlias, TypeVar
@@ -24,8 +21,8 @@ import numpy as np
 
 from ..codecs.read_plan import DecodeJob, ReadPlan
 from ..core.dtypes import Scalar
-from ..core.executor import fetch_and_work, io_buffer_bytes, thread_count
 from ..core.indexing import Selection, SelectionLike
+from ..runtime import fetch_and_work, io_buffer_bytes, thread_count
 from ..store.base import Request, Store, Versioned
 
 T = TypeVar("T")
@@ -66,11 +63,10 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
 
     Used to load many small arrays (coordinates, a group's metadata-sized
     variables) in one round trip instead of one per array. Stored chunks are
-    fetched in groups (see :func:`fetch_groups`; on a remote store, one group
-    per stored chunk when they fit the lanes, so each shard moves on as soon
-    as its own index arrives), as coroutines on the store's event loop where
-    it has one (:func:`start_on_loop`), else on the I/O pool, and decoded on
-    the CPU pool as each group arrives.
+    fetched in groups (see [`fetch_groups`][zarr3_backend.nodes.reads.fetch_groups]; on a remote
+    store, one group per stored chunk when they fit the fetches in flight, so each shard moves on
+    as soon as its own index arrives) on the I/O pool, and decoded on the CPU pool as each group
+    arrives.
     """
     reads = [readable.planned_read(selection, orthogonal) for readable, selection, orthogonal in requests]
     by_store: dict[int, list[PlannedRead]] = defaultdict(list)
@@ -80,19 +76,19 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
         store = group[0].store
         flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
         per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
-        lanes = fetch_lanes(store)
+        in_flight = fetches_in_flight(store)
         remote = is_remote(store)
         held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
-        groups = [[item] for item in flat] if remote and len(flat) <= lanes else fetch_groups(flat, per_chunk)
-        start = start_on_loop(store) if remote else None
-        fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, lanes, held, start=start)
+        one_each = remote and len(flat) <= in_flight
+        groups = [[item] for item in flat] if one_each else fetch_groups(flat, per_chunk)
+        fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, in_flight, held)
     return [read.result() for read in reads]
 
 
-def fetch_lanes(store: Store) -> int:
+def fetches_in_flight(store: Store) -> int:
     """Fetches a read keeps in flight on ``store``: its :attr:`~Store.io_concurrency` if remote, else the CPU threads.
 
-    Local reads are memory copies, for which more lanes than decoding threads
+    Local reads are memory copies, for which more fetches than decoding threads
     only buffer more (they also hold at most :data:`LOCAL_HELD_BYTES` of
     undecoded data).
     """
@@ -102,54 +98,10 @@ def fetch_lanes(store: Store) -> int:
 def is_remote(store: Store) -> bool:
     """Whether ``store`` declares more than one request in flight (:attr:`~Store.io_concurrency`): object storage, where rounds cost time.
 
-    Not "more lanes than CPU threads": a 64-core machine has more threads than
-    the 64 default lanes, and its reads from S3 pay for rounds all the same.
+    Not "more fetches than CPU threads": a 64-core machine has more threads than
+    the 64 requests in flight by default, and its reads from S3 pay for rounds all the same.
     """
     return store.io_concurrency > 1
-
-
-def start_on_loop(store: Store) -> Callable[[FetchGroup], Future[Fetched]] | None:
-    """Starts a fetch group as a coroutine on ``store``'s event loop (``None``: the store has none, or it is the caller's).
-
-    There each group's next round goes out as soon as its last is answered,
-    without a thread waking up in between.
-    """
-    loop = store.event_loop
-    if loop is None or not loop.is_running() or _running_loop() is loop:
-        return None
-
-    def start(group: FetchGroup) -> Future[Fetched]:
-        done: Future[Fetched] = Future()
-        asyncio.run_coroutine_threadsafe(_settle(done, _fetch_group_async(group, store)), loop)
-        return done
-
-    return start
-
-
-async def _settle(done: Future[T], work: Awaitable[T]) -> None:
-    """Await ``work`` and settle ``done`` with its outcome, in the same step of the loop.
-
-    Its callbacks (handing the group to the decoders) then run at once, not
-    after the several loop iterations a task's result takes to reach a
-    ``run_coroutine_threadsafe`` future: each iteration also decrypts and
-    parses what every other connection received, milliseconds while a read
-    streams.
-    """
-    try:
-        result = await work
-    except BaseException as exc:  # cancelled too: the waiting reader must not hang
-        done.set_exception(exc)
-        if not isinstance(exc, Exception):
-            raise
-    else:
-        done.set_result(result)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:
@@ -172,18 +124,6 @@ Fetched = tuple[Sequence[tuple[DecodeJob, Any]], int]
 
 def _fetch_group(plans: FetchGroup, store: Store) -> Fetched:
     jobs = drive_read_plans(plans, store)
-    return jobs, _held_bytes(jobs)
-
-
-async def _fetch_group_async(plans: FetchGroup, store: Store) -> Fetched:
-    """:func:`_fetch_group` on the store's event loop: each round's requests go out as soon as the last is answered."""
-    rounds = _read_rounds(plans)
-    try:
-        batch = next(rounds)
-        while True:
-            batch = rounds.send(await store.get_many_versioned_async(batch))
-    except StopIteration as done:
-        jobs: list[tuple[DecodeJob, Any]] = done.value
     return jobs, _held_bytes(jobs)
 
 

@@ -48,9 +48,9 @@ import numpy.typing as npt
 
 from ..core.chunk_grid import ChunkLengths
 from ..core.dtypes import is_fill
-from ..core.executor import map_concurrently
 from ..core.indexing import DimGrid
 from ..errors import BoundsError
+from ..runtime import map_concurrently
 from .array import Array
 
 

@@ -36,7 +36,7 @@ from typing import Any
 from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key, parse_node_metadata
 from ..core.stacklevel import caller_stacklevel
 from ..errors import UnfinishedWriteError
-from ..store.base import Store
+from ..store.base import Store, plain_values
 from .array import Array
 from .consolidation import Change, consolidated_entry, refresh_consolidated
 from .hierarchy import Group
@@ -127,7 +127,7 @@ def check_opened(node: Array | Group) -> None:
 
 def unmark(store: Store, paths: Sequence[str]) -> None:
     """Remove the mark of the groups at ``paths``, and from the consolidated metadata of every group above them."""
-    raws = store.get_many([(metadata_key(path), None) for path in paths])
+    raws = plain_values(store.get_many_versioned([(metadata_key(path), None) for path in paths]))
     changes = []
     for path, raw in zip(paths, raws):
         metadata = None if raw is None else parse_node_metadata(raw, metadata_key(path))

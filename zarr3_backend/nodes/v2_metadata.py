@@ -51,7 +51,7 @@ from ..core.metadata import (
     parse_shape,
 )
 from ..errors import MetadataError, Zarr3Error, with_location
-from ..store.base import Store
+from ..store.base import Store, plain_values
 
 ZARRAY, ZGROUP, ZATTRS, ZMETADATA = ".zarray", ".zgroup", ".zattrs", ".zmetadata"
 #: Required ``.zarray`` members (``filters`` may be left out: zarr-python reads that as ``null``).
@@ -261,7 +261,9 @@ def read_v2_node(store: Store, path: str) -> NodeMetadata | None:
     A group with a ``.zmetadata`` carries it as its consolidated metadata.
     """
     names = (ZARRAY, ZGROUP, ZATTRS, ZMETADATA)
-    documents = _documents(store.get_many([(_key(path, n), None) for n in names]), names, path)
+    documents = _documents(
+        plain_values(store.get_many_versioned([(_key(path, n), None) for n in names])), names, path
+    )
     if ZARRAY not in documents and ZGROUP not in documents:
         return None
     node = v2_node_from_documents(documents, path or "/")
@@ -276,7 +278,7 @@ def read_v2_children(store: Store, path: str, names: list[str]) -> dict[str, Nod
     """The v2 nodes among the children ``names`` of ``path``, fetched in one batched call."""
     keys = (ZARRAY, ZGROUP, ZATTRS)
     child_paths = [_key(path, name) for name in names]
-    raws = store.get_many([(_key(p, k), None) for p in child_paths for k in keys])
+    raws = plain_values(store.get_many_versioned([(_key(p, k), None) for p in child_paths for k in keys]))
     found: dict[str, NodeMetadata] = {}
     for index, (name, child) in enumerate(zip(names, child_paths)):
         documents = _documents(raws[3 * index : 3 * index + 3], keys, child)

@@ -22,6 +22,7 @@ from .base import (
     Value,
     Versioned,
     join_value,
+    plain_values,
     validate_key,
     validate_prefix,
 )
@@ -32,6 +33,7 @@ from .local import LocalStore
 from .obstore_options import UnsupportedOptionError
 from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
 from .obstore_store import ObstoreStore, clear_store_cache
+from .streaming import stream_reads
 from .zarr_python import ZarrPythonStore
 
 #: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
@@ -63,6 +65,8 @@ __all__ = [
     "clear_store_cache",
     "join_value",
     "make_store",
+    "plain_values",
+    "stream_reads",
     "validate_key",
     "validate_prefix",
 ]

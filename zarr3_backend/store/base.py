@@ -3,13 +3,19 @@
 Keys are ``/``-separated strings relative to the store root (spec: core,
 "Abstract store interface"). A missing key reads as ``None``; the
 ``FileNotFoundError`` of the backend becomes "missing" here and nowhere else.
-The value types (:class:`ByteRange`, :class:`Versioned`, ``Value``) live in
-:mod:`zarr3_backend.core.values`, shared with the codecs' read plans.
+The value types (`ByteRange`, `Versioned`, ``Value``) live in
+[`zarr3_backend.core.values`][zarr3_backend.core.values], shared with the codecs' read plans.
+
+Reading many keys has one method, [`Store.get_many_versioned`][zarr3_backend.store.base.Store.get_many_versioned]:
+a concurrent batch, every value with its generation (``None`` where unknown). It replaced (#44)
+``get_many`` (use [`plain_values`][zarr3_backend.store.base.plain_values] of it),
+``fetch_each``/``prefer`` (use [`stream_reads`][zarr3_backend.store.streaming.stream_reads] and
+``send_first``), and ``event_loop``/``get_many_versioned_async`` (gone: a store runs its event loop
+inside its methods, if it has one).
 """
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -20,9 +26,9 @@ from ..core.values import ByteRange as ByteRange
 from ..core.values import Generation as Generation
 from ..core.values import Value as Value
 from ..core.values import Versioned as Versioned
+from ..core.values import as_bytes
 from ..core.values import join_value as join_value
 from ..errors import ReadOnlyError
-from .arrivals import Arrivals
 
 Request = tuple[str, ByteRange | None]
 
@@ -35,23 +41,32 @@ def is_temporary(name: str) -> bool:
     return name.startswith(TMP_PREFIX)
 
 
+def plain_values(reads: Sequence[Versioned]) -> list[bytes | None]:
+    """The values of ``reads`` as bytes (``None``: missing), for callers that need no generation.
+
+    >>> plain_values([Versioned(memoryview(b"ab"), 1), Versioned(None)])
+    [b'ab', None]
+    """
+    return [as_bytes(read.value) for read in reads]
+
+
 class Store(ABC):
     """Key/value storage for one Zarr hierarchy.
 
-    Implementations provide :meth:`get_many`, :meth:`set`, :meth:`delete`,
-    :meth:`list_prefix` and :meth:`list_dir`; everything else is derived.
+    Implementations provide `get_many_versioned`, `set`, `delete`,
+    `list_prefix` and `list_dir`; everything else is derived.
     Stores must pickle (they travel inside dask graphs).
 
-    What a store can do is declared by :attr:`io_concurrency`,
-    :attr:`versioned_reads` and :attr:`event_loop`; readers use these
-    members and nothing else to choose how to read.
+    What a store can do is declared by `io_concurrency`, `versioned_reads`
+    and `atomic_create`; readers use these members and nothing else to
+    choose how to read.
     """
 
     read_only: bool = False
 
     @property
     def versioned_reads(self) -> bool:
-        """Whether :meth:`get_many_versioned` reports a generation (not ``None``) with every value it finds."""
+        """Whether `get_many_versioned` reports a generation (not ``None``) with every value it finds."""
         return False
 
     @property
@@ -93,22 +108,19 @@ class Store(ABC):
         self.set(key, value)
         return True
 
-    @property
-    def event_loop(self) -> asyncio.AbstractEventLoop | None:
-        """The event loop :meth:`get_many_versioned_async` runs on, or ``None`` (this default) if the store has none."""
-        return None
-
-    async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
-        """:meth:`get_many_versioned` as a coroutine on :attr:`event_loop`; only stores that have one provide it."""
-        raise NotImplementedError(f"{type(self).__name__} has no event loop to read on")
-
     @abstractmethod
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        """Fetch many ``(key, byte_range)`` pairs in one concurrent batch.
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        """Fetch many ``(key, byte_range)`` pairs in one concurrent batch, each value with its generation.
 
-        Returns one value per request, in order; ``None`` for a missing key.
-        A ``byte_range`` of ``None`` means the whole value. Requests are
-        issued as given (callers coalesce ranges beforehand).
+        Returns one `Versioned` per request, in order; its value is ``None``
+        for a missing key. A ``byte_range`` of ``None`` means the whole value.
+        Requests are issued as given (callers coalesce ranges beforehand).
+
+        Law: two reads that return the same non-``None`` generation read the
+        same version of the value, so a shard index and byte ranges read with
+        equal generations belong together. Stores learn the generation with
+        the data (local files: ``fstat`` of the file read; S3: the ETag of the
+        GET) or report ``None`` (unknown).
         """
 
     @abstractmethod
@@ -130,30 +142,9 @@ class Store(ABC):
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         """Direct children of ``prefix``: ``(keys, prefixes)``; prefixes end with '/'."""
 
-    def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
-        """The values of ``requests`` as they arrive, as ``(index, value)``; ``None`` for a missing key.
-
-        Stores that keep requests in flight send them as lanes free up, so
-        :meth:`Arrivals.prefer` can still move unsent ones forward. This
-        default fetches the batch with :meth:`get_many` first.
-        """
-        return Arrivals(enumerate(self.get_many(requests)))
-
     def get(self, key: str, byte_range: ByteRange | None = None) -> bytes | None:
-        """The value (or a range of it) under ``key``, or ``None`` if missing."""
-        return self.get_many([(key, byte_range)])[0]
-
-    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
-        """Like :meth:`get_many`, each value with the generation of the object it came from.
-
-        Law: two reads that return the same non-``None`` generation read the
-        same version of the value, so a shard index and byte ranges read
-        with equal generations belong together. Stores that can learn the
-        generation with the data (local files: ``fstat`` of the file read;
-        S3: the ETag of the GET) override this at no extra request. This
-        default reports ``None`` (unknown) for every value.
-        """
-        return [Versioned(value) for value in self.get_many(requests)]
+        """The value (or a range of it) under ``key`` as bytes, or ``None`` if missing."""
+        return as_bytes(self.get_many_versioned([(key, byte_range)])[0].value)
 
     def set_many(self, items: Mapping[str, Value]) -> None:
         """Store several values; each one atomically."""

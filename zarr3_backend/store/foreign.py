@@ -36,7 +36,7 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.mapping import FSMap
 
 from ..errors import StoreError
-from .base import ByteRange, Request, Store, Value, join_value, validate_key, validate_prefix
+from .base import ByteRange, Request, Store, Value, Versioned, join_value, validate_key, validate_prefix
 from .fsspec_store import FsspecStore
 from .local import LocalStore
 from .zarr_python import ZarrPythonStore, is_zarr_python_store
@@ -121,8 +121,9 @@ class ZarrMemoryStore(Store):
     def __dask_tokenize__(self) -> tuple[str, int]:
         return ("zarr3_backend.ZarrMemoryStore", id(self.zarr_store))
 
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [self._get(key, byte_range) for key, byte_range in requests]
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        """Values read one by one; generations are unknown (``None``)."""
+        return [Versioned(self._get(key, byte_range)) for key, byte_range in requests]
 
     def _get(self, key: str, byte_range: ByteRange | None) -> bytes | None:
         value = self.zarr_store.get_sync(validate_key(key))

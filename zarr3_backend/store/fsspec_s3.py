@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from fsspec import AbstractFileSystem
 
-from ..core.executor import io_concurrency
+from ..runtime import io_concurrency
 from .base import Generation
 from .etags import object_generation
 

@@ -2,8 +2,8 @@
 
 Keys are paths below ``root`` in the file system's own terms (for s3:
 ``"bucket/prefix"``). On asynchronous file systems (s3fs, http) a
-:meth:`~FsspecStore.get_many` call is one concurrent batch on fsspec's event
-loop; a whole-value read is one plain GET. Ranges keep Python slice
+`get_many_versioned` call is one concurrent batch on fsspec's event
+loop (at most `io_concurrency` requests at once); a whole-value read is one plain GET. Ranges keep Python slice
 semantics everywhere: suffixes go out as ``bytes=-n``, ranges past the end
 read as ``b""`` (an HTTP 416 is not an error here), and ranges that need the
 size (a negative ``end``) cost one extra HEAD.
@@ -16,7 +16,7 @@ http file system does not show the headers: an answer shifted by a few
 bytes but of the right length cannot be seen there; obstore's http store
 checks it.)
 
-:meth:`~FsspecStore.get_many_versioned` returns each value with its
+`get_many_versioned` returns each value with its
 generation: on S3 the ETag of the very GET that read the bytes (no extra
 request); on synchronous file systems (memory, zip) the file's ``info``
 taken before and after the read; other asynchronous file systems (http,
@@ -31,16 +31,15 @@ b'}'
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from fsspec import AbstractFileSystem
 from fsspec.asyn import sync
 
-from ..core.executor import io_concurrency
 from ..errors import StoreError
-from .arrivals import Arrivals, LaneArrivals
+from ..runtime import io_concurrency
+from ..runtime.batches import capture, gather
 from .base import (
     ByteRange,
     Generation,
@@ -53,7 +52,6 @@ from .base import (
     validate_key,
     validate_prefix,
 )
-from .batch_calls import capture, gather, on_loop
 from .credentials import missing_credentials
 from .fsspec_s3 import is_s3, plain_bucket, s3_generation, s3_with_retries, single_get_kwargs
 from .ranged_reads import (
@@ -179,29 +177,6 @@ class FsspecStore(Store):
 
     # -- reads ------------------------------------------------------------------
 
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        paths = [self._path(key) for key, _ in requests]
-        ranges = [byte_range for _, byte_range in requests]
-        if self.fs.async_impl:
-            results = self._run(self._fetch_async(p, r) for p, r in zip(paths, ranges, strict=True))
-        else:
-            results = [capture(self._fetch_sync, p, r) for p, r in zip(paths, ranges, strict=True)]
-        return [self._outcome(key, result) for (key, _), result in zip(requests, results, strict=True)]
-
-    def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
-        if not self.fs.async_impl or len(requests) <= 1 or on_loop(self.fs.loop):
-            return super().fetch_each(
-                requests
-            )  # on the loop itself, waiting for it would hang: get_many says so
-        paths = [self._path(key) for key, _ in requests]
-        return LaneArrivals(
-            self.fs.loop,
-            lambda i: self._fetch_async(paths[i], requests[i][1]),
-            len(requests),
-            self.io_concurrency,
-            lambda i, answer: self._outcome(requests[i][0], answer),
-        )
-
     def _outcome(self, key: str, result: bytes | bytearray | BaseException) -> bytes | None:
         if not isinstance(result, BaseException):
             return bytes(result)
@@ -266,15 +241,9 @@ class FsspecStore(Store):
             raise FileNotFoundError(path)
         return int(info["size"])
 
-    @property
-    def event_loop(self) -> asyncio.AbstractEventLoop | None:
-        """The loop :meth:`get_many_versioned_async` runs on; ``None`` on a synchronous file system."""
-        loop: asyncio.AbstractEventLoop | None = self.fs.loop if self.fs.async_impl else None
-        return loop
-
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         if self.fs.async_impl:
-            results: list[Versioned] = sync(self.fs.loop, self.get_many_versioned_async, requests)
+            results: list[Versioned] = sync(self.fs.loop, self._get_many_versioned_async, requests)
             return results
         paths = [self._path(key) for key, _ in requests]
         answers = [
@@ -282,8 +251,8 @@ class FsspecStore(Store):
         ]
         return [self._versioned(key, answer) for (key, _), answer in zip(requests, answers, strict=True)]
 
-    async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
-        """:meth:`get_many_versioned` as a coroutine on :attr:`event_loop` (asynchronous file systems only)."""
+    async def _get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
+        """`get_many_versioned` as a coroutine on fsspec's loop (asynchronous file systems only)."""
         paths = [self._path(key) for key, _ in requests]
         if self._s3:
             fetches = [self._fetch_s3(p, r) for (_, r), p in zip(requests, paths, strict=True)]

@@ -29,12 +29,10 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
-from ..core.executor import shared_pool
-from ..core.values import as_bytes
 from ..errors import InvalidKeyError, StoreError
+from ..runtime import each_request
 from .base import (
     TMP_PREFIX,
     ByteRange,
@@ -47,17 +45,12 @@ from .base import (
     validate_prefix,
 )
 
-_POOL_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
-_POOL_WORKERS = 4
+_THREADED_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
+_READER_THREADS = 4
 _WRITE_ATTEMPTS = 10
 _dir_lock = threading.Lock()  # orders creating directories + temp files against pruning empty ones
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CHECKED_DIRS_LIMIT = 4096  # directories known to resolve inside the root, remembered per store
-
-
-def _reader_pool() -> ThreadPoolExecutor:
-    """Threads that only read files (a leaf pool: no chunk work runs on them)."""
-    return shared_pool("local", _POOL_WORKERS, inline=False)
 
 
 def _pread_all(fd: int, length: int, offset: int) -> bytes:
@@ -184,9 +177,6 @@ class LocalStore(Store):
         self._check_inside(path, key)
         return _read_file(os.path.realpath(path), byte_range)
 
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [as_bytes(read.value) for read in self.get_many_versioned(requests)]
-
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         """Read sequentially; once a value of 1 MiB or more shows up, read the rest in threads.
 
@@ -198,9 +188,8 @@ class LocalStore(Store):
             read = self._read(key, path, byte_range)
             out.append(read)
             value = read.value
-            if value is not None and len(value) >= _POOL_THRESHOLD and index + 2 < len(jobs):
-                rest = jobs[index + 1 :]
-                out.extend(_reader_pool().map(self._read, *zip(*rest, strict=True)))
+            if value is not None and len(value) >= _THREADED_THRESHOLD and index + 2 < len(jobs):
+                out.extend(each_request(lambda job: self._read(*job), jobs[index + 1 :], _READER_THREADS))
                 break
         return out
 

@@ -1,10 +1,11 @@
 """A store on obstore (Python bindings to the Rust ``object_store`` crate): S3, GCS, Azure and HTTP(S).
 
 obstore signs requests, refreshes credentials, verifies TLS and retries;
-this module maps the :class:`Store` interface onto its synchronous API. A
-batch of requests goes out from up to :attr:`ObstoreStore.io_concurrency`
-threads at once (obstore's blocking calls release the GIL, and cost far
-less CPU per request than its asyncio API). Every answer to a ranged read
+this module maps the `Store` interface onto its synchronous API. A
+batch of requests goes out on the runtime's request pool, up to
+`ObstoreStore.io_concurrency` at once (obstore's blocking calls release the
+GIL; its asyncio API on one event loop measured no faster: see
+docs/performance.md). Every answer to a ranged read
 is checked: a body whose span or length differs from the range asked for
 raises :class:`StoreError`, never reaching a decoder.
 
@@ -16,17 +17,14 @@ tasks share connections; :func:`clear_store_cache` drops them.
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, TypeVar
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..core.executor import after_fork, io_concurrency, shared_pool
 from ..errors import ArgumentError, StoreError
-from .arrivals import Arrival, Arrivals, move_forward
+from ..runtime import PerProcess, each_request, io_concurrency
+from ..runtime.process import process_lock
 from .base import (
     ByteRange,
     Request,
@@ -53,37 +51,20 @@ if TYPE_CHECKING:
     from obstore import ObjectMeta
     from obstore.store import ObjectStore
 
-T = TypeVar("T")
-R = TypeVar("R")
-
 #: URL schemes an :class:`ObstoreStore` serves.
 PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "http", "https"})
 #: Values up to this size are one PUT; larger ones go up as a multipart upload of parts this size
 #: (obstore's ``put``), as s3fs does. Either way the object appears whole, never in part.
 PUT_PART_BYTES = 100 << 20
-_POOL = "obstore"  # leaf pool of request threads: they only wait for obstore
-_clients: dict[str, ObjectStore] = {}
-_clients_lock = threading.Lock()
-#: Whether this process made an obstore client, and whether it was forked from one that had: obstore's
-#: runtime does not survive ``fork``, and a request in such a child waits forever.
-_state = {"used": False, "forked_after_use": False}
+_clients: PerProcess[dict[str, ObjectStore]] = PerProcess(dict)
+#: The process that made the first obstore client: obstore's runtime does not survive ``fork``, and a
+#: request in a child forked after that waits forever.
+_first_client_pid: list[int] = []
 
 
 def clear_store_cache() -> None:
     """Drop every cached obstore client: the next request of any store connects afresh (a cold client)."""
-    with _clients_lock:
-        _clients.clear()
-
-
-def _forget_clients_after_fork() -> None:
-    """In a forked child: the parent's clients (their connections and runtime) are not the child's; nor is the lock."""
-    global _clients_lock
-    _clients_lock = threading.Lock()
-    _clients.clear()
-    _state["forked_after_use"] = bool(_state["used"] or _state["forked_after_use"])
-
-
-after_fork(_forget_clients_after_fork)
+    _clients.reset()
 
 
 class ObstoreStore(Store):
@@ -158,18 +139,19 @@ class ObstoreStore(Store):
     @property
     def client(self) -> ObjectStore:
         """The obstore client of this store's description, shared by equal stores until :func:`clear_store_cache`."""
-        client = _clients.get(self._key)
+        clients = _clients.get()
+        client = clients.get(self._key)
         if client is None:
-            if _state["forked_after_use"]:
+            if _first_client_pid and _first_client_pid[0] != os.getpid():
                 raise StoreError(
                     f"{self.url}: this process was forked from one that used obstore, whose runtime does not survive "
                     "fork; start processes with 'spawn' or 'forkserver', or pass storage_options={'backend': 'fsspec'}"
                 )
-            _state["used"] = True
-            with _clients_lock:
-                client = _clients.get(self._key)
+            with process_lock():
+                client = clients.get(self._key)
                 if client is None:
-                    client = _clients[self._key] = self._connect()
+                    client = clients[self._key] = self._connect()
+                    _first_client_pid[:] = _first_client_pid or [os.getpid()]
         return client
 
     def _connect(self) -> ObjectStore:
@@ -191,54 +173,12 @@ class ObstoreStore(Store):
     def _failed(self, doing: str, key: str, exc: BaseException) -> StoreError:
         return store_failure(self, f"could not {doing} key {key!r} of {self.url}", exc)
 
-    def _pool(self) -> ThreadPoolExecutor:
-        return shared_pool(_POOL, self.io_concurrency, inline=False, grow=True)
-
-    def _each(self, function: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        """``[function(item) for item in items]``, up to :attr:`io_concurrency` at once on the request threads."""
-        if len(items) <= 1:
-            return [function(item) for item in items]
-        results: list[Any] = [None] * len(items)
-        unsent = deque(range(len(items)))
-
-        def lane() -> None:
-            while unsent:
-                try:
-                    index = unsent.popleft()
-                except IndexError:
-                    return
-                results[index] = function(items[index])
-
-        lanes = [self._pool().submit(lane) for _ in range(min(self.io_concurrency, len(items)))]
-        wait(lanes)
-        for done in lanes:
-            done.result()  # the first error, once no request is running any more
-        return results
-
     # -- reads ------------------------------------------------------------------
-
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [
-            None if read.value is None else bytes(read.value) for read in self.get_many_versioned(requests)
-        ]
 
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         for key, _ in requests:
             validate_key(key)
-        return self._each(self._read, requests)
-
-    def fetch_each(self, requests: Sequence[Request]) -> Arrivals:
-        """Values as they arrive; :attr:`io_concurrency` request threads each take the next unsent request."""
-        if len(requests) <= 1:
-            return super().fetch_each(requests)
-        for key, _ in requests:
-            validate_key(key)
-
-        def read(index: int) -> bytes | None:
-            value = self._read(requests[index]).value
-            return None if value is None else bytes(value)
-
-        return _LaneArrivals(read, len(requests), min(self.io_concurrency, len(requests)), self._pool())
+        return each_request(self._read, requests, self.io_concurrency)
 
     def _read(self, request: Request) -> Versioned:
         """One GET, its body checked against the range asked for."""
@@ -299,7 +239,10 @@ class ObstoreStore(Store):
         """The stored size of each key (``None``: missing), one HEAD each, :attr:`io_concurrency` at once."""
         for key in keys:
             validate_key(key)
-        return [None if meta is None else meta["size"] for meta in self._each(self._head, keys)]
+        return [
+            None if meta is None else meta["size"]
+            for meta in each_request(self._head, keys, self.io_concurrency)
+        ]
 
     # -- writes -----------------------------------------------------------------
 
@@ -310,7 +253,7 @@ class ObstoreStore(Store):
         self._check_writable()
         for key in items:
             validate_key(key)
-        self._each(self._put, list(items.items()))
+        each_request(self._put, list(items.items()), self.io_concurrency)
 
     @property
     def atomic_create(self) -> bool:
@@ -411,50 +354,3 @@ class ObstoreStore(Store):
         return sorted(k for k in keys if k.startswith(prefix)), sorted(
             p for p in prefixes if p.startswith(prefix)
         )
-
-
-class _LaneArrivals(Arrivals):
-    """``count`` requests read by ``lanes`` threads of ``pool``, each taking the next unsent one.
-
-    :meth:`prefer` moves unsent requests to the front. A consumer that stops
-    early (an error, a ``break``) stops the sending and waits for the
-    requests in flight.
-    """
-
-    def __init__(
-        self, read: Callable[[int], bytes | None], count: int, lanes: int, pool: ThreadPoolExecutor
-    ) -> None:
-        super().__init__(())
-        self._unsent = deque(range(count))
-        self._lock = threading.Lock()
-        self._answers: queue.SimpleQueue[tuple[int, bytes | None | Exception]] = queue.SimpleQueue()
-        self._count = count
-        self._lanes: list[Future[None]] = [pool.submit(self._lane, read) for _ in range(lanes)]
-
-    def _lane(self, read: Callable[[int], bytes | None]) -> None:
-        while True:
-            with self._lock:
-                if not self._unsent:
-                    return
-                index = self._unsent.popleft()
-            try:
-                answer: bytes | None | Exception = read(index)
-            except Exception as exc:  # raised to the consumer when it gets there
-                answer = exc
-            self._answers.put((index, answer))
-
-    def prefer(self, indices: Iterable[int]) -> None:
-        with self._lock:
-            move_forward(self._unsent, indices)
-
-    def __iter__(self) -> Iterator[Arrival]:
-        try:
-            for _ in range(self._count):
-                index, answer = self._answers.get()
-                if isinstance(answer, Exception):
-                    raise answer
-                yield index, answer
-        finally:
-            with self._lock:
-                self._unsent.clear()
-            wait(self._lanes)

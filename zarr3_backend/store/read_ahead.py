@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
@@ -42,15 +42,14 @@ from dataclasses import replace
 import numpy as np
 
 from ..core.chunk_grid import ChunkLengths
-from ..core.executor import after_fork, io_buffer_bytes, submit_io
 from ..core.indexing import DimGrid, Selection
+from ..runtime import io_buffer_bytes, submit_io
 from .base import Buffer, ByteRange, Generation, Request, Store, Value, Versioned
 
 #: Seconds without a read of a whole stored chunk after which values fetched ahead and not taken are dropped.
 IDLE_SECONDS = 2.0
 #: Values fetched ahead and not yet taken, at most, per stored chunk the scan has read.
 WINDOW_PER_READ = 4
-_instances: weakref.WeakSet[ReadAhead] = weakref.WeakSet()
 
 
 def whole_chunk(selection: Selection, chunk_shape: tuple[DimGrid, ...]) -> tuple[int, ...] | None:
@@ -90,7 +89,7 @@ class ReadAhead:
         #: the last read's position in C order of the grid, the direction the scan moved in, the grid, the key maker
         self._scan_at: tuple[int, int, tuple[int, ...], Callable[[tuple[int, ...]], str]] | None = None
         self.served = 0  # values fetched ahead that reads took
-        _instances.add(self)
+        self._pid = os.getpid()
 
     def store_for(
         self, selection: Selection, chunk_shape: tuple[DimGrid, ...], key_of: Callable[[tuple[int, ...]], str]
@@ -100,6 +99,8 @@ class ReadAhead:
         ``chunk_shape`` is the stored chunks' grid (lengths per dimension) and ``key_of`` gives the
         key of the stored chunk at grid coordinates.
         """
+        if self._pid != os.getpid():
+            self._start_in_this_process()
         if self._enabled is None:
             self._enabled = self.store.io_concurrency > 1 and self.store.versioned_reads
         coords = whole_chunk(selection, chunk_shape) if self._enabled else None
@@ -123,6 +124,15 @@ class ReadAhead:
             if len(self._read) >= 2:
                 self._top_up(*self._scan_at)
         return self._checked(key, fetched)
+
+    def _start_in_this_process(self) -> None:
+        """In a forked child the parent's fetches and timer never end: start empty, with a lock of this process."""
+        self._pid = os.getpid()
+        self._lock = threading.RLock()
+        self._ahead = {}
+        self._read = set()
+        self._timer = None
+        self._scan_at = None
 
     def _checked(self, key: str, fetched: Future[Versioned] | None) -> Store:
         """A store serving ``fetched`` if it is of the generation ``key`` has now; else :attr:`store`."""
@@ -200,18 +210,6 @@ class ReadAhead:
                 self._arm_timer()
 
 
-def _reset_after_fork() -> None:
-    """In a forked child the parent's fetches never end: every read-ahead starts empty."""
-    for ahead in list(_instances):
-        ahead._lock = threading.RLock()
-        ahead._ahead.clear()
-        ahead._read.clear()
-        ahead._timer = None
-
-
-after_fork(_reset_after_fork)
-
-
 class FetchedValue(Store):
     """:attr:`store` with the value of ``key`` already fetched: reads of ``key`` are answered from it, the rest pass through."""
 
@@ -240,9 +238,6 @@ class FetchedValue(Store):
     def _slice(self, byte_range: ByteRange | None) -> Versioned:
         view = memoryview(self._value)
         return Versioned(view if byte_range is None else view[byte_range.slice()], self.generation)
-
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [None if got.value is None else bytes(got.value) for got in self.get_many_versioned(requests)]
 
     def set(self, key: str, value: Value) -> None:
         self.store.set(key, value)

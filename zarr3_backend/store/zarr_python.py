@@ -1,12 +1,10 @@
 """Any zarr-python store (``zarr.abc.store.Store``) as our `Store`: Icechunk, ``ObjectStore``, ``ZipStore``, ...
 
 zarr-python stores are asynchronous. `ZarrPythonStore` runs their
-coroutines on one event loop of this process, on a background thread
-(`adapter_loop`; a forked child makes its own). A batch of requests
-is gathered on that loop, up to `ZarrPythonStore.io_concurrency` at
-once, so a read keeps many requests in flight through the wrapped store's
-own concurrency; readers also start their fetch rounds there directly
-(`Store.event_loop`).
+coroutines on the process's background event loop (`runtime.run_on_loop`;
+a forked child makes its own). A batch of requests is gathered on that
+loop, up to `ZarrPythonStore.io_concurrency` at once, so a read keeps many
+requests in flight through the wrapped store's own concurrency.
 
 A store that holds Zarr keys only (Icechunk) may refuse to read a key
 whose last name starts with ``__`` (names Zarr v3 reserves): such a key
@@ -24,7 +22,6 @@ to pickle (a writable Icechunk session) the adapter refuses too.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -37,9 +34,9 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.executor import after_fork, io_concurrency
-from ..core.values import as_bytes
 from ..errors import ReadOnlyError, StoreError
+from ..runtime import io_concurrency, run_on_loop
+from ..runtime.batches import gather
 from .base import (
     Buffer,
     ByteRange,
@@ -57,34 +54,6 @@ if TYPE_CHECKING:
     from zarr.abc.store import Store as ZarrStore
 
 T = TypeVar("T")
-
-_loop_state: dict[str, asyncio.AbstractEventLoop | None] = {"loop": None}
-_loop_lock = threading.Lock()
-
-
-def adapter_loop() -> asyncio.AbstractEventLoop:
-    """The event loop every `ZarrPythonStore` of this process runs on (started on first use)."""
-    loop = _loop_state["loop"]
-    if loop is not None:
-        return loop
-    with _loop_lock:
-        loop = _loop_state["loop"]
-        if loop is None:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="zarr3-zarr-python-loop", daemon=True)
-            thread.start()
-            _loop_state["loop"] = loop
-    return loop
-
-
-def _forget_loop_after_fork() -> None:
-    """In a forked child the parent's loop thread does not exist: start another on first use."""
-    global _loop_lock
-    _loop_lock = threading.Lock()
-    _loop_state["loop"] = None
-
-
-after_fork(_forget_loop_after_fork)
 
 
 def is_zarr_python_store(obj: object) -> bool:
@@ -134,49 +103,36 @@ class ZarrPythonStore(Store):
         return io_concurrency()
 
     @property
-    def event_loop(self) -> asyncio.AbstractEventLoop:
-        return adapter_loop()
-
-    @property
     def transactional(self) -> bool:
         """Whether the wrapped store writes into a transaction the user commits (``store.session.commit``)."""
         session = getattr(self.wrapped, "session", None)
         return callable(getattr(session, "commit", None))
 
     def run(self, work: Coroutine[object, None, T]) -> T:
-        """Run ``work`` on the adapter's loop and wait for its result (never from that loop itself)."""
-        loop = adapter_loop()
+        """Run ``work`` on the process's background event loop and wait for its result (never from that loop)."""
         try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            work.close()
-            raise StoreError(
-                f"{self!r}: a synchronous call from the adapter's own event loop would wait forever"
-            )
-        return asyncio.run_coroutine_threadsafe(self._opened(work), loop).result()
+            return run_on_loop(self._opened(work))
+        except RuntimeError as exc:
+            if "background event loop" not in str(exc):
+                raise
+            raise StoreError(f"{self!r}: {exc}") from exc
 
     async def _opened(self, work: Awaitable[T]) -> T:
         await _ensure_open(self.wrapped)
         return await work
 
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        return [as_bytes(read.value) for read in self.run(self.get_many_versioned_async(requests))]
-
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
-        return self.run(self.get_many_versioned_async(requests))
-
-    async def get_many_versioned_async(self, requests: Sequence[Request]) -> list[Versioned]:
         """Every request gathered on the loop, up to `io_concurrency` at once; generations are unknown."""
-        await _ensure_open(self.wrapped)
-        lanes = asyncio.Semaphore(self.io_concurrency)
+        return self.run(self._get_many(requests))
 
-        async def fetch(key: str, byte_range: ByteRange | None) -> Versioned:
-            async with lanes:
-                return Versioned(await self._get(key, byte_range))
-
-        return list(await asyncio.gather(*(fetch(key, byte_range) for key, byte_range in requests)))
+    async def _get_many(self, requests: Sequence[Request]) -> list[Versioned]:
+        answers = await gather(
+            [self._get(key, byte_range) for key, byte_range in requests], self.io_concurrency
+        )
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer
+        return [Versioned(answer) for answer in answers]  # type: ignore[arg-type]
 
     async def _get(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
         """The value or range, ``None`` if missing; Python slice semantics, which zarr-python stores need not have.

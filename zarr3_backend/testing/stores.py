@@ -16,7 +16,6 @@ Read-only stores (http, zip) use :class:`ReadOnlyStoreContract`, whose
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import pickle
 import threading
@@ -26,8 +25,10 @@ from typing import Any
 
 import pytest
 
+from ..core.values import as_bytes
 from ..errors import InvalidKeyError, ReadOnlyError
-from ..store.base import ByteRange, Request, Store, Value, Versioned
+from ..store.base import ByteRange, Request, Store, Value, Versioned, plain_values
+from ..store.streaming import stream_reads
 
 __all__ = ["BAD_KEYS", "BAD_PREFIXES", "SAMPLE", "CountingStore", "ReadOnlyStoreContract", "StoreContract"]
 
@@ -72,16 +73,16 @@ _EMPTY_VALUE_RANGES = [None, ByteRange(0, 0), ByteRange(0, 1), ByteRange(0), Byt
 class CountingStore(Store):
     """Wrap ``inner``, forward every call, and count them.
 
-    ``counts`` counts public method calls by name (a :meth:`get_many_versioned`
-    batch counts as ``"get_many"``: both are one batched read); ``requests``
-    lists every ``(key, byte_range)`` read through :meth:`get`,
-    :meth:`get_many` or :meth:`get_many_versioned`, in order. :meth:`reset` clears both. Pickles (the counts travel along).
+    ``counts`` counts public method calls by name (a `get_many_versioned`
+    batch counts as ``"get_many"``: one batched read); ``requests`` lists
+    every ``(key, byte_range)`` read through `get` or `get_many_versioned`,
+    in order. `reset` clears both. Pickles (the counts travel along).
 
     >>> import fsspec
     >>> from zarr3_backend.store import FsspecStore
     >>> store = CountingStore(FsspecStore(fsspec.filesystem("memory"), "/counting-doc"))
-    >>> store.get_many([("a", None), ("b", ByteRange(0, 2))])
-    [None, None]
+    >>> store.get_many_versioned([("a", None), ("b", ByteRange(0, 2))])
+    [Versioned(value=None, generation=None), Versioned(value=None, generation=None)]
     >>> store.counts["get_many"], store.requests
     (1, [('a', None), ('b', ByteRange(start=0, end=2))])
     """
@@ -113,11 +114,6 @@ class CountingStore(Store):
         with self._lock:
             self.counts[name] += 1
             self.requests.extend(requests)
-
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
-        requests = list(requests)
-        self._count("get_many", requests)
-        return self.inner.get_many(requests)
 
     def get_many_versioned(self, requests: Sequence[Request]) -> builtins.list[Versioned]:
         requests = list(requests)
@@ -203,28 +199,33 @@ class _ReadChecks:
             requests.append((key, byte_range))
             value = SAMPLE.get(key)
             expected.append(value if value is None or byte_range is None else value[byte_range.slice()])
-        assert store.get_many(requests) == expected
-        assert store.get_many([]) == []
+        assert plain_values(store.get_many_versioned(requests)) == expected
+        assert store.get_many_versioned([]) == []
 
     @pytest.mark.parametrize("byte_range", [None, *_RANGES], ids=repr)
-    def test_get_many_versioned_reads_what_get_many_reads(
+    def test_get_many_versioned_reads_what_get_reads(
         self, store: Store, byte_range: ByteRange | None
     ) -> None:
         store = self.populated(store)
         requests: list[Request] = [("a/c/0", byte_range), ("a/c/1", byte_range), ("missing/key", byte_range)]
         reads = store.get_many_versioned(requests)
-        assert [read.value for read in reads] == store.get_many(requests)
+        assert plain_values(reads) == [store.get(key, byte_range) for key, byte_range in requests]
         assert reads[2] == Versioned(None)
+
+    def test_stream_reads_answers_every_request_once(self, store: Store) -> None:
+        store = self.populated(store)
+        requests: list[Request] = [(key, None) for key in [*SAMPLE, "missing/key"]]
+        stream = stream_reads(store, requests)
+        stream.send_first([len(requests) - 1, 0])
+        answered = {index: read.value for index, read in stream}
+        assert {i: as_bytes(value) for i, value in answered.items()} == dict(
+            enumerate([*SAMPLE.values(), None])
+        )
 
     def test_declares_its_capabilities(self, store: Store) -> None:
         store = self.populated(store)
         assert store.versioned_reads is self.reports_generations
         assert isinstance(store.io_concurrency, int) and store.io_concurrency >= 1
-        requests: list[Request] = [("a/c/0", ByteRange(2, 6)), ("missing/key", None)]
-        loop = store.event_loop
-        if loop is not None:
-            reads = asyncio.run_coroutine_threadsafe(store.get_many_versioned_async(requests), loop).result()
-            assert [read.value for read in reads] == [_VALUE[2:6], None]
 
     def test_generation_is_the_same_for_every_range_of_one_version(self, store: Store) -> None:
         if not self.reports_generations:
@@ -265,7 +266,7 @@ class _ReadChecks:
         with pytest.raises(InvalidKeyError):
             store.get(key)
         with pytest.raises(InvalidKeyError):
-            store.get_many([("zarr.json", None), (key, ByteRange(0, 1))])
+            store.get_many_versioned([("zarr.json", None), (key, ByteRange(0, 1))])
 
     @pytest.mark.parametrize("prefix", BAD_PREFIXES)
     def test_bad_prefixes_refused(self, store: Store, prefix: str) -> None:
@@ -278,7 +279,9 @@ class _ReadChecks:
         store = self.populated(store)
         clone = pickle.loads(pickle.dumps(store))
         assert type(clone) is type(store) and clone.read_only == store.read_only
-        assert clone.get_many([(key, None) for key in SAMPLE]) == list(SAMPLE.values())
+        assert plain_values(clone.get_many_versioned([(key, None) for key in SAMPLE])) == list(
+            SAMPLE.values()
+        )
 
 
 class StoreContract(_ReadChecks):

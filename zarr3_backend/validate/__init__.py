@@ -58,7 +58,7 @@ from ..nodes.paths import validate_node_name
 from ..nodes.reservations import appending_key, describe, parse_reservations
 from ..nodes.unfinished import unfinished_group
 from ..store import StoreLike, make_store
-from ..store.base import Store
+from ..store.base import Store, plain_values
 from .base import (
     CHECKS,
     Check,
@@ -143,7 +143,7 @@ def validate_store(
     documents = dict(
         zip(
             (node_path(k) for k in keys if is_metadata_key(k)),
-            store.get_many([(k, None) for k in keys if is_metadata_key(k)]),
+            plain_values(store.get_many_versioned([(k, None) for k in keys if is_metadata_key(k)])),
         )
     )
     if not documents:
@@ -174,7 +174,7 @@ def validate_store(
 
 def _reserved_rows(store: Store, groups: list[str]) -> list[Problem]:
     """A warning for each group holding rows a deferred append reserved and has not written yet."""
-    raws = store.get_many([(appending_key(path), None) for path in groups])
+    raws = plain_values(store.get_many_versioned([(appending_key(path), None) for path in groups]))
     return [
         Problem(appending_key(path), "metadata", _reserved(path, raw), "warning")
         for path, raw in zip(groups, raws)

@@ -20,7 +20,7 @@ from ..codecs.sharding import ShardingCodec
 from ..core.storage_transformers import apply_storage_transformers
 from ..errors import InvalidKeyError, Zarr3Error
 from ..nodes.array import Array
-from ..store.base import Store
+from ..store.base import Store, plain_values
 
 Severity = Literal["error", "warning"]
 Check = Literal["metadata", "hierarchy", "consolidated", "keys", "integrity", "chunks"]
@@ -106,7 +106,9 @@ def check_chunks(
         chunk_store = apply_storage_transformers(store, array.metadata.storage_transformers)
         for start in range(0, len(found), FETCH_BATCH):
             batch = found[start : start + FETCH_BATCH]
-            for key, data in zip(batch, chunk_store.get_many([(k, None) for k in batch])):
+            for key, data in zip(
+                batch, plain_values(chunk_store.get_many_versioned([(k, None) for k in batch]))
+            ):
                 if data is not None:
                     messages = check_chunk(array.codecs, data, _spec_of(array, key))
                     problems += [Problem(key, "chunks", message) for message in messages]

@@ -36,7 +36,7 @@ from ..nodes.v2_metadata import (
     parse_zarray,
     parse_zmetadata,
 )
-from ..store.base import Store
+from ..store.base import Store, plain_values
 from .base import (
     Problem,
     Progress,
@@ -100,7 +100,7 @@ def _key(path: str, name: str) -> str:
 def _read_documents(store: Store, keys: list[str], problems: list[Problem]) -> dict[str, dict[str, Any]]:
     """The decoded documents by node path and name; a key that does not decode becomes a problem."""
     documents: dict[str, dict[str, Any]] = defaultdict(dict)
-    for key, raw in zip(keys, store.get_many([(k, None) for k in keys])):
+    for key, raw in zip(keys, plain_values(store.get_many_versioned([(k, None) for k in keys]))):
         path, _, name = key.rpartition("/")
         try:
             documents[path][name] = decode_document(raw or b"", key)

@@ -21,9 +21,9 @@ from xarray.backends.common import BackendEntrypoint, datatree_from_dict_with_io
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
 
-from ..core.executor import map_io
-from ..nodes.reads import fetch_lanes
+from ..nodes.reads import fetches_in_flight
 from ..nodes.unfinished import check_opened
+from ..runtime import map_io
 from . import dask_slices
 from .encoding import PreferredChunks, check_preferred_chunks
 from .root import Location, ReadOptions, holds_zarr_metadata, normalize_location, open_root_group
@@ -180,10 +180,10 @@ def _walk(store: Zarr3DataStore, path: str, drop: tuple[str, ...], mask: bool) -
     """
     opened = {path: store}
     level = [(path, store)]
-    lanes = fetch_lanes(store.group.store)
+    in_flight = fetches_in_flight(store.group.store)
     while level:
         children = [(_child_path(p, name), child) for p, s in level for name, child in s.groups.items()]
-        stores = map_io(lambda item: Zarr3DataStore(item[1], drop, mask), children, lanes)
+        stores = map_io(lambda item: Zarr3DataStore(item[1], drop, mask), children, in_flight)
         level = [(p, s) for (p, _), s in zip(children, stores)]
         opened.update(level)
 

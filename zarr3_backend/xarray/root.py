@@ -15,7 +15,6 @@ from typing import Any, TypeAlias, TypeVar
 
 from xarray.backends.common import T_PathFileOrDataStore
 
-from ..core.executor import submit_io
 from ..core.stacklevel import caller_stacklevel
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..nodes.array import Array
@@ -28,8 +27,9 @@ from ..nodes.reads import is_remote
 from ..nodes.reservations import HINT, reserved_rows_warning
 from ..nodes.unfinished import UnfinishedWriteWarning, check_opened
 from ..nodes.v2_metadata import is_v2
+from ..runtime import submit_io
 from ..store import StoreLike, make_store
-from ..store.base import Store
+from ..store.base import Store, plain_values
 
 T = TypeVar("T")
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
@@ -193,7 +193,9 @@ def _not_found(store: Store, path: str, where: str, below: list[str]) -> Excepti
     prefix = f"{path}/" if path else ""
     found = [
         key
-        for key, raw in zip(V2_KEYS, store.get_many([(prefix + k, None) for k in V2_KEYS]))
+        for key, raw in zip(
+            V2_KEYS, plain_values(store.get_many_versioned([(prefix + k, None) for k in V2_KEYS]))
+        )
         if raw is not None
     ]
     if found:
@@ -220,7 +222,11 @@ def holds_zarr_metadata(filename_or_obj: object) -> bool:
     ``.zarr``; the other stores of either format are ``engine="zarr3"``'s.
     """
     try:
-        raws = make_store(filename_or_obj, read_only=True).get_many([(key, None) for key in ROOT_DOCUMENTS])
+        raws = plain_values(
+            make_store(filename_or_obj, read_only=True).get_many_versioned(
+                [(key, None) for key in ROOT_DOCUMENTS]
+            )
+        )
         return any(
             raw is not None and _zarr_format(raw) == fmt for raw, fmt in zip(raws, ROOT_DOCUMENTS.values())
         )

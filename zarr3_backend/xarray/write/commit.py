@@ -29,7 +29,7 @@ from ...nodes.lookup import read_node_metadata
 from ...nodes.reservations import appending_key, hint_groups
 from ...nodes.shard_writes import ShardLock, clear_rows
 from ...store import StoreLike, make_store
-from ...store.base import Store
+from ...store.base import Store, plain_values
 from .pending import read_pending
 from .publish import Documents, publish
 
@@ -63,8 +63,10 @@ class Commit:
             path for path, document in self.documents.items() if document.get("node_type") == "group"
         )
         started = time.monotonic()
-        found = self.store.get_many(
-            [(PENDING_KEY, None), *self._shapes(paths), *[(appending_key(g), None) for g in groups]]
+        found = plain_values(
+            self.store.get_many_versioned(
+                [(PENDING_KEY, None), *self._shapes(paths), *[(appending_key(g), None) for g in groups]]
+            )
         )
         settle = max(
             SETTLE, 3 * (time.monotonic() - started)
@@ -90,7 +92,7 @@ class Commit:
             time.sleep(
                 settle
             )  # so that a writer that read before our set has set its record when we read back
-        again = self.store.get_many([(PENDING_KEY, None), *self._shapes(paths)])
+        again = plain_values(self.store.get_many_versioned([(PENDING_KEY, None), *self._shapes(paths)]))
         if again[0] != raw:  # another writer's record replaced ours: it publishes, we do not
             raise _conflict(self.store, f"another to_zarr3 call wrote its {PENDING_KEY} at the same time")
         try:  # again, now that the record is ours: a writer that published just before is seen

@@ -44,7 +44,7 @@ from types import TracebackType
 
 from ...core.metadata import decode_document
 from ...errors import ConcurrentWriteError, MetadataError
-from ...store.base import Store
+from ...store.base import Store, plain_values
 
 LEASE_KEY = "__zarr3_backend_writing.json"
 REGIONS_PREFIX = "__zarr3_backend_regions/"
@@ -96,7 +96,7 @@ class StoreLease:
         pause = 0.01
         while True:
             keys = list(self.store.list_prefix(REGIONS_PREFIX))
-            marks = self.store.get_many([(key, None) for key in keys])
+            marks = plain_values(self.store.get_many_versioned([(key, None) for key in keys]))
             live = [(k, m) for k, m in zip(keys, marks) if m is not None and not _abandoned(m)]
             for key, mark in zip(keys, marks):
                 if mark is not None and _abandoned(mark):

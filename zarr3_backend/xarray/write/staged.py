@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ...store.base import Request, Store, Value, join_value
+from ...store.base import Request, Store, Value, Versioned, join_value
 
 
 @dataclass(repr=False)
@@ -44,17 +44,21 @@ class Staged(Store):
     def _visible(self, key: str) -> bool:
         return self.hidden is None or not key.startswith(self.hidden)
 
-    def get_many(self, requests: Sequence[Request]) -> list[bytes | None]:
+    def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
+        """The staged writes over ``base``; a staged value's generation is unknown (``None``)."""
         fetched = iter(
-            self.base.get_many([r for r in requests if r[0] not in self.writes and self._visible(r[0])])
+            self.base.get_many_versioned(
+                [r for r in requests if r[0] not in self.writes and self._visible(r[0])]
+            )
         )
         values = []
         for key, byte_range in requests:
             if key in self.writes:
                 value = self.writes[key]
-                values.append(value if value is None or byte_range is None else value[byte_range.slice()])
+                staged = value if value is None or byte_range is None else value[byte_range.slice()]
+                values.append(Versioned(staged))
             else:
-                values.append(next(fetched) if self._visible(key) else None)
+                values.append(next(fetched) if self._visible(key) else Versioned(None))
         return values
 
     def set(self, key: str, value: Value) -> None:

@@ -30,7 +30,7 @@ from ...api import WriteMode
 from ...core.metadata import NodeMetadata, parse_node_metadata
 from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
 from ...nodes.unfinished import FLAG, covering, flag, unfinished_group, unmark
-from ...store.base import Store
+from ...store.base import Store, plain_values
 from .publish import Documents, publish
 from .staged import Staged
 
@@ -96,7 +96,9 @@ def check_target(
     if store.read_only:
         raise ReadOnlyError(f"to_zarr3: {store!r} is read-only")
     groups = covering(path)
-    raws = iter(store.get_many([(_key(g, name), None) for g in groups for name in PROBES]))
+    raws = iter(
+        plain_values(store.get_many_versioned([(_key(g, name), None) for g in groups for name in PROBES]))
+    )
     found = {g: {name: raw for name in PROBES if (raw := next(raws)) is not None} for g in groups}
     for group in groups:
         if found[group] and "zarr.json" not in found[group] and not (group == path and mode in ("w", "w-")):

@@ -1,0 +1,109 @@
+"""Concurrency has one home, ``zarr3_backend/runtime``: checks on the package's source (read with ``ast``).
+
+- thread coordination (conditions, events, queues, semaphores, ``as_completed``, handing work to an event
+  loop from another thread) appears in at most three modules, all in the runtime; dask's progress display
+  on a cluster keeps its own ``as_completed`` over distributed futures;
+- no module registers fork hooks (per-process state is found by a pid check on use);
+- no private attribute of another library or of the standard library is read, except the few listed
+  below with their reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ROOT = REPO / "zarr3_backend"
+RUNTIME = "runtime/"
+COORDINATION = {
+    "Condition",
+    "Event",
+    "Queue",
+    "SimpleQueue",
+    "LifoQueue",
+    "PriorityQueue",
+    "Semaphore",
+    "BoundedSemaphore",
+    "as_completed",
+    "run_coroutine_threadsafe",
+    "call_soon_threadsafe",
+}
+#: Modules outside the runtime allowed their own coordination, with the reason.
+OWN_COORDINATION = {"dask/progress.py": "the progress display on a cluster waits on distributed's futures"}
+#: Private names of other libraries read on purpose, with the reason.
+FOREIGN_PRIVATE = {
+    "_cat_file": "fsspec's asynchronous file system API is named with a leading underscore",
+    "_info": "fsspec's asynchronous file system API",
+    "_pipe_file": "fsspec's asynchronous file system API",
+    "_rm_file": "fsspec's asynchronous file system API",
+    "_call_s3": "s3fs's call with its retry policy (the ETag of a GET is only in its answer)",
+    "_strip_protocol": "fsspec's path normalisation of a file system's own paths",
+    "_getframe": "the caller's frame for warnings' stack level (no public equivalent without inspect's cost)",
+    "_SubParsersAction": "argparse's type of add_subparsers(), used in annotations only",
+    "_replace": "namedtuple's public API (underscored to avoid field clashes)",
+}
+
+
+def _sources() -> dict[str, ast.Module]:
+    return {str(p.relative_to(ROOT)): ast.parse(p.read_text(), str(p)) for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _names(tree: ast.Module) -> set[str]:
+    """Every name and attribute a module uses, including names it imports."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_thread_coordination_lives_in_at_most_three_runtime_modules() -> None:
+    users = {path for path, tree in _sources().items() if _names(tree) & COORDINATION}
+    inside = {path for path in users if path.startswith(RUNTIME)}
+    assert users - inside == set(OWN_COORDINATION)
+    assert 1 <= len(inside) <= 3, sorted(inside)
+
+
+def test_no_fork_hooks() -> None:
+    assert [path for path, tree in _sources().items() if "register_at_fork" in _names(tree)] == []
+
+
+def test_no_private_attribute_of_another_library() -> None:
+    sources = _sources()
+    ours = {
+        target.id if isinstance(target, ast.Name) else target.attr
+        for tree in sources.values()
+        for node in ast.walk(tree)
+        for target in (
+            [node]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            else getattr(node, "targets", [getattr(node, "target", None)])
+        )
+        if isinstance(target, ast.Name | ast.Attribute)
+    } | {
+        node.name
+        for tree in sources.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    foreign = {
+        (path, node.lineno, node.attr)
+        for path, tree in sources.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and node.attr not in ours
+        and node.attr not in FOREIGN_PRIVATE
+    }
+    assert sorted(foreign) == []
+
+
+def test_the_old_private_reads_would_be_found() -> None:
+    tree = ast.parse("pool._max_workers\nos.register_at_fork(after_in_child=f)\nthreading.Condition()")
+    assert {"_max_workers", "register_at_fork", "Condition"} <= _names(tree)
