@@ -17,7 +17,7 @@ that same encoding (kept under ``--dir`` between runs). Workloads:
 * ``scan``: the same open, then ``ds.mean()`` of all 4 variables (a full scan),
   ours with and without the selection pass, and ``engine="zarr"``;
 * ``subset-s3``: ``subset`` over the S3 latency server
-  (:mod:`tests.servers.latency_s3`, ``--latency``, default 20 ms per
+  (`tests.servers.latency_s3`, ``--latency``, default 20 ms per
   request), ``t2m`` and the coordinates uploaded; requests and bytes counted by
   the server;
 * ``rewrite``: ``month.to_zarr3(path, region="auto")`` vs ``month.to_zarr(path,

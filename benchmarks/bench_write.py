@@ -3,7 +3,7 @@
 The climate-like dataset (``t2m`` float32 (730, 361, 720) ~ 760 MB; ``--quick``:
 (146, 361, 720)) is dask-backed with one dask chunk per shard, shards
 (73, 364, 720), inner chunks (73, 91, 180), blosc(zstd, clevel 3, shuffle).
-All of these run interleaved round-robin in one :func:`time_interleaved` call:
+All of these run interleaved round-robin in one `time_interleaved()` call:
 
 * ``floor``: numcodecs + shard assembly + file writes on 2 threads (``floor.py``),
   in this process;

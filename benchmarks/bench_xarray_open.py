@@ -8,7 +8,7 @@ Workloads
 - point series ``ds.t2m.isel(lat=180, lon=360).load()`` (fresh open each time), next to its floor;
 - ``open_dataset`` of a group of 200 small variables, local and on moto's S3 server on loopback,
   with and without consolidated metadata.
-Request counts: ours through :class:`CountingStore`; on S3 both engines through a counter on
+Request counts: ours through `CountingStore`; on S3 both engines through a counter on
 s3fs's ``_call_s3`` (every S3 API call either engine makes).
 
 ``python benchmarks/bench_xarray_open.py --quick`` runs a smaller array with fewer repeats.

@@ -369,7 +369,7 @@ class ResultTable:
 
 
 def machine_info(libraries: Sequence[str]) -> dict[str, object]:
-    """What :func:`print_machine_info` prints, as plain data for a results file."""
+    """What `print_machine_info()` prints, as plain data for a results file."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return {
         "machine": platform.machine(),

@@ -1,7 +1,7 @@
 """Public entry points: open and create arrays and groups in any store.
 
 ``store`` is a local path, an fsspec URL (with ``storage_options``) or a
-:class:`~zarr3_backend.store.base.Store`. Modes follow zarr/xarray: ``"r"``
+`Store`. Modes follow zarr/xarray: ``"r"``
 read-only, ``"r+"`` read/write an existing node, ``"a"`` read/write (create
 if missing), ``"w"`` create (overwrite), ``"w-"`` create (fail if present).
 """
@@ -21,7 +21,7 @@ from .store import StoreLike, make_store
 from .store.base import Store
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
-"""How :func:`open` and friends open a node (see the module docstring)."""
+"""How `open()` and friends open a node (see the module docstring)."""
 WriteMode = Literal["w-", "w", "a", "a-", "r+"]
 """How ``to_zarr3`` writes a group: ``"w-"`` create, ``"w"`` overwrite, ``"a"`` add or append, ``"a-"`` append
 without rewriting variables that lack the append dimension, ``"r+"`` write into existing arrays only."""
@@ -53,11 +53,11 @@ def open(
     ----------
     store : str, os.PathLike, Store or a store you already have
         A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
-        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+        store or an fsspec mapper (see `make_store()`).
     path : str, default ""
         The node's path inside the store (``""``: the root).
     mode : {"r", "r+", "a", "w", "w-"}, default "r"
-        ``"r"`` read-only; the others open for writing (see :func:`open_group`
+        ``"r"`` read-only; the others open for writing (see `open_group()`
         for the ones that create).
     storage_options : dict, optional
         Options for an fsspec URL's file system (credentials, endpoint).
@@ -99,7 +99,7 @@ def open_array(
     ----------
     store : str, os.PathLike, Store or a store you already have
         A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
-        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+        store or an fsspec mapper (see `make_store()`).
     path : str, default ""
         The node's path inside the store (``""``: the root).
     mode : {"r", "r+", "a", "w", "w-"}, default "r"
@@ -140,7 +140,7 @@ def open_group(
     ----------
     store : str, os.PathLike, Store or a store you already have
         A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
-        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+        store or an fsspec mapper (see `make_store()`).
     path : str, default ""
         The node's path inside the store (``""``: the root).
     mode : {"r", "r+", "a", "w", "w-"}, default "r"
@@ -203,7 +203,7 @@ def create_group(
     ----------
     store : str, os.PathLike, Store or a store you already have
         A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
-        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+        store or an fsspec mapper (see `make_store()`).
     path : str, default ""
         The node's path inside the store (``""``: the root).
     attributes : dict, optional
@@ -244,13 +244,13 @@ def create_array(
 
     Ancestor groups carrying consolidated metadata are refreshed to include
     the new array. The keywords after ``storage_options`` are those of
-    :class:`~zarr3_backend.nodes.creation.ArrayOptions`.
+    `ArrayOptions`.
 
     Parameters
     ----------
     store : str, os.PathLike, Store or a store you already have
         A local path, an fsspec URL, a zarr3_backend ``Store``, a zarr-python
-        store or an fsspec mapper (see :func:`~zarr3_backend.store.make_store`).
+        store or an fsspec mapper (see `make_store()`).
     path : str, default ""
         The node's path inside the store (``""``: the root).
     overwrite : bool, default False
@@ -273,7 +273,7 @@ def create_array(
           names, numcodecs or zarr-python codec objects. Default (``"auto"``):
           zstd level 0 then ``crc32c``, so every chunk (every inner chunk of
           a shard) is checksummed and a changed byte raises
-          :class:`~zarr3_backend.errors.ChecksumError`; pass ``compressors``
+          `ChecksumError`; pass ``compressors``
           without ``"crc32c"`` to turn the checksum off.
         - ``codecs``: the complete outer codec chain (for example nested
           sharding); overrides the three above and ``shards``.

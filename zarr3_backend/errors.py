@@ -1,6 +1,6 @@
 """One exception hierarchy for zarr3_backend.
 
-Every error raised on purpose is a :class:`Zarr3Error`; each subclass also
+Every error raised on purpose is a `Zarr3Error`; each subclass also
 subclasses the builtin a caller would naturally catch (``ValueError``,
 ``FileNotFoundError``, ``IndexError`` ...), so generic handlers keep working.
 Messages say what is wrong, where (key, array path or metadata field), what
@@ -30,7 +30,7 @@ class UnsafeCodecError(MetadataError):
     """The metadata names a codec that can execute code when it decodes (e.g. ``numcodecs.pickle``).
 
     Such codecs are refused unless the user opts in; see
-    :func:`zarr3_backend.codecs.registry.allow_unsafe_codecs`.
+    `zarr3_backend.codecs.registry.allow_unsafe_codecs()`.
     """
 
 
@@ -97,7 +97,7 @@ class MemoryLimitError(Zarr3Error, MemoryError):
     """A read or write needs more memory than this machine has: a selection, chunk or shard index too large.
 
     Raised before allocating when the size is known in advance (see
-    :mod:`zarr3_backend.core.memory_limit`), and in place of the ``MemoryError`` of
+    `zarr3_backend.core.memory_limit`), and in place of the ``MemoryError`` of
     an allocation that failed; the message names the array and what is too large.
     """
 
@@ -148,7 +148,7 @@ class RegionKeyError(WriteKeyError):
 class ScratchBufferError(Zarr3Error, RuntimeError):
     """A thread asked for its scratch buffer while that buffer was still lent (a bug in zarr3_backend).
 
-    See :func:`zarr3_backend.core.scratch.borrow`: a second borrow would alias the first one's data.
+    See `zarr3_backend.core.scratch.borrow()`: a second borrow would alias the first one's data.
     """
 
 

@@ -1,4 +1,4 @@
-"""``zarr3 convert SRC DST``: rewrite a hierarchy as sharded Zarr v3 (see :func:`zarr3_backend.conversion.convert`)."""
+"""``zarr3 convert SRC DST``: rewrite a hierarchy as sharded Zarr v3 (see `zarr3_backend.conversion.convert()`)."""
 
 from __future__ import annotations
 

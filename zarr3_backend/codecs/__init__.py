@@ -1,7 +1,7 @@
 """Zarr v3 codecs: one module per codec, registered by name on import.
 
-Build codecs from metadata with :func:`codec_from_json`; register your own
-with :func:`register_codec` or the entry-point group ``zarr3_backend.codecs``.
+Build codecs from metadata with `codec_from_json()`; register your own
+with `register_codec()` or the entry-point group ``zarr3_backend.codecs``.
 
 >>> from zarr3_backend.codecs import codec_from_json
 >>> codec_from_json("crc32c").to_json()

@@ -7,13 +7,13 @@ state. Every codec obeys ``decode(encode(x, spec), spec) == x``.
 
 Codec kinds (spec: core, "Codecs"):
 
-* :class:`ArrayArrayCodec` - ndarray -> ndarray (e.g. ``transpose``)
-* :class:`ArrayBytesCodec` - ndarray -> bytes (e.g. ``bytes``, ``sharding_indexed``)
-* :class:`BytesBytesCodec` - bytes -> bytes (e.g. ``gzip``, ``blosc``, ``crc32c``)
+* `ArrayArrayCodec` - ndarray -> ndarray (e.g. ``transpose``)
+* `ArrayBytesCodec` - ndarray -> bytes (e.g. ``bytes``, ``sharding_indexed``)
+* `BytesBytesCodec` - bytes -> bytes (e.g. ``gzip``, ``blosc``, ``crc32c``)
 
-An array -> bytes codec and a whole :class:`~zarr3_backend.codecs.chain.CodecChain`
+An array -> bytes codec and a whole `CodecChain`
 present the same surface to arrays and to the sharding codec's inner
-chunks: the :class:`ChunkCodec` protocol.
+chunks: the `ChunkCodec` protocol.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class Codec(ABC):
         return self
 
     def validate(self, spec: ChunkSpec) -> None:  # noqa: B027 (optional hook; the default accepts every spec)
-        """Raise :class:`CodecError` if this codec cannot handle ``spec``."""
+        """Raise `CodecError` if this codec cannot handle ``spec``."""
 
     def resolve_spec(self, spec: ChunkSpec) -> ChunkSpec:
         """The spec of the encoded representation (array codecs change it)."""
@@ -86,7 +86,7 @@ class Codec(ABC):
         """An upper bound on the encoded size of ``input_size`` decoded bytes; ``None`` if there is none.
 
         Decoders of later codecs use it as the most they may produce. The
-        default is :meth:`compute_encoded_size` for fixed-size codecs, else ``None``;
+        default is `compute_encoded_size()` for fixed-size codecs, else ``None``;
         compressors override it with their worst-case expansion.
         """
         try:
@@ -154,7 +154,7 @@ class ArrayBytesCodec(Codec):
         return None
 
     def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
-        """Sans-I/O partial read (see :mod:`zarr3_backend.codecs.read_plan`); default: whole value."""
+        """Sans-I/O partial read (see `zarr3_backend.codecs.read_plan`); default: whole value."""
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
     def update(
@@ -163,7 +163,7 @@ class ArrayBytesCodec(Codec):
         """Write ``value`` into part of a stored chunk; return the new value (``None``: all fill).
 
         ``existing`` is the stored value (``None`` if absent); ``piece`` is an
-        :class:`~zarr3_backend.core.indexing.ChunkSelection` within the chunk and
+        `ChunkSelection` within the chunk and
         ``value`` has the shape of ``chunk[piece.chunk_selection]``. The
         default decodes, assigns and re-encodes the whole chunk.
         """
@@ -184,7 +184,7 @@ class BytesBytesCodec(Codec):
         """Decode a byte string."""
 
     def decode_bounded(self, data: Buffer, spec: ChunkSpec, max_size: int | None) -> Buffer:
-        """:meth:`decode`, refusing output of more than ``max_size`` bytes with :class:`CodecError`.
+        """`decode()`, refusing output of more than ``max_size`` bytes with `CodecError`.
 
         ``max_size`` is the most the chunk spec allows at this point of the
         chain (``None``: no bound is known). The default decodes and then
@@ -201,7 +201,7 @@ class BytesBytesCodec(Codec):
 
         Returns ``True`` when ``out`` now holds the decoded bytes, ``False``
         when this codec cannot decode in place (the caller then uses
-        :meth:`decode`). Overridden by codecs that can avoid a temporary.
+        `decode()`). Overridden by codecs that can avoid a temporary.
         """
         return False
 
@@ -218,20 +218,20 @@ def decoded_too_large(codec: str, size: int | str, max_size: int) -> CodecError:
 class ChunkCodec(ChunkDecoder, Protocol):
     """Encodes, decodes, partially reads and partially writes one stored chunk.
 
-    Every :class:`ArrayBytesCodec` and every
-    :class:`~zarr3_backend.codecs.chain.CodecChain` is one: an array holds
+    Every `ArrayBytesCodec` and every
+    `CodecChain` is one: an array holds
     its chain as a ``ChunkCodec``, and the sharding codec encodes its inner
     chunks through one. Laws: ``decode(encode(a, spec), spec) == a``;
-    :meth:`update` of a whole chunk equals :meth:`encode`; the jobs of
-    :meth:`plan_read` reproduce ``decode(...)[selection]``.
+    `update()` of a whole chunk equals `encode()`; the jobs of
+    `plan_read()` reproduce ``decode(...)[selection]``.
     """
 
     def validate(self, spec: ChunkSpec) -> None:
-        """Raise :class:`CodecError` if the chunks of ``spec`` cannot be handled."""
+        """Raise `CodecError` if the chunks of ``spec`` cannot be handled."""
         ...
 
     def compute_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
-        """Encoded byte size for a decoded byte size; :class:`CodecError` if it varies."""
+        """Encoded byte size for a decoded byte size; `CodecError` if it varies."""
         ...
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:

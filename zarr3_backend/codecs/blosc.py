@@ -5,7 +5,7 @@ Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/blosc/
     {"name": "blosc", "configuration": {"typesize": 4, "cname": "zstd", "clevel": 5,
                                         "shuffle": "shuffle", "blocksize": 0}}
 
-``typesize`` and ``shuffle`` may be left unset (``None``); :meth:`BloscCodec.evolve`
+``typesize`` and ``shuffle`` may be left unset (``None``); `BloscCodec.evolve()`
 then records the element size of the chunk's data type and ``"bitshuffle"``
 for one-byte types or ``"shuffle"`` otherwise, as zarr-python does. Members
 are written in zarr-python's order.
@@ -106,7 +106,7 @@ class BloscCodec(BytesBytesCodec):
         return out
 
     def decode_bounded(self, data: Buffer, spec: ChunkSpec, max_size: int | None) -> Buffer:
-        """:meth:`decode`, after checking the size the header claims against ``max_size``."""
+        """`decode()`, after checking the size the header claims against ``max_size``."""
         return decompress_bounded(data, max_size, self.name)
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:

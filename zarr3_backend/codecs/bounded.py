@@ -1,7 +1,7 @@
 """Decompressing with a maximum output size, for codecs built on Python's streaming decompressors.
 
 A chunk's metadata says how large it may decode (the chain's chunk spec);
-:func:`decompress_stream_bounded` stops as soon as the output would pass that
+`decompress_stream_bounded()` stops as soon as the output would pass that
 size, so a small hostile chunk (a "decompression bomb") never inflates to
 gigabytes. Works with ``zlib.decompressobj``, ``bz2.BZ2Decompressor`` and
 ``lzma.LZMADecompressor``, which share the ``decompress(data, max_length)``,
@@ -38,7 +38,7 @@ def decompress_stream_bounded(
 ) -> bytes:
     """Decompress ``data`` (one or more concatenated streams) into at most ``max_size`` bytes.
 
-    Raises :class:`CodecError` for output larger than ``max_size``, for
+    Raises `CodecError` for output larger than ``max_size``, for
     truncated data and for the decompressor's ``errors``. Trailing NUL
     padding after the last stream is ignored.
 

@@ -2,8 +2,8 @@
 
 The chain folds each codec's effect on the chunk spec once per chunk shape,
 encodes and decodes whole chunks, and plans partial reads. A partial read is
-"sans-I/O": :meth:`CodecChain.plan_read` is a generator that yields lists of
-byte ranges to fetch and finally returns :class:`DecodeJob` objects; the
+"sans-I/O": `CodecChain.plan_read()` is a generator that yields lists of
+byte ranges to fetch and finally returns `DecodeJob` objects; the
 caller performs all I/O (batched across chunks) and runs the jobs on its
 thread pool. Codecs with a smarter partial read (sharding) override
 ``plan_read``; array code never asks which codec it is.
@@ -114,7 +114,7 @@ class CodecChain:
         return encoded
 
     def detects_corruption(self) -> bool:
-        """Whether a changed byte of an encoded chunk makes decoding raise (see :meth:`Codec.detects_corruption`).
+        """Whether a changed byte of an encoded chunk makes decoding raise (see `Codec.detects_corruption()`).
 
         >>> CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"]).detects_corruption()
         True
@@ -229,7 +229,7 @@ class CodecChain:
     def update(
         self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
     ) -> Value | None:
-        """Write ``value`` into part of a stored chunk (see :meth:`ArrayBytesCodec.update`)."""
+        """Write ``value`` into part of a stored chunk (see `ArrayBytesCodec.update()`)."""
         if not (self.array_array or self.bytes_bytes):
             return self.array_bytes.update(existing, spec, piece, value)
         return update_whole(self, existing, spec, piece, value)

@@ -46,7 +46,7 @@ class Crc32cCodec(BytesBytesCodec):
         return out
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
-        """The data without its checksum; raises :class:`ChecksumError` on mismatch.
+        """The data without its checksum; raises `ChecksumError` on mismatch.
 
         The message states the facts only (callers prefix the key).
         """

@@ -35,9 +35,9 @@ BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle", -1: None}
 
 
 def codec_document(obj: object) -> dict[str, Any]:
-    """The v3 codec object for a numcodecs or zarr-python codec object; :class:`MetadataError` for anything else.
+    """The v3 codec object for a numcodecs or zarr-python codec object; `MetadataError` for anything else.
 
-    :func:`~zarr3_backend.codecs.registry.codec_from_json` builds the codec from it.
+    `codec_from_json()` builds the codec from it.
     """
     if isinstance(obj, Numcodec):
         return _from_numcodecs(obj)

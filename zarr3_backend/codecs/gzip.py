@@ -6,7 +6,7 @@ Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/gzip/
 
 Compression goes through ``numcodecs.GZip`` so the bytes match what
 zarr-python writes; Python's ``zlib`` releases the GIL while it works.
-Decoding streams with a maximum output size (:func:`inflate_bounded`), so a
+Decoding streams with a maximum output size (`inflate_bounded()`), so a
 small hostile chunk cannot inflate to more than its chunk spec allows.
 """
 

@@ -15,7 +15,7 @@ id (compressors, checksums, ``shuffle`` and unknown third-party ids) is
 zarr-python (``shuffle.elementsize``, ``fixedscaleoffset.dtype``,
 ``quantize.dtype``, ``astype.decode_dtype``). ``numcodecs.pickle`` can run
 code when it decodes and is flagged unsafe (see
-:func:`~zarr3_backend.codecs.registry.allow_unsafe_codecs`).
+`allow_unsafe_codecs()`).
 """
 
 from __future__ import annotations

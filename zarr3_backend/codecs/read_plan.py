@@ -1,17 +1,17 @@
 """Sans-I/O partial reads: plans yield byte ranges to fetch and return decode jobs.
 
 A read plan is a generator. Each ``yield`` hands the caller a list of
-:class:`ByteRange` requests (``None`` = the whole value) for one stored key
-and receives the fetched values as :class:`~zarr3_backend.core.values.Versioned`
+`ByteRange` requests (``None`` = the whole value) for one stored key
+and receives the fetched values as `Versioned`
 (value ``None`` where the key is missing; the generation says which version
 of the object each came from, so a plan can check that ranges read in
 different rounds belong together). When the
-plan returns, its value is a list of :class:`DecodeJob`. The caller batches
+plan returns, its value is a list of `DecodeJob`. The caller batches
 the requests of many plans into one store call per round and runs the jobs
 on its thread pool, so codecs never touch a store or a thread.
 
-Jobs decode with any :class:`ChunkDecoder`; every array -> bytes codec and
-every codec chain is one (see :class:`~zarr3_backend.codecs.base.ChunkCodec`).
+Jobs decode with any `ChunkDecoder`; every array -> bytes codec and
+every codec chain is one (see `ChunkCodec`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ NdIndex = tuple[DimIndex, ...]
 
 @runtime_checkable
 class ChunkDecoder(Protocol):
-    """What a :class:`DecodeJob` needs of a codec: decode a stored chunk whole, or into an array."""
+    """What a `DecodeJob` needs of a codec: decode a stored chunk whole, or into an array."""
 
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         """Deserialise to an array of ``spec.shape`` and ``spec.dtype`` (possibly a read-only view of ``data``)."""
@@ -137,9 +137,9 @@ def whole_chunk_plan(
 
 
 def decode_chunk(codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str) -> np.ndarray:
-    """Decode one chunk, turning any failure into a :class:`CodecError` naming ``where``.
+    """Decode one chunk, turning any failure into a `CodecError` naming ``where``.
 
-    A failed allocation becomes a :class:`MemoryLimitError` instead: the chunk is not corrupt.
+    A failed allocation becomes a `MemoryLimitError` instead: the chunk is not corrupt.
     """
     with _decoding(where):
         return codec.decode(data, spec)
@@ -148,7 +148,7 @@ def decode_chunk(codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str)
 def decode_chunk_into(
     codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str, out: np.ndarray
 ) -> None:
-    """Decode one chunk into ``out``; failures as in :func:`decode_chunk`."""
+    """Decode one chunk into ``out``; failures as in `decode_chunk()`."""
     with _decoding(where):
         codec.decode_into(data, spec, out)
 

@@ -7,16 +7,16 @@ an extension object ``{"name": ..., "configuration": {...}}`` (spec: core,
 
 Classes are found, in order, among
 
-1. classes registered with :func:`register_codec` (every module in
+1. classes registered with `register_codec()` (every module in
    ``zarr3_backend.codecs`` registers its class on import);
 2. third-party classes advertised in the entry-point group
    ``zarr3_backend.codecs`` under the codec's name, loaded on first use;
-3. codec families registered with :func:`register_codec_family` (e.g. every
+3. codec families registered with `register_codec_family()` (e.g. every
    ``numcodecs.<codec_id>`` through the numcodecs adapter).
 
 Codecs that can execute code when they decode (``numcodecs.pickle``, or any
-codec registered with ``unsafe=True`` or named in :func:`mark_unsafe`) are
-refused with :class:`UnsafeCodecError` unless the user opts in, inside
+codec registered with ``unsafe=True`` or named in `mark_unsafe()`) are
+refused with `UnsafeCodecError` unless the user opts in, inside
 ``with allow_unsafe_codecs():`` or with the environment variable
 ``ZARR3_ALLOW_UNSAFE_CODECS=1`` (needed on dask workers in other processes,
 which rebuild codecs from metadata).
@@ -62,7 +62,7 @@ def register_codec(cls: C, *, unsafe: bool = False) -> C:
     """Register ``cls`` under ``cls.name``; the last registration of a name wins.
 
     ``unsafe=True`` flags a codec that can execute code when it decodes: it
-    is then refused unless the user opts in (see :func:`allow_unsafe_codecs`).
+    is then refused unless the user opts in (see `allow_unsafe_codecs()`).
     Returns ``cls`` so it can be used as a decorator.
 
     >>> from zarr3_backend.codecs.registry import get_codec_class, register_codec
@@ -134,7 +134,7 @@ def register_codec_family(prefix: str, factory: Callable[[str], type[Codec] | No
 def get_codec_class(name: str) -> type[Codec]:
     """The codec class registered under ``name``.
 
-    Raises :class:`UnknownExtensionError` naming the codec when no class,
+    Raises `UnknownExtensionError` naming the codec when no class,
     entry point or codec family provides it.
 
     >>> from zarr3_backend.codecs.registry import get_codec_class
@@ -154,13 +154,13 @@ def get_codec_class(name: str) -> type[Codec]:
 
 def codec_from_json(obj: object) -> Codec | None:
     """Build a codec from a short-hand name, an extension object, a codec, or a numcodecs or
-    zarr-python codec object (see :mod:`zarr3_backend.codecs.foreign`).
+    zarr-python codec object (see `zarr3_backend.codecs.foreign`).
 
     Returns ``None`` for an unknown codec whose object says
     ``"must_understand": false``: the caller then leaves it out of the chain.
-    Malformed objects raise :class:`MetadataError`; unknown codecs raise
-    :class:`UnknownExtensionError`; codecs flagged unsafe raise
-    :class:`UnsafeCodecError` outside :func:`allow_unsafe_codecs`.
+    Malformed objects raise `MetadataError`; unknown codecs raise
+    `UnknownExtensionError`; codecs flagged unsafe raise
+    `UnsafeCodecError` outside `allow_unsafe_codecs()`.
 
     >>> from zarr3_backend.codecs.registry import codec_from_json
     >>> codec_from_json({"name": "gzip", "configuration": {"level": 1}})
@@ -184,7 +184,7 @@ def codec_from_json(obj: object) -> Codec | None:
 
 
 def parse_codec_name(name: object) -> str:
-    """Return ``name`` if it is a valid extension name, else raise :class:`MetadataError`."""
+    """Return ``name`` if it is a valid extension name, else raise `MetadataError`."""
     if not isinstance(name, str):
         raise MetadataError(f"codec name: expected a string, got {name!r}")
     if not (_REGISTERED_NAME.match(name) or _URI_NAME.match(name)):
@@ -228,7 +228,7 @@ def _from_family(name: str) -> type[Codec] | None:
 def parse_config_int(
     codec: str, field: str, value: object, low: int | None = None, high: int | None = None
 ) -> int:
-    """``value`` as an int within ``[low, high]``, else :class:`MetadataError`.
+    """``value`` as an int within ``[low, high]``, else `MetadataError`.
 
     >>> parse_config_int("gzip", "level", 5, 0, 9)
     5
@@ -244,7 +244,7 @@ def parse_config_int(
 
 
 def parse_config_choice(codec: str, field: str, value: object, choices: Collection[str]) -> str:
-    """``value`` if it is one of ``choices``, else :class:`MetadataError`.
+    """``value`` if it is one of ``choices``, else `MetadataError`.
 
     >>> parse_config_choice("bytes", "endian", "big", ("little", "big"))
     'big'

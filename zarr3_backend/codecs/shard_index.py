@@ -48,7 +48,7 @@ class ShardIndex:
         return int(offset), int(offset + nbytes)
 
     def validate(self, where: str, shard_size: int | None = None) -> ShardIndex:
-        """Raise :class:`CorruptShardError` unless every entry is empty or inside the shard."""
+        """Raise `CorruptShardError` unless every entry is empty or inside the shard."""
         offsets, nbytes = self.entries[..., 0], self.entries[..., 1]
         empty = offsets == EMPTY
         if (empty != (nbytes == EMPTY)).any():

@@ -8,11 +8,11 @@ the compressor stays a ``bytes -> bytes`` codec after it, and this codec
 undoes the filters in reverse order on the stored dtype, exactly as the spec
 (and zarr-python) applies them, then reshapes in ``order`` and converts to
 native byte order. Arrays without filters of simple dtypes need none of
-this: :mod:`zarr3_backend.nodes.v2_metadata` reads them with ``transpose``,
+this: `zarr3_backend.nodes.v2_metadata` reads them with ``transpose``,
 ``bytes`` and the compressor.
 
 Filters are numcodecs codecs wrapped by
-:mod:`~zarr3_backend.codecs.numcodecs_adapter` (so ``pickle`` is refused
+`numcodecs_adapter` (so ``pickle`` is refused
 unless allowed). What a filter decodes to is bounded by what its input may
 hold: compressors used as filters stop at that size, the object codecs
 (``vlen-*``) have their item count checked before decoding, and every other
@@ -65,9 +65,9 @@ _BYTES_SPEC = ChunkSpec((1,), data_type_from_numpy("uint8"), 0)
 def v2_filter(config: object, where: str) -> Codec:
     """The numcodecs codec of a v2 filter or compressor object ``{"id": ..., ...}``, as a wrapped codec.
 
-    Raises :class:`MetadataError` for a malformed object,
-    :class:`~zarr3_backend.errors.UnknownExtensionError` for an id numcodecs
-    lacks and :class:`~zarr3_backend.errors.UnsafeCodecError` for an unsafe one.
+    Raises `MetadataError` for a malformed object,
+    `UnknownExtensionError` for an id numcodecs
+    lacks and `UnsafeCodecError` for an unsafe one.
     """
     if not isinstance(config, dict) or not isinstance(config.get("id"), str):
         raise MetadataError(f"{where}: expected a codec object with a string 'id', got {str(config)[:200]!r}")
@@ -89,7 +89,7 @@ class V2FilterCodec(ArrayBytesCodec):
 
     @classmethod
     def from_json(cls, configuration: dict[str, Any]) -> Codec:
-        """Rebuild from :meth:`to_json`: ``{"dtype": <v2 dtype>, "order": "C" | "F", "filters": [<codec objects>]}``."""
+        """Rebuild from `to_json()`: ``{"dtype": <v2 dtype>, "order": "C" | "F", "filters": [<codec objects>]}``."""
         where = f"codec {cls.name!r}: configuration"
         if set(configuration) != {"dtype", "order", "filters"} or configuration["order"] not in ("C", "F"):
             raise MetadataError(

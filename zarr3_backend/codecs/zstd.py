@@ -6,11 +6,11 @@ Spec: https://github.com/zarr-developers/zarr-extensions/tree/main/codecs/zstd
 
 ``level`` 0 means zstd's default (3); negative levels are faster.
 ``checksum`` adds zstd's own content checksum to each frame. Compression
-uses ``numcodecs.zstd``, which releases the GIL. :meth:`ZstdCodec.decode_into`
+uses ``numcodecs.zstd``, which releases the GIL. `ZstdCodec.decode_into()`
 decompresses straight into the caller's buffer when the frame header records
 a content size equal to the buffer size (zarr-python and numcodecs always
 record it). Decoding never allocates more than the chunk spec allows
-(:func:`decompress_bounded`): a frame whose header records a larger size is
+(`decompress_bounded()`): a frame whose header records a larger size is
 refused before decompressing, and frames without a recorded size are
 decompressed into a buffer of at most that size.
 """

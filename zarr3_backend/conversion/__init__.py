@@ -2,10 +2,10 @@
 
 The steps, each safe to interrupt:
 
-1. plan every node's metadata (:mod:`~zarr3_backend.conversion.plan`) and
-   record the plan in DST (:mod:`~zarr3_backend.conversion.record`);
+1. plan every node's metadata (`plan`) and
+   record the plan in DST (`record`);
 2. copy the data, one dask task per shard, each verified against the source
-   (:mod:`~zarr3_backend.conversion.shards`);
+   (`shards`);
 3. write every node's ``zarr.json``, the root's last with the consolidated
    metadata of the hierarchy, then delete the record.
 
@@ -16,7 +16,7 @@ same SRC and settings, a convert checks the shards recorded as verified
 recorded), copies again those that are not, copies the others and finishes;
 with different settings, it refuses. One convert runs into a DST at a time:
 another is refused naming it. Step 3 also keeps the checksum of every shard
-in DST (:mod:`zarr3_backend.nodes.converted`), which ``validate --deep`` checks.
+in DST (`zarr3_backend.nodes.converted`), which ``validate --deep`` checks.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ __all__ = ["ConvertSummary", "convert", "default_shards"]
 
 @dataclass(frozen=True)
 class ConvertSummary:
-    """What a :func:`convert` call did: ``shards`` in DST, of which this call ``copied`` some (``nbytes``
+    """What a `convert()` call did: ``shards`` in DST, of which this call ``copied`` some (``nbytes``
     decoded bytes) and found ``skipped`` already verified by an interrupted earlier run (and unchanged
     since, in DST and in SRC); ``recopied`` of the copied ones were recorded by that run but had changed."""
 
@@ -75,7 +75,7 @@ def convert(
     """Rewrite the hierarchy at ``src`` as sharded Zarr v3 at ``dst``, verifying every shard.
 
     Attributes, dimension names, fill values and data types are kept (see
-    :mod:`zarr3_backend.conversion.plan` for Zarr v2 sources), so a dataset reads
+    `zarr3_backend.conversion.plan` for Zarr v2 sources), so a dataset reads
     the same from ``dst`` as from ``src``; ``dst`` gets consolidated metadata.
     The shards are written by one dask task each, on the active
     ``dask.distributed`` client if there is one, else on threads. ``src`` is
@@ -84,11 +84,11 @@ def convert(
     Parameters
     ----------
     src, dst : str, os.PathLike or Store
-        Paths or fsspec URLs (see :func:`~zarr3_backend.store.make_store`).
+        Paths or fsspec URLs (see `make_store()`).
     chunks, shards : tuple of int, or dict of array path to tuple of int, optional
         Inner chunk and shard shapes: one shape for every array with as many
         dimensions (others keep the default), or one per array path. Default:
-        the source chunks, and :func:`default_shards` (~64-128 MiB slabs of
+        the source chunks, and `default_shards()` (~64-128 MiB slabs of
         the leading dimension). A shard holds whole inner chunks.
     codecs : list of codecs, or dict of array path to list, optional
         The inner chunks' codec chain (JSON objects or names, e.g.

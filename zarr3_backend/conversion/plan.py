@@ -3,7 +3,7 @@
 An array keeps its shape, data type, fill value, attributes and dimension
 names; only its chunking and codecs change. Its inner chunks are the source
 chunks (the inner chunks of a sharded source), and its shards follow
-:func:`default_shards`; ``chunks``, ``shards`` and ``codecs`` override them,
+`default_shards()`; ``chunks``, ``shards`` and ``codecs`` override them,
 for every array or per array path.
 
 A Zarr v2 array's metadata is carried over as xarray's ``engine="zarr"``
@@ -45,7 +45,7 @@ from ..nodes.v2_metadata import V2ArrayMetadata
 from ..store.base import Store
 from .codecs import carried_codecs
 
-#: The decoded size :func:`default_shards` aims at (shards hold at most this, and at least half of it
+#: The decoded size `default_shards()` aims at (shards hold at most this, and at least half of it
 #: unless the array is smaller or one inner chunk is larger).
 SHARD_TARGET_BYTES = 128 << 20
 VARIABLE_ITEM_BYTES = 16  # the size assumed for an element of a variable-length type
@@ -79,7 +79,7 @@ class Plan:
         return {"source": self.source, "groups": self.groups, "arrays": arrays}
 
     def difference(self, recorded: JSON) -> str | None:
-        """Where ``recorded`` (an earlier run's :meth:`to_json`, parsed) differs from this plan, or ``None``.
+        """Where ``recorded`` (an earlier run's `to_json()`, parsed) differs from this plan, or ``None``.
 
         >>> plan = Plan("a.zarr", {"": {"title": "t"}}, [])
         >>> plan.difference({"source": "a.zarr", "groups": {"": {"title": "u"}}, "arrays": {}})

@@ -3,24 +3,24 @@
 While a convert runs, DST holds, besides the nodes being written:
 
 - ``__zarr3_convert/running.json``: who runs the convert (host, process,
-  start time), created atomically (:meth:`~zarr3_backend.store.Store.create`)
+  start time), created atomically (`create()`)
   by the run that starts or resumes it and deleted when it ends. A second
   run into the same DST meanwhile is refused naming it; one whose holder is
   a process of this host that no longer runs (a killed run) is taken over;
-- ``__zarr3_convert/plan.json``: the plan (:meth:`~zarr3_backend.conversion.plan.Plan.to_json`),
+- ``__zarr3_convert/plan.json``: the plan (`to_json()`),
   written before anything else; a later run finds it and continues, if its
   own plan is the same;
 - ``__zarr3_convert/done/<array path>/<shard key>``: one small JSON value per
-  shard written and verified (:class:`Done`): the checksum of the source
+  shard written and verified (`Done`): the checksum of the source
   values it was verified against, and the shard's stored generation then.
 
 Every key is written with one atomic store ``set``, so concurrent tasks
 (threads, cluster workers) never share a value and a killed run leaves no
 torn one. Every record is parsed as hostile input: one that is not what a
-convert writes raises :class:`~zarr3_backend.errors.MetadataError` naming
+convert writes raises `MetadataError` naming
 the key (a ``done`` entry that is not is treated as not done). The record
 is deleted when the convert finishes, after the checksums are kept in the
-store's manifest (:mod:`zarr3_backend.nodes.converted`).
+store's manifest (`zarr3_backend.nodes.converted`).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ class Record:
         self.store.set(DONE + key, done.to_json())
 
     def acquire(self) -> None:
-        """Become the running convert of DST; :class:`ConcurrentWriteError` naming the one that runs."""
+        """Become the running convert of DST; `ConcurrentWriteError` naming the one that runs."""
         holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "run": self.run}
         while not self.store.create(RUNNING_KEY, json.dumps(holder).encode()):
             raw = self.store.get(RUNNING_KEY)

@@ -1,21 +1,21 @@
 """The data of a convert: one dask task per output shard, which reads, writes and verifies that shard.
 
-A task (:class:`ShardCopy`) reads the source region of its shard through the
+A task (`ShardCopy`) reads the source region of its shard through the
 source array's public read API (any format the library reads), takes the
-:func:`~zarr3_backend.conversion.record.checksum` of those values, writes the
+`checksum()` of those values, writes the
 shard with one store ``set``
-(:func:`~zarr3_backend.nodes.shard_writes.write_block`), reads the shard back,
+(`write_block()`), reads the shard back,
 and compares the checksum of what it reads with the first one; a mismatch
-raises :class:`~zarr3_backend.errors.ChecksumError`. Only then does it
+raises `ChecksumError`. Only then does it
 record the shard as done, with its stored generation (taken before the read
-back). A resumed run checks each shard recorded as done (:class:`ShardResume`):
+back). A resumed run checks each shard recorded as done (`ShardResume`):
 the stored shard must be the one recorded and the source region must hold the
 values recorded; a shard that differs in either is copied again. The source values are released before the shard
 is read back, so a task holds about one shard of decoded values at a time,
 plus the encoded shard while it is stored.
 
-The tasks' keys are those of write graphs (:mod:`zarr3_backend.dask.progress`),
-so :func:`~zarr3_backend.dask.compute.compute_writes` runs them on the
+The tasks' keys are those of write graphs (`zarr3_backend.dask.progress`),
+so `compute_writes()` runs them on the
 threaded scheduler or the active ``dask.distributed`` client, with the same
 progress line.
 """
@@ -93,7 +93,7 @@ class ShardCopy:
 
 @dataclass(frozen=True)
 class ShardResume:
-    """On a resumed run, check a shard an earlier run recorded (:class:`Done`) and copy it again if it differs.
+    """On a resumed run, check a shard an earlier run recorded (`Done`) and copy it again if it differs.
 
     The stored shard must still be the one recorded (its generation, which
     holds its size; where the store reports none, its values' checksum), and
@@ -130,7 +130,7 @@ def _generation(stored: Versioned) -> str | None:
 def shard_copies(
     source: Array, target: Array, record: Record, done: dict[str, Done | None]
 ) -> Iterator[ShardCopy | ShardResume]:
-    """A task for every shard of ``target``: a :class:`ShardCopy`, or a :class:`ShardResume` for one in ``done``."""
+    """A task for every shard of ``target``: a `ShardCopy`, or a `ShardResume` for one in ``done``."""
     for coords in target.metadata.chunk_grid.chunk_coords(target.shape):
         copy = ShardCopy(source, target, tuple(coords), record)
         entry = done.get(copy.key)

@@ -29,7 +29,7 @@ _FIELD = "chunk_grid.configuration.chunk_shape"
 
 
 def parse_chunk_shape(value: object, field: str = _FIELD) -> tuple[int, ...]:
-    """Return ``value`` as a tuple of positive ints or raise :class:`MetadataError`.
+    """Return ``value`` as a tuple of positive ints or raise `MetadataError`.
 
     >>> parse_chunk_shape([5, 20])
     (5, 20)
@@ -127,7 +127,7 @@ class RegularChunkGrid:
         return len(self.chunk_shape)
 
     def validate(self, array_shape: Sequence[int]) -> None:
-        """Raise :class:`MetadataError` unless the grid fits an array of ``array_shape``.
+        """Raise `MetadataError` unless the grid fits an array of ``array_shape``.
 
         >>> RegularChunkGrid((2,)).validate((10,))
         """

@@ -25,7 +25,7 @@ Separator = Literal["/", "."]
 
 
 def parse_separator(obj: object) -> Separator:
-    """Return ``obj`` if it is a valid separator, else raise :class:`MetadataError`.
+    """Return ``obj`` if it is a valid separator, else raise `MetadataError`.
 
     >>> parse_separator(".")
     '.'
@@ -64,7 +64,7 @@ class ChunkKeyEncoding(ABC):
         """The store key (relative to the array) of the chunk at grid index ``coords``."""
 
     def decode_chunk_key(self, key: str, ndim: int | None = None) -> tuple[int, ...]:
-        """The grid index stored under ``key``; :class:`InvalidKeyError` if it is no chunk key.
+        """The grid index stored under ``key``; `InvalidKeyError` if it is no chunk key.
 
         Pass ``ndim`` to also check the number of dimensions (needed to tell
         the 0-d ``v2`` key ``"0"`` from a 1-d one).

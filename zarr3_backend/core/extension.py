@@ -43,7 +43,7 @@ def parse_extension(obj: object, where: str, *, may_be_optional: bool = True) ->
 
     ``may_be_optional=False`` refuses ``"must_understand": false``, which the
     spec does not allow for data types, chunk grids and chunk key encodings.
-    Raises :class:`MetadataError` naming ``where``, the member and the bad value.
+    Raises `MetadataError` naming ``where``, the member and the bad value.
 
     >>> parse_extension({"name": "gzip", "configuration": {"level": 1}}, "codecs[0]")
     ExtensionObject(name='gzip', configuration={'level': 1}, must_understand=True)

@@ -2,19 +2,19 @@
 
 Three steps, one idea each:
 
-1. :func:`normalize_selection` turns ``a[sel]`` / ``a.oindex[sel]`` into one
-   selector per dimension (:class:`IntSelector`, :class:`SliceSelector`,
-   :class:`ArraySelector`), with bounds checked and negatives resolved.
-2. Each selector splits itself by chunk length into :class:`DimChunk` items:
+1. `normalize_selection()` turns ``a[sel]`` / ``a.oindex[sel]`` into one
+   selector per dimension (`IntSelector`, `SliceSelector`,
+   `ArraySelector`), with bounds checked and negatives resolved.
+2. Each selector splits itself by chunk length into `DimChunk` items:
    which chunk, which positions inside it, which positions of the output.
-3. :class:`Selection` combines the dimensions into :class:`ChunkSelection`
+3. `Selection` combines the dimensions into `ChunkSelection`
    items (C order of the chunk grid) such that, for every item::
 
        out[item.out_selection] = chunk[item.chunk_selection]      # read
        chunk[item.chunk_selection] = value[item.out_selection]    # write
 
    where ``chunk`` is the full-size stored chunk (edge chunks included) and
-   ``out`` / ``value`` have shape :attr:`Selection.out_shape`.
+   ``out`` / ``value`` have shape `Selection.out_shape`.
 
 The same machinery maps a selection inside a shard to its inner chunks:
 ``plan_chunks(item.orthogonal_selection, shard_shape, inner_chunk_shape,
@@ -49,7 +49,7 @@ AxisSelection: TypeAlias = (
     | Sequence[int | np.integer[Any] | bool | np.bool_]
     | np.ndarray
 )
-#: What ``a[sel]`` / ``a.oindex[sel]`` accept: one axis selection or a tuple of them (see :func:`normalize_selection`).
+#: What ``a[sel]`` / ``a.oindex[sel]`` accept: one axis selection or a tuple of them (see `normalize_selection()`).
 SelectionLike: TypeAlias = AxisSelection | tuple[AxisSelection, ...]
 
 
@@ -185,7 +185,7 @@ class ChunkSelection:
         Index for the output (or value) array of shape ``Selection.out_shape``.
     orthogonal_selection
         The chunk-local selection with one int / positive-step slice / 1-d
-        int array per dimension; feed it to :func:`plan_chunks` with
+        int array per dimension; feed it to `plan_chunks()` with
         ``orthogonal=True`` to split a shard into inner chunks.
     is_complete
         The selection covers every element of the chunk that lies inside the
@@ -224,7 +224,7 @@ class Selection:
 
     @property
     def drop_axes(self) -> tuple[int, ...]:
-        """Array axes indexed by an integer (absent from :attr:`out_shape`)."""
+        """Array axes indexed by an integer (absent from `out_shape`)."""
         return tuple(i for i, d in enumerate(self.dims) if isinstance(d, IntSelector))
 
     def chunks(self) -> Iterator[ChunkSelection]:
@@ -393,7 +393,7 @@ def normalize_selection(
     ``...``, plus a single 1-d array where numpy's result equals the
     orthogonal one. ``orthogonal=True`` follows ``a.oindex[sel]``: 1-d
     integer (negative, unsorted, repeated) or boolean arrays on any axes,
-    each applied independently. Raises :class:`BoundsError` (an
+    each applied independently. Raises `BoundsError` (an
     ``IndexError``), naming the array ``where``, for invalid or out-of-bounds
     indices.
 
@@ -415,7 +415,7 @@ def plan_selection(
     orthogonal: bool = False,
     where: str | None = None,
 ) -> Selection:
-    """Normalize ``selection`` (see :func:`normalize_selection`) for a chunked array.
+    """Normalize ``selection`` (see `normalize_selection()`) for a chunked array.
 
     >>> plan_selection(slice(2, 9), (10,), (4,)).out_shape
     (7,)

@@ -4,5 +4,5 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-#: A value :func:`json.loads` can return (and :func:`json.dumps` accepts).
+#: A value `json.loads()` can return (and `json.dumps()` accepts).
 JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"

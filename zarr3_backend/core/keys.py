@@ -43,10 +43,10 @@ def segment_problem(segment: str) -> str | None:
 
 
 def validate_key(key: str) -> str:
-    """Return ``key`` if it is a safe store key, else raise :class:`InvalidKeyError`.
+    """Return ``key`` if it is a safe store key, else raise `InvalidKeyError`.
 
     Refused: empty keys, a leading or trailing ``/``, and any segment
-    :func:`segment_problem` refuses (they could escape the store root).
+    `segment_problem()` refuses (they could escape the store root).
     Checked before any request is made.
     """
     if not isinstance(key, str) or not key:
@@ -63,7 +63,7 @@ def validate_key(key: str) -> str:
 
 
 def validate_prefix(prefix: str) -> str:
-    """Return ``prefix`` ('' or ending in '/') if safe, else raise :class:`InvalidKeyError`."""
+    """Return ``prefix`` ('' or ending in '/') if safe, else raise `InvalidKeyError`."""
     if prefix == "":
         return prefix
     if not prefix.endswith("/"):

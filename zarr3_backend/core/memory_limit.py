@@ -3,12 +3,12 @@
 Metadata may describe arrays no machine can hold in one piece: a selection of
 ``2**62`` elements, a chunk of several TiB, a shard index of ``2**40`` entries
 (parsing already refuses sizes beyond the address space, see
-:mod:`zarr3_backend.core.metadata`). Allocating them fails with an ``OverflowError``,
+`zarr3_backend.core.metadata`). Allocating them fails with an ``OverflowError``,
 an ``OSError`` from ``mmap`` or a ``MemoryError``, or swaps the machine to a halt.
-:func:`check_allocation` refuses such a size with
-:class:`~zarr3_backend.errors.MemoryLimitError` before anything is allocated
-(:meth:`zarr3_backend.Array.check_memory` applies it to every read and write), and
-:func:`out_of_memory` turns an allocation that fails anyway into one.
+`check_allocation()` refuses such a size with
+`MemoryLimitError` before anything is allocated
+(`zarr3_backend.Array.check_memory()` applies it to every read and write), and
+`out_of_memory()` turns an allocation that fails anyway into one.
 
 >>> check_allocation(1 << 10, "a selection of shape (256,)")
 >>> check_allocation(1 << 62, "a selection of shape (2**60,)")
@@ -40,7 +40,7 @@ def physical_memory() -> int:
 
 
 def check_allocation(nbytes: int, what: str) -> None:
-    """Raise :class:`MemoryLimitError` if ``what`` needs more than :func:`physical_memory` bytes."""
+    """Raise `MemoryLimitError` if ``what`` needs more than `physical_memory()` bytes."""
     limit = physical_memory()
     if nbytes > limit:
         raise MemoryLimitError(
@@ -50,7 +50,7 @@ def check_allocation(nbytes: int, what: str) -> None:
 
 @contextmanager
 def out_of_memory(what: str) -> Iterator[None]:
-    """A failed allocation inside (``MemoryError``, ``mmap``'s ``ENOMEM``) as a :class:`MemoryLimitError` naming ``what``."""
+    """A failed allocation inside (``MemoryError``, ``mmap``'s ``ENOMEM``) as a `MemoryLimitError` naming ``what``."""
     try:
         yield
     except MemoryLimitError:

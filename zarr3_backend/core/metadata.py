@@ -1,14 +1,14 @@
 """Array and group ``zarr.json`` documents: the only place JSON becomes objects.
 
-Parsing validates every field and raises :class:`MetadataError` naming the
+Parsing validates every field and raises `MetadataError` naming the
 document key, the field, what was expected and what was found. Unknown
 top-level keys and storage transformers follow the spec's ``must_understand``
-rule. Codecs stay plain JSON here; :mod:`zarr3_backend.codecs.chain` builds them.
+rule. Codecs stay plain JSON here; `zarr3_backend.codecs.chain` builds them.
 
-Hostile documents give a :class:`MetadataError` too: parsing refuses nesting
-deeper than :data:`MAX_DEPTH`, integer literals longer than
-:data:`MAX_INT_DIGITS` digits, shapes whose product reaches 2**63, and chunks
-whose byte size exceeds :data:`ADDRESS_SPACE`, before anything is allocated.
+Hostile documents give a `MetadataError` too: parsing refuses nesting
+deeper than `MAX_DEPTH`, integer literals longer than
+`MAX_INT_DIGITS` digits, shapes whose product reaches 2**63, and chunks
+whose byte size exceeds `ADDRESS_SPACE`, before anything is allocated.
 """
 
 from __future__ import annotations
@@ -335,7 +335,7 @@ def parse_node_metadata(raw: bytes, where: str) -> NodeMetadata:
 
 
 def decode_document(raw: bytes, where: str) -> object:
-    """A JSON metadata document decoded within the parse limits (depth, integer length); :class:`MetadataError` if not."""
+    """A JSON metadata document decoded within the parse limits (depth, integer length); `MetadataError` if not."""
     encoding = json.detect_encoding(raw)
     try:
         document = _DECODER.decode(raw.decode(encoding, "surrogatepass"))  # as json.loads
@@ -360,9 +360,9 @@ _DECODER = json.JSONDecoder(parse_int=_parse_int)
 
 
 def _check_depth(raw: bytes, encoding: str, document: object, where: str) -> None:
-    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (later recursive code would overflow the stack).
+    """Refuse JSON nested deeper than `MAX_DEPTH` (later recursive code would overflow the stack).
 
-    UTF-8 documents are measured on their bytes (:func:`json_depth`, which is
+    UTF-8 documents are measured on their bytes (`json_depth()`, which is
     faster than walking the decoded document); others by walking ``document``.
     """
     if encoding.startswith("utf-8"):

@@ -11,10 +11,10 @@ so each thread keeps its temporaries and lends them out::
         out[...] = chunk[selection]   # copy out before the block ends
 
 A thread has one loan at a time: borrowing again before the ``with`` block
-ends raises :class:`~zarr3_backend.errors.ScratchBufferError` instead of
+ends raises `ScratchBufferError` instead of
 handing out memory that is still in use. Nothing may keep a view of the
 array after the block. A copy that only saves an allocation (a chain making
-a strided chunk contiguous) checks :func:`in_use` and does without the
+a strided chunk contiguous) checks `in_use()` and does without the
 scratch array while it is lent. Arrays of object data types are never
 reused (they hold references). A forked child keeps the forking thread's
 arrays and loan state (the fork copies that thread's stack, ``with`` block
@@ -54,7 +54,7 @@ def borrow(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Loan:
     """Lend the calling thread's scratch array of ``shape`` and ``dtype`` for one ``with`` block.
 
     The contents are arbitrary on entry. Entering raises
-    :class:`~zarr3_backend.errors.ScratchBufferError` if the thread's
+    `ScratchBufferError` if the thread's
     scratch is already lent (a nested borrow), and ``MemoryError`` if a new
     array cannot be allocated.
     """
@@ -62,7 +62,7 @@ def borrow(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Loan:
 
 
 class Loan:
-    """The context manager :func:`borrow` returns."""
+    """The context manager `borrow()` returns."""
 
     __slots__ = ("shape", "dtype")
 

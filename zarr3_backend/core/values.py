@@ -1,8 +1,8 @@
 """Plain value types that codecs and stores exchange: buffers, byte ranges, versioned values.
 
-They sit below both: a codec's sans-I/O read plan asks for :class:`ByteRange`
-pieces of a stored value and receives :class:`Versioned` values, and a
-partial write returns a :data:`Value`, without either side knowing the other.
+They sit below both: a codec's sans-I/O read plan asks for `ByteRange`
+pieces of a stored value and receives `Versioned` values, and a
+partial write returns a `Value`, without either side knowing the other.
 """
 
 from __future__ import annotations
@@ -80,5 +80,5 @@ class Versioned:
 
 
 def as_bytes(value: Buffer | None) -> bytes | None:
-    """A :class:`Versioned` value as ``bytes`` (other buffers copied; bytes as they are)."""
+    """A `Versioned` value as ``bytes`` (other buffers copied; bytes as they are)."""
     return None if value is None else bytes(value)

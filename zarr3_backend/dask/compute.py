@@ -1,11 +1,11 @@
-"""Running a write graph (:func:`~zarr3_backend.dask.write_graph.store_graph`) on the current dask scheduler.
+"""Running a write graph (`store_graph()`) on the current dask scheduler.
 
-:func:`compute_writes` computes it, with optional progress, on
-dask.distributed (:func:`~zarr3_backend.dask.progress.compute_on_cluster`)
+`compute_writes()` computes it, with optional progress, on
+dask.distributed (`compute_on_cluster()`)
 or on dask's threaded scheduler (``dask.local.get_async``) over one persistent
 pool of the runtime, and returns only once every task of this write is
 finished or cancelled.
-:func:`check_reachable` refuses a process-local (``memory://``) store when
+`check_reachable()` refuses a process-local (``memory://``) store when
 the tasks would run in other processes.
 """
 
@@ -62,17 +62,17 @@ def _protocols(store: FsspecStore) -> set[str]:
 
 
 def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str = "to_zarr3") -> None:
-    """Compute a :func:`store_graph` on the current scheduler, with ``progress`` (its lines start with ``label``).
+    """Compute a `store_graph()` on the current scheduler, with ``progress`` (its lines start with ``label``).
 
     ``True`` prints shards done out of the total and the data rate
-    (:mod:`zarr3_backend.dask.progress`), on any scheduler; ``"tqdm"``
+    (`zarr3_backend.dask.progress`), on any scheduler; ``"tqdm"``
     shows tqdm's bar of dask tasks (on dask.distributed, where tqdm's dask
     callback sees nothing, the shard line instead). On dask's default threaded scheduler
     the tasks run on a persistent pool of ours (its threads keep their
     scratch buffers from one write to the next), and this write's tasks are
     all finished or cancelled before this returns or raises: after a
     failure no write task is still running, so the caller can clean up safely.
-    On dask.distributed the same holds (:func:`~zarr3_backend.dask.progress.compute_on_cluster`).
+    On dask.distributed the same holds (`compute_on_cluster()`).
     """
     client = _distributed_client()
     if client is not None:

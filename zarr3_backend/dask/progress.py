@@ -1,6 +1,6 @@
 """``progress=True`` for writes: shards done out of the total, with the data rate (needs dask).
 
-Every shard task of a write graph (see :mod:`zarr3_backend.dask.write_graph`) is
+Every shard task of a write graph (see `zarr3_backend.dask.write_graph`) is
 keyed ``("zarr3-write-shard-<token>", i, j, ...)`` and returns the number of
 (decoded) bytes it wrote, so progress is counted in shards whatever the
 scheduler: on dask.distributed the client waits on one future per shard as
@@ -85,7 +85,7 @@ def compute_with_progress(delayed: Delayed, label: str = "to_zarr3", **options: 
 def compute_on_cluster(
     delayed: Delayed, client: Client, progress: bool = False, label: str = "to_zarr3"
 ) -> None:
-    """Compute a write graph on a distributed ``client``, printing :class:`ShardProgress` if ``progress``.
+    """Compute a write graph on a distributed ``client``, printing `ShardProgress` if ``progress``.
 
     The shard tasks and the final task are submitted together (one graph),
     and the client waits on one future per shard. When one fails, this

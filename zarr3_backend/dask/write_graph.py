@@ -1,16 +1,16 @@
 """Shard-aligned dask write graphs: every stored chunk (shard) is owned by exactly one task.
 
 A write places a dask array ``data`` at ``origin`` in a zarr3_backend
-:class:`~zarr3_backend.nodes.array.Array`. :func:`align_to_shards` rechunks ``data``
+`Array`. `align_to_shards()` rechunks ``data``
 so each dask block lies in exactly one stored chunk (one shard, or one chunk
-when unsharded), warning with :class:`ShardAlignmentWarning` when that moves
-data between tasks. :func:`store_graph` maps every block to one shard task
+when unsharded), warning with `ShardAlignmentWarning` when that moves
+data between tasks. `store_graph()` maps every block to one shard task
 (the block's own tasks fuse into it), which writes its shard with
-:func:`~zarr3_backend.nodes.shard_writes.write_block` (one atomic store ``set``;
+`write_block()` (one atomic store ``set``;
 partial shards are read, merged and rewritten, under the write's ``lock``)
 and returns the bytes it wrote (counted by ``progress=True``, see
-:mod:`zarr3_backend.dask.progress`).
-:mod:`zarr3_backend.dask.compute` runs the graph.
+`zarr3_backend.dask.progress`).
+`zarr3_backend.dask.compute` runs the graph.
 
 Everything in the graph pickles (``Array`` is store + path + metadata), so
 the graph runs on any dask scheduler, ``dask.distributed`` included; the
@@ -51,7 +51,7 @@ def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: 
     """``data`` (a dask array) rechunked so every block lies in exactly one stored chunk of ``array``.
 
     Blocks are only split when they already nest in the grid; when a stored
-    chunk would need several input blocks, a :class:`ShardAlignmentWarning`
+    chunk would need several input blocks, a `ShardAlignmentWarning`
     states how many and how many bytes move.
     """
     target = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_grid.dim_grids)
@@ -106,7 +106,7 @@ def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] |
     """A ``dask.delayed`` running every write request, one task per shard, then ``finalize``.
 
     Each shard task (keyed ``("zarr3-write-shard-<token>", i, ...)``, see
-    :mod:`zarr3_backend.dask.progress`) writes one shard-aligned block and
+    `zarr3_backend.dask.progress`) writes one shard-aligned block and
     returns the bytes it wrote; the blocks' own tasks fuse into it, so the
     graph holds about one task per shard plus one per request and one
     final task. ``finalize`` (picklable, no arguments) runs once after

@@ -2,7 +2,7 @@
 
 Reads plan at the granularity of the chain's read unit (inner chunks for
 sharded arrays) and group the pieces by stored chunk, one sans-I/O read plan
-each; :mod:`~zarr3_backend.nodes.reads` fetches and decodes them, batched
+each; `reads` fetches and decodes them, batched
 with other arrays' reads, straight into one output array.
 Writes plan per stored chunk: complete chunks are encoded without reading,
 partial ones are read, merged and rewritten; chunks that end up all fill
@@ -193,7 +193,7 @@ class Array:
         return read_many([(self, selection, orthogonal)])[0]
 
     def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> PlannedRead:
-        """``selection`` planned for a batched read (:func:`read_many`)."""
+        """``selection`` planned for a batched read (`read_many()`)."""
         plan, out, chunk_plans = self._read_plans(selection, orthogonal)
         store = self._read_ahead.store_for(
             plan, self.metadata.chunk_grid.dim_grids, self.chunk_key
@@ -228,10 +228,10 @@ class Array:
         return self._read_unit or self.metadata.chunk_grid.dim_grids
 
     def check_memory(self, out_shape: tuple[int, ...] | None = None) -> None:
-        """Raise :class:`~zarr3_backend.errors.MemoryLimitError` before allocating what no read or write of this array
+        """Raise `MemoryLimitError` before allocating what no read or write of this array
         could hold: a selection of ``out_shape``, one chunk (inner chunk, when sharded) or a shard index.
 
-        The limit is this machine's physical memory (see :mod:`zarr3_backend.core.memory_limit`).
+        The limit is this machine's physical memory (see `zarr3_backend.core.memory_limit`).
         """
         where, item = f"array {self.name!r}", self.dtype.itemsize
         if out_shape is not None:
@@ -279,7 +279,7 @@ class Array:
         orthogonal: bool = False,
         write_empty_chunks: bool = False,
     ) -> None:
-        """Write ``value`` (broadcast to the selection) into a selection (see :meth:`get`).
+        """Write ``value`` (broadcast to the selection) into a selection (see `get()`).
 
         Chunks that end up entirely the fill value are deleted, unless
         ``write_empty_chunks`` asks to store them anyway.
@@ -340,7 +340,7 @@ class Array:
         inner chunks the boxes touch and keeps the other inner chunks' encoded
         bytes as stored. A chunk left all fill is deleted instead, unless
         ``write_empty_chunks``. Callers serialise concurrent updates of one
-        chunk themselves (see :func:`~zarr3_backend.nodes.shard_writes.shard_lock`).
+        chunk themselves (see `shard_lock()`).
 
         >>> import zarr3_backend
         >>> a = zarr3_backend.create_array("memory://doc/update_chunk", shape=(6,), dtype="int8", chunks=(2,), shards=(4,))

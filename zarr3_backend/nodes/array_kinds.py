@@ -1,9 +1,9 @@
 """Arrays described by something other than their own v3 ``zarr.json``: a Zarr v2 array, or a consolidated entry.
 
-A group hands these out in place of a plain :class:`~zarr3_backend.nodes.array.Array`:
-a :class:`V2Array` refuses writes, and a :class:`ConsolidatedArray` says,
+A group hands these out in place of a plain `Array`:
+a `V2Array` refuses writes, and a `ConsolidatedArray` says,
 when a chunk fails to decode, that the consolidated entry it was built from
-differs from the array's own ``zarr.json`` (:func:`explain_stale`).
+differs from the array's own ``zarr.json`` (`explain_stale()`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 class _AttributeOwner(Protocol):
-    """A node whose attributes :class:`Attributes` reads and replaces (an array or a group)."""
+    """A node whose attributes `Attributes` reads and replaces (an array or a group)."""
 
     @property
     def metadata(self) -> ArrayMetadata | GroupMetadata: ...
@@ -49,7 +49,7 @@ class Attributes(MutableMapping[str, Any]):
     def update(
         self, other: SupportsKeysAndGetItem[str, Any] | Iterable[tuple[str, Any]] = (), /, **kwargs: Any
     ) -> None:
-        """Change several attributes with one metadata write (arguments as for :meth:`dict.update`)."""
+        """Change several attributes with one metadata write (arguments as for `dict.update()`)."""
         self._node.replace_attributes({**self._data(), **dict(other), **kwargs})
 
     def asdict(self) -> dict[str, Any]:

@@ -3,12 +3,12 @@
 A group may carry the metadata of every node below it inline in its own
 ``zarr.json`` (zarr-python's ``consolidated_metadata``). Readers trust that
 copy, so every write through the library that creates, replaces, resizes,
-deletes or re-attributes a node calls :func:`refresh_consolidated`: it
+deletes or re-attributes a node calls `refresh_consolidated()`: it
 fetches the ancestors' ``zarr.json`` in one batched call and rewrites those
 that consolidate, with the changed entries patched in (or removed).
 
 When a chunk of an array described by consolidated metadata fails to decode,
-:func:`stale_hint` compares the consolidated entry with the array's own
+`stale_hint()` compares the consolidated entry with the array's own
 ``zarr.json`` and says so when they differ: the usual cause of such errors
 is another tool writing the node without refreshing the consolidated root.
 

@@ -1,8 +1,8 @@
 """What ``zarr3 convert`` leaves in a store it wrote: the checksum of every shard's values, to check later.
 
-A finished convert writes :data:`MANIFEST_KEY` at the store root:
+A finished convert writes `MANIFEST_KEY` at the store root:
 ``{"arrays": {<array path>: {<shard key>: <checksum>}}}``, one entry per
-shard of the grid (all-fill shards included), each the :func:`checksum` of
+shard of the grid (all-fill shards included), each the `checksum()` of
 the source values that shard was verified against. ``validate --deep``
 compares every shard with it, so a shard deleted or replaced since is
 reported. Names starting with ``__`` are reserved for extensions: other
@@ -45,12 +45,12 @@ def checksum(values: np.ndarray) -> str:
 
 
 def encode_manifest(arrays: Manifest) -> bytes:
-    """The stored form of a manifest (:func:`parse_manifest` reads it back)."""
+    """The stored form of a manifest (`parse_manifest()` reads it back)."""
     return json.dumps({"arrays": arrays}, sort_keys=True).encode()
 
 
 def parse_manifest(raw: bytes) -> Manifest:
-    """The checksums by array path and shard key; :class:`MetadataError` naming the key if it is not ours.
+    """The checksums by array path and shard key; `MetadataError` naming the key if it is not ours.
 
     >>> parse_manifest(b'{"arrays": {"t": {"t/c/0": "crc32c:0000000a"}}}')
     {'t': {'t/c/0': 'crc32c:0000000a'}}

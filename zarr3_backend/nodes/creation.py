@@ -1,6 +1,6 @@
 """The metadata a new array gets: shape, data type, chunking and codec arguments resolved into one document.
 
-:func:`build_array_metadata` validates everything :func:`zarr3_backend.create_array` accepts and
+`build_array_metadata()` validates everything `zarr3_backend.create_array()` accepts and
 records the automatic choices (chunk shape, serializer, compressor), without touching a store.
 """
 
@@ -30,7 +30,7 @@ DEFAULT_INDEX_CODECS: list[CodecLike] = [
     {"name": "crc32c"},
 ]
 #: ``compressors="auto"``: zstd, then a CRC32C of the compressed bytes, so that any changed byte of a chunk
-#: raises :class:`~zarr3_backend.errors.ChecksumError` naming its key on read (zstd's own checksum would
+#: raises `ChecksumError` naming its key on read (zstd's own checksum would
 #: report a flipped byte as a plain decoding error, or not at all when the flip clears its frame flag).
 DEFAULT_COMPRESSORS: list[CodecLike] = [
     {"name": "zstd", "configuration": {"level": 0, "checksum": False}},
@@ -40,9 +40,9 @@ TARGET_CHUNK_BYTES = 4 << 20
 
 
 class ArrayOptions(TypedDict, total=False):
-    """The optional keywords of :func:`zarr3_backend.create_array` (and :meth:`Group.create_array`).
+    """The optional keywords of `zarr3_backend.create_array()` (and `Group.create_array()`).
 
-    The one list of them: :func:`build_array_metadata` reads them, the
+    The one list of them: `build_array_metadata()` reads them, the
     creation functions pass them through (typed with ``Unpack``).
 
     Attributes
@@ -82,16 +82,16 @@ class ArrayOptions(TypedDict, total=False):
 
 
 class ArrayDefinition(ArrayOptions):
-    """:class:`ArrayOptions` with the two required keywords, ``shape`` and ``dtype``."""
+    """`ArrayOptions` with the two required keywords, ``shape`` and ``dtype``."""
 
     shape: Sequence[int] | int
     dtype: DataTypeLike
 
 
 def build_array_metadata(path: str, **options: Unpack[ArrayDefinition]) -> ArrayMetadata:
-    """The validated metadata :func:`create_array` would write at ``path``, without writing anything.
+    """The validated metadata `create_array()` would write at ``path``, without writing anything.
 
-    Raises :class:`ArgumentTypeError` for a missing or unknown keyword.
+    Raises `ArgumentTypeError` for a missing or unknown keyword.
 
     >>> build_array_metadata("x", shape=(4,), dtype="int8").shape
     (4,)

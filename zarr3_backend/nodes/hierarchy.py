@@ -4,11 +4,11 @@ Child discovery lists the group's prefix once and fetches every child's
 ``zarr.json`` in one batched store call; a read-only group carrying
 consolidated metadata answers from that instead. A prefix that holds nodes
 further down but no ``zarr.json`` of its own is an implicit group (opened
-directly, only if it holds an array itself: see :func:`open_node`).
-:func:`node_from_metadata` picks the class a node opens as (a Zarr v2 group
+directly, only if it holds an array itself: see `open_node()`).
+`node_from_metadata()` picks the class a node opens as (a Zarr v2 group
 or array, an array described by consolidated metadata, or a plain v3 node).
-Opening in fewer rounds of requests is :mod:`zarr3_backend.nodes.opening`'s job;
-writing a new node is :mod:`zarr3_backend.nodes.placement`'s.
+Opening in fewer rounds of requests is `zarr3_backend.nodes.opening`'s job;
+writing a new node is `zarr3_backend.nodes.placement`'s.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ class Group:
         storage_options: dict[str, Any] | None = None,
         **options: Unpack[ArrayDefinition],
     ) -> Array:
-        """Create an array child; keyword arguments as :func:`zarr3_backend.create_array`."""
+        """Create an array child; keyword arguments as `zarr3_backend.create_array()`."""
         self._check_writable()
         store = make_store(self.store, storage_options=storage_options)
         path = self._child_path(name)
@@ -245,7 +245,7 @@ class Group:
         overwrite: bool = False,
         storage_options: dict[str, Any] | None = None,
     ) -> Group:
-        """Create a group child; keyword arguments as :func:`zarr3_backend.create_group`."""
+        """Create a group child; keyword arguments as `zarr3_backend.create_group()`."""
         self._check_writable()
         return create_group_at(
             make_store(self.store, storage_options=storage_options),
@@ -258,7 +258,7 @@ class Group:
         """The child group ``name``: the existing one, else a new one (zarr-python's ``require_group``).
 
         ``overwrite=True`` always creates a new, empty group, erasing what was
-        there. Raises :class:`NodeExistsError` if an array is at ``name``.
+        there. Raises `NodeExistsError` if an array is at ``name``.
 
         >>> import zarr3_backend
         >>> root = zarr3_backend.create_group("memory://doc/require_group", overwrite=True)
@@ -288,8 +288,8 @@ class Group:
 
         An existing array must have ``shape`` and a data type that casts safely
         to ``dtype`` (equal to it with ``exact=True``), else
-        :class:`NodeExistsError`; a new one is made with ``shape``, ``dtype``
-        and ``options`` as in :meth:`create_array`.
+        `NodeExistsError`; a new one is made with ``shape``, ``dtype``
+        and ``options`` as in `create_array()`.
 
         >>> import zarr3_backend
         >>> root = zarr3_backend.create_group("memory://doc/require_array", overwrite=True)

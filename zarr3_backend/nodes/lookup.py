@@ -2,7 +2,7 @@
 
 A path holds a node if it has a ``zarr.json``; a path without one that has
 nodes further down is an implicit group. Opening a path that holds neither
-names the Zarr stores found below it (:func:`stores_below`), so that a
+names the Zarr stores found below it (`stores_below()`), so that a
 directory of stores is not mistaken for an empty group.
 """
 

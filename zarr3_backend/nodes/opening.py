@@ -1,9 +1,9 @@
 """Opening a node in as few rounds of requests as the store allows.
 
-:func:`open_node_consolidated` fetches the root's and the node's
+`open_node_consolidated()` fetches the root's and the node's
 ``zarr.json`` in one batch, so a node the root's consolidated metadata
 describes (with all its members) opens in one round.
-:func:`open_node_listed` also lists the node's prefix meanwhile, so that a
+`open_node_listed()` also lists the node's prefix meanwhile, so that a
 group without consolidated metadata opens and discovers its children in two
 rounds, not three (at the price of a listing nobody uses when the group
 turns out to carry consolidated metadata).
@@ -25,7 +25,7 @@ def open_node_consolidated(
     """The node at ``path`` as the root's consolidated metadata describes it, if the root has an entry for it.
 
     Fetches the root's and the node's ``zarr.json`` in one batch; without a
-    consolidated entry this is :func:`~zarr3_backend.nodes.hierarchy.open_node`.
+    consolidated entry this is `open_node()`.
     Readers that open a group this way see a ``to_zarr3`` write switch at once
     (its commit writes the consolidated root first).
     """
@@ -48,7 +48,7 @@ def open_node_consolidated(
 def open_node_listed(
     store: Store, path: str, *, read_only: bool, strict: bool = False, consolidated: bool = True
 ) -> Array | Group:
-    """:func:`open_node_consolidated`, listing the node's prefix meanwhile; a group keeps the listing for :meth:`Group.members`.
+    """`open_node_consolidated()`, listing the node's prefix meanwhile; a group keeps the listing for `Group.members()`.
 
     ``consolidated=False`` drops the group's consolidated metadata (its members
     are read from their own documents, with this listing). A listing that

@@ -12,7 +12,7 @@ from ..errors import NodeNameError
 
 
 def validate_node_name(name: str) -> str:
-    """Return ``name`` if the spec allows it as a node name, else raise :class:`NodeNameError`.
+    """Return ``name`` if the spec allows it as a node name, else raise `NodeNameError`.
 
     >>> validate_node_name("t2m")
     't2m'

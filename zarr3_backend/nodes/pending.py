@@ -1,11 +1,11 @@
 """Reading the pending-write record (``__zarr3_backend_pending.json``) of an interrupted ``to_zarr3`` commit.
 
-:func:`~zarr3_backend.xarray.write.commit.roll_forward` publishes what the record holds, so the record
+`roll_forward()` publishes what the record holds, so the record
 is checked whole first, as any metadata from a store is: a record that is
 not a JSON object, lacks a field, has a field of the wrong type, names a path
 that is not a node path under the store's key rules (``..``, an absolute
 path, a backslash ...), or holds a document that is not valid node metadata
-raises :class:`~zarr3_backend.errors.MetadataError`, naming the problem and
+raises `MetadataError`, naming the problem and
 how to recover, before anything is published.
 
 >>> parse_pending(b'{"token": "t", "consolidate": true, "documents": {"/etc": {}}}')
@@ -35,7 +35,7 @@ class PendingRecord:
 
 
 def parse_pending(raw: bytes) -> PendingRecord:
-    """The record in ``raw``, every path and document checked; :class:`MetadataError` if anything is wrong."""
+    """The record in ``raw``, every path and document checked; `MetadataError` if anything is wrong."""
     try:
         record = decode_document(raw, PENDING_KEY)
     except MetadataError as exc:
@@ -54,7 +54,7 @@ def parse_pending(raw: bytes) -> PendingRecord:
 
 
 def read_pending(raw: bytes, *, skip_broken: bool = False) -> PendingRecord | None:
-    """:func:`parse_pending`; with ``skip_broken`` (a ``mode="w"`` write, which can always replace a store) ``None`` for a broken record."""
+    """`parse_pending()`; with ``skip_broken`` (a ``mode="w"`` write, which can always replace a store) ``None`` for a broken record."""
     try:
         return parse_pending(raw)
     except MetadataError:

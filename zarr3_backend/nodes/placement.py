@@ -3,7 +3,7 @@
 A new node refuses a node already at its path (or erases it, with
 ``overwrite``), refuses to nest under an array or a Zarr v2 node, writes a
 group ``zarr.json`` for each ancestor that has none, and patches every
-consolidating ancestor (:func:`~zarr3_backend.nodes.consolidation.refresh_consolidated`).
+consolidating ancestor (`refresh_consolidated()`).
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/placement")
@@ -76,7 +76,7 @@ def missing_parents(store: Store, path: str) -> list[str]:
 def ensure_parents(store: Store, path: str) -> list[Change]:
     """Write group metadata for every ancestor of ``path`` that has none; refuse to nest under an array.
 
-    Returns the groups it created, as changes for :func:`refresh_consolidated`.
+    Returns the groups it created, as changes for `refresh_consolidated()`.
     """
     created = []
     for ancestor in missing_parents(store, path):
@@ -90,7 +90,7 @@ def _v2_keys(path: str) -> list[str]:
 
 
 def _existing_node(store: Store, path: str) -> NodeMetadata | None:
-    """The v3 node at ``path`` (``None``: none); :class:`ReadOnlyError` for a v2 node. One batched fetch."""
+    """The v3 node at ``path`` (``None``: none); `ReadOnlyError` for a v2 node. One batched fetch."""
     raw, *v2_found = plain_values(
         store.get_many_versioned([(metadata_key(path), None)] + [(k, None) for k in _v2_keys(path)])
     )

@@ -31,7 +31,7 @@ PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are 
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
 
-#: What a read returns: an array, or one element (see :data:`~zarr3_backend.core.dtypes.Scalar`) when every
+#: What a read returns: an array, or one element (see `Scalar`) when every
 #: axis is selected by an integer.
 ReadResult: TypeAlias = np.ndarray | Scalar
 
@@ -52,7 +52,7 @@ class PlannedRead:
 
 
 class Readable(Protocol):
-    """What :func:`read_many` reads from: an array that plans its part of a batched read."""
+    """What `read_many()` reads from: an array that plans its part of a batched read."""
 
     def planned_read(self, selection: SelectionLike, orthogonal: bool) -> PlannedRead:
         """``selection`` (orthogonal indexing if ``orthogonal``) planned for a batched read."""
@@ -86,17 +86,17 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
 
 
 def fetches_in_flight(store: Store) -> int:
-    """Fetches a read keeps in flight on ``store``: its :attr:`~Store.io_concurrency` if remote, else the CPU threads.
+    """Fetches a read keeps in flight on ``store``: its `io_concurrency` if remote, else the CPU threads.
 
     Local reads are memory copies, for which more fetches than decoding threads
-    only buffer more (they also hold at most :data:`LOCAL_HELD_BYTES` of
+    only buffer more (they also hold at most `LOCAL_HELD_BYTES` of
     undecoded data).
     """
     return store.io_concurrency if is_remote(store) else thread_count()
 
 
 def is_remote(store: Store) -> bool:
-    """Whether ``store`` declares more than one request in flight (:attr:`~Store.io_concurrency`): object storage, where rounds cost time.
+    """Whether ``store`` declares more than one request in flight (`io_concurrency`): object storage, where rounds cost time.
 
     Not "more fetches than CPU threads": a 64-core machine has more threads than
     the 64 requests in flight by default, and its reads from S3 pay for rounds all the same.
@@ -105,7 +105,7 @@ def is_remote(store: Store) -> bool:
 
 
 def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:
-    """Split read plans into fetch groups of about :data:`PIPELINE_MIN_BYTES` of output each (large chunks: one each).
+    """Split read plans into fetch groups of about `PIPELINE_MIN_BYTES` of output each (large chunks: one each).
 
     A group is one batched store call per round; groups are fetched
     concurrently and decoded as each arrives.

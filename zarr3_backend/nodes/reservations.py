@@ -7,11 +7,11 @@ then they read as fill values. So that this is never silent, the call lists
 its rows in the group's ``__zarr3_backend_appending.json`` before growing
 the arrays, and the last task of its computation takes them off. Every
 ``to_zarr3`` commit sets the group attribute ``_zarr3_backend_appending``
-(:data:`HINT`) while the list holds rows (and drops it once it is empty),
+(`HINT`) while the list holds rows (and drops it once it is empty),
 so readers fetch the list only for such groups. While it holds rows,
 opening the group with ``engine="zarr3"`` warns
-(:class:`~zarr3_backend.nodes.unfinished.UnfinishedWriteWarning`; ``engine="zarr"``
-shows the attribute) and ``validate`` reports them (:func:`describe` says
+(`UnfinishedWriteWarning`; ``engine="zarr"``
+shows the attribute) and ``validate`` reports them (`describe()` says
 which rows and what to do).
 
 Names starting with ``__`` are reserved for extensions: other readers skip the list.
@@ -57,7 +57,7 @@ def appending_key(path: str) -> str:
 
 
 def parse_reservations(raw: bytes | None, key: str = APPENDING) -> list[Reservation]:
-    """The reservations in a stored list; :class:`MetadataError` naming ``key`` if it is not one we write.
+    """The reservations in a stored list; `MetadataError` naming ``key`` if it is not one we write.
 
     >>> parse_reservations(b'{"appends": [{"id": "a", "dim": "t", "start": Infinity, "stop": 2}]}')
     Traceback (most recent call last):
@@ -98,7 +98,7 @@ def _broken(key: str, problem: str) -> MetadataError:
 
 
 def read_reservations(store: Store, path: str) -> list[Reservation]:
-    """The rows reserved and not yet written in the group at ``path``; :class:`MetadataError` for a broken list."""
+    """The rows reserved and not yet written in the group at ``path``; `MetadataError` for a broken list."""
     key = appending_key(path)
     return parse_reservations(store.get(key), key)
 
@@ -126,7 +126,7 @@ def release(store: Store, path: str, reservation_id: str) -> list[Reservation]:
 
 
 def drop_hint(store: Store, path: str) -> None:
-    """Remove :data:`HINT` from the group at ``path`` and the consolidated metadata above it.
+    """Remove `HINT` from the group at ``path`` and the consolidated metadata above it.
 
     The caller holds the lock that serialises metadata writes to the store.
     """
@@ -141,7 +141,7 @@ def drop_hint(store: Store, path: str) -> None:
 def hint_groups(
     documents: Mapping[str, dict[str, Any]], lists: Mapping[str, bytes | None]
 ) -> dict[str, dict[str, Any]]:
-    """``documents`` with :data:`HINT` set on each group of ``lists`` iff its list exists.
+    """``documents`` with `HINT` set on each group of ``lists`` iff its list exists.
 
     ``lists`` maps group paths to their stored reservation list (``None``: none).
     """

@@ -2,8 +2,8 @@
 
 Writes never reset what lies beyond the array's shape (another writer may
 be appending rows there); the shape changes of ``Array.resize`` do instead:
-a shrink drops what falls outside (:func:`clear_outside`), a grow resets
-what it exposes, left by an interrupted append (:func:`clear_exposed`).
+a shrink drops what falls outside (`clear_outside()`), a grow resets
+what it exposes, left by an interrupted append (`clear_exposed()`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Shard-owning block writes: each call writes inside exactly one stored chunk (shard).
 
-:func:`write_block` writes a block lying in one stored chunk (one shard, or
+`write_block()` writes a block lying in one stored chunk (one shard, or
 one chunk when unsharded) with one atomic store ``set`` (temp file + rename
 on local disk, one PUT, or one multipart upload for large shards, on object
 stores). A write that dies leaves the previous shard (or nothing), never a
-torn one, so re-running a write converges. :func:`write_numpy` writes an
+torn one, so re-running a write converges. `write_numpy()` writes an
 in-memory array one shard per call on the thread pool; the dask graphs of
-:mod:`zarr3_backend.dask.write_graph` call :func:`write_block` once per shard task.
+`zarr3_backend.dask.write_graph` call `write_block()` once per shard task.
 
 Blocks that cover only part of their shard (region and append edges) are
 read, merged and rewritten by their owning call, at the cost of the inner
@@ -17,16 +17,16 @@ outside its block, whatever the array's shape is by then (another writer may
 have appended rows into the same shard). Blocks covering the whole
 in-bounds part of a shard are encoded without reading, with the fill value
 beyond the edge: callers whose shape may grow meanwhile write through
-:func:`whole_shard_view`. Nothing stale beyond the edge is enforced where the
-shape changes (``Array.resize``, and :func:`clear_rows` undoes exactly an
+`whole_shard_view()`. Nothing stale beyond the edge is enforced where the
+shape changes (``Array.resize``, and `clear_rows()` undoes exactly an
 append's rows), not on every write.
 
 Two independent writers (processes, clusters) may write disjoint regions of
 one array safely when the regions are aligned to shards. A block covering
 only part of a shard is a read-modify-write of the whole shard: a second
 writer doing the same to that shard at the same time can lose its rows.
-:func:`partial_shards` finds such shards (``to_zarr3`` warns once with
-:class:`PartialShardWarning` where writers may race), and a ``lock`` (see :func:`shard_lock`) makes
+`partial_shards()` finds such shards (``to_zarr3`` warns once with
+`PartialShardWarning` where writers may race), and a ``lock`` (see `shard_lock()`) makes
 the read-modify-write exclusive per shard across processes.
 
 >>> import zarr3_backend
@@ -95,7 +95,7 @@ class Lock(Protocol):
 
 
 #: The ``lock`` argument of the writers: one lock for every shard, a callable giving the lock of
-#: a shard key, or ``None`` (see :func:`shard_lock`).
+#: a shard key, or ``None`` (see `shard_lock()`).
 ShardLock: TypeAlias = Lock | Callable[[str], Lock] | None
 
 
@@ -159,7 +159,7 @@ def write_block(
     """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
 
     The shard is stored with one atomic write; partial blocks are merged into
-    the stored shard (read-modify-write, holding :func:`shard_lock` of the
+    the stored shard (read-modify-write, holding `shard_lock()` of the
     shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
     A partial block changes no element outside itself: a sharded array decodes
     and re-encodes only the inner chunks it touches, and the other inner
@@ -207,7 +207,7 @@ def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -
     Only those rows change: a stored chunk (shard) lying wholly among them is
     deleted; one they share with other rows (older data, or a later append's
     rows in the same shard) is read, reset there and rewritten, holding
-    :func:`shard_lock` of its key.
+    `shard_lock()` of its key.
     """
     grid = array.metadata.chunk_grid
     for coords in grid.chunk_coords(array.shape):
@@ -232,14 +232,14 @@ def write_numpy(
     write_empty_chunks: bool = False,
     lock: ShardLock = None,
 ) -> None:
-    """Write an in-memory array at ``origin``, one shard per call of :func:`write_block` on the thread pool."""
+    """Write an in-memory array at ``origin``, one shard per call of `write_block()` on the thread pool."""
     write_numpy_many([(array, origin, data, write_empty_chunks)], lock)
 
 
 def write_numpy_many(
     writes: Sequence[tuple[Array, Sequence[int], npt.ArrayLike, bool]], lock: ShardLock = None
 ) -> None:
-    """:func:`write_numpy` for several ``(array, origin, data, write_empty_chunks)`` at once: all their shards
+    """`write_numpy()` for several ``(array, origin, data, write_empty_chunks)`` at once: all their shards
     share the thread pool (a region write of several variables, each touching one shard, runs them side by side).
 
     >>> import zarr3_backend

@@ -2,7 +2,7 @@
 
 Readers then discover the whole hierarchy from one document (the layout
 zarr-python and xarray write and read). Keeping such a copy true when nodes
-change afterwards is :mod:`zarr3_backend.nodes.consolidation`'s job.
+change afterwards is `zarr3_backend.nodes.consolidation`'s job.
 """
 
 from __future__ import annotations

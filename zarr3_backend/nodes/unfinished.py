@@ -5,15 +5,15 @@ A first write (``mode="w"``/``"w-"``) publishes its metadata before its data
 (Ctrl-C, a failed task, a killed process) it would read as complete, with
 the missing chunks as fill values. So every group document it publishes
 carries the attribute ``_zarr3_backend_unfinished`` (also in the consolidated
-copies), and its last data task removes it (:func:`unmark`). Readers find it
+copies), and its last data task removes it (`unmark()`). Readers find it
 in documents they fetch anyway, so checking costs no request. While a group
 carries it:
 
 - opening it (``open``, ``open_group``, ``engine="zarr3"``, DataTrees
-  included) raises :class:`~zarr3_backend.errors.UnfinishedWriteError` naming
+  included) raises `UnfinishedWriteError` naming
   the fix; a *template* (a ``compute=False`` write, whose data the delayed it
   returned or region writes are to fill), or a group opened for writing (to
-  repair it), only warns, with :class:`UnfinishedWriteWarning`.
+  repair it), only warns, with `UnfinishedWriteWarning`.
   ``engine="zarr"`` shows the attribute;
 - ``validate`` reports it (an error; a warning for a template).
 
@@ -106,7 +106,7 @@ def unfinished_group(store: Store | None, path: str, metadata: NodeMetadata | No
 
 
 def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
-    """Raise :class:`~zarr3_backend.errors.UnfinishedWriteError` for an unfinished write; warn for a template.
+    """Raise `UnfinishedWriteError` for an unfinished write; warn for a template.
 
     A group opened ``writable`` (to repair or remove the mark) only warns.
     """
@@ -120,7 +120,7 @@ def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
 
 
 def check_opened(node: Array | Group) -> None:
-    """:func:`report` the mark of ``node`` if it is a marked group (arrays carry none)."""
+    """`report()` the mark of ``node`` if it is a marked group (arrays carry none)."""
     if isinstance(node, Group):
         report(unfinished_group(node.store, node.path, node.metadata), writable=not node.read_only)
 

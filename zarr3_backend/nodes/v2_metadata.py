@@ -1,20 +1,20 @@
 """Zarr v2 metadata (``.zarray``, ``.zgroup``, ``.zattrs``, consolidated ``.zmetadata``) as node metadata.
 
 Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html. A v2 array becomes a
-:class:`V2ArrayMetadata`: the v3 description that reads the same bytes, so
+`V2ArrayMetadata`: the v3 description that reads the same bytes, so
 arrays read v2 chunks through the ordinary read path:
 
 * chunk keys: the ``v2`` chunk key encoding with the ``dimension_separator``;
 * codecs, for arrays of simple types without filters: ``transpose`` (when
   ``order`` is ``"F"``), ``bytes`` with the stored byte order, then the
-  compressor; otherwise :class:`~zarr3_backend.codecs.v2.V2FilterCodec`
+  compressor; otherwise `V2FilterCodec`
   (filters, object and structured types), then the compressor. Compressors
   ``blosc``, ``zstd`` and ``gzip`` become the v3 codecs of those names, any
   other numcodecs id ``numcodecs.<id>`` (so decompression is bounded as for v3);
-* data type and fill value: :mod:`zarr3_backend.core.dtypes.v2`;
+* data type and fill value: `zarr3_backend.core.dtypes.v2`;
 * attributes: the ``.zattrs`` object (``_ARRAY_DIMENSIONS`` included, as zarr-python shows it).
 
-Both keep the documents they came from (:attr:`V2ArrayMetadata.zarray`, and
+Both keep the documents they came from (`V2ArrayMetadata.zarray`, and
 ``to_json`` gives ``{".zarray" | ".zgroup": ..., ".zattrs": ...}``, the form
 consolidated metadata stores per node). v2 nodes are read-only.
 
@@ -83,7 +83,7 @@ class V2ArrayMetadata(ArrayMetadata):
 
 @dataclass(frozen=True)
 class V2GroupMetadata(GroupMetadata):
-    """A group's ``.zgroup`` and ``.zattrs``; ``consolidated`` holds ``.zmetadata`` per node (see :func:`v2_node_from_documents`)."""
+    """A group's ``.zgroup`` and ``.zattrs``; ``consolidated`` holds ``.zmetadata`` per node (see `v2_node_from_documents()`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {ZGROUP: {"zarr_format": 2}, ZATTRS: dict(self.attributes)}
@@ -92,7 +92,7 @@ class V2GroupMetadata(GroupMetadata):
 def v2_node_from_documents(documents: dict[str, Any], where: str) -> NodeMetadata:
     """The node described by ``{".zarray" | ".zgroup": document, ".zattrs": attributes}`` (``.zattrs`` optional).
 
-    Raises :class:`MetadataError` naming ``where`` and the field for a document the spec does not allow.
+    Raises `MetadataError` naming ``where`` and the field for a document the spec does not allow.
     """
     attributes = parse_attributes(documents.get(ZATTRS, {}), f"{where}/{ZATTRS}")
     if ZARRAY in documents:

@@ -1,4 +1,4 @@
-"""Stores: the :class:`Store` protocol, local, obstore and fsspec backends, and :func:`make_store`."""
+"""Stores: the `Store` protocol, local, obstore and fsspec backends, and `make_store()`."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from .obstore_store import ObstoreStore, clear_store_cache
 from .streaming import stream_reads
 from .zarr_python import ZarrPythonStore
 
-#: What every ``store`` argument of the API accepts (see :func:`make_store`): a :class:`Store`, a
+#: What every ``store`` argument of the API accepts (see `make_store()`): a `Store`, a
 #: local path or URL, any zarr-python store (``zarr.abc.store.Store``: an Icechunk session's store too), or an fsspec
 #: mapper (``fsspec.get_mapper(url)``). fsspec ships no type information (mypy would see ``FSMap`` as
 #: ``Any``, which accepts everything), so the mapper is named by the protocol it implements.
@@ -80,20 +80,20 @@ def make_store(
     storage_options: dict[str, Any] | None = None,
     read_only: bool = False,
 ) -> Store:
-    """The store behind a path, URL or existing store (a :data:`StoreLike`; anything else raises).
+    """The store behind a path, URL or existing store (a `StoreLike`; anything else raises).
 
-    A :class:`Store` passes through unchanged. Plain paths and ``file://``
-    URLs give a :class:`LocalStore`. ``s3://``, ``gs://``, ``az://``,
-    ``abfs://`` and ``http(s)://`` URLs give an :class:`ObstoreStore` when
+    A `Store` passes through unchanged. Plain paths and ``file://``
+    URLs give a `LocalStore`. ``s3://``, ``gs://``, ``az://``,
+    ``abfs://`` and ``http(s)://`` URLs give an `ObstoreStore` when
     obstore is installed, its ``storage_options`` translated from their
     fsspec names; ``storage_options={"backend": "fsspec"}`` (or an option
     obstore has no equivalent for, with a warning naming it) gives an
-    :class:`FsspecStore` instead. Any other URL (``memory://``,
-    ``zip::file:///a.zip``, ...) gives an :class:`FsspecStore` built by
+    `FsspecStore` instead. Any other URL (``memory://``,
+    ``zip::file:///a.zip``, ...) gives an `FsspecStore` built by
     ``fsspec.core.url_to_fs(url, **storage_options)``. http(s) and zip
     stores are always read-only. zarr-python stores (``LocalStore``, ``FsspecStore``,
     ``MemoryStore``) and fsspec mappers (``fsspec.get_mapper(url)``) become
-    the matching store here (see :mod:`zarr3_backend.store.foreign`); any other
+    the matching store here (see `zarr3_backend.store.foreign`); any other
     zarr-python store (an Icechunk ``session.store``, ...) is wrapped in a `ZarrPythonStore`.
 
     >>> make_store("memory://doc/make_store")

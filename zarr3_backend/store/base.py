@@ -83,7 +83,7 @@ class Store(ABC):
 
     @property
     def atomic_create(self) -> bool:
-        """Whether :meth:`create` is atomic: of writers creating one key at once, exactly one succeeds."""
+        """Whether `create()` is atomic: of writers creating one key at once, exactly one succeeds."""
         return False
 
     @property
@@ -98,7 +98,7 @@ class Store(ABC):
     def create(self, key: str, value: Value) -> bool:
         """Store ``value`` under ``key`` only if no value is there; whether it was stored.
 
-        Atomic where :attr:`atomic_create` says so (a local file linked into
+        Atomic where `atomic_create` says so (a local file linked into
         place, a conditional PUT). This default checks, then sets: another
         writer may create the key in between, and both calls return ``True``.
         """
@@ -127,7 +127,7 @@ class Store(ABC):
     def set(self, key: str, value: Value) -> None:
         """Store ``value`` under ``key`` atomically: readers see old or new, never a mix.
 
-        ``value`` may be a tuple or list of pieces (see :func:`join_value`).
+        ``value`` may be a tuple or list of pieces (see `join_value()`).
         """
 
     @abstractmethod

@@ -3,7 +3,7 @@
 With no credentials configured, obstore (and botocore, under s3fs) fall
 through to the EC2 instance metadata service at ``169.254.169.254``; off EC2
 the request fails with a 403 or a timeout that says nothing about
-credentials. :func:`missing_credentials` recognizes that failure when no
+credentials. `missing_credentials()` recognizes that failure when no
 source of credentials is configured, and names every source looked at and
 the fixes.
 

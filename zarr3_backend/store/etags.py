@@ -1,6 +1,6 @@
 """Generations of objects read from object stores, and the endpoints whose ETags are not trusted.
 
-A generation built from an answer (:func:`object_generation`) holds the
+A generation built from an answer (`object_generation()`) holds the
 object's ETag and version together with its size and last-modified time
 where the server sent them, so a rewrite that changes any of them is seen.
 
@@ -72,7 +72,7 @@ _watches_lock = threading.Lock()
 
 
 def watch(endpoint: str) -> EtagWatch:
-    """The process-wide :class:`EtagWatch` of ``endpoint`` (a scheme, host and bucket, or a URL root)."""
+    """The process-wide `EtagWatch` of ``endpoint`` (a scheme, host and bucket, or a URL root)."""
     with _watches_lock:
         found = _watches.get(endpoint)
         if found is None:

@@ -3,21 +3,21 @@
 =================================  =============================================
 given                              becomes
 =================================  =============================================
-``zarr.storage.LocalStore``        :class:`LocalStore` at its root
-``zarr.storage.FsspecStore``       :class:`FsspecStore` on its file system and path
-``zarr.storage.MemoryStore``       :class:`ZarrMemoryStore` reading and writing it in place
-``fsspec.FSMap`` (``get_mapper``)  :class:`FsspecStore` on its file system and root
+``zarr.storage.LocalStore``        `LocalStore` at its root
+``zarr.storage.FsspecStore``       `FsspecStore` on its file system and path
+``zarr.storage.MemoryStore``       `ZarrMemoryStore` reading and writing it in place
+``fsspec.FSMap`` (``get_mapper``)  `FsspecStore` on its file system and root
 =================================  =============================================
 
 Any other zarr-python store (``zarr.abc.store.Store``: an Icechunk session's
 store, ``ObjectStore``, ``ZipStore``, ...) becomes a `ZarrPythonStore` wrapping it.
 
-A local file system behind an fsspec store or mapper gives a :class:`LocalStore`
+A local file system behind an fsspec store or mapper gives a `LocalStore`
 (atomic writes, parent directories created).
 
 zarr-python keeps its file systems in asynchronous mode; they are reopened
 in ordinary (synchronous) mode with the same options, which is how
-:class:`FsspecStore` drives them. Nothing here imports zarr: its classes are
+`FsspecStore` drives them. Nothing here imports zarr: its classes are
 looked up only for objects that come from it.
 
 >>> import fsspec

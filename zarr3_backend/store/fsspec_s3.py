@@ -1,4 +1,4 @@
-"""S3 through fsspec (s3fs), as :class:`~zarr3_backend.store.fsspec_store.FsspecStore` uses it.
+"""S3 through fsspec (s3fs), as `FsspecStore` uses it.
 
 How to build an s3 file system whose connection pool admits every request in
 flight, how to tell one apart, how it splits paths, how to make a whole-value

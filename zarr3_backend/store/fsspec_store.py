@@ -8,7 +8,7 @@ semantics everywhere: suffixes go out as ``bytes=-n``, ranges past the end
 read as ``b""`` (an HTTP 416 is not an error here), and ranges that need the
 size (a negative ``end``) cost one extra HEAD.
 
-A ranged read returns exactly its range or raises :class:`StoreError`: on
+A ranged read returns exactly its range or raises `StoreError`: on
 S3 the answer's ``Content-Range`` must name the bytes asked for (from a 200
 with the whole object, the range is sliced out), and everywhere a body longer than the
 range, or shorter without the value ending there, is refused. (fsspec's
@@ -94,7 +94,7 @@ class FsspecStore(Store):
     root : str
         Root path in ``fs``'s terms (protocol optional), e.g. ``"bucket/data.zarr"``.
     read_only : bool
-        Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
+        Refuse writes with `ReadOnlyError`.
     io_concurrency : int, optional
         Requests kept in flight at once on an asynchronous file system
         (default: ``ZARR3_BACKEND_IO_CONCURRENCY``, 64). Synchronous ones

@@ -9,7 +9,7 @@ listings skip them, keys may not use that prefix, and erasing a prefix
 
 Nothing outside ``root`` is ever read, written, listed or deleted: a key
 whose path leads through a symbolic link out of the root raises
-:class:`~zarr3_backend.errors.InvalidKeyError` (links that stay inside the
+`InvalidKeyError` (links that stay inside the
 root are followed).
 
 >>> import tempfile
@@ -102,7 +102,7 @@ class LocalStore(Store):
     root : str or os.PathLike
         Directory holding the hierarchy (a path or ``file://`` URL); created on the first write.
     read_only : bool
-        Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
+        Refuse writes with `ReadOnlyError`.
     """
 
     versioned_reads = True
@@ -152,7 +152,7 @@ class LocalStore(Store):
         return directory
 
     def _check_inside(self, path: str, key: str) -> None:
-        """Raise :class:`InvalidKeyError` if ``path`` resolves (through symbolic links) outside the root."""
+        """Raise `InvalidKeyError` if ``path`` resolves (through symbolic links) outside the root."""
         if path in self._checked_dirs:
             return
         real_root = os.path.realpath(self.root)
@@ -168,7 +168,7 @@ class LocalStore(Store):
             self._checked_dirs.add(path)
 
     def _read(self, key: str, path: str, byte_range: ByteRange | None) -> Versioned:
-        """:func:`_read_file`, following a final symbolic link only if it resolves inside the root."""
+        """`_read_file()`, following a final symbolic link only if it resolves inside the root."""
         try:
             return _read_file(path, byte_range)
         except StoreError as exc:

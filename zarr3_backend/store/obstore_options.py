@@ -1,10 +1,10 @@
 """Translations to and from obstore: fsspec-style ``storage_options`` as its configuration, byte ranges,
 generations, and values to upload.
 
-:func:`obstore_settings` translates the options users already pass to
+`obstore_settings()` translates the options users already pass to
 ``engine="zarr"`` and fsspec into the configuration and client options of
 an obstore store; an option with no equivalent raises
-:class:`UnsupportedOptionError`, naming it, so that ``make_store`` can fall
+`UnsupportedOptionError`, naming it, so that ``make_store`` can fall
 back to fsspec.
 
 >>> obstore_settings("s3", {"key": "k", "secret": "s", "client_kwargs": {"region_name": "eu-west-1"}}).config
@@ -69,13 +69,13 @@ def obstore_settings(protocol: str, storage_options: Mapping[str, Any]) -> Obsto
     ``profile``, ``requester_pays``, ``client_kwargs`` (``region_name``,
     ``endpoint_url``, ``verify``: ``False`` or a CA bundle file) and
     ``config_kwargs={"max_pool_connections": ...}`` (requests in flight are
-    :attr:`ObstoreStore.io_concurrency` here). GCS (gcsfs): ``token`` (a
+    `ObstoreStore.io_concurrency` here). GCS (gcsfs): ``token`` (a
     service-account file or dict, ``"anon"``, ``"google_default"``,
     ``"cloud"``). Azure (adlfs): ``account_name``, ``account_key``,
     ``sas_token``, ``tenant_id``, ``client_id``, ``client_secret``, ``anon``.
     Everywhere, ``client_options`` passes obstore's own client options
     through, and fsspec's caching options are ignored. Anything else raises
-    :class:`UnsupportedOptionError`.
+    `UnsupportedOptionError`.
     """
     settings = ObstoreSettings()
     kind = protocol_kind(protocol)
@@ -194,7 +194,7 @@ def span(byte_range: ByteRange | None, size: int) -> tuple[int, int]:
 
 
 def endpoint_name(url: str, settings: ObstoreSettings) -> str:
-    """The endpoint a store at ``url`` talks to, as :mod:`.etags` names it: scheme, bucket or host, endpoint.
+    """The endpoint a store at ``url`` talks to, as `etags` names it: scheme, bucket or host, endpoint.
 
     >>> endpoint_name("s3://bucket/data.zarr", ObstoreSettings({"endpoint": "http://127.0.0.1:9000"}))
     's3://bucket at http://127.0.0.1:9000'
@@ -204,7 +204,7 @@ def endpoint_name(url: str, settings: ObstoreSettings) -> str:
 
 
 def generation(meta: ObjectMeta, endpoint: str, key: str) -> Generation | None:
-    """The generation of the object ``meta`` describes (see :func:`~.etags.object_generation`)."""
+    """The generation of the object ``meta`` describes (see `object_generation()`)."""
     return object_generation(
         endpoint,
         key,

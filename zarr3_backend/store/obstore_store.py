@@ -7,12 +7,12 @@ batch of requests goes out on the runtime's request pool, up to
 GIL; its asyncio API on one event loop measured no faster: see
 docs/performance.md). Every answer to a ranged read
 is checked: a body whose span or length differs from the range asked for
-raises :class:`StoreError`, never reaching a decoder.
+raises `StoreError`, never reaching a decoder.
 
-fsspec-style ``storage_options`` are translated by :mod:`.obstore_options`;
+fsspec-style ``storage_options`` are translated by `obstore_options`;
 an option without an equivalent makes ``make_store`` fall back to fsspec.
 Clients are cached per store description, so that stores unpickled by dask
-tasks share connections; :func:`clear_store_cache` drops them.
+tasks share connections; `clear_store_cache()` drops them.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from obstore import ObjectMeta
     from obstore.store import ObjectStore
 
-#: URL schemes an :class:`ObstoreStore` serves.
+#: URL schemes an `ObstoreStore` serves.
 PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "http", "https"})
 #: Values up to this size are one PUT; larger ones go up as a multipart upload of parts this size
 #: (obstore's ``put``), as s3fs does. Either way the object appears whole, never in part.
@@ -70,8 +70,8 @@ def clear_store_cache() -> None:
 class ObstoreStore(Store):
     """Keys under the URL ``url`` (``s3://bucket/prefix``, ``gs://``, ``az://``, ``https://host/path``) on obstore.
 
-    Plain HTTP has no listing: over http(s) :meth:`list_prefix` and
-    :meth:`list_dir` find nothing, and generations are ETags where the
+    Plain HTTP has no listing: over http(s) `list_prefix()` and
+    `list_dir()` find nothing, and generations are ETags where the
     server sends them. Pickles as its description.
 
     Parameters
@@ -79,9 +79,9 @@ class ObstoreStore(Store):
     url : str
         The store root.
     storage_options : dict, optional
-        fsspec-style options, translated by :func:`~.obstore_options.obstore_settings`.
+        fsspec-style options, translated by `obstore_settings()`.
     read_only : bool
-        Refuse writes with :class:`~zarr3_backend.errors.ReadOnlyError`.
+        Refuse writes with `ReadOnlyError`.
     io_concurrency : int, optional
         Requests in flight at once (default: ``ZARR3_BACKEND_IO_CONCURRENCY``, 64).
 
@@ -138,7 +138,7 @@ class ObstoreStore(Store):
 
     @property
     def client(self) -> ObjectStore:
-        """The obstore client of this store's description, shared by equal stores until :func:`clear_store_cache`."""
+        """The obstore client of this store's description, shared by equal stores until `clear_store_cache()`."""
         clients = _clients.get()
         client = clients.get(self._key)
         if client is None:
@@ -236,7 +236,7 @@ class ObstoreStore(Store):
             raise self._failed("read", key, exc) from exc
 
     def sizes(self, keys: Sequence[str]) -> list[int | None]:
-        """The stored size of each key (``None``: missing), one HEAD each, :attr:`io_concurrency` at once."""
+        """The stored size of each key (``None``: missing), one HEAD each, `io_concurrency` at once."""
         for key in keys:
             validate_key(key)
         return [

@@ -4,7 +4,7 @@ A range that counts from the end (a negative ``end``) is resolved against the
 value's size first. A server may answer a ``Range`` request with the whole
 object, a shifted or shorter range, or a 416 when the range starts past the
 end; these helpers turn such answers into the bytes asked for or a
-:class:`StoreError`.
+`StoreError`.
 
 >>> resolve_range(ByteRange(-3, -1), 10)
 ByteRange(start=7, end=9)
@@ -82,7 +82,7 @@ def span_length(byte_range: ByteRange, size: int) -> int:
 
 
 def check_length(path: str, byte_range: ByteRange, data: bytes, expected: int) -> bytes:
-    """``data``, read from ``path``, if it is ``expected`` bytes long; else :class:`StoreError`."""
+    """``data``, read from ``path``, if it is ``expected`` bytes long; else `StoreError`."""
     if len(data) != expected:
         raise StoreError(
             f"could not read {path!r}: asked for {http_range(byte_range)} ({expected} bytes), "
@@ -99,7 +99,7 @@ def check_content_range(
     A ``Content-Range`` must name exactly those bytes, and ``data`` hold them
     all. An answer without one (an int: its ``Content-Length``) is the whole
     object: the range is sliced out of it when its length is that of the body.
-    Anything else raises :class:`StoreError`.
+    Anything else raises `StoreError`.
     """
     if isinstance(content_range, int) and content_range == len(data):
         return data[byte_range.slice()]

@@ -3,14 +3,14 @@
 dask reads an array opened with ``chunks={}`` one stored chunk (shard) per
 task, and runs only as many tasks at once as it has threads; each task reads
 its shard's index, then its ranges. On object storage that leaves most of
-the store's :attr:`~.base.Store.io_concurrency` idle and costs two round
-trips per task. A :class:`ReadAhead` (one per array) watches reads of exactly
+the store's `io_concurrency` idle and costs two round
+trips per task. A `ReadAhead` (one per array) watches reads of exactly
 one whole stored chunk: from the second one of a scan on, each such read
 starts whole-value GETs of the stored chunks that follow it in C order of
 the chunk grid (or precede it, when the scan moves backwards, as dask often
 runs such tasks) and that the scan has not read, as many as the store's
-:attr:`~.base.Store.io_concurrency` and ``ZARR3_BACKEND_IO_BYTES`` allow, and
-at most :data:`WINDOW_PER_READ` per chunk the scan has read (a scan that
+`io_concurrency` and ``ZARR3_BACKEND_IO_BYTES`` allow, and
+at most `WINDOW_PER_READ` per chunk the scan has read (a scan that
 stops after a few chunks fetched only a few more).
 
 Read-after-write holds: a read that takes a value fetched ahead first asks
@@ -19,7 +19,7 @@ no body) and uses the value only if its generation is the same; otherwise it
 reads from the store as if nothing had been fetched. Stores without
 versioned reads, and stores that answer as fast as they are asked
 (``io_concurrency`` 1), get no read-ahead. A chunk read twice starts a new
-scan; values nobody took are dropped :data:`IDLE_SECONDS` after the last read.
+scan; values nobody took are dropped `IDLE_SECONDS` after the last read.
 
 >>> from zarr3_backend.core.indexing import plan_selection
 >>> whole_chunk(plan_selection((slice(4, 8), slice(None)), (10, 3), (2, 3)), (4, 3))
@@ -94,7 +94,7 @@ class ReadAhead:
     def store_for(
         self, selection: Selection, chunk_shape: tuple[DimGrid, ...], key_of: Callable[[tuple[int, ...]], str]
     ) -> Store:
-        """The store a read of ``selection`` should use: one holding the chunk's value fetched ahead, or :attr:`store`.
+        """The store a read of ``selection`` should use: one holding the chunk's value fetched ahead, or `store`.
 
         ``chunk_shape`` is the stored chunks' grid (lengths per dimension) and ``key_of`` gives the
         key of the stored chunk at grid coordinates.
@@ -135,7 +135,7 @@ class ReadAhead:
         self._scan_at = None
 
     def _checked(self, key: str, fetched: Future[Versioned] | None) -> Store:
-        """A store serving ``fetched`` if it is of the generation ``key`` has now; else :attr:`store`."""
+        """A store serving ``fetched`` if it is of the generation ``key`` has now; else `store`."""
         if fetched is None:
             return self.store
         now = self.store.get_many_versioned([(key, ByteRange(0, 0))])[
@@ -211,7 +211,7 @@ class ReadAhead:
 
 
 class FetchedValue(Store):
-    """:attr:`store` with the value of ``key`` already fetched: reads of ``key`` are answered from it, the rest pass through."""
+    """`store` with the value of ``key`` already fetched: reads of ``key`` are answered from it, the rest pass through."""
 
     def __init__(self, store: Store, key: str, value: Buffer, generation: Generation) -> None:
         self.store = store

@@ -1,6 +1,6 @@
 """A Sentinel-2 L2A-like scene time series: packed reflectance, a scene classification, a CRS.
 
-The scene is a landscape of land-cover classes (:data:`LAND_COVER`): a river,
+The scene is a landscape of land-cover classes (`LAND_COVER`): a river,
 forest patches, a town, grassland and rectangular crop parcels, each parcel
 with its own sowing date. Each class has a phenology (greenness through the
 year) and reflectance mixes bare soil and leaves by greenness, so NDVI rises
@@ -12,7 +12,7 @@ of forest is cleared (``cleared == 1``) and turns into bare soil.
 Storage follows the L2A product: ``uint16`` digital numbers with
 ``_FillValue = 0``, ``scale_factor = 1e-4`` and ``add_offset = -0.1`` (so
 ``reflectance = DN * 1e-4 - 0.1``), and the ``scl`` band with the ESA classes in
-:data:`SCL`. Any window of any date is generated on its own, so the full size
+`SCL`. Any window of any date is generated on its own, so the full size
 (``**SENTINEL2_FULL``) is built lazily with dask.
 """
 
@@ -157,8 +157,8 @@ def sentinel2_like(
     xarray.Dataset
         ``reflectance(time, band, y, x)``: uint16 DNs with ``_FillValue``, ``scale_factor``,
         ``add_offset`` in its attrs (xarray decodes them to float reflectance on open);
-        ``scl(time, y, x)``: uint8 scene classes (:data:`SCL`); the static truth
-        ``land_cover(y, x)`` (:data:`LAND_COVER`) and ``cleared(y, x)`` (1 where forest is
+        ``scl(time, y, x)``: uint8 scene classes (`SCL`); the static truth
+        ``land_cover(y, x)`` (`LAND_COVER`) and ``cleared(y, x)`` (1 where forest is
         cleared on ``attrs["clearing_date"]``); coordinates ``time``, ``band``, ``wavelength``,
         projected ``y`` (descending) and ``x``; the CRS in ``attrs["crs"]``.
 

@@ -2,7 +2,7 @@
 
 Subclass it in a test module and provide two pytest fixtures, ``codec`` (as a
 user or ``zarr.json`` would give it, possibly not yet evolved) and ``spec``
-(the :class:`~zarr3_backend.codecs.base.ChunkSpec` the codec receives)::
+(the `ChunkSpec` the codec receives)::
 
     class TestGzip(CodecContract):
         @pytest.fixture
@@ -91,7 +91,7 @@ def encode(codec: Codec, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray | Buf
 
 
 def decode(codec: Codec, encoded: np.ndarray | Buffer, spec: ChunkSpec) -> np.ndarray | Buffer:
-    """``codec.decode`` of what :func:`encode` returned."""
+    """``codec.decode`` of what `encode()` returned."""
     if isinstance(codec, ArrayArrayCodec):
         return codec.decode(np.asarray(encoded), spec)
     if isinstance(codec, ArrayBytesCodec | BytesBytesCodec):

@@ -1,4 +1,4 @@
-"""Store test helpers: a request-counting wrapper and the shared :class:`StoreContract`.
+"""Store test helpers: a request-counting wrapper and the shared `StoreContract`.
 
 To test a new store, subclass the contract and provide a ``store`` fixture::
 
@@ -10,8 +10,8 @@ To test a new store, subclass the contract and provide a ``store`` fixture::
         def read_only_view(self, store):
             return MyStore(store.root, read_only=True)
 
-Read-only stores (http, zip) use :class:`ReadOnlyStoreContract`, whose
-``store`` fixture must already hold :data:`SAMPLE`.
+Read-only stores (http, zip) use `ReadOnlyStoreContract`, whose
+``store`` fixture must already hold `SAMPLE`.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class CountingStore(Store):
 
 
 class _ReadChecks:
-    """Checks that only read; ``populated(store)`` must return a store holding :data:`SAMPLE`."""
+    """Checks that only read; ``populated(store)`` must return a store holding `SAMPLE`."""
 
     supports_listing = True
     #: Whether ``get_many_versioned`` reports generations (``False``: ``None`` = unknown).
@@ -285,14 +285,14 @@ class _ReadChecks:
 
 
 class StoreContract(_ReadChecks):
-    """Every :class:`Store` law; subclasses provide an empty, writable ``store`` fixture."""
+    """Every `Store` law; subclasses provide an empty, writable ``store`` fixture."""
 
     def populated(self, store: Store) -> Store:
         store.set_many(SAMPLE)
         return store
 
     def read_only_view(self, store: Store) -> Store:
-        """A read-only store over the same data; override to run :meth:`test_read_only_view`."""
+        """A read-only store over the same data; override to run `test_read_only_view()`."""
         pytest.skip(f"{type(self).__name__} defines no read_only_view")
 
     @pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
@@ -318,7 +318,7 @@ class StoreContract(_ReadChecks):
         assert store.create("a/new", b"third") is True and store.get("a/new") == b"third"
 
     def test_atomic_create_has_one_winner(self, store: Store) -> None:
-        """Where :attr:`Store.atomic_create` holds, of many threads creating one key exactly one succeeds."""
+        """Where `Store.atomic_create` holds, of many threads creating one key exactly one succeeds."""
         if not store.atomic_create:
             return
         import threading
@@ -396,7 +396,7 @@ class StoreContract(_ReadChecks):
 
 
 class ReadOnlyStoreContract(_ReadChecks):
-    """Laws for read-only stores; the ``store`` fixture must already hold :data:`SAMPLE`."""
+    """Laws for read-only stores; the ``store`` fixture must already hold `SAMPLE`."""
 
     def populated(self, store: Store) -> Store:
         return store

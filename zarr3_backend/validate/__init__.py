@@ -1,15 +1,15 @@
-"""Check a store against the Zarr v3 spec (or v2: :mod:`.v2`) and report every problem with the key it concerns.
+"""Check a store against the Zarr v3 spec (or v2: `v2`) and report every problem with the key it concerns.
 
 Validation is parsing: every ``zarr.json`` goes through the same code that
-opens nodes (:mod:`zarr3_backend.core.metadata`, the codec registry and
-:class:`~zarr3_backend.codecs.chain.CodecChain`), and whatever that refuses is a
+opens nodes (`zarr3_backend.core.metadata`, the codec registry and
+`CodecChain`), and whatever that refuses is a
 problem. On top come the structural checks no single document shows:
 
 - node names, nodes inside arrays, implicit groups (removed in Zarr v3.0);
 - consolidated metadata describing exactly the nodes below its group, as they are;
 - every other key is a chunk key inside its array's chunk grid (else: stray);
 - no group carries the mark of an unfinished ``to_zarr3`` first write
-  (:mod:`zarr3_backend.nodes.unfinished`; a ``compute=False`` template: a warning);
+  (`zarr3_backend.nodes.unfinished`; a ``compute=False`` template: a warning);
 - integrity: a warning for each array whose stored bytes no checksum covers (no
   ``crc32c``, zstd ``checksum``, gzip or numcodecs checksum in its chain; for a
   sharded array, in both its inner ``codecs`` and its ``index_codecs``, or after
@@ -21,11 +21,11 @@ problem. On top come the structural checks no single document shows:
   bounds, overlaps, empty markers), checksums, and that each chunk and
   inner chunk decodes to its expected shape; and in a store ``zarr3 convert``
   wrote, every shard's values against the checksum convert recorded
-  (:mod:`~zarr3_backend.validate.converted`; a warning for each that differs).
+  (`converted`; a warning for each that differs).
 
 A store without any ``zarr.json`` but with v2 documents (``.zgroup``,
 ``.zarray``, ``.zattrs``, ``.zmetadata``) is checked as a Zarr v2 hierarchy
-by :func:`~zarr3_backend.validate.v2.validate_v2`, which reports its problems
+by `validate_v2()`, which reports its problems
 in the same form. Keys with a segment starting with ``__`` are reserved for
 extensions and skipped.
 
@@ -109,7 +109,7 @@ def validate_store(
     and that every chunk and inner chunk decodes to its expected shape.
     A Zarr v2 store (no ``zarr.json``, but ``.zgroup``/``.zarray`` documents)
     gets the same checks, as the v2 spec states them
-    (:mod:`zarr3_backend.validate.v2`).
+    (`zarr3_backend.validate.v2`).
 
     Parameters
     ----------
@@ -234,7 +234,7 @@ def _parse_nodes(
     documents: dict[str, bytes | None],
     problems: list[Problem],
 ) -> dict[str, Array | NodeMetadata]:
-    """Parsed nodes by path: arrays as :class:`Array` (so their codec chain is built and checked)."""
+    """Parsed nodes by path: arrays as `Array` (so their codec chain is built and checked)."""
     nodes: dict[str, Array | NodeMetadata] = {}
     for path, raw in documents.items():
         key = metadata_key(path)

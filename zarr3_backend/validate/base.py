@@ -1,4 +1,4 @@
-"""What the validators share: the :class:`Problem` they report, key ownership, and the chunk checks.
+"""What the validators share: the `Problem` they report, key ownership, and the chunk checks.
 
 A chunk check decodes a stored chunk (a shard: its index, then every inner
 chunk) through the array's codec chain, and reports whatever decoding

@@ -1,6 +1,6 @@
 """``validate --deep`` of a store ``zarr3 convert`` wrote: every shard against the checksum convert recorded.
 
-See :mod:`zarr3_backend.nodes.converted`. A shard whose values differ (deleted,
+See `zarr3_backend.nodes.converted`. A shard whose values differ (deleted,
 replaced by another shard, or rewritten since) is reported as a warning, since
 writes after the convert (an append to the last shard) change shards legitimately.
 """

@@ -1,7 +1,7 @@
 """Check a Zarr v2 hierarchy (``.zgroup``, ``.zarray``, ``.zattrs``, ``.zmetadata``) and report every problem with its key.
 
 Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html. Every document is parsed as
-opening parses it (:mod:`zarr3_backend.nodes.v2_metadata`, which also builds
+opening parses it (`zarr3_backend.nodes.v2_metadata`, which also builds
 each array's codec chain), and whatever that refuses is a problem. On top:
 
 - one node per directory (not both ``.zarray`` and ``.zgroup``), no node
@@ -113,7 +113,7 @@ def _read_documents(store: Store, keys: list[str], problems: list[Problem]) -> d
 def _parse_nodes(
     store: Store, documents: dict[str, dict[str, Any]], problems: list[Problem]
 ) -> dict[str, Array]:
-    """The arrays, by path, parsed as opening parses them (as :class:`V2Array`, so that their codec chain is built)."""
+    """The arrays, by path, parsed as opening parses them (as `V2Array`, so that their codec chain is built)."""
     arrays: dict[str, Array] = {}
     for path, docs in documents.items():
         if ZARRAY not in docs and ZGROUP not in docs:

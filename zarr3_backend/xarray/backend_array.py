@@ -5,10 +5,10 @@ Basic and outer (orthogonal) indexers map straight onto
 for sharded arrays) a selection touches; xarray's adapter turns vectorized
 indexing into an outer read plus an in-memory step.
 
-``await ds.load_async()`` reaches :meth:`Zarr3BackendArray.async_getitem`,
+``await ds.load_async()`` reaches `Zarr3BackendArray.async_getitem()`,
 which runs the same read in a worker thread (``asyncio.to_thread``), so the
 reads of many variables overlap: loading N variables takes about as long as
-the slowest one. The engine's :class:`~zarr3_backend.Array` is kept as
+the slowest one. The engine's `Array` is kept as
 ``zarr_array``, not ``array``: xarray follows ``.array`` attributes through
 its own wrapper types.
 """
@@ -33,7 +33,7 @@ def variable_dtype(array: Array) -> np.dtype:
 
 
 class Zarr3BackendArray(BackendArray):
-    """A :class:`zarr3_backend.Array` as an xarray backend array (pickles with its array).
+    """A `zarr3_backend.Array` as an xarray backend array (pickles with its array).
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/backend_array", shape=(4,), dtype="int8")
@@ -55,7 +55,7 @@ class Zarr3BackendArray(BackendArray):
         return cast(np.ndarray, result)  # xarray types the adapter's result as Any
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        """:meth:`__getitem__` in a worker thread, so that many reads run at once."""
+        """`__getitem__()` in a worker thread, so that many reads run at once."""
         result = await indexing.async_explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.OUTER, self._read_async
         )

@@ -8,11 +8,11 @@ selected block has several consumers (``ds.v.sel(...).weighted(w).mean()``
 uses it twice) nor for chained selections (``.isel(time=3).sel(...)``): the
 whole shard is then read and decoded, and sliced after.
 
-:func:`install` wraps dask's array optimization (the ``array_optimize``
-setting) in :class:`PushSelections`, which first runs
-:func:`push_selections` on every graph computed: each ``getitem`` with basic
+`install()` wraps dask's array optimization (the ``array_optimize``
+setting) in `PushSelections`, which first runs
+`push_selections()` on every graph computed: each ``getitem`` with basic
 indices (slices and integers) of a getter task of ours becomes a getter task
-of the composed selection, so :class:`Zarr3BackendArray` is asked for just
+of the composed selection, so `Zarr3BackendArray` is asked for just
 that and fetches only the inner chunks it touches. Dask's own optimization
 then runs as before (and culls the getters no longer needed). Graphs without
 our arrays are passed on unchanged.
@@ -31,7 +31,7 @@ Optimizer = Callable[..., Any]
 
 @dataclass(frozen=True)
 class PushSelections:
-    """:func:`push_selections`, then dask's array optimization (``inner``, or dask's default when ``None``)."""
+    """`push_selections()`, then dask's array optimization (``inner``, or dask's default when ``None``)."""
 
     inner: Optimizer | None = None
 
@@ -43,7 +43,7 @@ class PushSelections:
 
 
 def install() -> None:
-    """Make dask's array optimization in this process run :func:`push_selections` first (once; no-op without dask).
+    """Make dask's array optimization in this process run `push_selections()` first (once; no-op without dask).
 
     The ``array_optimize`` setting in force is kept as the inner
     optimization; ``array_optimize=False`` (no optimization) is respected.

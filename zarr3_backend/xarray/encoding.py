@@ -44,7 +44,7 @@ def decode_fill_value(value: object, array: Array) -> object:
     A value the coder does not read (a data type it does not handle, or a
     value of another type, e.g. a plain number written by another tool) is
     returned as stored; a string that is not what xarray writes (not the
-    base64 of 8 bytes for a float) raises :class:`MetadataError` naming the array.
+    base64 of 8 bytes for a float) raises `MetadataError` naming the array.
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/fill", shape=(1,), dtype="float32")
@@ -106,7 +106,7 @@ def v2_encoding(array: Array, metadata: V2ArrayMetadata, dims: tuple[str, ...]) 
 
     A ``fill_value`` is left out, as there: v2 keeps it in ``_FillValue``.
     ``preferred_chunks`` (the dask chunks of ``chunks={}``) group whole v2
-    chunks (see :func:`v2_task_chunks`): v2 chunks are often small, and one
+    chunks (see `v2_task_chunks()`): v2 chunks are often small, and one
     dask task each costs more than reading it.
     """
     compressor = metadata.zarray.get("compressor")
@@ -124,7 +124,7 @@ def v2_encoding(array: Array, metadata: V2ArrayMetadata, dims: tuple[str, ...]) 
 
 
 def v2_task_chunks(array: Array) -> tuple[int, ...]:
-    """The dask chunk ``chunks={}`` gives a Zarr v2 array: its chunks grouped to about :data:`V2_TASK_BYTES`."""
+    """The dask chunk ``chunks={}`` gives a Zarr v2 array: its chunks grouped to about `V2_TASK_BYTES`."""
     return grouped_chunks(array.chunks, array.shape, array.dtype.itemsize, V2_TASK_BYTES)
 
 
@@ -202,11 +202,11 @@ def preferred_chunks(
     """The dask chunk ``chunks={}`` gives ``array`` along each of its ``dims``: the ``choice`` of its chunking.
 
     ``"shard"``: one shard (one chunk when unsharded; Zarr v2 chunks grouped
-    by :func:`v2_task_chunks`); ``"inner"``: one inner
+    by `v2_task_chunks()`); ``"inner"``: one inner
     chunk; an int ``n``: ``n`` inner chunks along every dimension; a mapping:
     that many inner chunks along the dimensions it names, one along the
     others. A dask chunk never spans more than a shard along a dimension.
-    ``choice`` is expected checked (:func:`check_preferred_chunks`).
+    ``choice`` is expected checked (`check_preferred_chunks()`).
 
     >>> import zarr3_backend
     >>> a = zarr3_backend.create_array("memory://doc/preferred", shape=(100, 40), dtype="int8", chunks=(10, 10), shards=(50, 20))
@@ -232,7 +232,7 @@ def preferred_chunks(
 def check_preferred_chunks(choice: object, dims: Iterable[str]) -> PreferredChunks:
     """``choice`` if it is a valid ``preferred_chunks`` option for a group with dimensions ``dims``.
 
-    Raises :class:`~zarr3_backend.errors.ArgumentError` naming what is wrong.
+    Raises `ArgumentError` naming what is wrong.
 
     >>> check_preferred_chunks({"time": 5}, ["time", "lat"])
     {'time': 5}

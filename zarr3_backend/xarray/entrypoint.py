@@ -3,11 +3,11 @@
 >>> import xarray as xr
 >>> ds = xr.open_dataset("path/to/data.zarr", engine="zarr3", chunks={})  # doctest: +SKIP
 
-``open_dataset`` builds a :class:`Zarr3DataStore` and lets xarray's
-:class:`StoreBackendEntrypoint` do CF decoding; ``chunks`` is handled by
+``open_dataset`` builds a `Zarr3DataStore` and lets xarray's
+`StoreBackendEntrypoint` do CF decoding; ``chunks`` is handled by
 xarray from each variable's ``preferred_chunks`` (the shard shape, unless the
 ``preferred_chunks`` option says otherwise). Opening installs
-:mod:`~zarr3_backend.xarray.dask_slices`' pass, so that a selection of
+`dask_slices`' pass, so that a selection of
 a shard-sized dask chunk reads only the inner chunks it touches.
 """
 
@@ -48,7 +48,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
     ``chunks=`` against): ``"shard"`` (default, one task per shard),
     ``"inner"`` (one per inner chunk), or a number of inner chunks, for all
     dimensions or as a dict by dimension name (see
-    :func:`~zarr3_backend.xarray.encoding.preferred_chunks`).
+    `preferred_chunks()`).
     """
 
     description = "Open Zarr v3 stores lazily with zarr3_backend (pure Python, shard-aware)"
@@ -131,7 +131,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         """Every group below ``group`` (implicit groups included) as a Dataset, keyed by ``/``-path.
 
         A group an unfinished ``to_zarr3`` first write marked raises
-        :class:`~zarr3_backend.errors.UnfinishedWriteError` (a template warns).
+        `UnfinishedWriteError` (a template warns).
         """
         dask_slices.install()
         options = ReadOptions.parse(consolidated, zarr_format, use_zarr_fill_value_as_mask)

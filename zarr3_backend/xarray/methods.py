@@ -1,10 +1,10 @@
-"""``Dataset.to_zarr3``, ``DataArray.to_zarr3``, ``DataTree.to_zarr3`` and :func:`open_zarr3`.
+"""``Dataset.to_zarr3``, ``DataArray.to_zarr3``, ``DataTree.to_zarr3`` and `open_zarr3()`.
 
 After ``import zarr3_backend`` (with xarray installed) every Dataset,
 DataArray and DataTree has a ``to_zarr3`` method. It is registered with
 xarray's supported extension mechanism, ``xarray.register_*_accessor``: the
 accessor object is callable, so ``ds.to_zarr3(...)`` reads like a method, and
-it carries :func:`~zarr3_backend.xarray.write.planner.to_zarr3`'s signature
+it carries `to_zarr3()`'s signature
 (without ``obj``) and docstring, so ``help(ds.to_zarr3)`` shows them.
 Positional arguments follow xarray's ``to_zarr`` of the same type:
 ``store, mode, group, encoding`` for Datasets and DataArrays and
@@ -46,7 +46,7 @@ def _signature(order: tuple[str, ...]) -> inspect.Signature:
 
 
 class ToZarr3:
-    """``ds.to_zarr3(...)`` / ``da.to_zarr3(...)``: :func:`~zarr3_backend.to_zarr3` of the object it is bound to."""
+    """``ds.to_zarr3(...)`` / ``da.to_zarr3(...)``: `to_zarr3()` of the object it is bound to."""
 
     order: tuple[str, ...] = ("store", "mode", "group", "encoding")
     __signature__: ClassVar[inspect.Signature]  # set by _document below
@@ -88,7 +88,7 @@ for _accessor in (ToZarr3, DataTreeToZarr3):
 def open_zarr3(store: Location, **kwargs: Any) -> xr.Dataset:
     """``xr.open_dataset(store, engine="zarr3", chunks={})``: lazy dask arrays, one chunk per stored shard.
 
-    Keyword arguments go to :func:`xarray.open_dataset` (``group``,
+    Keyword arguments go to `xarray.open_dataset()` (``group``,
     ``storage_options``, ``decode_times`` ...); ``chunks`` may override ``{}``.
     """
     kwargs.setdefault("chunks", {})

@@ -43,7 +43,7 @@ URL = re.compile(
 )  # "s3://...", "memory://...", fsspec chains "simplecache::s3://..."
 
 #: What ``engine="zarr3"`` is given: anything xarray passes a backend (file objects and buffers are
-#: refused when opened) or a :data:`~zarr3_backend.store.StoreLike`.
+#: refused when opened) or a `StoreLike`.
 Location: TypeAlias = T_PathFileOrDataStore | StoreLike
 
 
@@ -68,7 +68,7 @@ class ReadOptions:
     def mask_for(self, root: Group) -> bool:
         """Whether fill values mask for the store of ``root``: as asked, else (as ``engine="zarr"``) for Zarr v2 only.
 
-        Raises :class:`MetadataError` if the store is not of the ``zarr_format`` asked for.
+        Raises `MetadataError` if the store is not of the ``zarr_format`` asked for.
         """
         found = 2 if is_v2(root.metadata) else 3
         if self.zarr_format not in (None, found):
@@ -103,7 +103,7 @@ def open_root_group(
     storage_options: dict[str, Any] | None = None,
     consolidated: bool | None = None,
 ) -> Group:
-    """The group at ``group`` (default: the root) of a path, URL or :class:`Store`, opened read-only.
+    """The group at ``group`` (default: the root) of a path, URL or `Store`, opened read-only.
 
     ``consolidated=False`` ignores consolidated metadata (members are read
     from their own ``zarr.json``). The group is listed while its document is
@@ -115,11 +115,11 @@ def open_root_group(
     A sub-group is described by the root's consolidated metadata when the
     root has it (as for the root itself), so it reads the same snapshot.
     A group an unfinished ``to_zarr3`` first write marked raises
-    :class:`~zarr3_backend.errors.UnfinishedWriteError` (a template warns).
+    `UnfinishedWriteError` (a template warns).
     A store whose metadata publication was interrupted (a pending-write
     record) raises unless the group is read from consolidated metadata, and
     rows reserved by a deferred append not computed yet warn
-    (:mod:`zarr3_backend.nodes.reservations`).
+    (`zarr3_backend.nodes.reservations`).
 
     >>> import zarr3_backend
     >>> _ = zarr3_backend.create_group("memory://doc/root_group")
@@ -181,7 +181,7 @@ def _check_pending(record: bytes, where: str) -> None:
 
 
 def pending_error(where: str) -> MetadataError:
-    """The error of a reader that found the pending-write record (see :func:`~zarr3_backend.finish_pending_write`)."""
+    """The error of a reader that found the pending-write record (see `finish_pending_write()`)."""
     return MetadataError(
         f"{where}: a to_zarr3 call was interrupted while publishing its metadata ({PENDING_KEY} is in the store), "
         "so the arrays' own zarr.json may disagree; finish it with zarr3_backend.finish_pending_write(store) "

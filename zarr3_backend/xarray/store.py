@@ -5,7 +5,7 @@ batched fetch of the children's ``zarr.json``, or nothing beyond the group's
 own document when it carries consolidated metadata). Index coordinates, the
 1-D arrays named like their dimension that xarray loads anyway to build
 indexes, are read for many stores at once with one batched
-:func:`~zarr3_backend.nodes.reads.read_many`; on object storage, a coordinate
+`read_many()`; on object storage, a coordinate
 whose ``zarr.json`` arrives while other members' are still being fetched is
 read right away instead. Every other variable stays lazy. CF decoding is
 left to xarray.
@@ -63,7 +63,7 @@ class Zarr3DataStore(AbstractDataStore):
     """
 
     #: What each variable's ``preferred_chunks`` encoding reports (``chunks={}``): see
-    #: :func:`~zarr3_backend.xarray.encoding.preferred_chunks`.
+    #: `preferred_chunks()`.
     preferred: PreferredChunks = "shard"
 
     def __init__(

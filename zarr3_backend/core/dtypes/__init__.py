@@ -8,7 +8,7 @@ extensions with parameters as objects, exactly as zarr-python 3.1 writes them::
 
     {"name": "numpy.datetime64", "configuration": {"unit": "ns", "scale_factor": 1}}
 
-A :class:`DataType` knows its in-memory numpy dtype (always native byte
+A `DataType` knows its in-memory numpy dtype (always native byte
 order; byte order on disk is the ``bytes`` codec's business) and converts
 fill values between JSON and numpy scalars. Float fill values keep their
 exact bits, NaN payloads included: a NaN other than the spec's ``"NaN"`` is

@@ -1,4 +1,4 @@
-"""The :class:`DataType` base class and helpers shared by core and extension types."""
+"""The `DataType` base class and helpers shared by core and extension types."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ Scalar: TypeAlias = np.generic | str | bytes
 class DataType(ABC):
     """One Zarr v3 data type: its JSON identity and its in-memory numpy dtype.
 
-    Build instances with :func:`parse_data_type` or :func:`data_type_from_numpy`.
+    Build instances with `parse_data_type()` or `data_type_from_numpy()`.
     Instances are immutable, hashable and picklable.
 
     Fill value methods obey ``parse_fill_value(fill_value_to_json(v))`` has
     the same bits as ``cast_fill_value(v)``. Scalars are numpy scalars of
-    :attr:`numpy`, except for object dtypes (``"string"``: ``str``,
+    `numpy`, except for object dtypes (``"string"``: ``str``,
     ``"variable_length_bytes"``: ``bytes``).
     """
 
@@ -48,14 +48,14 @@ class DataType(ABC):
 
     @abstractmethod
     def parse_fill_value(self, value: object) -> Scalar:
-        """Decode a JSON ``fill_value``; raise :class:`MetadataError` if not permitted."""
+        """Decode a JSON ``fill_value``; raise `MetadataError` if not permitted."""
 
     def cast_fill_value(self, value: object) -> Scalar:
         """Convert a user value (Python/numpy scalar or a JSON form) to a fill scalar."""
         return self.parse_fill_value(value)
 
     def fill_value_to_json(self, value: object) -> JSON:
-        """Encode a fill value (anything :meth:`cast_fill_value` accepts) as JSON."""
+        """Encode a fill value (anything `cast_fill_value()` accepts) as JSON."""
         item: JSON = np.asarray(self.cast_fill_value(value)).item()  # numpy types item() as Any
         return item
 

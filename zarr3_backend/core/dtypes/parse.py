@@ -14,7 +14,7 @@ from .base import DataType, _check_keys
 from .core import _CORE, _CORE_CLASSES, _core_type, _raw_type
 from .extensions import _EXTENSIONS, _time_type
 
-#: What :func:`data_type_from_numpy` accepts: a :class:`DataType`, a numpy dtype (or anything
+#: What `data_type_from_numpy()` accepts: a `DataType`, a numpy dtype (or anything
 #: ``np.dtype()`` takes), a Zarr data type name or a ``data_type`` extension object.
 DataTypeLike: TypeAlias = DataType | npt.DTypeLike | dict[str, object]
 
@@ -25,9 +25,9 @@ _MAX_RAW_BITS = 8 * (2**31 - 1)  # numpy's largest void item
 def parse_data_type(obj: object) -> DataType:
     """Parse the ``data_type`` metadata value.
 
-    Raises :class:`UnknownExtensionError` for names this package does not
+    Raises `UnknownExtensionError` for names this package does not
     implement (``"must_understand": false`` cannot make a data type optional)
-    and :class:`MetadataError` for malformed values.
+    and `MetadataError` for malformed values.
 
     >>> parse_data_type("float32").numpy
     dtype('float32')
@@ -86,7 +86,7 @@ def data_type_from_numpy(dtype_like: DataTypeLike) -> DataType:
     ``V<n>`` maps to the core ``r<8n>``; ``str``, ``object`` and
     ``StringDType`` to ``"string"``; ``U<n>`` to ``fixed_length_utf32``;
     ``S<n>`` to ``null_terminated_bytes`` and ``bytes`` to
-    ``variable_length_bytes``. A :class:`DataType`, an extension object
+    ``variable_length_bytes``. A `DataType`, an extension object
     (``dict``) or a Zarr-only name such as ``"r24"`` or ``"string"`` is
     accepted too.
 

@@ -5,8 +5,8 @@ Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html ("Data type encod
 A v2 ``dtype`` is a numpy type string (``"<f8"``, ``"|b1"``, ``">M8[ns]"``,
 ``"|S12"``, ``"<U4"``, ``"|V8"``, ``"|O"``) or, for structured types, a list
 of ``[name, dtype]`` / ``[name, dtype, shape]`` fields. The stored byte order
-is kept in :attr:`V2DataType.stored`; arrays are read in native byte order
-(:attr:`V2DataType.data_type`), as for Zarr v3. Object arrays (``"|O"``) take
+is kept in `V2DataType.stored`; arrays are read in native byte order
+(`V2DataType.data_type`), as for Zarr v3. Object arrays (``"|O"``) take
 their data type from the object codec (the first filter): ``vlen-utf8`` reads
 as the ``string`` type, ``vlen-bytes`` as ``variable_length_bytes``, anything
 else (``vlen-array``, ``json2``, ``msgpack2``) as a generic object type.
@@ -78,7 +78,7 @@ class V2DataType:
 def parse_v2_dtype(value: object, object_codec: str | None, where: str) -> V2DataType:
     """The data type of a ``.zarray`` ``dtype`` value; ``object_codec`` is the first filter's id (for ``"|O"``).
 
-    Raises :class:`MetadataError` naming ``where`` and ``dtype`` for anything the spec does not describe.
+    Raises `MetadataError` naming ``where`` and ``dtype`` for anything the spec does not describe.
 
     >>> parse_v2_dtype([["x", "<f4"], ["n", ">u2", [2]]], None, "s/.zarray").data_type.numpy
     dtype([('x', '<f4'), ('n', '<u2', (2,))])

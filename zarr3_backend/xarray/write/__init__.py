@@ -1,16 +1,16 @@
-"""``to_zarr3``: a write, one module per step, called in order by :mod:`.planner`.
+"""``to_zarr3``: a write, one module per step, called in order by `planner`.
 
-- :mod:`.planner` the entry, :func:`~.planner.to_zarr3`: checks the request, plans every group, runs the plan;
-- :mod:`.checks` the arguments, the variable names, appends and stored string lengths;
-- :mod:`.target` refuses a target where the write would hide data, and marks first writes unfinished;
-- :mod:`.encodings` the user's ``encoding``, and each new array's metadata (chunks and shards included);
-- :mod:`.stored` the arrays already stored, and the encoding they were stored with;
-- :mod:`.region` where data lands in stored arrays: ``region=`` and appends;
-- :mod:`.plan` the plan, plain data;
-- :mod:`.data` runs the plan: in-memory data on the client, the dask graph of the rest;
-- :mod:`.commit` makes ``mode="a"`` writes all-or-nothing, and rolls them back or forward;
-- :mod:`.publish` writes the metadata documents, the root's consolidated metadata first;
-- :mod:`.lease`, :mod:`.staged`, :mod:`.pending`: the store-wide append lease, a dry run of a
+- `planner` the entry, `to_zarr3()`: checks the request, plans every group, runs the plan;
+- `checks` the arguments, the variable names, appends and stored string lengths;
+- `target` refuses a target where the write would hide data, and marks first writes unfinished;
+- `encodings` the user's ``encoding``, and each new array's metadata (chunks and shards included);
+- `stored` the arrays already stored, and the encoding they were stored with;
+- `region` where data lands in stored arrays: ``region=`` and appends;
+- `plan` the plan, plain data;
+- `data` runs the plan: in-memory data on the client, the dask graph of the rest;
+- `commit` makes ``mode="a"`` writes all-or-nothing, and rolls them back or forward;
+- `publish` writes the metadata documents, the root's consolidated metadata first;
+- `lease`, `staged`, `pending`: the store-wide append lease, a dry run of a
   publication, and the pending-write record.
 
 Each step imports only the steps below it (an import-linter contract in ``pyproject.toml``).

@@ -1,13 +1,13 @@
 """Refuse ``to_zarr3`` writes that would damage a store, before anything is written.
 
-Each check raises a :class:`~zarr3_backend.errors.WriteError` (a
-``ValueError``) or :class:`~zarr3_backend.errors.WriteTypeError` naming the
+Each check raises a `WriteError` (a
+``ValueError``) or `WriteTypeError` naming the
 variable and the fix:
 
 - variable names must be non-empty strings without ``/`` (a ``/`` would make
   a nested group and the variable would vanish on reopen), and valid node
   names by the spec's and the store's key rules
-  (:func:`~zarr3_backend.nodes.paths.validate_node_name`: not ``.``/``..``, no
+  (`validate_node_name()`: not ``.``/``..``, no
   backslash or NUL, none of these once percent-decoded, no ``__`` prefix);
 - an append must include every stored variable having the append dimension
   (else the store ends with conflicting sizes), and needs something to append to;
@@ -16,7 +16,7 @@ variable and the fix:
 - ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
   ``progress`` take only the documented values;
 - an append without ``lock=`` needs a store that creates keys atomically
-  (:func:`check_append_coordination`), or one no other process can reach.
+  (`check_append_coordination()`), or one no other process can reach.
 
 >>> import numpy as np, xarray as xr
 >>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
@@ -215,7 +215,7 @@ def parse_mode(mode: WriteMode | None, append_dim: Hashable | None, region: obje
 
 
 def check_progress(progress: object) -> None:
-    """``progress`` is one of :data:`PROGRESS_VALUES`."""
+    """``progress`` is one of `PROGRESS_VALUES`."""
     if not any(progress is v or (isinstance(v, str) and progress == v) for v in PROGRESS_VALUES):
         raise WriteError(
             f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}"

@@ -44,9 +44,9 @@ class Commit:
 
     ``expected`` holds, per array path the write grows or creates, the shape
     its plan started from (``None``: no array there); a store that no longer
-    matches raises :class:`~zarr3_backend.errors.ConcurrentWriteError` before
+    matches raises `ConcurrentWriteError` before
     anything is published. So does a pending record of another writer, found
-    before writing ours or, read back :data:`SETTLE` seconds (at least) after
+    before writing ours or, read back `SETTLE` seconds (at least) after
     writing it, in its place.
     """
 
@@ -108,7 +108,7 @@ class Commit:
         return [(metadata_key(path), None) for path in paths]
 
     def _check_unchanged(self, paths: list[str], raws: list[bytes | None]) -> None:
-        """Raise :class:`ConcurrentWriteError` if an array of ``expected`` no longer has the shape planned from."""
+        """Raise `ConcurrentWriteError` if an array of ``expected`` no longer has the shape planned from."""
         for path, raw in zip(paths, raws):
             node = None if raw is None else parse_node_metadata(raw, metadata_key(path))
             found = node.shape if isinstance(node, ArrayMetadata) else None
@@ -134,7 +134,7 @@ def _conflict(store: Store, what: str) -> ConcurrentWriteError:
 def roll_forward(store: Store, token: str | None, *, skip_broken: bool = False) -> bool:
     """Complete a publication a failed ``to_zarr3`` left pending; whether it was the request ``token``.
 
-    The record is checked whole first (:func:`.pending.read_pending`; ``skip_broken``: ``mode="w"`` leaves a broken one).
+    The record is checked whole first (`pending.read_pending()`; ``skip_broken``: ``mode="w"`` leaves a broken one).
     """
     raw = store.get(PENDING_KEY)
     record = None if raw is None else read_pending(raw, skip_broken=skip_broken)
@@ -150,7 +150,7 @@ def finish_pending_write(store: StoreLike, *, storage_options: dict[str, Any] | 
 
     Until then the store holds ``__zarr3_backend_pending.json``, readers that
     do not use consolidated metadata refuse to open it, and
-    :func:`~zarr3_backend.consolidate_metadata` must not be run (it would copy
+    `consolidate_metadata()` must not be run (it would copy
     half-published documents into the consolidated metadata). Any later
     ``to_zarr3`` call on the store completes it too.
 

@@ -1,7 +1,7 @@
 """Running a ``to_zarr3`` plan: the lock a ``mode="a"`` write holds, and writing the planned data.
 
-:func:`writer_lock` serialises ``mode="a"`` writes to one store (see
-:mod:`.commit` for why appends need it); :func:`write_data` writes in-memory
+`writer_lock()` serialises ``mode="a"`` writes to one store (see
+`commit` for why appends need it); `write_data()` writes in-memory
 variables on the client, builds the dask graph of the rest ending in the
 write's last task, runs it, and rolls back a ``mode="a"`` write that failed
 before its commit point.
@@ -48,11 +48,11 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
 
     Always this process's lock of the store (so threads appending at once
     run one after the other); with ``lock=``, also the lock given (one lock,
-    or ``lock(PENDING_KEY)``), else the store's :class:`~.lease.StoreLease`
+    or ``lock(PENDING_KEY)``), else the store's `StoreLease`
     where the store creates keys atomically (it also waits for region
     writes' marks): either serialises appends across processes. Elsewhere
     appends without ``lock=`` are refused before this
-    (:func:`~.checks.check_append_coordination`), and :class:`~.commit.Commit`
+    (`check_append_coordination()`), and `Commit`
     refuses other ``mode="a"`` writes that lost a race.
     The tasks of the write then guard shards with ``lock`` (with this
     process's per-shard locks when ``lock`` is the one lock held here, or none).
@@ -66,7 +66,7 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
 @contextlib.contextmanager
 def region_lock(store: Store, lock: ShardLock, mode: str) -> Iterator[ShardLock]:
     """What a ``mode="r+"``/``"w"``/``"w-"`` write holds: for ``"r+"`` without ``lock=`` on a store with atomic
-    create, a :class:`~.lease.RegionMark` (appends wait for it, and it for them); yield ``lock`` for its tasks.
+    create, a `RegionMark` (appends wait for it, and it for them); yield ``lock`` for its tasks.
 
     With ``lock=``, the write's shards are merged under it instead, through
     arrays rounded up to whole shards (so rows another writer appended into a
@@ -109,8 +109,8 @@ def write_data(
     ``reserve`` (a deferred append: its group, ``append_dim``, and whether
     only this process writes, i.e. no ``lock=`` was given) publishes the
     grown arrays before the graph is returned, so the rows are the write's;
-    they are listed as not written (:mod:`zarr3_backend.nodes.reservations`) until
-    the graph's last task (:class:`Release`) has run.
+    they are listed as not written (`zarr3_backend.nodes.reservations`) until
+    the graph's last task (`Release`) has run.
     """
     reserved = None
     try:

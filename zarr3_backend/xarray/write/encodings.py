@@ -97,7 +97,7 @@ def parse_encodings(
 def parse_tree_encodings(encoding: object, groups: Iterable[str]) -> dict[str, Any]:
     """A DataTree's ``encoding``, keyed by group path (``"/"``, ``"/child"``), checked against its ``groups``.
 
-    Each group's own mapping is parsed by :func:`parse_encodings` when that group is planned.
+    Each group's own mapping is parsed by `parse_encodings()` when that group is planned.
     """
     if encoding is None:
         return {}
@@ -129,7 +129,7 @@ def new_array_metadata(
 
     ``explicit``: the user gave ``encoding[name]`` (unused CF keys are refused,
     ``shards`` without ``chunks`` warns, chunk shapes that do not fit raise
-    instead of being dropped by :func:`fitting_encoding`); ``where`` names the
+    instead of being dropped by `fitting_encoding()`); ``where`` names the
     group in errors.
     """
     encoding = zarr_encoding(name, var, explicit)
@@ -192,7 +192,7 @@ def fitting_encoding(var: xr.Variable, encoding: dict[str, Any]) -> dict[str, An
     source's chunk shapes (and ``codecs``, which hold the inner chunk shape
     when sharded), one size per dimension it no longer has. They are dropped
     and the chunks chosen anew, as ``engine="zarr"`` does; sizes that are not
-    positive integers still raise in :func:`parse_shape`.
+    positive integers still raise in `parse_shape()`.
 
     >>> var = xr.Variable(("x",), [0.0] * 4)
     >>> fitting_encoding(var, {"chunks": (2, 2), "shards": None, "compressors": ()})

@@ -3,19 +3,19 @@
 An append plans from the stored shapes, writes its rows beyond them, then
 commits. Two appends to one store at once would plan from the same length
 and write the same rows, and one would lose its data to the other. When no
-``lock=`` is given, each ``mode="a"`` call holds a :class:`StoreLease` from
-planning to commit: the key :data:`LEASE_KEY` at the store root, created
-with :meth:`~zarr3_backend.store.Store.create` (atomic on local files and
+``lock=`` is given, each ``mode="a"`` call holds a `StoreLease` from
+planning to commit: the key `LEASE_KEY` at the store root, created
+with `create()` (atomic on local files and
 object storage) and holding who took it. A second writer waits for it, up
 to ``ZARR3_BACKEND_LEASE_WAIT`` seconds (default 600), then raises
-:class:`~zarr3_backend.errors.ConcurrentWriteError` naming the holder. A
+`ConcurrentWriteError` naming the holder. A
 lease whose holder is gone (a process of this host that no longer runs,
 e.g. killed) is taken over; any other is removed by hand, as the message
-says. A lease record we did not write (:func:`parse_lease`) raises
-:class:`~zarr3_backend.errors.MetadataError` naming it at once.
+says. A lease record we did not write (`parse_lease()`) raises
+`MetadataError` naming it at once.
 
 A region write (``mode="r+"``) without ``lock=`` holds a
-:class:`RegionMark` instead: its own key under :data:`REGIONS_PREFIX`, set
+`RegionMark` instead: its own key under `REGIONS_PREFIX`, set
 before it plans and deleted when it is done. Region writes do not wait for
 each other; a region write waits while the lease is held, and the lease's
 holder waits until no mark is left before it plans. So no append changes a
@@ -61,7 +61,7 @@ def _holder_record() -> bytes:
 
 
 class StoreLease:
-    """Hold :data:`LEASE_KEY` of ``store`` for a ``with`` block, waiting up to ``wait`` seconds for it."""
+    """Hold `LEASE_KEY` of ``store`` for a ``with`` block, waiting up to ``wait`` seconds for it."""
 
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
@@ -92,7 +92,7 @@ class StoreLease:
         return self
 
     def _wait_for_region_writes(self, deadline: float) -> None:
-        """Hold the lease until no live :class:`RegionMark` is left (marks of gone processes are removed)."""
+        """Hold the lease until no live `RegionMark` is left (marks of gone processes are removed)."""
         pause = 0.01
         while True:
             keys = list(self.store.list_prefix(REGIONS_PREFIX))
@@ -153,7 +153,7 @@ class RegionMark:
 
 
 def parse_lease(raw: bytes) -> dict[str, object]:
-    """The holder a lease names; :class:`MetadataError` naming :data:`LEASE_KEY` if it is not one we write.
+    """The holder a lease names; `MetadataError` naming `LEASE_KEY` if it is not one we write.
 
     >>> parse_lease(b'{"host": "h", "pid": 1e999, "since": 0, "id": "x"}')
     Traceback (most recent call last):

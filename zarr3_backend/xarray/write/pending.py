@@ -1,4 +1,4 @@
-"""The pending-write record's parser, which lives in :mod:`zarr3_backend.nodes.pending` (readers check it too)."""
+"""The pending-write record's parser, which lives in `zarr3_backend.nodes.pending` (readers check it too)."""
 
 from __future__ import annotations
 

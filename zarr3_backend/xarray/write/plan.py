@@ -1,8 +1,8 @@
 """A ``to_zarr3`` write as plain data: the options every group is planned with, and the plan they give.
 
-:mod:`.planner` makes a :class:`WritePlan` (one per group, combined with
-:meth:`WritePlan.then`); :mod:`.data` runs it. The plan holds the variables
-to write and where (:class:`DataWrite`), the ``zarr.json`` documents to
+`planner` makes a `WritePlan` (one per group, combined with
+`WritePlan.then()`); `data` runs it. The plan holds the variables
+to write and where (`DataWrite`), the ``zarr.json`` documents to
 publish, and the arrays an append grows or the call creates (what a failed
 ``mode="a"`` write rolls back).
 

@@ -1,4 +1,4 @@
-""":func:`to_zarr3`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree, planned in one place.
+"""`to_zarr3()`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree, planned in one place.
 
 Checks the call (`checks`, `target`), plans each group without changing the
 store (`encodings`, `stored`, `region`: the result is a plain `WritePlan`),
@@ -89,7 +89,7 @@ def to_zarr3(
 ) -> Delayed | None:
     """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one dask task per shard.
 
-    The arguments and their order follow :meth:`xarray.Dataset.to_zarr`; all
+    The arguments and their order follow `xarray.Dataset.to_zarr()`; all
     checks run before anything is written.
 
     Parameters
@@ -122,7 +122,7 @@ def to_zarr3(
         ``scale_factor``, ``add_offset``, and ``units``/``calendar`` for times.
         Default compressors: zstd then ``crc32c`` (every chunk checksummed;
         give ``compressors`` without ``crc32c`` to turn that off, as
-        :func:`~zarr3_backend.create_array`). Without ``chunks``, dask-backed variables use their (regular) dask
+        `create_array()`). Without ``chunks``, dask-backed variables use their (regular) dask
         chunks; ``shards`` without ``chunks`` warns and picks inner chunks.
         For DataTrees ``encoding`` is keyed by group path (``"/"``, ``"/child"``).
     compute : bool, default True
@@ -161,7 +161,7 @@ def to_zarr3(
         partly: an object with ``acquire``/``release`` (one lock for all
         shards) or a callable returning a lock for a shard's store key (e.g.
         ``lambda key: distributed.Lock(key)``). Without it, a region covering
-        part of a shard warns once with :class:`~zarr3_backend.nodes.shard_writes.PartialShardWarning`
+        part of a shard warns once with `PartialShardWarning`
         when other writers may run alongside (``compute=False`` with dask data,
         a call from a thread other than the main one or from a child process);
         one call never races itself.
@@ -273,7 +273,7 @@ def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
 
     A name that cannot be a variable (``None``, or a coordinate's name) is
     stored in the group attribute ``__xarray_dataarray_name__`` (as xarray's
-    engine does) under the valid node name :data:`DATAARRAY_VARIABLE` (xarray's
+    engine does) under the valid node name `DATAARRAY_VARIABLE` (xarray's
     own placeholder starts with the reserved ``__``).
     """
     if array.name is not None and array.name not in array.coords and array.name not in array.dims:
@@ -366,7 +366,7 @@ class _VariableWrite:
 
 @dataclass(frozen=True)
 class _GroupWrite:
-    """One group's resolved request: what :meth:`plan_variable` needs for each variable."""
+    """One group's resolved request: what `plan_variable()` needs for each variable."""
 
     store: Store
     path: str
@@ -427,7 +427,7 @@ def _group_plan(
 
     What is at ``path`` is read for ``mode="a"``/``"a-"`` only: ``mode="w"``
     replaces whatever is there (valid or not), ``mode="w-"`` writes only where
-    nothing is (both checked by :mod:`.target`).
+    nothing is (both checked by `target`).
     """
     existing = read_node_metadata(store, path) if mode in ("a", "a-") else None
     if existing is not None and not isinstance(existing, GroupMetadata):

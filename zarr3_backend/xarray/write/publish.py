@@ -2,17 +2,17 @@
 
 Every ``to_zarr3`` call gathers the metadata documents it changes (new
 arrays, grown shapes, group attributes, missing ancestor groups) and
-publishes them together with :func:`publish`: first the store root's
+publishes them together with `publish()`: first the store root's
 ``zarr.json`` with refreshed consolidated metadata (when the call
 consolidates, or the root already did), then each node's own ``zarr.json``.
 The root is one atomic write, so readers that go through the consolidated
 root (both engines' default) switch from the old tree to the new one at
 once; nested groups carrying their own consolidated copy are patched after.
 
-Every write publishes through :func:`publish`: a first write before its
-data (:class:`~.target.Start`, after a dry run), any other after its data
-(:class:`~.commit.Commit`), and :func:`~.commit.roll_forward` completes a
-publication that was interrupted. :func:`group_document` is the document of
+Every write publishes through `publish()`: a first write before its
+data (`Start`, after a dry run), any other after its data
+(`Commit`), and `roll_forward()` completes a
+publication that was interrupted. `group_document()` is the document of
 a group ``to_zarr3`` writes.
 
 >>> from zarr3_backend.store import make_store

@@ -1,15 +1,15 @@
 """Where ``to_zarr3`` puts data in stored arrays: ``region=`` slices, and appends along ``append_dim``.
 
 ``region`` slices are validated and ``"auto"`` ones found from the stored
-coordinates (:func:`resolve_region`); :func:`place` then gives each variable
+coordinates (`resolve_region()`); `place()` then gives each variable
 its origin in its stored array and the array's shape after an append, and
-:func:`append_view` the array an append writes through. A region that
+`append_view()` the array an append writes through. A region that
 covers stored chunks only partly warns when other writers may run alongside
-(:func:`warn_partial`).
+(`warn_partial()`).
 
 Exception types follow ``engine="zarr"``: a slice with a step is a
-``ValueError`` (:class:`~zarr3_backend.errors.WriteError`), coordinate values
-missing from the store a ``KeyError`` (:class:`~zarr3_backend.errors.RegionKeyError`).
+``ValueError`` (`WriteError`), coordinate values
+missing from the store a ``KeyError`` (`RegionKeyError`).
 
 >>> import numpy as np, xarray as xr
 >>> ds = xr.Dataset({"v": ("t", np.arange(3.0))})
@@ -168,7 +168,7 @@ def append_view(grown: Array, old_shape: Shape) -> Array:
 
     Its last shard's rows beyond the new shape are then kept as stored, not
     reset to the fill value: they may hold the rows of a later deferred
-    append that reserved them (see :mod:`.commit`).
+    append that reserved them (see `commit`).
     """
     grid = grown.metadata.chunk_grid.dim_grids
     shape = tuple(n if n == old else _chunk_end(n, c) for n, old, c in zip(grown.shape, old_shape, grid))
@@ -206,7 +206,7 @@ def concurrent_writers(deferred: bool) -> str | None:
 
 
 def warn_partial(writes: Sequence[tuple[str, Array, Shape, Shape]], reason: str) -> None:
-    """Warn once (:class:`PartialShardWarning`) when region writes ``(name, array, origin, shape)`` cover stored
+    """Warn once (`PartialShardWarning`) when region writes ``(name, array, origin, shape)`` cover stored
     chunks (shards) only partly; ``reason`` says why other writers may rewrite the same shards meanwhile."""
     partial = [(name, array, *partial_shards(array, origin, shape)) for name, array, origin, shape in writes]
     partial = [p for p in partial if p[2]]

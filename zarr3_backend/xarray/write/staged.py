@@ -1,9 +1,9 @@
 """A dry run of a publication: the store as it will be once a prefix is erased, with writes recorded, not made.
 
-:class:`~.target.Start` publishes a first write against a
-:class:`Staged` view first, so every read and check of the publication
+`Start` publishes a first write against a
+`Staged` view first, so every read and check of the publication
 (the existing root, the tree walked for consolidated metadata) runs before
-the store is touched; the recorded writes are then made with :meth:`Staged.replay`.
+the store is touched; the recorded writes are then made with `Staged.replay()`.
 
 >>> from zarr3_backend.store import make_store
 >>> base = make_store("memory://doc/staged")
@@ -27,7 +27,7 @@ class Staged(Store):
     """``base`` as it will be once ``hidden`` (a prefix; ``""``: everything) is erased, writes recorded, not made.
 
     A dry run of a publication: reads see the recorded writes, then what
-    ``base`` keeps; :meth:`replay` makes the writes, in order.
+    ``base`` keeps; `replay()` makes the writes, in order.
     """
 
     base: Store

@@ -3,7 +3,7 @@
 For ``mode="a"``, ``"a-"`` and ``"r+"`` the variables already stored are
 written with the encoding they were stored with (``dtype``, ``_FillValue``,
 ``units`` ...), as ``engine="zarr"`` does, and ``mode="a"`` leaves a stored
-variable alone when its values did not change (:func:`unchanged`).
+variable alone when its values did not change (`unchanged()`).
 
 >>> import zarr3_backend
 >>> _ = zarr3_backend.create_group("memory://doc/stored")
@@ -70,7 +70,7 @@ def unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Hashab
     """Whether ``mode="a"`` can skip an existing ``variable`` (outside any append): its stored values are the same.
 
     Compared: in-memory variables, and in an append also dask ones, up to
-    :data:`UNCHANGED_CHECK_BYTES`; others are rewritten in place (not covered
+    `UNCHANGED_CHECK_BYTES`; others are rewritten in place (not covered
     by the all-or-nothing guarantee).
     """
     if variable.nbytes > UNCHANGED_CHECK_BYTES or (variable.chunks is not None and append_dim is None):

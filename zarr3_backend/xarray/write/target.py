@@ -51,7 +51,7 @@ class Finish:
 
 @dataclass(frozen=True)
 class Start:
-    """What :func:`check_target` decided: call it with the checked plan's documents to begin writing."""
+    """What `check_target()` decided: call it with the checked plan's documents to begin writing."""
 
     store: Store
     path: str
@@ -61,7 +61,7 @@ class Start:
     taken_over: tuple[str, ...] = ()  # the template groups whose mark this region write or append removes
 
     def __call__(self, documents: Documents, consolidate: bool) -> Finish | None:
-        """Publish a first write (the returned :class:`Finish` ends it); for other writes, take a template over."""
+        """Publish a first write (the returned `Finish` ends it); for other writes, take a template over."""
         if self.mode not in ("w", "w-"):
             if self.taken_over:
                 unmark(self.store, self.taken_over)
