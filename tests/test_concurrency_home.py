@@ -42,6 +42,8 @@ FOREIGN_PRIVATE = {
     "_getframe": "the caller's frame for warnings' stack level (no public equivalent without inspect's cost)",
     "_SubParsersAction": "argparse's type of add_subparsers(), used in annotations only",
     "_replace": "namedtuple's public API (underscored to avoid field clashes)",
+    "_is_open": "zarr-python's store lifecycle: it opens a store handed to it unopened the same way (no public method)",
+    "_open": "zarr-python's store lifecycle (a ZipStore must be opened before its first read)",
 }
 
 

@@ -143,7 +143,7 @@ def merging(result: Delayed, forks: Forks) -> Delayed:
             self._forks.merge_back()
             return computed
 
-    merged = cast(Any, MergingDelayed)(result.key, result.dask, layer=result._layer)
+    merged = cast(Any, MergingDelayed)(result.key, result.dask, layer=result.__dask_layers__()[0])
     merged._forks = forks
     return cast("Delayed", merged)
 
