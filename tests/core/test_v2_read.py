@@ -559,7 +559,9 @@ def test_xarray_chunks_group_whole_v2_chunks(tmp_path: Path, monkeypatch: pytest
     lazy = xr.open_dataset(path, engine="zarr3", chunks={})  # small v2 chunks: one dask task for them all
     assert lazy.t2m.data.chunks == ((6,), (4,), (5,)) and lazy.t2m.encoding["chunks"] == (2, 2, 5)
     xr.testing.assert_identical(lazy.load(), xr.open_dataset(path, engine="zarr", chunks={}).load())
-    monkeypatch.setattr("zarr3_backend.xarray.encoding.V2_TASK_BYTES", 2 * (2 * 2 * 5 * 4))  # two v2 chunks
+    monkeypatch.setattr(
+        "zarr3_backend.xarray.read_encoding.V2_TASK_BYTES", 2 * (2 * 2 * 5 * 4)
+    )  # two v2 chunks
     lazy = xr.open_dataset(path, engine="zarr3", chunks={})
     assert lazy.t2m.data.chunks == ((4, 2), (2, 2), (5,))  # grouped along time first, whole chunks only
     xr.testing.assert_identical(lazy.load(), xr.open_dataset(path, engine="zarr", chunks={}).load())

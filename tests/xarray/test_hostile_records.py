@@ -22,7 +22,7 @@ from zarr3_backend.nodes.reservations import APPENDING, HINT, Reservation, parse
 from zarr3_backend.nodes.unfinished import UnfinishedWriteWarning
 from zarr3_backend.store import make_store
 from zarr3_backend.validate import validate_store
-from zarr3_backend.xarray.encoding import decode_fill_value
+from zarr3_backend.xarray.read_encoding import decode_fill_value
 from zarr3_backend.xarray.write.lease import LEASE_KEY, StoreLease, parse_lease
 from zarr3_backend.xarray.write.pending import parse_pending
 

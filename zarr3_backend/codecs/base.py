@@ -23,11 +23,11 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.buffers import Buffer as Buffer
+from ..core.buffers import Value
 from ..core.dtypes import is_fill
 from ..core.indexing import ChunkSelection
 from ..core.scratch import borrow
-from ..core.values import Buffer as Buffer
-from ..core.values import Value
 from ..errors import CodecError, MetadataError
 from .read_plan import ChunkDecoder, ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .spec import ChunkSpec as ChunkSpec

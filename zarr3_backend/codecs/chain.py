@@ -16,9 +16,9 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..core.buffers import Value
 from ..core.indexing import ChunkSelection
 from ..core.scratch import borrow, in_use
-from ..core.values import Value
 from ..errors import MetadataError
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan

@@ -23,9 +23,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.buffers import Buffer, ByteRange, Versioned
 from ..core.dim_chunk import DimIndex
 from ..core.scratch import borrow
-from ..core.values import Buffer, ByteRange, Versioned
 from ..errors import CodecError, MemoryLimitError, Zarr3Error, with_location
 from .spec import ChunkSpec
 

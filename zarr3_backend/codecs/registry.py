@@ -39,8 +39,8 @@ from typing import TypeVar
 from ..core.extension import parse_extension
 from ..core.integers import is_int
 from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
+from .adapters import codec_document, is_numcodecs_object
 from .base import Codec
-from .foreign import codec_document, is_numcodecs_object
 
 ENTRY_POINT_GROUP = "zarr3_backend.codecs"
 _REGISTERED_NAME = re.compile(r"^[a-z][a-z0-9\-_.]+$")
@@ -154,7 +154,7 @@ def get_codec_class(name: str) -> type[Codec]:
 
 def codec_from_json(obj: object) -> Codec | None:
     """Build a codec from a short-hand name, an extension object, a codec, or a numcodecs or
-    zarr-python codec object (see `zarr3_backend.codecs.foreign`).
+    zarr-python codec object (see `zarr3_backend.codecs.adapters`).
 
     Returns ``None`` for an unknown codec whose object says
     ``"must_understand": false``: the caller then leaves it out of the chain.

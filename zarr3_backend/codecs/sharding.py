@@ -24,9 +24,9 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from ..core.buffers import ByteRange, Value, Versioned, join_value
 from ..core.dtypes import is_fill, parse_data_type
 from ..core.indexing import ChunkSelection, plan_selection
-from ..core.values import ByteRange, Value, Versioned, join_value
 from ..errors import (
     CodecError,
     ConcurrentModificationError,

@@ -22,12 +22,12 @@ import numpy.typing as npt
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain
 from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
+from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
 from ..core.memory_limit import check_allocation, out_of_memory
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
 from ..core.storage_transformers import apply_storage_transformers
-from ..core.values import Value, one_buffer
 from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
 from ..runtime import map_concurrently
 from ..store.base import Store, plain_values

@@ -18,6 +18,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
+from ..core.buffers import as_bytes
 from ..core.dtypes import DataTypeLike, data_type_from_numpy
 from ..core.metadata import (
     ArrayMetadata,
@@ -28,7 +29,6 @@ from ..core.metadata import (
     node_metadata_from_json,
     parse_node_metadata,
 )
-from ..core.values import as_bytes
 from ..errors import NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
 from ..store import make_store
 from ..store.base import Store

@@ -12,6 +12,7 @@ import fsspec.core
 
 from ..core.stacklevel import caller_stacklevel
 from ..errors import ArgumentTypeError
+from .adapters import ACCEPTED, ZarrMemoryStore, adapt
 from .base import (
     TMP_PREFIX,
     Buffer,
@@ -26,7 +27,6 @@ from .base import (
     validate_key,
     validate_prefix,
 )
-from .foreign import ACCEPTED, ZarrMemoryStore, from_foreign
 from .fsspec_s3 import with_connection_pool
 from .fsspec_store import FsspecStore
 from .local import LocalStore
@@ -93,7 +93,7 @@ def make_store(
     ``fsspec.core.url_to_fs(url, **storage_options)``. http(s) and zip
     stores are always read-only. zarr-python stores (``LocalStore``, ``FsspecStore``,
     ``MemoryStore``) and fsspec mappers (``fsspec.get_mapper(url)``) become
-    the matching store here (see `zarr3_backend.store.foreign`); any other
+    the matching store here (see `zarr3_backend.store.adapters`); any other
     zarr-python store (an Icechunk ``session.store``, ...) is wrapped in a `ZarrPythonStore`.
 
     >>> make_store("memory://doc/make_store")
@@ -104,14 +104,14 @@ def make_store(
             raise ArgumentTypeError(f"storage_options only apply to URLs, not to the store {obj!r}")
         return obj
     if not isinstance(obj, (str, os.PathLike)):
-        foreign = from_foreign(obj, read_only=read_only)
-        if foreign is None:
+        adapted = adapt(obj, read_only=read_only)
+        if adapted is None:
             raise ArgumentTypeError(
                 f"store must be {ACCEPTED}; got {type(obj).__module__}.{type(obj).__name__}"
             )
         if storage_options:
             raise ArgumentTypeError(f"storage_options only apply to URLs, not to the store object {obj!r}")
-        return foreign
+        return adapted
     url = os.fspath(obj)
     is_url = "://" in url or "::" in url
     if isinstance(obj, os.PathLike) or not is_url or url.startswith("file://"):

@@ -4,7 +4,7 @@ Keys are ``/``-separated strings relative to the store root (spec: core,
 "Abstract store interface"). A missing key reads as ``None``; the
 ``FileNotFoundError`` of the backend becomes "missing" here and nowhere else.
 The value types (`ByteRange`, `Versioned`, ``Value``) live in
-[`zarr3_backend.core.values`][zarr3_backend.core.values], shared with the codecs' read plans.
+[`zarr3_backend.core.buffers`][zarr3_backend.core.buffers], shared with the codecs' read plans.
 
 Reading many keys has one method, [`Store.get_many_versioned`][zarr3_backend.store.base.Store.get_many_versioned]:
 a concurrent batch, every value with its generation (``None`` where unknown). It replaced (#44)
@@ -19,15 +19,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from ..core.buffers import Buffer as Buffer
+from ..core.buffers import ByteRange as ByteRange
+from ..core.buffers import Generation as Generation
+from ..core.buffers import Value as Value
+from ..core.buffers import Versioned as Versioned
+from ..core.buffers import as_bytes
+from ..core.buffers import join_value as join_value
 from ..core.keys import validate_key as validate_key
 from ..core.keys import validate_prefix as validate_prefix
-from ..core.values import Buffer as Buffer
-from ..core.values import ByteRange as ByteRange
-from ..core.values import Generation as Generation
-from ..core.values import Value as Value
-from ..core.values import Versioned as Versioned
-from ..core.values import as_bytes
-from ..core.values import join_value as join_value
 from ..errors import ReadOnlyError
 
 Request = tuple[str, ByteRange | None]

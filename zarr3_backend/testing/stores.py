@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from ..core.values import as_bytes
+from ..core.buffers import as_bytes
 from ..errors import InvalidKeyError, ReadOnlyError
 from ..store.base import ByteRange, Request, Store, Value, Versioned, plain_values
 from ..store.streaming import stream_reads

@@ -25,9 +25,9 @@ from ..nodes.reads import fetches_in_flight
 from ..nodes.unfinished import check_opened
 from ..runtime import map_io
 from . import dask_slices
-from .encoding import PreferredChunks, check_preferred_chunks
+from .datastore import Zarr3DataStore, load_index_coordinates
+from .read_encoding import PreferredChunks, check_preferred_chunks
 from .root import Location, ReadOptions, holds_zarr_metadata, normalize_location, open_root_group
-from .store import Zarr3DataStore, load_index_coordinates
 
 
 class Zarr3BackendEntrypoint(BackendEntrypoint):

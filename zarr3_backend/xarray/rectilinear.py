@@ -3,7 +3,7 @@
 ``chunks={}`` gives one dask chunk per stored chunk, or per shard when
 sharded: the grid's own boundaries (a month per task on a monthly grid).
 Kept apart from the regular grid's grouping of stored chunks into dask chunks
-(see [`preferred_chunks`][zarr3_backend.xarray.encoding.preferred_chunks]).
+(see [`preferred_chunks`][zarr3_backend.xarray.read_encoding.preferred_chunks]).
 """
 
 from __future__ import annotations

@@ -29,16 +29,16 @@ import numpy as np
 import xarray as xr
 from xarray.backends.zarr import FillValueCoder, encode_zarr_attr_value
 
+from ...codecs.adapters import codec_document
 from ...codecs.base import Codec
 from ...codecs.chain import CodecChain
-from ...codecs.foreign import codec_document
 from ...codecs.registry import codec_from_json
 from ...core.integers import is_int
 from ...core.metadata import ArrayMetadata
 from ...core.stacklevel import caller_stacklevel
 from ...errors import WriteError, WriteKeyError, WriteTypeError
 from ...nodes import creation
-from ..encoding import codec_parts
+from ..read_encoding import codec_parts
 from .rectilinear import Lengths, is_rectilinear_request, rectilinear_chunking
 
 VALID_ENCODING = frozenset(

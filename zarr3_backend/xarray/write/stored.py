@@ -27,7 +27,7 @@ from ...nodes.array import Array
 from ...nodes.hierarchy import Group, open_node
 from ...store.base import Store
 from ..backend_array import variable_dtype
-from ..encoding import decode_fill_value
+from ..read_encoding import decode_fill_value
 
 UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
 

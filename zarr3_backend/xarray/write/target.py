@@ -31,8 +31,8 @@ from ...core.metadata import NodeMetadata, parse_node_metadata
 from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
 from ...nodes.unfinished import FLAG, covering, flag, unfinished_group, unmark
 from ...store.base import Store, plain_values
+from .dry_run import DryRunStore
 from .publish import Documents, publish
-from .staged import Staged
 
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 PROBES = ("zarr.json", *V2_KEYS)
@@ -74,7 +74,7 @@ class Start:
             and d.get("node_type") == "group"
             and not self.store.transactional  # a transaction is never seen unfinished
         }
-        staged = Staged(self.store, prefix if self.mode == "w" else None)
+        staged = DryRunStore(self.store, prefix if self.mode == "w" else None)
         publish(staged, {**documents, **marked}, consolidate)  # every read and check; nothing is written yet
         inside = [key for key in staged.writes if key.startswith(prefix)]
         staged.replay([key for key in staged.writes if not key.startswith(prefix)])

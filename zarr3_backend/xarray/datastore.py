@@ -35,7 +35,7 @@ from ..nodes.v2_metadata import V2ArrayMetadata
 from ..runtime import submit_io
 from .backend_array import Zarr3BackendArray, variable_dtype
 from .dims import DIMENSION_KEY, array_dims, group_dims
-from .encoding import (
+from .read_encoding import (
     PreferredChunks,
     decode_fill_value,
     preferred_chunks,

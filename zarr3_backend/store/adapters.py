@@ -21,8 +21,8 @@ in ordinary (synchronous) mode with the same options, which is how
 looked up only for objects that come from it.
 
 >>> import fsspec
->>> from_foreign(fsspec.get_mapper("memory://doc/foreign"))
-FsspecStore('memory:///doc/foreign')
+>>> adapt(fsspec.get_mapper("memory://doc/adapters"))
+FsspecStore('memory:///doc/adapters')
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ ACCEPTED = (
 )
 
 
-def from_foreign(obj: object, read_only: bool = False) -> Store | None:
+def adapt(obj: object, read_only: bool = False) -> Store | None:
     """Our store for a zarr-python store or fsspec mapper; ``None`` if ``obj`` is neither.
 
     zarr-python stores without a native equivalent are wrapped in a `ZarrPythonStore`.

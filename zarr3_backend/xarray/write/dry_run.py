@@ -1,14 +1,14 @@
 """A dry run of a publication: the store as it will be once a prefix is erased, with writes recorded, not made.
 
 `Start` publishes a first write against a
-`Staged` view first, so every read and check of the publication
+`DryRunStore` view first, so every read and check of the publication
 (the existing root, the tree walked for consolidated metadata) runs before
-the store is touched; the recorded writes are then made with `Staged.replay()`.
+the store is touched; the recorded writes are then made with `DryRunStore.replay()`.
 
 >>> from zarr3_backend.store import make_store
 >>> base = make_store("memory://doc/staged")
 >>> base.set("old/zarr.json", b"{}")
->>> staged = Staged(base, "old/")
+>>> staged = DryRunStore(base, "old/")
 >>> staged.set("new/zarr.json", b"{}")
 >>> staged.list_dir(""), base.exists("new/zarr.json")
 (([], ['new/']), False)
@@ -23,7 +23,7 @@ from ...store.base import Request, Store, Value, Versioned, join_value
 
 
 @dataclass(repr=False)
-class Staged(Store):
+class DryRunStore(Store):
     """``base`` as it will be once ``hidden`` (a prefix; ``""``: everything) is erased, writes recorded, not made.
 
     A dry run of a publication: reads see the recorded writes, then what
