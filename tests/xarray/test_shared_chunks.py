@@ -17,7 +17,7 @@ import xarray as xr
 
 import zarr3_backend
 from zarr3_backend.conversion import plan as convert_plan
-from zarr3_backend.xarray import encoding as read_encoding
+from zarr3_backend.xarray import read_encoding
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning"),
