@@ -1,4 +1,5 @@
-"""Shared fixtures: loopback S3 (moto) and HTTP servers, fresh per-test locations on them.
+"""Shared fixtures: a fresh local store, a LocalCluster, loopback S3 (moto) and HTTP servers, fresh per-test
+locations on them.
 
 Use ``s3_url`` + ``s3_storage_options`` for a fresh empty bucket, and
 ``http_dir`` for a fresh directory that is also served over HTTP. Only
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from zarr3_backend.store import Store, make_store
+
 if TYPE_CHECKING:
     from tests.servers.servers import S3Endpoint
 
@@ -25,6 +28,29 @@ collect_ignore_glob = ["*conftest.py"]
 
 # Before any zarr3_backend.testing module is imported: rewrite the contract's asserts.
 pytest.register_assert_rewrite("zarr3_backend.testing")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    """An empty local store under the test's ``tmp_path`` (modules that need another kind define their own)."""
+    return make_store(str(tmp_path / "data.zarr"))
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A ``distributed.Client`` on a LocalCluster of 2 worker processes x 1 thread, one per test module."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
 
 
 @pytest.fixture(scope="session")

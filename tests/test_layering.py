@@ -164,6 +164,20 @@ def test_no_import_cycles():
     assert cycles == []
 
 
+#: Sub-packages whose tests live elsewhere, with the reason.
+TESTED_ELSEWHERE = {"testing": "its store and codec contract suites run in tests/store and tests/codecs"}
+
+
+def test_tests_mirror_the_package():
+    subpackages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    missing = sorted(
+        name
+        for name in subpackages - set(TESTED_ELSEWHERE)
+        if not list((REPO / "tests" / name).glob("test_*.py"))
+    )
+    assert not missing, f"sub-packages without a tests/<name>/ folder of tests: {missing}"
+
+
 def test_root_holds_at_most_ten_modules():
     root_modules = sorted(p.name for p in ROOT.glob("*.py"))
     assert len(root_modules) <= MAX_ROOT_MODULES, root_modules

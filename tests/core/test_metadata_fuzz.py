@@ -30,7 +30,7 @@ from zarr3_backend.core.metadata import parse_node_metadata
 from zarr3_backend.errors import MetadataError, Zarr3Error
 from zarr3_backend.store import FsspecStore
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "interop" / "golden"
 CASES = int(os.environ.get("ZARR3_FUZZ_CASES", "1000"))
 
 HOSTILE_VALUES: list[Any] = [

@@ -1,9 +1,9 @@
-"""Write the rectilinear golden stores under ``tests/core/golden/zarr_python/``, with zarr-python >= 3.2.
+"""Write the rectilinear golden stores under ``tests/interop/golden/zarr_python/``, with zarr-python >= 3.2.
 
 zarr-python 3.2+ needs Python 3.12; run this with the oracle interpreter (see
-``tests/core/rectilinear_oracle.py``, which builds it under ``~/.cache/zarr3_backend/``)::
+``tests/rectilinear_oracle.py``, which builds it under ``~/.cache/zarr3_backend/``)::
 
-    ~/.cache/zarr3_backend/oracle-zarr32/bin/python tests/core/golden/make_golden_rectilinear.py
+    ~/.cache/zarr3_backend/oracle-zarr32/bin/python tests/interop/golden/make_golden_rectilinear.py
 
 Layout as ``make_golden.py``: each store's root is the array, ``expected.npz`` holds its data as ``"root"``.
 Some chunks are left unwritten, so readers must give the fill value there.

@@ -10,7 +10,7 @@ The case list is a covering set, not a cartesian product: every data type
 meets several codec chains, every codec chain meets every chunk key
 encoding, and sharding varies index location, index codecs, inner chains,
 edge shards and empty inner chunks.  zarr-python and tensorstore are only
-imported inside the writer/reader helpers, so ``tests/test_golden.py`` can
+imported inside the writer/reader helpers, so ``tests/interop/test_golden.py`` can
 use this module without them.
 """
 

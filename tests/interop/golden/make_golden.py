@@ -1,10 +1,10 @@
-"""Write the small golden stores committed under ``tests/golden/``.
+"""Write the small golden stores committed under ``tests/interop/golden/``.
 
 Run from the repository root (needs zarr-python and tensorstore)::
 
-    python tests/golden/make_golden.py
+    python tests/interop/golden/make_golden.py
 
-Layout: ``tests/golden/<writer>/<case>/`` is a store whose root is the node
+Layout: ``tests/interop/golden/<writer>/<case>/`` is a store whose root is the node
 under test (an array or a group), next to it ``expected.npz`` holds the
 data of every array in it keyed by node path (``"root"`` for the root
 array) and, for hierarchies, ``expected.json`` the nodes and attributes.
@@ -15,7 +15,7 @@ and ``must_understand: false`` extensions).
 
 The script deletes and rewrites those directories; the stored bytes change
 only when the writers change, except zarr-python's gzip chunks, whose gzip
-header carries a timestamp.  ``tests/test_golden.py`` reads the stores
+header carries a timestamp.  ``tests/interop/test_golden.py`` reads the stores
 with zarr3_backend alone.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))  # tests/, where interop_cases.py is
 
 from interop_cases import (  # noqa: E402
     BYTES_BE,

@@ -14,7 +14,7 @@ from crc32c import crc32c
 import zarr3_backend
 from zarr3_backend.validate import Problem, validate_store
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "interop" / "golden"
 INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 
 

@@ -1,7 +1,7 @@
-"""Read the committed golden stores (tests/golden/) with zarr3_backend alone.
+"""Read the committed golden stores (tests/interop/golden/) with zarr3_backend alone.
 
-Each ``tests/golden/<writer>/<case>/`` holds a store written by zarr-python,
-tensorstore or by hand from the spec (see ``tests/golden/make_golden.py``),
+Each ``tests/interop/golden/<writer>/<case>/`` holds a store written by zarr-python,
+tensorstore or by hand from the spec (see ``tests/interop/golden/make_golden.py``),
 with the expected data in ``expected.npz`` and, for hierarchies, the
 expected nodes and attributes in ``expected.json``.  Besides the data, every
 ``zarr.json`` must survive our parse + re-serialise unchanged in meaning.
