@@ -26,7 +26,7 @@ import xarray as xr
 
 import zarr3_backend
 from zarr3_backend import MetadataError, NodeExistsError, UnfinishedWriteError, Zarr3Error
-from zarr3_backend.nodes.unfinished import FLAG, UnfinishedWriteWarning
+from zarr3_backend.nodes.unfinished import MARK_ATTRIBUTE, UnfinishedWriteWarning
 from zarr3_backend.validate import validate_store
 from zarr3_backend.xarray.write.commit import PENDING_KEY
 
@@ -420,7 +420,7 @@ def assert_unfinished(path: Path, group: str = "") -> None:
         match=r"did not finish.*Re-run the same write.*mode='w' to replace it \(which deletes",
     ):
         xr.open_dataset(path, engine="zarr3", group=group or None)
-    with pytest.raises(UnfinishedWriteError, match=FLAG):
+    with pytest.raises(UnfinishedWriteError, match=MARK_ATTRIBUTE):
         zarr3_backend.open_group(path, group)
     with pytest.raises(UnfinishedWriteError):
         xr.open_datatree(path, engine="zarr3")
@@ -443,7 +443,7 @@ def test_an_interrupted_first_write_is_reported_and_the_same_write_completes_it(
     lazy().to_zarr3(path)  # the same write again (mode="w-") completes it
     xr.testing.assert_identical(xr.open_dataset(path, engine="zarr3").load(), lazy().load())
     assert validate_store(path, deep=True) == []
-    assert FLAG not in (path / "zarr.json").read_text()
+    assert MARK_ATTRIBUTE not in (path / "zarr.json").read_text()
 
 
 def test_removing_the_mark_keeps_an_interrupted_write_as_it_is(tmp_path: Path) -> None:
@@ -454,7 +454,7 @@ def test_removing_the_mark_keeps_an_interrupted_write_as_it_is(tmp_path: Path) -
         zarr3_backend.open_group(path)
     with pytest.warns(UnfinishedWriteWarning, match="did not finish"):
         group = zarr3_backend.open_group(path, mode="r+")  # opened to repair it: a warning
-    del group.attrs[FLAG]
+    del group.attrs[MARK_ATTRIBUTE]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ds = xr.open_dataset(path, engine="zarr3").load()
@@ -511,10 +511,10 @@ def test_a_template_warns_until_its_data_is_written(tmp_path: Path) -> None:
         xr.open_dataset(path, engine="zarr3")
     assert caught[0].filename == __file__  # points at the user's line
     with pytest.warns(UnfinishedWriteWarning):
-        assert FLAG not in xr.open_dataset(path, engine="zarr3").attrs
+        assert MARK_ATTRIBUTE not in xr.open_dataset(path, engine="zarr3").attrs
     pytest.importorskip("zarr")
     assert (
-        xr.open_dataset(path, engine="zarr").attrs[FLAG]["template"] is True
+        xr.open_dataset(path, engine="zarr").attrs[MARK_ATTRIBUTE]["template"] is True
     )  # engine="zarr" users see the mark
     with pytest.warns(UnfinishedWriteWarning):
         zarr3_backend.open_group(path)
@@ -542,5 +542,5 @@ def test_a_finished_write_leaves_no_marker(tmp_path: Path) -> None:
     lazy().to_zarr3(path)
     xr.DataTree.from_dict({"/a": dataset()}).to_zarr3(path, group="tree")
     dataset().to_zarr3(path, group="tree/a", mode="w")
-    assert not [p for p in path.rglob("zarr.json") if FLAG in p.read_text()]
+    assert not [p for p in path.rglob("zarr.json") if MARK_ATTRIBUTE in p.read_text()]
     assert validate_store(path) == []

@@ -21,7 +21,7 @@ Arrays carry no mark (that would cost a write per array at the end), so
 ``open_array`` of one array inside a marked group is not checked.
 
 >>> from zarr3_backend.core.metadata import GroupMetadata
->>> group = GroupMetadata(attributes={FLAG: {"template": True, "fingerprint": "f0"}})
+>>> group = GroupMetadata(attributes={MARK_ATTRIBUTE: {"template": True, "fingerprint": "f0"}})
 >>> unfinished_group(None, "child", group).template
 True
 """
@@ -41,7 +41,7 @@ from .array import Array
 from .consolidation import Change, consolidated_entry, refresh_consolidated
 from .hierarchy import Group
 
-FLAG = "_zarr3_backend_unfinished"
+MARK_ATTRIBUTE = "_zarr3_backend_unfinished"
 
 
 class UnfinishedWriteWarning(UserWarning):
@@ -65,39 +65,39 @@ class Unfinished:
         where = f"group {self.path or '/'!r}" + ("" if self.store is None else f" of {self.store!r}")
         if self.template:
             return (
-                f"{where} is a template written by to_zarr3(..., compute=False) (attribute {FLAG!r} in {self.key}): "
+                f"{where} is a template written by to_zarr3(..., compute=False) (attribute {MARK_ATTRIBUTE!r} in {self.key}): "
                 "its data is written when the delayed object that call returned is computed, or by region writes "
                 "(the first one removes the mark); until then, parts not written read as fill values"
             )
         return (
-            f"{where} holds a to_zarr3 write that did not finish (attribute {FLAG!r} in {self.key}): its metadata was "
+            f"{where} holds a to_zarr3 write that did not finish (attribute {MARK_ATTRIBUTE!r} in {self.key}): its metadata was "
             "published, but some of its data may be missing and would read as fill values. Re-run the same write "
             "(the same dataset, mode='w-') to complete it, or write with mode='w' to replace it (which deletes what "
             f"is there); to keep the data as it is, remove the mark: del zarr3_backend.open_group(store, {self.path!r}, "
-            f"mode='r+').attrs[{FLAG!r}]"
+            f"mode='r+').attrs[{MARK_ATTRIBUTE!r}]"
         )
 
 
-def covering(path: str) -> list[str]:
+def groups_covering(path: str) -> list[str]:
     """``path`` and every group above it, root first: the groups whose mark covers ``path``.
 
-    >>> covering("a/b")
+    >>> groups_covering("a/b")
     ['', 'a', 'a/b']
     """
     parts = path.split("/") if path else []
     return ["/".join(parts[:i]) for i in range(len(parts) + 1)]
 
 
-def flag(fingerprint: str, *, template: bool) -> dict[str, Any]:
+def unfinished_mark(fingerprint: str, *, template: bool) -> dict[str, Any]:
     """The attribute value a first write marks its groups with (``template``: a ``compute=False`` write)."""
     return {"written_by": "zarr3_backend to_zarr3", "fingerprint": fingerprint, "template": template}
 
 
 def unfinished_group(store: Store | None, path: str, metadata: NodeMetadata | None) -> Unfinished | None:
     """The mark of the group at ``path`` (``metadata``: its document), or ``None``; a malformed mark counts as unfinished."""
-    if not isinstance(metadata, GroupMetadata) or FLAG not in metadata.attributes:
+    if not isinstance(metadata, GroupMetadata) or MARK_ATTRIBUTE not in metadata.attributes:
         return None
-    value = metadata.attributes[FLAG]
+    value = metadata.attributes[MARK_ATTRIBUTE]
     value = value if isinstance(value, dict) else {}
     fingerprint = value.get("fingerprint")
     return Unfinished(
@@ -105,7 +105,7 @@ def unfinished_group(store: Store | None, path: str, metadata: NodeMetadata | No
     )
 
 
-def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
+def refuse_or_warn(unfinished: Unfinished | None, *, writable: bool = False) -> None:
     """Raise `UnfinishedWriteError` for an unfinished write; warn for a template.
 
     A group opened ``writable`` (to repair or remove the mark) only warns.
@@ -120,9 +120,9 @@ def report(unfinished: Unfinished | None, *, writable: bool = False) -> None:
 
 
 def check_opened(node: Array | Group) -> None:
-    """`report()` the mark of ``node`` if it is a marked group (arrays carry none)."""
+    """`refuse_or_warn()` the mark of ``node`` if it is a marked group (arrays carry none)."""
     if isinstance(node, Group):
-        report(unfinished_group(node.store, node.path, node.metadata), writable=not node.read_only)
+        refuse_or_warn(unfinished_group(node.store, node.path, node.metadata), writable=not node.read_only)
 
 
 def unmark(store: Store, paths: Sequence[str]) -> None:
@@ -131,8 +131,10 @@ def unmark(store: Store, paths: Sequence[str]) -> None:
     changes = []
     for path, raw in zip(paths, raws):
         metadata = None if raw is None else parse_node_metadata(raw, metadata_key(path))
-        if isinstance(metadata, GroupMetadata) and FLAG in metadata.attributes:
-            metadata = metadata.with_attributes({k: v for k, v in metadata.attributes.items() if k != FLAG})
+        if isinstance(metadata, GroupMetadata) and MARK_ATTRIBUTE in metadata.attributes:
+            metadata = metadata.with_attributes(
+                {k: v for k, v in metadata.attributes.items() if k != MARK_ATTRIBUTE}
+            )
             store.set(metadata_key(path), encode_metadata(metadata))
             changes.append(Change(path, consolidated_entry(metadata.to_json())))
     refresh_consolidated(store, changes)

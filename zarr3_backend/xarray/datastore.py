@@ -30,7 +30,7 @@ from ..nodes.array_kinds import explain_stale
 from ..nodes.hierarchy import Group
 from ..nodes.reads import ReadResult, is_remote, read_many
 from ..nodes.reservations import HINT
-from ..nodes.unfinished import FLAG
+from ..nodes.unfinished import MARK_ATTRIBUTE
 from ..nodes.v2_metadata import V2ArrayMetadata
 from ..runtime import submit_io
 from .backend_array import Zarr3BackendArray, variable_dtype
@@ -131,7 +131,11 @@ class Zarr3DataStore(AbstractDataStore):
         return shared_v2_task_chunks({n: (a, self.dims[n].names) for n, a in self.arrays.items()})
 
     def get_attrs(self) -> dict[str, Any]:
-        hidden = ("_nc", FLAG, HINT)  # netCDF internals; marks of unfinished writes (reported when opened)
+        hidden = (
+            "_nc",
+            MARK_ATTRIBUTE,
+            HINT,
+        )  # netCDF internals; marks of unfinished writes (reported when opened)
         return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith(hidden)}
 
     def get_dimensions(self) -> Frozen[str, int]:

@@ -29,7 +29,7 @@ import xarray as xr
 from ...api import WriteMode
 from ...core.metadata import NodeMetadata, parse_node_metadata
 from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
-from ...nodes.unfinished import FLAG, covering, flag, unfinished_group, unmark
+from ...nodes.unfinished import MARK_ATTRIBUTE, groups_covering, unfinished_group, unfinished_mark, unmark
 from ...store.base import Store, plain_values
 from .dry_run import DryRunStore
 from .publish import Documents, publish
@@ -68,7 +68,7 @@ class Start:
             return None
         prefix = f"{self.path}/" if self.path else ""
         marked = {
-            p: _marked(d, flag(self.fingerprint, template=self.template))
+            p: _marked(d, unfinished_mark(self.fingerprint, template=self.template))
             for p, d in documents.items()
             if (p == self.path or p.startswith(prefix))
             and d.get("node_type") == "group"
@@ -86,7 +86,10 @@ class Start:
 
 def _marked(document: dict[str, object], mark: dict[str, object]) -> dict[str, object]:
     attributes = document.get("attributes")
-    return {**document, "attributes": {**(attributes if isinstance(attributes, dict) else {}), FLAG: mark}}
+    return {
+        **document,
+        "attributes": {**(attributes if isinstance(attributes, dict) else {}), MARK_ATTRIBUTE: mark},
+    }
 
 
 def check_target(
@@ -95,7 +98,7 @@ def check_target(
     """Refuse a write that would hide what the store holds, or build on an unfinished first write (see above)."""
     if store.read_only:
         raise ReadOnlyError(f"to_zarr3: {store!r} is read-only")
-    groups = covering(path)
+    groups = groups_covering(path)
     raws = iter(
         plain_values(store.get_many_versioned([(_key(g, name), None) for g in groups for name in PROBES]))
     )
