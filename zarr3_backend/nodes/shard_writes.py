@@ -1,33 +1,13 @@
 """Shard-owning block writes: each call writes inside exactly one stored chunk (shard).
 
-`write_block()` writes a block lying in one stored chunk (one shard, or
-one chunk when unsharded) with one atomic store ``set`` (temp file + rename
-on local disk, one PUT, or one multipart upload for large shards, on object
-stores). A write that dies leaves the previous shard (or nothing), never a
-torn one, so re-running a write converges. `write_numpy()` writes an
-in-memory array one shard per call on the thread pool; the dask graphs of
-`zarr3_backend.dask.write_graph` call `write_block()` once per shard task.
-
-Blocks that cover only part of their shard (region and append edges) are
-read, merged and rewritten by their owning call, at the cost of the inner
-chunks they touch: those are decoded, merged and re-encoded, the others'
-encoded bytes (edge chunks beyond the array's shape included) are copied as
-stored, and the index is rewritten. Such a write never changes an element
-outside its block, whatever the array's shape is by then (another writer may
-have appended rows into the same shard). Blocks covering the whole
-in-bounds part of a shard are encoded without reading, with the fill value
-beyond the edge: callers whose shape may grow meanwhile write through
-`whole_shard_view()`. Nothing stale beyond the edge is enforced where the
-shape changes (``Array.resize``, and `clear_rows()` undoes exactly an
-append's rows), not on every write.
-
-Two independent writers (processes, clusters) may write disjoint regions of
-one array safely when the regions are aligned to shards. A block covering
-only part of a shard is a read-modify-write of the whole shard: a second
-writer doing the same to that shard at the same time can lose its rows.
-`partial_shards()` finds such shards (``to_zarr3`` warns once with
-`PartialShardWarning` where writers may race), and a ``lock`` (see `shard_lock()`) makes
-the read-modify-write exclusive per shard across processes.
+`write_block()` writes a block lying in one shard with one atomic store
+``set``, so a write that dies leaves the previous shard, never a torn one.
+A block covering part of its shard re-encodes only the inner chunks it
+touches and copies every other inner chunk's bytes, so it never changes an
+element outside the block. `write_numpy()` writes an in-memory array one
+shard per call; `shard_lock()` makes a read-modify-write exclusive per shard
+across processes, and `partial_shards()` finds the shards that need it.
+How writes, edges and writers fit together: docs/architecture.md.
 
 >>> import zarr3_backend
 >>> a = zarr3_backend.create_array("memory://doc/shard_writes", shape=(10,), dtype="int32", chunks=(2,), shards=(4,))

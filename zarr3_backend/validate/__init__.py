@@ -1,33 +1,11 @@
-"""Check a store against the Zarr v3 spec (or v2: `v2`) and report every problem with the key it concerns.
+"""Check a store against the Zarr v3 spec (or v2: `validate.v2`) and report every problem with the key it concerns.
 
-Validation is parsing: every ``zarr.json`` goes through the same code that
-opens nodes (`zarr3_backend.core.metadata`, the codec registry and
-`CodecChain`), and whatever that refuses is a
-problem. On top come the structural checks no single document shows:
-
-- node names, nodes inside arrays, implicit groups (removed in Zarr v3.0);
-- consolidated metadata describing exactly the nodes below its group, as they are;
-- every other key is a chunk key inside its array's chunk grid (else: stray);
-- no group carries the mark of an unfinished ``to_zarr3`` first write
-  (`zarr3_backend.nodes.unfinished`; a ``compute=False`` template: a warning);
-- integrity: a warning for each array whose stored bytes no checksum covers (no
-  ``crc32c``, zstd ``checksum``, gzip or numcodecs checksum in its chain; for a
-  sharded array, in both its inner ``codecs`` and its ``index_codecs``, or after
-  ``sharding_indexed``), since a changed byte may then read as wrong values;
-- a pending-write record of an interrupted ``to_zarr3`` (an error, with advice
-  to finish it instead of consolidating half-published documents), and rows
-  a deferred append reserved but has not written (a warning);
-- with ``deep=True``, every stored chunk: shard index structure (size,
-  bounds, overlaps, empty markers), checksums, and that each chunk and
-  inner chunk decodes to its expected shape; and in a store ``zarr3 convert``
-  wrote, every shard's values against the checksum convert recorded
-  (`converted`; a warning for each that differs).
-
-A store without any ``zarr.json`` but with v2 documents (``.zgroup``,
-``.zarray``, ``.zattrs``, ``.zmetadata``) is checked as a Zarr v2 hierarchy
-by `validate_v2()`, which reports its problems
-in the same form. Keys with a segment starting with ``__`` are reserved for
-extensions and skipped.
+Validation is parsing: every document goes through the code that opens
+nodes, and whatever that refuses is a problem. On top come the structural
+checks no single document shows (names, implicit groups, consolidated
+metadata, stray keys, unfinished or pending writes, arrays no checksum
+covers) and, with ``deep=True``, every stored chunk and what ``convert``
+recorded. The list of checks is on the CLI guide's `zarr3 validate` section.
 
 >>> import zarr3_backend
 >>> a = zarr3_backend.create_array("memory://doc/validate", shape=(4,), dtype="int8", chunks=(2,))
