@@ -61,7 +61,9 @@ def test_the_limit_bounds_fetches_in_flight_whatever_the_cpu_threads():
 def test_no_fetch_starts_while_the_budget_is_held():
     recorder = Recorder(nbytes=100, staggered=True)
     fetch_and_work(recorder.fetch, list(range(16)), recorder.work, limit=8, max_bytes=250)
-    assert max(recorder.held_at_start) < 250
+    # The recorder counts a fetch's bytes when its body ends, the stream when its result is settled an instant
+    # later; a fetch started from another fetch's callback in that instant may see one group more.
+    assert max(recorder.held_at_start) < 250 + recorder.nbytes
     assert recorder.events.count("work") == 16
 
 

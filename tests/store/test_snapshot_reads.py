@@ -225,7 +225,7 @@ _WRITER = textwrap.dedent("""
     import os, sys, time
     sys.path.insert(0, sys.argv[2])
     import zarr3_backend
-    from tests.storage.test_snapshot_reads import version
+    from tests.store.test_snapshot_reads import version
     a = zarr3_backend.open_array(sys.argv[1], "v", mode="r+")
     stop, deadline, v = os.path.join(sys.argv[1], "stop"), time.monotonic() + 120, 0
     while not os.path.exists(stop) and time.monotonic() < deadline:

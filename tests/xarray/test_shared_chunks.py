@@ -102,7 +102,7 @@ def test_convert_says_why_a_shard_is_longer_than_its_array(
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_the_convert_tests_stores_open_with_one_chunking(tmp_path: Path, zarr_format: int) -> None:
     """``ds.chunks`` is defined after ``chunks={}`` on the stores the convert tests write, before and after."""
-    from tests.dask.test_convert import dataset
+    from tests.conversion.test_convert import dataset
 
     src, dst = tmp_path / "src.zarr", tmp_path / "dst.zarr"
     dataset().to_zarr(src, zarr_format=zarr_format, consolidated=True)
