@@ -60,6 +60,21 @@ def _holder_record() -> bytes:
     return json.dumps(holder).encode()
 
 
+class _Backoff:
+    """Pauses between tries until ``deadline`` (a `time.monotonic()` value): 10 ms, doubling up to 1 s."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.pause = 0.01
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def sleep(self) -> None:
+        time.sleep(self.pause)
+        self.pause = min(2 * self.pause, 1.0)
+
+
 class StoreLease:
     """Hold `LEASE_KEY` of ``store`` for a ``with`` block, waiting up to ``wait`` seconds for it."""
 
@@ -70,20 +85,19 @@ class StoreLease:
 
     def __enter__(self) -> StoreLease:
         deadline = time.monotonic() + self.wait
-        pause = 0.01
+        backoff = _Backoff(deadline)
         while not self.store.create(LEASE_KEY, self.record):
             held = self.store.get(LEASE_KEY)
             if held is not None and _abandoned(held):  # a broken lease raises MetadataError here
                 self.store.delete(LEASE_KEY)  # its writer is gone; the next create decides who takes it
                 continue
-            if time.monotonic() >= deadline:
+            if backoff.expired():
                 raise ConcurrentWriteError(
                     f"to_zarr3: another append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
                     f"({_describe(held)}); nothing of this write was done. If that writer no longer runs, delete "
                     f"{LEASE_KEY} at the store root; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
                 )
-            time.sleep(pause)
-            pause = min(2 * pause, 1.0)
+            backoff.sleep()
         try:
             self._wait_for_region_writes(deadline)
         except BaseException:
@@ -93,24 +107,24 @@ class StoreLease:
 
     def _wait_for_region_writes(self, deadline: float) -> None:
         """Hold the lease until no live `RegionMark` is left (marks of gone processes are removed)."""
-        pause = 0.01
+        backoff = _Backoff(deadline)
         while True:
             keys = list(self.store.list_prefix(REGIONS_PREFIX))
             marks = plain_values(self.store.get_many_versioned([(key, None) for key in keys]))
-            live = [(k, m) for k, m in zip(keys, marks) if m is not None and not _abandoned(m)]
-            for key, mark in zip(keys, marks):
-                if mark is not None and _abandoned(mark):
-                    self.store.delete(key)
+            found = [(k, m) for k, m in zip(keys, marks) if m is not None]
+            gone = {k for k, m in found if _abandoned(m)}
+            for key in gone:
+                self.store.delete(key)
+            live = [(k, m) for k, m in found if k not in gone]
             if not live:
                 return
-            if time.monotonic() >= deadline:
+            if backoff.expired():
                 raise ConcurrentWriteError(
                     f"to_zarr3: a region write to {self.store!r} has run for longer than {self.wait:g} s "
                     f"({_describe(live[0][1])}, {live[0][0]}); nothing of this write was done. If that writer no "
                     f"longer runs, delete {live[0][0]}; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
                 )
-            time.sleep(pause)
-            pause = min(2 * pause, 1.0)
+            backoff.sleep()
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
@@ -129,22 +143,20 @@ class RegionMark:
         self.key = f"{REGIONS_PREFIX}{uuid.uuid4().hex}.json"
 
     def __enter__(self) -> RegionMark:
-        deadline = time.monotonic() + self.wait
-        pause = 0.01
+        backoff = _Backoff(time.monotonic() + self.wait)
         while True:
             self.store.set(self.key, self.record)
             held = self.store.get(LEASE_KEY)
             if held is None or _abandoned(held):  # whoever takes an abandoned lease over sees this mark
                 return self
             self.store.delete(self.key)  # the append goes first
-            if time.monotonic() >= deadline:
+            if backoff.expired():
                 raise ConcurrentWriteError(
                     f"to_zarr3: an append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
                     f"({_describe(held)}); nothing of this region write was done. If that writer no longer runs, "
                     f"delete {LEASE_KEY} at the store root; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
                 )
-            time.sleep(pause)
-            pause = min(2 * pause, 1.0)
+            backoff.sleep()
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
