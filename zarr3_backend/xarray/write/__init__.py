@@ -14,7 +14,7 @@
   publication, and the pending-write record.
 
 Each step imports only the steps below it (an import-linter contract in ``pyproject.toml``).
-A write ends with at most one `WriteStep` (`zarr3_backend.dask.write_graph`), run
-after its data: `target.ClearUnfinishedMarks`, `commit.CommitMetadata` or
-`data.ReleaseReservation`.
+A write ends with at most one `WriteStep` (`zarr3_backend.dask.write_graph`), the
+last task of its data graph: `target.ClearUnfinishedMarks`, `commit.CommitMetadata`
+or `data.ReleaseReservation` (docs/architecture.md, "How a write commits").
 """
