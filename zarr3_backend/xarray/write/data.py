@@ -104,16 +104,17 @@ def write_data(
     progress: bool | Literal["tqdm"],
     reserve: tuple[str, Hashable, bool] | None,
 ) -> Delayed | None:
-    """In-memory data on the client, then the dask graph ending in ``last_step``; roll back a failed uncommitted write.
+    """In-memory data, then the dask graph ending in ``last_step``; a failed uncommitted write is rolled back.
 
-    A `CommitMetadata` runs before the data instead in a transaction, and for
-    ``reserve`` (a deferred append: its group, ``append_dim``, and whether
-    only this process writes, i.e. no ``lock=`` was given): it publishes the
-    grown arrays before the graph is returned, so the rows are the write's;
-    they are listed as not written (`zarr3_backend.nodes.reservations`) until
-    the graph's last step (`ReleaseReservation`) has run.
+    A `CommitMetadata` runs before the dask data instead in a transaction
+    (the user's commit publishes all at once) and for ``reserve``, a deferred
+    append (its group, ``append_dim``, and whether only this process writes,
+    i.e. no ``lock=`` was given): its grown arrays are published before the
+    graph is returned, so the rows are the write's; they are listed as not
+    written (`zarr3_backend.nodes.reservations`) until the graph's last step,
+    `ReleaseReservation`, has run.
     """
-    commit = last_step if isinstance(last_step, CommitMetadata) else None  # None once it has run
+    commit = last_step if isinstance(last_step, CommitMetadata) else None  # not run yet: undone on failure
     reserved = None
     try:
         if store.transactional and commit is not None:
@@ -134,15 +135,11 @@ def write_data(
         if counter is not None:
             _count_shards(counter, in_memory)
         if reserve is not None and commit is not None:
-            with shard_lock(
-                lock, appending_key(reserve[0])
-            ):  # as ReleaseReservation, which may run meanwhile
+            with shard_lock(lock, appending_key(reserve[0])):  # ReleaseReservation may run meanwhile
                 reserved = _reserve(store, plan, reserve[0], reserve[1])
             commit.run()
-            commit, last_step = (
-                None,
-                ReleaseReservation(store, reserve[0], reserved.id, lock, tidy=reserve[2]),
-            )
+            last_step = ReleaseReservation(store, reserve[0], reserved.id, lock, tidy=reserve[2])
+            commit = None
         if store.transactional and compute and not requests:  # no task: a writable session never leaves here
             if last_step is not None:
                 last_step.run()

@@ -70,7 +70,7 @@ class CheckedTarget:
         return self.mode in ("w", "w-")
 
     def publish_first_write(self, documents: Documents, consolidate: bool) -> ClearUnfinishedMarks:
-        """Publish a first write's ``documents`` (only if `first_write`), every group marked unfinished; the returned step ends it."""
+        """Publish a `first_write`'s ``documents``, every group marked unfinished; the returned step ends it."""
         prefix = f"{self.path}/" if self.path else ""
         marked = {
             p: _marked(d, unfinished_mark(self.fingerprint, template=self.template))
@@ -89,7 +89,7 @@ class CheckedTarget:
         return ClearUnfinishedMarks(self.store, tuple(sorted(marked)))
 
     def take_over_templates(self) -> None:
-        """A region write or append: remove the marks of the templates (``compute=False`` first writes) it fills."""
+        """A region write or append: unmark the templates it fills (first writes with ``compute=False``)."""
         if self.taken_over:
             unmark(self.store, self.taken_over)
 
