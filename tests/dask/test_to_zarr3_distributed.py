@@ -5,6 +5,7 @@ One cluster (2 worker processes, 1 thread each) serves the whole module.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
@@ -16,6 +17,8 @@ import xarray as xr
 import zarr3_backend
 import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
 from zarr3_backend.dask.write_graph import ShardAlignmentWarning
+from zarr3_backend.nodes.reservations import read_reservations
+from zarr3_backend.nodes.unfinished import MARK_ATTRIBUTE
 from zarr3_backend.store import LocalStore
 
 distributed = pytest.importorskip("distributed")
@@ -61,6 +64,23 @@ def test_s3(client, s3_url, s3_storage_options):
 def test_memory_store_is_refused(client):
     with pytest.raises(zarr3_backend.WriteError, match="lives in this process's memory"):
         dataset().to_zarr3("memory://to_zarr3_distributed/refused", encoding=ENCODING)
+
+
+def test_every_write_step_runs_as_the_last_task_on_a_worker(client, tmp_path):
+    """ClearUnfinishedMarks, CommitMetadata and ReleaseReservation pickle, and do their work from a worker."""
+    ds, path = dataset(), tmp_path / "a.zarr"
+    store = LocalStore(path)
+    template = ds.isel(t=slice(0, 8)).to_zarr3(path, encoding=ENCODING, compute=False)
+    assert MARK_ATTRIBUTE in json.loads(store.get("zarr.json"))["attributes"]
+    template.compute()  # ClearUnfinishedMarks
+    assert MARK_ATTRIBUTE not in json.loads(store.get("zarr.json"))["attributes"]
+    ds.isel(t=slice(8, 16)).to_zarr3(path, append_dim="t")  # CommitMetadata, in the graph's last task
+    check(path, ds.isel(t=slice(0, 16)).compute())
+    deferred = ds.isel(t=slice(16, 20)).to_zarr3(path, append_dim="t", compute=False)
+    assert [(r.start, r.stop) for r in read_reservations(store, "")] == [(16, 20)]
+    deferred.compute()  # ReleaseReservation
+    assert read_reservations(store, "") == []
+    check(path, ds.compute())
 
 
 class ExitOnceStore(LocalStore):

@@ -9,7 +9,8 @@ data between tasks. `store_graph()` maps every block to one shard task
 `write_block()` (one atomic store ``set``;
 partial shards are read, merged and rewritten, under the write's ``lock``)
 and returns the bytes it wrote (counted by ``progress=True``, see
-`zarr3_backend.dask.progress`).
+`zarr3_backend.dask.progress`); the graph's last task runs the write's
+`WriteStep`, if any.
 `zarr3_backend.dask.compute` runs the graph.
 
 Everything in the graph pickles (``Array`` is store + path + metadata), so
@@ -28,9 +29,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -45,6 +46,20 @@ if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
 
 class ShardAlignmentWarning(UserWarning):
     """Dask chunks were rechunked to the shard grid; the message states what that costs."""
+
+
+class WriteStep(Protocol):
+    """A step of a write that takes no argument and returns nothing: `run()` does it, once.
+
+    `store_graph()` runs one as its last task, after every shard task
+    succeeded (never if one failed), so it must pickle: it may run on a
+    ``dask.distributed`` worker. A step that fails raises, and the write
+    fails with its error. The steps of ``to_zarr3``: docs/architecture.md,
+    "How a write commits".
+    """
+
+    def run(self) -> None:
+        """Do the step (raise to fail the write)."""
 
 
 def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: str = "") -> DaskArray:
@@ -102,16 +117,15 @@ class WriteRequest:
     lock: ShardLock = None
 
 
-def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] | None = None) -> Delayed:
-    """A ``dask.delayed`` running every write request, one task per shard, then ``finalize``.
+def store_graph(requests: Sequence[WriteRequest], last_step: WriteStep | None = None) -> Delayed:
+    """A ``dask.delayed`` running every write request, one task per shard, then ``last_step``.
 
     Each shard task (keyed ``("zarr3-write-shard-<token>", i, ...)``, see
     `zarr3_backend.dask.progress`) writes one shard-aligned block and
     returns the bytes it wrote; the blocks' own tasks fuse into it, so the
     graph holds about one task per shard plus one per request and one
-    final task. ``finalize`` (picklable, no arguments) runs once after
-    every write succeeded, e.g. to publish the new shape of appended
-    arrays; if any write fails it never runs.
+    final task, which runs ``last_step`` (e.g. publishing the new shape of
+    appended arrays) once every write succeeded; if any write fails it never runs.
     """
     from dask.delayed import delayed
 
@@ -120,7 +134,7 @@ def store_graph(requests: Sequence[WriteRequest], finalize: Callable[[], None] |
         if request.data.size:  # aligned here: the alignment warning points at store_graph's caller
             aligned = align_to_shards(request.data, request.array, request.origin, request.name)
             written.append(_shard_tasks(request, aligned))
-    return cast("Delayed", delayed(_after, pure=False)(written, finalize))  # dask's delayed is unannotated
+    return cast("Delayed", delayed(_after, pure=False)(written, last_step))  # dask's delayed is unannotated
 
 
 def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
@@ -161,6 +175,6 @@ class _ShardTask:
         return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)
 
 
-def _after(_: Any, finalize: Callable[[], None] | None) -> None:
-    if finalize is not None:
-        finalize()
+def _after(_: Any, last_step: WriteStep | None) -> None:
+    if last_step is not None:
+        last_step.run()

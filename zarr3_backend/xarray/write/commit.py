@@ -1,15 +1,15 @@
 """Committing ``to_zarr3``'s metadata: appends and new variables that are all-or-nothing.
 
-`Commit` checks that no other writer changed the shapes this write planned
-from, writes the pending record (the commit point), publishes the documents
-and deletes the record; a failure before the record leaves the store as it
-was (`roll_back`), one after it is completed by the next call
-(`roll_forward`, `finish_pending_write`). Raises `ConcurrentWriteError` when
-another writer appended meanwhile: nothing of this write is then published.
-The protocol, deferred appends and what the lease covers: docs/architecture.md,
-"How a write commits".
-A transactional store (`Store.transactional`: an Icechunk session) gets no
-pending record: the user's commit is the commit point.
+`CommitMetadata`, the `WriteStep` ending such a write, checks that no other
+writer changed the shapes this write planned from, writes the pending record
+(the commit point), publishes the documents and deletes the record; a failure
+before the record leaves the store as it was (`roll_back`), one after it is
+completed by the next call (`roll_forward`, `finish_pending_write`). Raises
+`ConcurrentWriteError` when another writer appended meanwhile: nothing of this
+write is then published. The protocol, deferred appends and what the lease
+covers: docs/architecture.md, "How a write commits". A transactional store
+(`Store.transactional`: an Icechunk session) gets no pending record: the
+user's commit is the commit point.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
+from ...dask.write_graph import WriteStep
 from ...errors import ConcurrentWriteError
 from ...nodes.array import Array
 from ...nodes.consolidation import PENDING_KEY as PENDING_KEY
@@ -39,8 +40,8 @@ SETTLE = (
 
 
 @dataclass(frozen=True)
-class Commit:
-    """The last task of a ``mode="a"`` write: check, record, publish, clear (picklable, runs on a worker).
+class CommitMetadata(WriteStep):
+    """The `WriteStep` ending a ``mode="a"`` write: check, record, publish, clear (picklable, runs on a worker).
 
     ``expected`` holds, per array path the write grows or creates, the shape
     its plan started from (``None``: no array there); a store that no longer
@@ -57,7 +58,8 @@ class Commit:
     expected: Mapping[str, tuple[int, ...] | None] = field(default_factory=dict)
     locked: bool = False  # a lock= or an atomic StoreLease serialises commits: no wait before reading back
 
-    def __call__(self) -> None:
+    def run(self) -> None:
+        """Publish ``documents`` all-or-nothing, or raise `ConcurrentWriteError` having published nothing."""
         paths = sorted(self.expected)
         groups = sorted(
             path for path, document in self.documents.items() if document.get("node_type") == "group"

@@ -3,8 +3,9 @@
 `writer_lock()` serialises ``mode="a"`` writes to one store (see
 `commit` for why appends need it); `write_data()` writes in-memory
 variables on the client, builds the dask graph of the rest ending in the
-write's last task, runs it, and rolls back a ``mode="a"`` write that failed
-before its commit point.
+write's last `WriteStep`, runs it, and rolls back a ``mode="a"`` write that
+failed before its commit point. `ReleaseReservation` is the step ending a
+deferred append.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import xarray as xr
 
 from ...dask.compute import compute_writes
 from ...dask.progress import ShardProgress
-from ...dask.write_graph import WriteRequest, store_graph
+from ...dask.write_graph import WriteRequest, WriteStep, store_graph
 from ...nodes.array import Array
 from ...nodes.reservations import Reservation, appending_key, drop_hint, release, reserve
 from ...nodes.shard_writes import (
@@ -33,10 +34,9 @@ from ...nodes.shard_writes import (
     write_numpy_many,
 )
 from ...store.base import Store
-from .commit import PENDING_KEY, Commit, roll_back
+from .commit import PENDING_KEY, CommitMetadata, roll_back
 from .lease import RegionMark, StoreLease
 from .plan import Shape, WritePlan
-from .target import Finish
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -52,7 +52,7 @@ def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
     where the store creates keys atomically (it also waits for region
     writes' marks): either serialises appends across processes. Elsewhere
     appends without ``lock=`` are refused before this
-    (`check_append_coordination()`), and `Commit`
+    (`check_append_coordination()`), and `CommitMetadata`
     refuses other ``mode="a"`` writes that lost a race.
     The tasks of the write then guard shards with ``lock`` (with this
     process's per-shard locks when ``lock`` is the one lock held here, or none).
@@ -97,26 +97,29 @@ def _writers_key(store: Store) -> str:
 def write_data(
     store: Store,
     plan: WritePlan,
-    finalize: Commit | Finish | Release | None,
+    last_step: WriteStep | None,
     *,
     lock: ShardLock,
     compute: bool,
     progress: bool | Literal["tqdm"],
     reserve: tuple[str, Hashable, bool] | None,
 ) -> Delayed | None:
-    """In-memory data on the client, then the dask graph ending in ``finalize``; roll back a failed commit-less write.
+    """In-memory data, then the dask graph ending in ``last_step``; a failed uncommitted write is rolled back.
 
-    ``reserve`` (a deferred append: its group, ``append_dim``, and whether
-    only this process writes, i.e. no ``lock=`` was given) publishes the
-    grown arrays before the graph is returned, so the rows are the write's;
-    they are listed as not written (`zarr3_backend.nodes.reservations`) until
-    the graph's last task (`Release`) has run.
+    A `CommitMetadata` runs before the dask data instead in a transaction
+    (the user's commit publishes all at once) and for ``reserve``, a deferred
+    append (its group, ``append_dim``, and whether only this process writes,
+    i.e. no ``lock=`` was given): its grown arrays are published before the
+    graph is returned, so the rows are the write's; they are listed as not
+    written (`zarr3_backend.nodes.reservations`) until the graph's last step,
+    `ReleaseReservation`, has run.
     """
+    commit = last_step if isinstance(last_step, CommitMetadata) else None  # not run yet: undone on failure
     reserved = None
     try:
-        if store.transactional and isinstance(finalize, Commit):
-            finalize()  # metadata first: the user's commit publishes all at once (and chunks must fit the shape)
-            finalize = None
+        if store.transactional and commit is not None:
+            commit.run()  # metadata first: the user's commit publishes all at once (and chunks must fit the shape)
+            commit = last_step = None
         in_memory = [
             (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
             for w in plan.data
@@ -131,22 +134,23 @@ def write_data(
         write_numpy_many(in_memory, lock)
         if counter is not None:
             _count_shards(counter, in_memory)
-        if reserve is not None and isinstance(finalize, Commit):
-            with shard_lock(lock, appending_key(reserve[0])):  # as Release, which may run meanwhile
+        if reserve is not None and commit is not None:
+            with shard_lock(lock, appending_key(reserve[0])):  # ReleaseReservation may run meanwhile
                 reserved = _reserve(store, plan, reserve[0], reserve[1])
-            finalize()
-            finalize = Release(store, reserve[0], reserved.id, lock, tidy=reserve[2])
+            commit.run()
+            last_step = ReleaseReservation(store, reserve[0], reserved.id, lock, tidy=reserve[2])
+            commit = None
         if store.transactional and compute and not requests:  # no task: a writable session never leaves here
-            if finalize is not None:
-                finalize()
+            if last_step is not None:
+                last_step.run()
             return None
-        delayed = store_graph(requests, finalize)
+        delayed = store_graph(requests, last_step)
         if not compute:
             return delayed
         compute_writes(delayed, progress if requests else False)  # no shard tasks: nothing to report
     except BaseException:
         # a first write stays marked unfinished instead; a transaction is discarded by its user
-        if isinstance(finalize, Commit) and not store.transactional:
+        if commit is not None and not store.transactional:
             roll_back(store, list(plan.grown), list(plan.created), lock)
             if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved
@@ -182,8 +186,8 @@ def _reserve(store: Store, plan: WritePlan, path: str, dim: Hashable) -> Reserva
 
 
 @dataclass(frozen=True)
-class Release:
-    """The last task of a deferred append: its rows are written, take their reservation off (picklable).
+class ReleaseReservation(WriteStep):
+    """The `WriteStep` ending a deferred append: its rows are written, take their reservation off (picklable).
 
     With ``tidy`` (no other process writes) the last one also drops the
     group's hint, unless a write of this process is under way (its commit
@@ -196,7 +200,8 @@ class Release:
     lock: ShardLock
     tidy: bool = False
 
-    def __call__(self) -> None:
+    def run(self) -> None:
+        """Release the reservation (under the group's appending lock), then maybe drop the hint."""
         with shard_lock(self.lock, appending_key(self.path)):
             left = release(self.store, self.path, self.reservation_id)
         writers = local_lock(_writers_key(self.store))

@@ -1,6 +1,6 @@
 """A dry run of a publication: the store as it will be once a prefix is erased, with writes recorded, not made.
 
-`Start` publishes a first write against a
+`CheckedTarget.publish_first_write()` publishes a first write against a
 `DryRunStore` view first, so every read and check of the publication
 (the existing root, the tree walked for consolidated metadata) runs before
 the store is touched; the recorded writes are then made with `DryRunStore.replay()`.

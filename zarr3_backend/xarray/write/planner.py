@@ -33,6 +33,7 @@ from ...api import WriteMode
 from ...core.metadata import GroupMetadata
 from ...dask.compute import check_reachable
 from ...dask.forks import forked_for_tasks
+from ...dask.write_graph import WriteStep
 from ...errors import NodeExistsError, WriteError, WriteNotImplementedError
 from ...nodes.array import Array
 from ...nodes.lookup import read_node_metadata
@@ -50,7 +51,7 @@ from .checks import (
     check_progress,
     parse_mode,
 )
-from .commit import Commit, roll_forward
+from .commit import CommitMetadata, roll_forward
 from .data import has_dask_data, planning_lock, region_lock, write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
@@ -58,7 +59,7 @@ from .publish import Documents, group_document
 from .rectilinear import block_edges
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .stored import existing_arrays, stored_encoding, unchanged
-from .target import Finish, check_target
+from .target import check_target
 from .times import encode_into, encode_variable
 
 if TYPE_CHECKING:
@@ -232,23 +233,21 @@ def to_zarr3(
             consolidate = bool(consolidated or (consolidated is None and not unconsolidated))
             if any(write.variable.chunks is not None for write in plan.data):
                 check_reachable(target)
-            finalize: Commit | Finish | None = start(
-                dict(plan.documents), consolidate
-            )  # first writes publish
-            if finalize is None and plan.documents:
-                expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
-                finalize = Commit(
-                    target,
-                    dict(plan.documents),
-                    consolidate,
-                    token,
-                    expected,
-                    locked=lock is not None or target.atomic_create,
-                )
+            last_step: WriteStep | None = None
+            if start.first_write:  # metadata first, its groups marked unfinished until the last step
+                last_step = start.publish_first_write(dict(plan.documents), consolidate)
+            else:  # metadata last, all or nothing
+                start.take_over_templates()
+                if plan.documents:
+                    expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
+                    locked = lock is not None or target.atomic_create
+                    last_step = CommitMetadata(
+                        target, dict(plan.documents), consolidate, token, expected, locked=locked
+                    )
             deferred = not compute and plan.grown and options.append_dim is not None
             reserve = (path, options.append_dim, lock is None) if deferred else None
             written = write_data(
-                target, plan, finalize, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
+                target, plan, last_step, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
             )
         return forks.finish(written, compute) if forks is not None else written
 

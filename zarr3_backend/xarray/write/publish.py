@@ -10,8 +10,8 @@ root (both engines' default) switch from the old tree to the new one at
 once; nested groups carrying their own consolidated copy are patched after.
 
 Every write publishes through `publish()`: a first write before its
-data (`Start`, after a dry run), any other after its data
-(`Commit`), and `roll_forward()` completes a
+data (`CheckedTarget.publish_first_write()`, after a dry run), any other
+after its data (`CommitMetadata`), and `roll_forward()` completes a
 publication that was interrupted. `group_document()` is the document of
 a group ``to_zarr3`` writes.
 

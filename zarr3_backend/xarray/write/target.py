@@ -4,9 +4,11 @@
 its ancestors' documents: ``mode="w-"`` writes only into an empty location
 (`NodeExistsError`, as ``engine="zarr"``), no v3 metadata goes into or above
 a v2 group, and a group marked unfinished takes only the same write again or
-``mode="w"`` (`UnfinishedWriteError`). `Start` publishes a first write after a
-dry run, with every group document marked unfinished; `Finish`, the data
-graph's last task, removes the marks.
+``mode="w"`` (`UnfinishedWriteError`). It returns a `CheckedTarget`: its
+`CheckedTarget.publish_first_write()` publishes a first write after a dry run,
+every group document marked unfinished, and returns the `WriteStep` that
+ends it (`ClearUnfinishedMarks`, the data graph's last task); a later
+write takes over a template with `CheckedTarget.take_over_templates()`.
 
 >>> import numpy as np, xarray as xr
 >>> from zarr3_backend.store import make_store
@@ -28,6 +30,7 @@ import xarray as xr
 
 from ...api import WriteMode
 from ...core.metadata import NodeMetadata, parse_node_metadata
+from ...dask.write_graph import WriteStep
 from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
 from ...nodes.unfinished import MARK_ATTRIBUTE, groups_covering, unfinished_group, unfinished_mark, unmark
 from ...store.base import Store, plain_values
@@ -39,19 +42,20 @@ PROBES = ("zarr.json", *V2_KEYS)
 
 
 @dataclass(frozen=True)
-class Finish:
-    """The last task of a first write's data graph: all its data is stored, so its groups are no longer unfinished."""
+class ClearUnfinishedMarks(WriteStep):
+    """The `WriteStep` ending a first write: all its data is stored, so its groups are no longer unfinished."""
 
     store: Store
     groups: tuple[str, ...]
 
-    def __call__(self) -> None:
+    def run(self) -> None:
+        """Remove the unfinished marks of ``groups``."""
         unmark(self.store, self.groups)
 
 
 @dataclass(frozen=True)
-class Start:
-    """What `check_target()` decided: call it with the checked plan's documents to begin writing."""
+class CheckedTarget:
+    """What `check_target()` decided: a first write publishes its documents, a later one takes templates over."""
 
     store: Store
     path: str
@@ -60,12 +64,13 @@ class Start:
     template: bool = False
     taken_over: tuple[str, ...] = ()  # the template groups whose mark this region write or append removes
 
-    def __call__(self, documents: Documents, consolidate: bool) -> Finish | None:
-        """Publish a first write (the returned `Finish` ends it); for other writes, take a template over."""
-        if self.mode not in ("w", "w-"):
-            if self.taken_over:
-                unmark(self.store, self.taken_over)
-            return None
+    @property
+    def first_write(self) -> bool:
+        """Whether this is a first write (``mode="w"``, ``"w-"``): its metadata goes before its data."""
+        return self.mode in ("w", "w-")
+
+    def publish_first_write(self, documents: Documents, consolidate: bool) -> ClearUnfinishedMarks:
+        """Publish a `first_write`'s ``documents``, every group marked unfinished; the returned step ends it."""
         prefix = f"{self.path}/" if self.path else ""
         marked = {
             p: _marked(d, unfinished_mark(self.fingerprint, template=self.template))
@@ -81,7 +86,12 @@ class Start:
         if self.mode == "w":
             self.store.delete_prefix(prefix)
         staged.replay(inside)
-        return Finish(self.store, tuple(sorted(marked)))
+        return ClearUnfinishedMarks(self.store, tuple(sorted(marked)))
+
+    def take_over_templates(self) -> None:
+        """A region write or append: unmark the templates it fills (first writes with ``compute=False``)."""
+        if self.taken_over:
+            unmark(self.store, self.taken_over)
 
 
 def _marked(document: dict[str, object], mark: dict[str, object]) -> dict[str, object]:
@@ -94,7 +104,7 @@ def _marked(document: dict[str, object], mark: dict[str, object]) -> dict[str, o
 
 def check_target(
     store: Store, path: str, mode: WriteMode, obj: xr.Dataset | xr.DataTree, *, compute: bool
-) -> Start:
+) -> CheckedTarget:
     """Refuse a write that would hide what the store holds, or build on an unfinished first write (see above)."""
     if store.read_only:
         raise ReadOnlyError(f"to_zarr3: {store!r} is read-only")
@@ -111,7 +121,7 @@ def check_target(
     if mode not in ("w", "w-"):
         if unfinished is not None and not unfinished.template:
             raise UnfinishedWriteError(f"to_zarr3 (mode={mode!r}): {unfinished.message()}")
-        return Start(store, path, mode, taken_over=tuple(m.path for m in marks))
+        return CheckedTarget(store, path, mode, taken_over=tuple(m.path for m in marks))
     request = fingerprint(obj, path)
     if mode == "w-" and unfinished is not None:
         if unfinished.path != path or unfinished.fingerprint != request:
@@ -121,7 +131,7 @@ def check_target(
         mode = "w"  # the same write again: it replaces what its unfinished run left
     elif mode == "w-":
         _refuse_occupied(store, path, found[path])
-    return Start(store, path, mode, request, template=not compute)
+    return CheckedTarget(store, path, mode, request, template=not compute)
 
 
 def _parsed(path: str, raw: bytes | None) -> NodeMetadata | None:
