@@ -29,7 +29,7 @@ ADDRESS_SPACE = min(sys.maxsize, 1 << 48)
 _MAX_INDEX = 2**63  # numpy indexes with int64: shapes and their products stay below it
 
 
-def field_error(where: str, field_name: str, expected: str, got: Any) -> MetadataError:
+def field_error(where: str, field_name: str, expected: str, got: object) -> MetadataError:
     """``{where}: {field_name}: expected {expected}, got {got}`` (the value shown up to 200 characters)."""
     shown = repr(got)
     return MetadataError(
