@@ -11,9 +11,8 @@ native byte order. Arrays without filters of simple dtypes need none of
 this: `zarr3_backend.core.metadata.v2` describes them with ``transpose``,
 ``bytes`` and the compressor.
 
-The codec is registered under the name
-`V2_FILTERS_CODEC`, which v2 metadata
-names it by, so the registry builds it from codec JSON as any other. Filters
+Registered as ``zarr3_backend.v2_filters``, the name v2 metadata gives it,
+the codec is built from codec JSON by the registry like any other. Filters
 are numcodecs codecs wrapped by `numcodecs_adapter` (so ``pickle`` is
 refused unless allowed). What a filter decodes to is bounded by what its
 input may hold: compressors used as filters stop at that size, the object
