@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, final
 
 from ..core.metadata import ArrayMetadata, parse_node_metadata
+from ..core.metadata.v2 import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, V2ArrayMetadata, is_v2
 from ..core.storage_transformers import apply_storage_transformers
 from ..errors import Zarr3Error
 from ..nodes.array import Array
 from ..nodes.hierarchy import Group, node_from_metadata, open_node
 from ..nodes.paths import normalize_path
-from ..nodes.v2_metadata import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, V2ArrayMetadata, is_v2
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store, plain_values
 from ..validate import assign_keys, is_metadata_key, node_path

@@ -29,6 +29,7 @@ from .registry import (
 )
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
+from .v2 import V2FilterCodec
 from .vlen_utf8 import VLenBytesCodec, VLenUTF8Codec
 from .zstd import ZstdCodec
 
@@ -48,6 +49,7 @@ __all__ = [
     "NumcodecsBytesBytesCodec",
     "ShardingCodec",
     "TransposeCodec",
+    "V2FilterCodec",
     "VLenBytesCodec",
     "VLenUTF8Codec",
     "ZstdCodec",

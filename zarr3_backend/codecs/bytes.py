@@ -22,21 +22,13 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from ..core.dtypes.base import needs_endian
 from ..errors import CodecError
 from .base import ArrayBytesCodec, Buffer, ChunkSpec
 from .registry import parse_config_choice, register_codec
 
 Endian = Literal["little", "big"]
 _ORDER_CHAR: dict[str, Literal["<", ">"]] = {"little": "<", "big": ">"}
-
-
-def needs_endian(dtype: np.dtype) -> bool:
-    """Whether byte order applies to ``dtype`` (multi-byte and not raw bytes).
-
-    >>> needs_endian(np.dtype("float32")), needs_endian(np.dtype("uint8")), needs_endian(np.dtype("V3")), needs_endian(np.dtype("S2"))
-    (True, False, False, False)
-    """
-    return dtype.itemsize > 1 and dtype.kind not in "VS"
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,28 @@ import numpy as np
 
 from ..core.buffers import Value
 from ..core.indexing import ChunkSelection
+from ..core.metadata import ArrayMetadata
 from ..core.scratch import borrow, in_use
-from ..errors import MetadataError
+from ..errors import MetadataError, Zarr3Error, with_location
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .registry import codec_from_json
+
+
+def array_chain(metadata: ArrayMetadata, where: str) -> CodecChain:
+    """The codec chain of the array ``metadata`` describes (Zarr v3 or v2), checked against each chunk shape.
+
+    Unknown, unsafe or misconfigured codecs, and chains that do not fit the
+    data type, raise a `Zarr3Error` whose message starts with ``where``.
+    """
+    spec = ChunkSpec(metadata.chunk_shape, metadata.data_type, metadata.fill_value)
+    try:
+        chain = CodecChain.from_json(list(metadata.codecs), f"{where}: codecs")
+        for shape in metadata.chunk_grid.distinct_shapes():  # every shard shape of a rectilinear grid
+            chain.validate(spec.with_shape(shape))
+    except Zarr3Error as exc:
+        raise with_location(exc, where) from exc
+    return chain
 
 
 class CodecChain:

@@ -38,6 +38,7 @@ import numpy as np
 from numcodecs.abc import Codec as Numcodec
 
 from ..core.dtypes import data_type_from_numpy
+from ..core.metadata.v2 import NUMCODECS_PREFIX
 from ..errors import CodecError, MetadataError
 from . import blosc, gzip, zstd
 from .base import (
@@ -52,7 +53,7 @@ from .base import (
 from .bounded import decompress_stream_bounded
 from .registry import mark_unsafe, register_codec_family
 
-PREFIX = "numcodecs."
+PREFIX = NUMCODECS_PREFIX
 ARRAY_ARRAY_IDS = frozenset({"delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype"})
 ARRAY_BYTES_IDS = frozenset({"pcodec", "zfpy"})
 CHECKSUM_IDS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})

@@ -8,19 +8,21 @@ the compressor stays a ``bytes -> bytes`` codec after it, and this codec
 undoes the filters in reverse order on the stored dtype, exactly as the spec
 (and zarr-python) applies them, then reshapes in ``order`` and converts to
 native byte order. Arrays without filters of simple dtypes need none of
-this: `zarr3_backend.nodes.v2_metadata` reads them with ``transpose``,
+this: `zarr3_backend.core.metadata.v2` describes them with ``transpose``,
 ``bytes`` and the compressor.
 
-Filters are numcodecs codecs wrapped by
-`numcodecs_adapter` (so ``pickle`` is refused
-unless allowed). What a filter decodes to is bounded by what its input may
-hold: compressors used as filters stop at that size, the object codecs
-(``vlen-*``) have their item count checked before decoding, and every other
-filter's output is checked after it.
+Registered as ``zarr3_backend.v2_filters``, the name v2 metadata gives it,
+the codec is built from codec JSON by the registry like any other. Filters
+are numcodecs codecs wrapped by `numcodecs_adapter` (so ``pickle`` is
+refused unless allowed). What a filter decodes to is bounded by what its
+input may hold: compressors used as filters stop at that size, the object
+codecs (``vlen-*``) have their item count checked before decoding, and every
+other filter's output is checked after it.
 
 >>> import numcodecs, numpy as np
 >>> from zarr3_backend.core.dtypes import data_type_from_numpy
->>> codec = V2FilterCodec(np.dtype(">i4"), "F", (v2_filter({"id": "delta", "dtype": ">i4"}, "x"),))
+>>> codec = codec_from_json({"name": "zarr3_backend.v2_filters", "configuration": {
+...     "dtype": ">i4", "order": "F", "filters": [{"name": "numcodecs.delta", "configuration": {"dtype": ">i4"}}]}})
 >>> a = np.arange(6, dtype=">i4").reshape(2, 3)
 >>> raw = numcodecs.Delta(">i4").encode(np.asfortranarray(a))
 >>> codec.decode(raw, ChunkSpec((2, 3), data_type_from_numpy("int32"), 0)).tolist()
@@ -37,7 +39,8 @@ import numpy as np
 from numcodecs.compat import ensure_ndarray_like
 
 from ..core.dtypes import data_type_from_numpy
-from ..core.dtypes.v2 import parse_v2_dtype
+from ..core.dtypes.v2 import parse_v2_dtype, v2_dtype_json
+from ..core.metadata.v2 import V2_FILTERS_CODEC
 from ..errors import CodecError, MetadataError, ReadOnlyError
 from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
 from .numcodecs_adapter import PREFIX
@@ -62,27 +65,11 @@ Order = Literal["C", "F"]
 _BYTES_SPEC = ChunkSpec((1,), data_type_from_numpy("uint8"), 0)
 
 
-def v2_filter(config: object, where: str) -> Codec:
-    """The numcodecs codec of a v2 filter or compressor object ``{"id": ..., ...}``, as a wrapped codec.
-
-    Raises `MetadataError` for a malformed object,
-    `UnknownExtensionError` for an id numcodecs
-    lacks and `UnsafeCodecError` for an unsafe one.
-    """
-    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
-        raise MetadataError(f"{where}: expected a codec object with a string 'id', got {str(config)[:200]!r}")
-    configuration = {k: v for k, v in config.items() if k != "id"}
-    codec = codec_from_json({"name": PREFIX + config["id"], "configuration": configuration})
-    if codec is None:  # only optional codecs are skipped, and this one is not marked optional
-        raise MetadataError(f"{where}: codec {config['id']!r} is not available")
-    return codec
-
-
 @dataclass(frozen=True)
 class V2FilterCodec(ArrayBytesCodec):
     """Undo v2 ``filters`` (numcodecs codecs, in stored order) on a chunk of stored dtype ``stored`` laid out in ``order``."""
 
-    name: ClassVar[str] = "zarr3_backend.v2_filters"
+    name: ClassVar[str] = V2_FILTERS_CODEC
     stored: np.dtype
     order: Order = "C"
     filters: tuple[Codec, ...] = field(default=())
@@ -105,11 +92,14 @@ class V2FilterCodec(ArrayBytesCodec):
         return cls(stored, configuration["order"], tuple(c for c in codecs if c is not None))
 
     def _configuration(self) -> dict[str, Any]:
-        dtype = self.stored.str if self.stored.fields is None else _descr(self.stored)
-        return {"dtype": dtype, "order": self.order, "filters": [f.to_json() for f in self.filters]}
+        return {
+            "dtype": v2_dtype_json(self.stored),
+            "order": self.order,
+            "filters": [f.to_json() for f in self.filters],
+        }
 
     def _numcodec(self, index: int) -> Any:
-        return getattr(self.filters[index], "numcodec")  # noqa: B009 (typed as Codec;) every filter is a numcodecs adapter (see v2_filter)
+        return getattr(self.filters[index], "numcodec")  # noqa: B009 (typed as Codec;) every filter is a numcodecs adapter (see from_json)
 
     def _id(self, index: int) -> str:
         return self.filters[index].name.removeprefix(PREFIX)
@@ -191,16 +181,6 @@ class V2FilterCodec(ArrayBytesCodec):
         if limit is not None and nbytes is not None and nbytes > limit:
             raise decoded_too_large(codec_id, nbytes, limit)
         return decoded
-
-
-def _descr(dtype: np.dtype) -> list[Any]:
-    """A structured dtype as the v2 ``dtype`` JSON: ``[[name, type(, shape)], ...]``."""
-    fields = []
-    for name, (field_dtype, *_) in (dtype.fields or {}).items():
-        base, shape = field_dtype.subdtype or (field_dtype, ())
-        item = _descr(base) if base.fields is not None else base.str
-        fields.append([name, item, list(shape)] if shape else [name, item])
-    return fields
 
 
 register_codec(V2FilterCodec)

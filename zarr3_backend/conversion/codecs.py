@@ -24,10 +24,9 @@ from typing import Any
 
 from ..codecs.numcodecs_adapter import ARRAY_ARRAY_IDS, PREFIX
 from ..codecs.sharding import ShardingCodec
+from ..core.metadata.v2 import V2_FILTERS_CODEC, V2ArrayMetadata
 from ..nodes.array import Array
-from ..nodes.v2_metadata import V2ArrayMetadata
 
-V2_FILTERS_CODEC = "zarr3_backend.v2_filters"  # how v2 reading names a v2 array's filter pipeline
 VARIABLE_LENGTH_SERIALIZERS = {"string": "vlen-utf8", "variable_length_bytes": "vlen-bytes"}
 V2_VARIABLE_LENGTH_FILTERS = frozenset({"vlen-utf8", "vlen-bytes"})  # their v3 serializer replaces them
 LAYOUT_CODECS = frozenset({"bytes", "transpose", "vlen-utf8", "vlen-bytes"})  # replaced by the serializer

@@ -36,12 +36,12 @@ from ..codecs.registry import codec_from_json
 from ..core.dtypes import Scalar, parse_data_type
 from ..core.json_types import JSON
 from ..core.metadata import ArrayMetadata
+from ..core.metadata.v2 import V2ArrayMetadata
 from ..core.shared_grouping import Stored, shared_grouping
 from ..errors import ArgumentError, MetadataError, Zarr3Error, with_location
 from ..nodes.array import Array
 from ..nodes.creation import DEFAULT_INDEX_CODECS, CodecLike, build_array_metadata
 from ..nodes.hierarchy import Group
-from ..nodes.v2_metadata import V2ArrayMetadata
 from ..store.base import Store
 from .codecs import carried_codecs
 

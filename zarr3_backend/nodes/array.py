@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.base import ChunkSpec
-from ..codecs.chain import CodecChain
+from ..codecs.chain import CodecChain, array_chain
 from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
 from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
@@ -59,13 +59,7 @@ class Array:
         self.path = path
         self.metadata = metadata
         self.read_only = read_only or store.read_only
-        where = f"array {self.name!r} ({metadata_key(path)})"
-        try:
-            self._chain = CodecChain.from_json(list(metadata.codecs), f"{where}: codecs")
-            for shape in metadata.chunk_grid.distinct_shapes():  # every shard shape of a rectilinear grid
-                self._chain.validate(self.chunk_spec.with_shape(shape))
-        except Zarr3Error as exc:
-            raise with_location(exc, where) from exc
+        self._chain = array_chain(metadata, f"array {self.name!r} ({metadata_key(path)})")
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.indexing import SelectionLike
+from ..core.metadata.v2 import READ_ONLY_HINT
 from ..errors import CodecError, ReadOnlyError
 from .array import Array
 from .consolidation import stale_hint
 from .reads import ReadResult
-from .v2_metadata import READ_ONLY_HINT
 
 
 class V2Array(Array):

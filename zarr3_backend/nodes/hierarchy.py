@@ -29,6 +29,7 @@ from ..core.metadata import (
     node_metadata_from_json,
     parse_node_metadata,
 )
+from ..core.metadata.v2 import READ_ONLY_HINT, V2ArrayMetadata, V2GroupMetadata
 from ..errors import NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
 from ..store import make_store
 from ..store.base import Store
@@ -38,17 +39,17 @@ from .array_kinds import ConsolidatedArray, V2Array
 from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
 from .creation import ArrayDefinition, ArrayOptions, build_array_metadata, normalize_shape
-from .lookup import has_child_array, is_implicit_group, read_node_metadata, stores_below
-from .paths import join_path, normalize_path
-from .placement import create_array_at, write_group_at
-from .v2_metadata import (
-    READ_ONLY_HINT,
-    V2ArrayMetadata,
-    V2GroupMetadata,
+from .lookup import (
+    has_child_array,
+    is_implicit_group,
+    read_node_metadata,
     read_v2_children,
     read_v2_node,
-    v2_node_from_documents,
+    stores_below,
+    v2_node,
 )
+from .paths import join_path, normalize_path
+from .placement import create_array_at, write_group_at
 
 
 def node_from_metadata(
@@ -160,7 +161,7 @@ class Group:
         consolidated = self.metadata.consolidated or {}
         path = join_path(self.path, relative)
         if isinstance(self.metadata, V2GroupMetadata):
-            metadata = v2_node_from_documents(consolidated[relative], path)
+            metadata = v2_node(consolidated[relative], path)
         else:
             metadata = node_metadata_from_json(consolidated[relative], metadata_key(path))
         if isinstance(metadata, GroupMetadata):

@@ -24,11 +24,11 @@ from ..core.metadata import (
     metadata_key,
     parse_node_metadata,
 )
+from ..core.metadata.v2 import READ_ONLY_HINT, ZARRAY, ZGROUP
 from ..errors import NodeExistsError, ReadOnlyError
 from ..store.base import Store, plain_values
 from .array import Array
 from .consolidation import Change, refresh_consolidated
-from .v2_metadata import READ_ONLY_HINT, ZARRAY, ZGROUP
 
 
 def create_array_at(store: Store, path: str, metadata: ArrayMetadata, overwrite: bool) -> Array:

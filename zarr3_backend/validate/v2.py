@@ -1,8 +1,8 @@
 """Check a Zarr v2 hierarchy (``.zgroup``, ``.zarray``, ``.zattrs``, ``.zmetadata``) and report every problem with its key.
 
 Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html. Every document is parsed as
-opening parses it (`zarr3_backend.nodes.v2_metadata`, which also builds
-each array's codec chain), and whatever that refuses is a problem. On top:
+opening parses it (`zarr3_backend.core.metadata.v2`, then each array's codec
+chain is built), and whatever that refuses is a problem. On top:
 
 - one node per directory (not both ``.zarray`` and ``.zgroup``), no node
   inside an array, and a ``.zgroup`` at every ancestor of a node (the spec
@@ -24,18 +24,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from ..codecs.chain import array_chain
 from ..core.metadata import decode_document, parse_attributes
+from ..core.metadata.v2 import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, parse_zarray, parse_zmetadata
 from ..errors import Zarr3Error
 from ..nodes.array import Array
 from ..nodes.array_kinds import V2Array
-from ..nodes.v2_metadata import (
-    ZARRAY,
-    ZATTRS,
-    ZGROUP,
-    ZMETADATA,
-    parse_zarray,
-    parse_zmetadata,
-)
 from ..store.base import Store, plain_values
 from .base import (
     Problem,
@@ -145,9 +139,9 @@ def _parse_nodes(
         if docs.get(ZARRAY) is not None:
             key = _key(path, ZARRAY)
             try:
-                arrays[path] = V2Array(
-                    store, path, parse_zarray(docs[ZARRAY], attributes, key), read_only=True
-                )
+                metadata = parse_zarray(docs[ZARRAY], attributes, key)
+                array_chain(metadata, key)  # as opening checks it: errors name the .zarray
+                arrays[path] = V2Array(store, path, metadata, read_only=True)
             except Exception as exc:  # report, then go on with the other nodes
                 problems.append(Problem(key, "metadata", describe_error(exc)))
     return arrays

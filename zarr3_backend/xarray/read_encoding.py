@@ -21,10 +21,10 @@ from xarray.backends.zarr import FillValueCoder
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..core.metadata import metadata_key
+from ..core.metadata.v2 import V2ArrayMetadata
 from ..core.shared_grouping import Stored, shared_grouping
 from ..errors import ArgumentError, MetadataError
 from ..nodes.array import Array
-from ..nodes.v2_metadata import V2ArrayMetadata
 from .backend_array import variable_dtype
 from .rectilinear import is_rectilinear, rectilinear_chunking, rectilinear_preferred_chunks
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.metadata.v2 import V2ArrayMetadata
 from ..nodes.array import Array
-from ..nodes.v2_metadata import V2ArrayMetadata
 
 
 def is_rectilinear(array: Array) -> bool:

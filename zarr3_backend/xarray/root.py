@@ -15,6 +15,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from xarray.backends.common import T_PathFileOrDataStore
 
+from ..core.metadata.v2 import is_v2
 from ..core.stacklevel import caller_stacklevel
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..nodes.array import Array
@@ -26,7 +27,6 @@ from ..nodes.pending import parse_pending
 from ..nodes.reads import is_remote
 from ..nodes.reservations import HINT, reserved_rows_warning
 from ..nodes.unfinished import UnfinishedWriteWarning, check_opened
-from ..nodes.v2_metadata import is_v2
 from ..runtime import submit_io
 from ..store import StoreLike, make_store
 from ..store.base import Store, plain_values

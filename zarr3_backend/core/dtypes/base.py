@@ -91,3 +91,12 @@ def _check_keys(name: str, configuration: dict[str, Any], allowed: set[str]) -> 
         raise MetadataError(
             f"data_type {name!r}: unexpected configuration keys {extra}; allowed: {sorted(allowed)}"
         )
+
+
+def needs_endian(dtype: np.dtype) -> bool:
+    """Whether byte order applies to ``dtype`` (multi-byte and not raw bytes).
+
+    >>> needs_endian(np.dtype("float32")), needs_endian(np.dtype("uint8")), needs_endian(np.dtype("V3")), needs_endian(np.dtype("S2"))
+    (True, False, False, False)
+    """
+    return dtype.itemsize > 1 and dtype.kind not in "VS"

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...errors import MetadataError
 from ..integers import is_int
+from ..json_types import JSON
 from . import DataType, Scalar, data_type_from_numpy, parse_data_type
 
 #: A simple v2 type string: byte order, kind, item size and, for times, a unit.
@@ -99,6 +100,22 @@ def parse_v2_dtype(value: object, object_codec: str | None, where: str) -> V2Dat
         return V2DataType(stored, data_type_from_numpy(native))
     except MetadataError as exc:
         raise MetadataError(f"{where}: dtype: {value!r} has no data type here ({exc})") from exc
+
+
+def v2_dtype_json(stored: np.dtype) -> JSON:
+    """``stored`` as a v2 ``dtype`` value: its type string, or for a structured type ``[[name, dtype(, shape)], ...]``.
+
+    >>> v2_dtype_json(parse_v2_dtype([["x", ">i2"], ["y", "<f4", [2]]], None, "s").stored)
+    [['x', '>i2'], ['y', '<f4', [2]]]
+    """
+    if stored.fields is None:
+        return stored.str
+    fields: list[JSON] = []
+    for name, (field_dtype, *_) in stored.fields.items():
+        base, shape = field_dtype.subdtype or (field_dtype, ())
+        item = v2_dtype_json(base)
+        fields.append([name, item, list(shape)] if shape else [name, item])
+    return fields
 
 
 def _object_type(object_codec: str | None) -> DataType:

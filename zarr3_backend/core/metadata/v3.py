@@ -1,35 +1,29 @@
-"""Array and group ``zarr.json`` documents: the only place JSON becomes objects.
+"""Array and group ``zarr.json`` documents (Zarr v3) as `ArrayMetadata` and `GroupMetadata`.
 
 Parsing validates every field and raises `MetadataError` naming the
-document key, the field, what was expected and what was found. Unknown
-top-level keys and storage transformers follow the spec's ``must_understand``
-rule. Codecs stay plain JSON here; `zarr3_backend.codecs.chain` builds them.
-
-Hostile documents give a `MetadataError` too: parsing refuses nesting
-deeper than `MAX_DEPTH`, integer literals longer than
-`MAX_INT_DIGITS` digits, shapes whose product reaches 2**63, and chunks
-whose byte size exceeds `ADDRESS_SPACE`, before anything is allocated.
+document key, the field, what was expected and what was found, within the
+parse limits of `zarr3_backend.core.metadata.common`. Unknown top-level keys
+and storage transformers follow the spec's ``must_understand`` rule. Codecs
+stay plain JSON here; `zarr3_backend.codecs.chain` builds them.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error, with_location
-from .chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
-from .dtypes import DataType, Scalar, parse_data_type
-from .extension import parse_extension
-from .grids import ChunkGrid, parse_chunk_grid
-from .integers import is_int
-from .keys import segment_problem
-from .rectilinear_grid import RectilinearChunkGrid
-from .storage_transformers import is_registered
+from ...errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error, with_location
+from ..chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
+from ..dtypes import DataType, Scalar, parse_data_type
+from ..extension import parse_extension
+from ..grids import ChunkGrid, parse_chunk_grid
+from ..keys import segment_problem
+from ..rectilinear_grid import RectilinearChunkGrid
+from ..storage_transformers import is_registered
+from .common import check_chunk_bytes, decode_document, field_error, parse_attributes, parse_shape
 
 ARRAY_KEYS = frozenset(
     {
@@ -49,51 +43,6 @@ ARRAY_KEYS = frozenset(
 GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated_metadata"})
 
 
-#: Deepest nesting of JSON objects and arrays accepted in a ``zarr.json``.
-MAX_DEPTH = 64
-#: Longest integer literal (in digits) accepted in a ``zarr.json``; no data type needs more than 20.
-MAX_INT_DIGITS = 40
-#: Bytes a process can address: no chunk may be larger (a 64-bit CPU maps at most 2**48 bytes per process).
-ADDRESS_SPACE = min(sys.maxsize, 1 << 48)
-_MAX_INDEX = 2**63  # numpy indexes with int64: shapes and their products stay below it
-
-
-def _fail(where: str, field_name: str, expected: str, got: Any) -> MetadataError:
-    shown = repr(got)
-    return MetadataError(
-        f"{where}: {field_name}: expected {expected}, got {shown[:200]}{'...' if len(shown) > 200 else ''}"
-    )
-
-
-def parse_shape(value: object, where: str, field_name: str = "shape", low: int = 0) -> tuple[int, ...]:
-    """A list of integers of at least ``low`` whose product stays below 2**63."""
-    if not isinstance(value, list) or not all(
-        is_int(v, numpy=False) and low <= v < _MAX_INDEX for v in value
-    ):
-        kind = "non-negative" if low == 0 else "positive"
-        raise _fail(where, field_name, f"a list of {kind} integers below 2**63", value)
-    if math.prod(value) >= _MAX_INDEX:
-        raise _fail(where, field_name, "a shape with fewer than 2**63 elements", value)
-    return tuple(value)
-
-
-def check_chunk_bytes(chunk_shape: tuple[int, ...], data_type: DataType, where: str) -> None:
-    """Refuse chunks no process could hold, before anything tries to allocate one."""
-    nbytes = math.prod(chunk_shape) * data_type.numpy.itemsize
-    if nbytes > ADDRESS_SPACE:
-        raise MetadataError(
-            f"{where}: chunk_grid.configuration.chunk_shape: a chunk of shape {list(chunk_shape)} and data type "
-            f"{data_type.name!r} needs {nbytes} bytes, more than a process can address ({ADDRESS_SPACE})"
-        )
-
-
-def parse_attributes(value: object, where: str) -> dict[str, Any]:
-    """An object of user attributes (missing means empty)."""
-    if not isinstance(value, dict):
-        raise _fail(where, "attributes", "a JSON object", value)
-    return value
-
-
 def parse_dimension_names(value: object, ndim: int, where: str) -> tuple[str | None, ...] | None:
     """``None`` or a list of strings/nulls with one entry per dimension."""
     if value is None:
@@ -103,16 +52,16 @@ def parse_dimension_names(value: object, ndim: int, where: str) -> tuple[str | N
         or len(value) != ndim
         or not all(v is None or isinstance(v, str) for v in value)
     ):
-        raise _fail(where, "dimension_names", f"a list of {ndim} strings or nulls", value)
+        raise field_error(where, "dimension_names", f"a list of {ndim} strings or nulls", value)
     if any(v is not None and "\0" in v for v in value):
-        raise _fail(where, "dimension_names", "names without NUL characters", value)
+        raise field_error(where, "dimension_names", "names without NUL characters", value)
     return tuple(value)
 
 
 def parse_extension_list(value: object, field_name: str, where: str) -> tuple[dict[str, Any], ...]:
     """A list of extension objects or short-hand names, each checked and kept as an object (a name ``n`` as ``{"name": n}``)."""
     if not isinstance(value, list):
-        raise _fail(where, field_name, "a list of extension objects", value)
+        raise field_error(where, field_name, "a list of extension objects", value)
     for i, item in enumerate(value):
         parse_extension(item, f"{where}: {field_name}[{i}]")
     return tuple({"name": item} if isinstance(item, str) else item for item in value)
@@ -145,11 +94,11 @@ def _unknown_keys(document: dict[str, Any], known: frozenset[str], where: str) -
 def _check_header(document: object, node_type: str, where: str) -> dict[str, Any]:
     """``document`` itself, once it is a JSON object with the ``zarr_format`` and ``node_type`` of a v3 ``node_type``."""
     if not isinstance(document, dict):
-        raise _fail(where, "document", "a JSON object", type(document).__name__)
+        raise field_error(where, "document", "a JSON object", type(document).__name__)
     if document.get("zarr_format") != 3:
-        raise _fail(where, "zarr_format", "3", document.get("zarr_format"))
+        raise field_error(where, "zarr_format", "3", document.get("zarr_format"))
     if document.get("node_type") != node_type:
-        raise _fail(where, "node_type", repr(node_type), document.get("node_type"))
+        raise field_error(where, "node_type", repr(node_type), document.get("node_type"))
     return document
 
 
@@ -195,7 +144,7 @@ class ArrayMetadata:
             if not grid.is_regular:
                 grid.validate(shape)
             if len(grid.chunk_shape) != len(shape):
-                raise _fail(
+                raise field_error(
                     where,
                     "chunk_grid.configuration.chunk_shape",
                     f"{len(shape)} dimensions",
@@ -212,7 +161,7 @@ class ArrayMetadata:
         except Zarr3Error as exc:
             raise with_location(exc, where) from exc
         if not codecs:
-            raise _fail(where, "codecs", "a non-empty list with one array -> bytes codec", [])
+            raise field_error(where, "codecs", "a non-empty list with one array -> bytes codec", [])
         return cls(
             shape=shape,
             data_type=data_type,
@@ -309,7 +258,7 @@ def parse_consolidated(value: object, where: str) -> dict[str, dict[str, Any]] |
         or value.get("kind") != "inline"
         or not isinstance(value.get("metadata"), dict)
     ):
-        raise _fail(where, "consolidated_metadata", "{'kind': 'inline', 'metadata': {...}}", value)
+        raise field_error(where, "consolidated_metadata", "{'kind': 'inline', 'metadata': {...}}", value)
     members: dict[str, dict[str, Any]] = value["metadata"]  # each value is checked below
     for name, document in members.items():
         for segment in name.split("/"):
@@ -320,7 +269,7 @@ def parse_consolidated(value: object, where: str) -> dict[str, dict[str, Any]] |
                     "it could escape the store root"
                 )
         if not isinstance(document, dict):
-            raise _fail(
+            raise field_error(
                 where, f"consolidated_metadata.metadata[{name!r}]", "a metadata document (object)", document
             )
     return members
@@ -334,68 +283,6 @@ def parse_node_metadata(raw: bytes, where: str) -> NodeMetadata:
     return node_metadata_from_json(decode_document(raw, where), where)
 
 
-def decode_document(raw: bytes, where: str) -> object:
-    """A JSON metadata document decoded within the parse limits (depth, integer length); `MetadataError` if not."""
-    encoding = json.detect_encoding(raw)
-    try:
-        document = _DECODER.decode(raw.decode(encoding, "surrogatepass"))  # as json.loads
-    except RecursionError as exc:
-        raise MetadataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)") from exc
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too long integers
-        raise MetadataError(f"{where}: not valid JSON ({exc})") from exc
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # fewer brackets cannot nest deeper
-        _check_depth(raw, encoding, document, where)
-    return document
-
-
-def _parse_int(literal: str) -> int:
-    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
-        raise MetadataError(
-            f"integer literal of {len(literal)} digits; at most {MAX_INT_DIGITS} are accepted"
-        )
-    return int(literal)
-
-
-_DECODER = json.JSONDecoder(parse_int=_parse_int)
-
-
-def _check_depth(raw: bytes, encoding: str, document: object, where: str) -> None:
-    """Refuse JSON nested deeper than `MAX_DEPTH` (later recursive code would overflow the stack).
-
-    UTF-8 documents are measured on their bytes (`json_depth()`, which is
-    faster than walking the decoded document); others by walking ``document``.
-    """
-    if encoding.startswith("utf-8"):
-        if json_depth(raw) > MAX_DEPTH:
-            raise MetadataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)")
-        return
-    stack = [(document, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise MetadataError(f"{where}: nested too deeply (more than {MAX_DEPTH} levels)")
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-
-
-_NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
-
-
-def json_depth(raw: bytes) -> int:
-    """How deep arrays and objects nest in ``raw``, valid JSON in UTF-8 (brackets inside strings do not count).
-
-    Escaped backslashes, then escaped quotes, are dropped, so that the
-    remaining quotes delimit strings; what lies outside them keeps its brackets.
-
-    >>> json_depth(b'{"a": [1, {"b": "]]\\\\\\"[["}], "c": []}')
-    3
-    """
-    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    brackets = np.frombuffer(b"".join(unescaped.split(b'"')[0::2]).translate(None, _NOT_BRACKETS), np.uint8)
-    steps = np.where((brackets == ord("[")) | (brackets == ord("{")), 1, -1)
-    return int(np.cumsum(steps).max(initial=0))
-
-
 def node_metadata_from_json(document: object, where: str) -> NodeMetadata:
     """Array or group metadata from a decoded JSON document."""
     if isinstance(document, dict) and document.get("zarr_format") == 2:
@@ -406,10 +293,10 @@ def node_metadata_from_json(document: object, where: str) -> NodeMetadata:
     if node_type == "group":
         return GroupMetadata.from_json(document, where)
     if not isinstance(document, dict):
-        raise _fail(where, "document", "a JSON object", type(document).__name__)
+        raise field_error(where, "document", "a JSON object", type(document).__name__)
     if document.get("zarr_format") != 3:
-        raise _fail(where, "zarr_format", "3", document.get("zarr_format"))
-    raise _fail(where, "node_type", "'array' or 'group'", node_type)
+        raise field_error(where, "zarr_format", "3", document.get("zarr_format"))
+    raise field_error(where, "node_type", "'array' or 'group'", node_type)
 
 
 def encode_metadata(metadata: NodeMetadata) -> bytes:

@@ -1,18 +1,23 @@
 """Zarr v2 metadata (``.zarray``, ``.zgroup``, ``.zattrs``, consolidated ``.zmetadata``) as node metadata.
 
 Spec: https://zarr-specs.readthedocs.io/en/latest/v2/v2.0.html. A v2 array becomes a
-`V2ArrayMetadata`: the v3 description that reads the same bytes, so
-arrays read v2 chunks through the ordinary read path:
+`V2ArrayMetadata`: the array description a ``zarr.json`` would give for the
+same bytes, codecs as JSON, so arrays read v2 chunks through the ordinary read path:
 
 * chunk keys: the ``v2`` chunk key encoding with the ``dimension_separator``;
 * codecs, for arrays of simple types without filters: ``transpose`` (when
   ``order`` is ``"F"``), ``bytes`` with the stored byte order, then the
-  compressor; otherwise `V2FilterCodec`
-  (filters, object and structured types), then the compressor. Compressors
-  ``blosc``, ``zstd`` and ``gzip`` become the v3 codecs of those names, any
-  other numcodecs id ``numcodecs.<id>`` (so decompression is bounded as for v3);
+  compressor; otherwise the v2 filter pipeline, one codec named
+  `V2_FILTERS_CODEC` (filters, object and structured types), then the
+  compressor. Compressors ``blosc``, ``zstd`` and ``gzip`` become the v3
+  codecs of those names, any other numcodecs id ``numcodecs.<id>`` (so
+  decompression is bounded as for v3);
 * data type and fill value: `zarr3_backend.core.dtypes.v2`;
 * attributes: the ``.zattrs`` object (``_ARRAY_DIMENSIONS`` included, as zarr-python shows it).
+
+Parsing checks the documents; whether the codecs they name exist, are safe
+and accept their configuration is checked where the chain is built
+(`zarr3_backend.codecs.chain.array_chain`), as for v3.
 
 Both keep the documents they came from (`V2ArrayMetadata.zarray`, and
 ``to_json`` gives ``{".zarray" | ".zgroup": ..., ".zattrs": ...}``, the form
@@ -30,32 +35,23 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..codecs.bytes import needs_endian
-from ..codecs.chain import CodecChain
-from ..codecs.numcodecs_adapter import PREFIX
-from ..codecs.registry import codec_from_json
-from ..codecs.spec import ChunkSpec
-from ..codecs.v2 import V2FilterCodec, v2_filter
-from ..core.chunk_grid import RegularChunkGrid
-from ..core.chunk_keys import Separator, V2ChunkKeyEncoding
-from ..core.dtypes.v2 import V2DataType, parse_v2_dtype, parse_v2_fill_value
-from ..core.json_types import JSON
-from ..core.keys import segment_problem
-from ..core.metadata import (
-    ArrayMetadata,
-    GroupMetadata,
-    NodeMetadata,
-    check_chunk_bytes,
-    decode_document,
-    parse_attributes,
-    parse_shape,
-)
-from ..errors import MetadataError, Zarr3Error, with_location
-from ..store.base import Store, plain_values
+from ...errors import MetadataError, Zarr3Error, with_location
+from ..chunk_grid import RegularChunkGrid
+from ..chunk_keys import Separator, V2ChunkKeyEncoding
+from ..dtypes.base import needs_endian
+from ..dtypes.v2 import V2DataType, parse_v2_dtype, parse_v2_fill_value, v2_dtype_json
+from ..json_types import JSON
+from ..keys import segment_problem
+from .common import check_chunk_bytes, parse_attributes, parse_shape
+from .v3 import ArrayMetadata, GroupMetadata, NodeMetadata
 
 ZARRAY, ZGROUP, ZATTRS, ZMETADATA = ".zarray", ".zgroup", ".zattrs", ".zmetadata"
 #: Required ``.zarray`` members (``filters`` may be left out: zarr-python reads that as ``null``).
 ZARRAY_KEYS = frozenset({"zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order"})
+#: The codec that undoes v2 ``filters``; its configuration is ``{"dtype", "order", "filters"}``.
+V2_FILTERS_CODEC = "zarr3_backend.v2_filters"
+#: A numcodecs codec ``{"id": i, ...}`` is the codec named this plus ``i`` (zarr-extensions).
+NUMCODECS_PREFIX = "numcodecs."
 #: The message every attempt to write a v2 node ends with.
 READ_ONLY_HINT = (
     "Zarr v2 stores are read-only in zarr3_backend; convert the store to Zarr v3 with "
@@ -87,6 +83,11 @@ class V2GroupMetadata(GroupMetadata):
 
     def to_json(self) -> dict[str, Any]:
         return {ZGROUP: {"zarr_format": 2}, ZATTRS: dict(self.attributes)}
+
+
+def is_v2(metadata: object) -> bool:
+    """Whether ``metadata`` was read from Zarr v2 documents."""
+    return isinstance(metadata, V2ArrayMetadata | V2GroupMetadata)
 
 
 def v2_node_from_documents(documents: dict[str, Any], where: str) -> NodeMetadata:
@@ -142,13 +143,10 @@ def parse_zarray(document: object, attributes: dict[str, Any], where: str) -> V2
     except Zarr3Error as exc:
         raise with_location(exc, where) from exc
     if filters or dtype.stored.kind == "O" or dtype.stored.fields is not None:
-        head = [V2FilterCodec(dtype.stored, order, tuple(filters)).to_json()]
+        configuration = {"dtype": v2_dtype_json(dtype.stored), "order": order, "filters": filters}
+        head = [{"name": V2_FILTERS_CODEC, "configuration": configuration}]
     else:
         head = _plain_layout(dtype, order, len(shape))
-    try:  # checked here so that errors name the .zarray (arrays build the chain again)
-        CodecChain.from_json([*head, *compressor]).validate(ChunkSpec(chunks, dtype.data_type, fill_value))
-    except Zarr3Error as exc:
-        raise with_location(exc, where) from exc
     return V2ArrayMetadata(
         shape=shape,
         data_type=dtype.data_type,
@@ -167,14 +165,26 @@ def _first_id(filters: object) -> str | None:
     return codec_id if isinstance(codec_id, str) else None
 
 
-def _filters(value: object, where: str) -> list[Any]:
+def _filters(value: object, where: str) -> list[dict[str, Any]]:
     if value is None:
         return []
     if not isinstance(value, list):
         raise MetadataError(
             f"{where}: filters: expected null or a list of codec objects, got {str(value)[:200]!r}"
         )
-    return [v2_filter(item, f"{where}: filters[{i}]") for i, item in enumerate(value)]
+    return [numcodecs_codec(item, f"{where}: filters[{i}]") for i, item in enumerate(value)]
+
+
+def numcodecs_codec(config: object, where: str) -> dict[str, Any]:
+    """The codec object ``{"name": "numcodecs.<id>", "configuration": ...}`` of a v2 filter or compressor ``{"id": ...}``.
+
+    >>> numcodecs_codec({"id": "delta", "dtype": "<i4"}, "a/.zarray: filters[0]")
+    {'name': 'numcodecs.delta', 'configuration': {'dtype': '<i4'}}
+    """
+    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
+        raise MetadataError(f"{where}: expected a codec object with a string 'id', got {str(config)[:200]!r}")
+    configuration = {k: v for k, v in config.items() if k != "id"}
+    return {"name": NUMCODECS_PREFIX + config["id"], "configuration": configuration}
 
 
 def _plain_layout(dtype: V2DataType, order: str, ndim: int) -> list[dict[str, Any]]:
@@ -191,12 +201,12 @@ def _plain_layout(dtype: V2DataType, order: str, ndim: int) -> list[dict[str, An
 
 
 def _compressor(config: object, dtype: V2DataType, where: str) -> dict[str, Any]:
-    """The v3 codec object for a v2 ``compressor`` (checked by building it)."""
-    codec = v2_filter(config, f"{where}: compressor")  # validates the object and id, refuses unsafe codecs
-    codec_id = codec.name.removeprefix(PREFIX)
+    """The codec object for a v2 ``compressor``: the v3 codec of its name if there is one, else ``numcodecs.<id>``."""
+    codec = numcodecs_codec(config, f"{where}: compressor")
+    codec_id = codec["name"].removeprefix(NUMCODECS_PREFIX)
     if codec_id not in _NATIVE_COMPRESSORS:
-        return codec.to_json()
-    options = dict(getattr(codec, "configuration"))  # noqa: B009 (typed as Codec;) a numcodecs adapter: the object without its id
+        return codec
+    options = codec["configuration"]
     if codec_id == "blosc":
         typesize = dtype.stored.itemsize if dtype.stored.kind != "O" else 1
         stored_shuffle = options.get("shuffle", 1)
@@ -214,9 +224,7 @@ def _compressor(config: object, dtype: V2DataType, where: str) -> dict[str, Any]
         }
     elif codec_id == "zstd":
         options = {"level": options.get("level", 0), "checksum": options.get("checksum", False)}
-    document = {"name": codec_id, "configuration": options}
-    codec_from_json(document)  # the v3 codec checks its configuration here, so errors name the .zarray
-    return document
+    return {"name": codec_id, "configuration": options}
 
 
 def parse_zmetadata(document: object, where: str) -> dict[str, dict[str, Any]]:
@@ -245,48 +253,3 @@ def parse_zmetadata(document: object, where: str) -> dict[str, dict[str, Any]]:
                 )
         nodes.setdefault(path, {})[name] = value
     return {path: docs for path, docs in nodes.items() if ZARRAY in docs or ZGROUP in docs}
-
-
-def _key(path: str, name: str) -> str:
-    return f"{path}/{name}" if path else name
-
-
-def _documents(raws: list[bytes | None], names: tuple[str, ...], path: str) -> dict[str, Any]:
-    return {name: decode_document(raw, _key(path, name)) for name, raw in zip(names, raws) if raw is not None}
-
-
-def read_v2_node(store: Store, path: str) -> NodeMetadata | None:
-    """The v2 node at ``path`` (``None`` if it has neither ``.zarray`` nor ``.zgroup``), in one batched fetch.
-
-    A group with a ``.zmetadata`` carries it as its consolidated metadata.
-    """
-    names = (ZARRAY, ZGROUP, ZATTRS, ZMETADATA)
-    documents = _documents(
-        plain_values(store.get_many_versioned([(_key(path, n), None) for n in names])), names, path
-    )
-    if ZARRAY not in documents and ZGROUP not in documents:
-        return None
-    node = v2_node_from_documents(documents, path or "/")
-    if isinstance(node, V2GroupMetadata) and ZMETADATA in documents:
-        consolidated = parse_zmetadata(documents[ZMETADATA], _key(path, ZMETADATA))
-        consolidated.pop("", None)
-        node = node.with_consolidated(consolidated)
-    return node
-
-
-def read_v2_children(store: Store, path: str, names: list[str]) -> dict[str, NodeMetadata]:
-    """The v2 nodes among the children ``names`` of ``path``, fetched in one batched call."""
-    keys = (ZARRAY, ZGROUP, ZATTRS)
-    child_paths = [_key(path, name) for name in names]
-    raws = plain_values(store.get_many_versioned([(_key(p, k), None) for p in child_paths for k in keys]))
-    found: dict[str, NodeMetadata] = {}
-    for index, (name, child) in enumerate(zip(names, child_paths)):
-        documents = _documents(raws[3 * index : 3 * index + 3], keys, child)
-        if ZARRAY in documents or ZGROUP in documents:
-            found[name] = v2_node_from_documents(documents, child)
-    return found
-
-
-def is_v2(metadata: object) -> bool:
-    """Whether ``metadata`` was read from Zarr v2 documents."""
-    return isinstance(metadata, V2ArrayMetadata | V2GroupMetadata)
