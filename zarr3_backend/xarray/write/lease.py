@@ -1,27 +1,15 @@
 """The store-wide lease that serialises ``to_zarr3`` appends from several processes, and region writes' marks.
 
-An append plans from the stored shapes, writes its rows beyond them, then
-commits. Two appends to one store at once would plan from the same length
-and write the same rows, and one would lose its data to the other. When no
-``lock=`` is given, each ``mode="a"`` call holds a `StoreLease` from
-planning to commit: the key `LEASE_KEY` at the store root, created
-with `create()` (atomic on local files and
-object storage) and holding who took it. A second writer waits for it, up
-to ``ZARR3_BACKEND_LEASE_WAIT`` seconds (default 600), then raises
-`ConcurrentWriteError` naming the holder. A
-lease whose holder is gone (a process of this host that no longer runs,
-e.g. killed) is taken over; any other is removed by hand, as the message
-says. A lease record we did not write (`parse_lease()`) raises
-`MetadataError` naming it at once.
-
-A region write (``mode="r+"``) without ``lock=`` holds a
-`RegionMark` instead: its own key under `REGIONS_PREFIX`, set
-before it plans and deleted when it is done. Region writes do not wait for
-each other; a region write waits while the lease is held, and the lease's
-holder waits until no mark is left before it plans. So no append changes a
-shape, or rewrites a last shard, while a region write runs (a mark is set
-before the lease is looked for, the lease created before marks are listed:
-one of the two always sees the other).
+Contract: an append (``mode="a"``) without ``lock=`` holds a `StoreLease`
+(the key `LEASE_KEY`, created atomically, naming its holder) from planning
+to commit; a second writer waits up to ``ZARR3_BACKEND_LEASE_WAIT`` seconds
+(default 600), then raises `ConcurrentWriteError` naming the holder. A lease
+whose holder process is gone is taken over; a record we did not write
+(`parse_lease()`) raises `MetadataError` naming it. A region write without
+``lock=`` holds a `RegionMark` (its own key under `REGIONS_PREFIX`): marks do
+not wait for each other, a mark waits while the lease is held, and the lease
+waits until no mark is left. Why this ordering excludes both races is on the
+architecture page ("How a write commits").
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/lease")
