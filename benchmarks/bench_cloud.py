@@ -26,7 +26,7 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
   our obstore store, with no Zarr or xarray work: the floor of any client sending them).
 - ``--only "obstore API: GET every key of the group"`` (not run by default): every key of that group
   by obstore's blocking API on our request threads (what ``ObstoreStore`` does) and by its asyncio
-  API on one event loop; time and CPU per request.
+  API on the runtime's event loop; time and CPU per request.
 
 ``python benchmarks/bench_cloud.py --quick`` uses the (146, 361, 720) array (2 shards).
 """
@@ -217,46 +217,44 @@ def obstore_apis(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Cal
     """Every key of the 200-variable group (about 400 GETs), by obstore's two APIs, cold clients each.
 
     ``sync``: what ``ObstoreStore.get_many_versioned`` does (blocking ``obstore.get`` on the runtime's
-    request threads, ``io_concurrency`` at once). ``async``: ``obstore.get_async`` on one event loop in a
-    thread of its own, ``io_concurrency`` at once under an ``asyncio.Semaphore``, the batch handed to the
-    loop from the caller's thread as an async store would.
+    request threads, ``io_concurrency`` at once). ``async``: ``obstore.get_async`` on the runtime's
+    background event loop (``run_on_loop``), ``io_concurrency`` at once (the runtime's ``gather``),
+    each answer checked and versioned as ``ObstoreStore._read`` does: what an async store would run.
     """
     keys = sorted(fresh_store(server, "many.zarr").list_prefix(""))
-    loop = _event_loop()
 
     def run_async(store: ObstoreStore) -> int:
-        import asyncio
-
         import obstore
 
+        from zarr3_backend.core.buffers import Versioned
+        from zarr3_backend.errors import StoreError
+        from zarr3_backend.runtime import run_on_loop
+        from zarr3_backend.runtime.batches import gather
+        from zarr3_backend.store.obstore_options import endpoint_name, generation, span
+
         client = store.client  # made here, as the sync case makes it with its first request
-        limit = asyncio.Semaphore(store.io_concurrency)
+        endpoint = endpoint_name(store.url, store.settings)
 
-        async def get(key: str) -> int:
-            async with limit:
-                result = await obstore.get_async(client, key)
-                return len(await result.bytes_async())
+        async def get(key: str) -> Versioned:
+            result = await obstore.get_async(client, key)
+            data = await result.bytes_async()
+            meta = result.meta
+            expected = span(None, meta["size"])
+            if tuple(result.range) != expected or len(data) != expected[1] - expected[0]:
+                raise StoreError(f"key {key!r}: bytes {list(result.range)} for {expected}")
+            return Versioned(memoryview(data), generation(meta, endpoint, key))
 
-        async def get_all() -> list[int]:
-            return await asyncio.gather(*(get(key) for key in keys))
-
-        return len(asyncio.run_coroutine_threadsafe(get_all(), loop).result())
+        reads = run_on_loop(gather([get(key) for key in keys], store.io_concurrency))
+        failed = [read for read in reads if isinstance(read, BaseException)]
+        if failed:
+            raise failed[0]
+        return len(reads)
 
     return {
         OBSTORE_SYNC: (lambda: fresh_store(server, "many.zarr"),
                        lambda store: len(store.get_many_versioned([(key, None) for key in keys]))),
         OBSTORE_ASYNC: (lambda: fresh_store(server, "many.zarr"), run_async),
     }  # fmt: skip
-
-
-def _event_loop() -> Any:
-    """One asyncio loop running in a daemon thread for the rest of the process."""
-    import asyncio
-    import threading
-
-    loop = asyncio.new_event_loop()
-    threading.Thread(target=loop.run_forever, daemon=True, name="bench-loop").start()
-    return loop
 
 
 WORKLOADS = {

@@ -4,7 +4,7 @@ obstore signs requests, refreshes credentials, verifies TLS and retries;
 this module maps the `Store` interface onto its synchronous API. A
 batch of requests goes out on the runtime's request pool, up to
 `ObstoreStore.io_concurrency` at once (obstore's blocking calls release the
-GIL; its asyncio API on one event loop measured no faster: see
+GIL; its asyncio API on one event loop measured slower, with more CPU per request: see
 docs/performance.md). Every answer to a ranged read
 is checked: a body whose span or length differs from the range asked for
 raises `StoreError`, never reaching a decoder.
