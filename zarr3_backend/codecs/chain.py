@@ -39,6 +39,7 @@ class CodecChain:
         self.array_array, self.array_bytes, self.bytes_bytes = _split_by_kind(self.codecs, where)
         self._spec_cache: dict[tuple[Any, ...], tuple[list[ChunkSpec], ChunkSpec]] = {}
         self._limit_cache: dict[tuple[Any, ...], list[int | None]] = {}
+        self._native_cache: dict[tuple[Any, ...], bool] = {}
 
     @classmethod
     def from_json(cls, items: object, where: str = "codecs") -> CodecChain:
@@ -95,6 +96,19 @@ class CodecChain:
                 cached.append(size)
                 size = None if size is None else bytes_codec.max_encoded_size(size, bytes_spec)
             self._limit_cache[key] = cached
+        return cached
+
+    def _native_layout(self, spec: ChunkSpec, bytes_spec: ChunkSpec) -> bool:
+        """Whether the decoded bytes are the chunk's C-order memory (no array -> array codec, plain layout).
+
+        Cached like `_specs` (asked once per chunk decoded).
+        """
+        key = (spec.shape, spec.data_type.name)
+        cached = self._native_cache.get(key)
+        if cached is None:
+            cached = self._native_cache[key] = not self.array_array and self.array_bytes.is_native_layout(
+                bytes_spec
+            )
         return cached
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
@@ -200,7 +214,7 @@ class CodecChain:
         bytes -> bytes decoder (e.g. blosc, zstd) writes straight into ``out``.
         """
         inputs, bytes_spec = self._specs(spec)
-        if self.array_array or not self.array_bytes.is_native_layout(bytes_spec):
+        if not self._native_layout(spec, bytes_spec):
             out[...] = self.decode(data, spec)
             return
         limits = self._limits(spec)

@@ -149,22 +149,28 @@ def decode_chunk_into(
     codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str, out: np.ndarray
 ) -> None:
     """Decode one chunk into ``out``; failures as in `decode_chunk()`."""
-    with _decoding(where):
+    try:  # not `_decoding()`: a context manager per inner chunk is measurable when a task decodes hundreds
         codec.decode_into(data, spec, out)
+    except Exception as exc:
+        raise _decode_failure(exc, where) from exc
 
 
 @contextmanager
 def _decoding(where: str) -> Iterator[None]:
     try:
         yield
-    except Zarr3Error as exc:
-        raise with_location(exc, where) from exc
-    except MemoryError as exc:
-        raise MemoryLimitError(
-            f"{where}: out of memory decoding the chunk ({type(exc).__name__}: {exc})"
-        ) from exc
-    except Exception as exc:  # numcodecs/numpy raise RuntimeError, ValueError, ...
-        raise CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:
+        raise _decode_failure(exc, where) from exc
+
+
+def _decode_failure(exc: Exception, where: str) -> Zarr3Error:
+    """``exc``, raised decoding the chunk at ``where``, as the error to raise in its place."""
+    if isinstance(exc, Zarr3Error):
+        return with_location(exc, where)
+    if isinstance(exc, MemoryError):
+        return MemoryLimitError(f"{where}: out of memory decoding the chunk ({type(exc).__name__}: {exc})")
+    # numcodecs/numpy raise RuntimeError, ValueError, ...
+    return CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})")
 
 
 @dataclass(frozen=True)

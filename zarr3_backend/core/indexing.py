@@ -225,12 +225,13 @@ class Selection:
         out_keys = _out_keys(self.dims, per_dim)
         for combo in itertools.product(*(zip(*parts) for parts in zip(per_dim, chunk_keys, out_keys))):
             items, chunk_sel, out_sel = zip(*combo) if combo else ((), (), ())
+            coords, orthogonal, _, complete = zip(*items) if items else ((), (), (), ())  # DimChunk fields
             yield ChunkSelection(
-                coords=tuple(item.chunk_index for item in items),
+                coords=coords,
                 chunk_selection=chunk_sel,
                 out_selection=tuple(o for o in out_sel if o is not None),
-                orthogonal_selection=tuple(item.chunk_sel for item in items),
-                is_complete=all(item.complete for item in items),
+                orthogonal_selection=orthogonal,
+                is_complete=all(complete),
             )
 
 
