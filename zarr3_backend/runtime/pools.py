@@ -189,17 +189,6 @@ def each_request(function: Callable[[T], R], items: Sequence[T], limit: int) -> 
     return collect(lambda index: function(items[index]), len(items), limit, request_pool())
 
 
-def results_in_order(futures: list[Future[R]]) -> list[R]:
-    """The futures' results in order; on the first error, cancel those not started and wait for the rest, then raise."""
-    try:
-        return [future.result() for future in futures]
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        concurrent.futures.wait(futures)
-        raise
-
-
 class TrackedExecutor(concurrent.futures.Executor):
     """A view of a shared pool that remembers what it submitted, so one job can await its own tasks.
 
