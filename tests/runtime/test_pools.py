@@ -40,6 +40,30 @@ def test_work_submitted_from_a_work_pool_thread_runs_inline(monkeypatch) -> None
     assert all(name.startswith("zarr3-cpu") for name in from_requests)
 
 
+def test_the_caller_takes_items_too_while_the_cpu_pool_is_busy(monkeypatch) -> None:
+    # A dask task thread reading many chunks decodes them itself when the CPU threads serve another task.
+    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "2")
+    cpu = pools.cpu_pool()
+    release = threading.Event()
+    blockers = [cpu.submit(release.wait, 30) for _ in range(cpu._max_workers)]
+    names: list[list[str]] = []
+    caller = threading.Thread(
+        target=lambda: names.append(
+            runtime.map_concurrently(lambda _: threading.current_thread().name, range(6))
+        ),
+        name="task-thread",
+    )
+    try:
+        caller.start()
+        caller.join(10)
+        assert names == [["task-thread"] * 6]  # done, all by the caller, while every CPU thread waited
+    finally:
+        release.set()
+        caller.join(30)
+        for blocker in blockers:
+            blocker.result(timeout=30)
+
+
 def test_fetch_and_work_runs_inline_on_a_work_pool_thread() -> None:
     def run() -> list[str]:
         names: list[str] = []

@@ -25,6 +25,12 @@ from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, Chu
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .registry import codec_from_json
 
+#: What `CodecChain.decode_into` runs for one chunk spec: the array -> bytes codec's input spec, the
+#: outer bytes -> bytes decoders with their size limits, and the innermost one (which may decode in place).
+_StepsInto = tuple[
+    ChunkSpec, tuple[tuple[BytesBytesCodec, int | None], ...], tuple[BytesBytesCodec, int | None] | None
+]
+
 
 def array_chain(metadata: ArrayMetadata, where: str) -> CodecChain:
     """The codec chain of the array ``metadata`` describes (Zarr v3 or v2), checked against each chunk shape.
@@ -56,6 +62,7 @@ class CodecChain:
         self.array_array, self.array_bytes, self.bytes_bytes = _split_by_kind(self.codecs, where)
         self._spec_cache: dict[tuple[Any, ...], tuple[list[ChunkSpec], ChunkSpec]] = {}
         self._limit_cache: dict[tuple[Any, ...], list[int | None]] = {}
+        self._into_cache: dict[tuple[Any, ...], _StepsInto | None] = {}
 
     @classmethod
     def from_json(cls, items: object, where: str = "codecs") -> CodecChain:
@@ -216,19 +223,36 @@ class CodecChain:
         When the array -> bytes step is a plain memory layout, the last
         bytes -> bytes decoder (e.g. blosc, zstd) writes straight into ``out``.
         """
-        inputs, bytes_spec = self._specs(spec)
-        if self.array_array or not self.array_bytes.is_native_layout(bytes_spec):
+        steps = self._steps_into(spec)
+        if steps is None:
             out[...] = self.decode(data, spec)
             return
-        limits = self._limits(spec)
-        for bytes_codec, limit in zip(reversed(self.bytes_bytes[1:]), reversed(limits[1:])):
+        bytes_spec, outer, innermost = steps
+        for bytes_codec, limit in outer:
             data = bytes_codec.decode_bounded(data, bytes_spec, limit)
-        out_bytes = out.reshape(-1).view(np.uint8).data
-        if self.bytes_bytes and self.bytes_bytes[0].decode_into(data, bytes_spec, out_bytes):
-            return
-        if self.bytes_bytes:
-            data = self.bytes_bytes[0].decode_bounded(data, bytes_spec, limits[0])
+        if innermost is not None:
+            codec, limit = innermost
+            if codec.decode_into(data, bytes_spec, out.reshape(-1).view(np.uint8).data):
+                return
+            data = codec.decode_bounded(data, bytes_spec, limit)
         self.array_bytes.decode_into(data, bytes_spec, out)
+
+    def _steps_into(self, spec: ChunkSpec) -> _StepsInto | None:
+        """`decode_into`'s steps for chunks of ``spec``: the array -> bytes input spec, the bytes -> bytes
+        decoders but the first (in decode order, with their limits) and the first one; ``None`` unless the
+        decoded bytes are the chunk's C-order memory (no array -> array codec, a plain layout).
+
+        Cached per chunk shape and data type, like `_specs` (asked once per chunk decoded).
+        """
+        key = (spec.shape, spec.data_type.name)
+        if key not in self._into_cache:
+            _, bytes_spec = self._specs(spec)
+            steps = None
+            if not self.array_array and self.array_bytes.is_native_layout(bytes_spec):
+                pairs = list(zip(self.bytes_bytes, self._limits(spec)))
+                steps = (bytes_spec, tuple(reversed(pairs[1:])), pairs[0] if pairs else None)
+            self._into_cache[key] = steps
+        return self._into_cache[key]
 
     # -- partial reads ---------------------------------------------------
     def read_unit(self, spec: ChunkSpec) -> tuple[int, ...] | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -112,15 +112,17 @@ def _direct_target(
     out: np.ndarray, out_selection: NdIndex, selection: NdIndex, spec: ChunkSpec
 ) -> np.ndarray | None:
     """The view of ``out`` to decode into directly, when the whole chunk lands contiguously there."""
-    if not all(isinstance(s, slice) for s in out_selection):
-        return None
-    slices = [s for s in selection if isinstance(s, slice)]
-    if len(slices) != len(selection):
-        return None
+    for s in out_selection:  # plain loops: this runs once per chunk decoded
+        if not isinstance(s, slice):
+            return None
+    for s in selection:
+        if not isinstance(s, slice):
+            return None
+    for whole, n in zip(selection, spec.shape):  # each a slice: checked above
+        if cast(slice, whole).indices(n) != (0, n, 1):
+            return None
     target = out[(*out_selection, Ellipsis)]
     if target.shape != spec.shape or not target.flags.c_contiguous:
-        return None
-    if any(s.indices(n) != (0, n, 1) for s, n in zip(slices, spec.shape)):
         return None
     return target
 
@@ -149,22 +151,28 @@ def decode_chunk_into(
     codec: ChunkDecoder, data: Buffer, spec: ChunkSpec, where: str, out: np.ndarray
 ) -> None:
     """Decode one chunk into ``out``; failures as in `decode_chunk()`."""
-    with _decoding(where):
+    try:  # not `_decoding()`: a context manager per inner chunk is measurable when a task decodes hundreds
         codec.decode_into(data, spec, out)
+    except Exception as exc:
+        raise _decode_failure(exc, where) from exc
 
 
 @contextmanager
 def _decoding(where: str) -> Iterator[None]:
     try:
         yield
-    except Zarr3Error as exc:
-        raise with_location(exc, where) from exc
-    except MemoryError as exc:
-        raise MemoryLimitError(
-            f"{where}: out of memory decoding the chunk ({type(exc).__name__}: {exc})"
-        ) from exc
-    except Exception as exc:  # numcodecs/numpy raise RuntimeError, ValueError, ...
-        raise CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:
+        raise _decode_failure(exc, where) from exc
+
+
+def _decode_failure(exc: Exception, where: str) -> Zarr3Error:
+    """``exc``, raised decoding the chunk at ``where``, as the error to raise in its place."""
+    if isinstance(exc, Zarr3Error):
+        return with_location(exc, where)
+    if isinstance(exc, MemoryError):
+        return MemoryLimitError(f"{where}: out of memory decoding the chunk ({type(exc).__name__}: {exc})")
+    # numcodecs/numpy raise RuntimeError, ValueError, ...
+    return CodecError(f"{where}: cannot decode chunk ({type(exc).__name__}: {exc})")
 
 
 @dataclass(frozen=True)

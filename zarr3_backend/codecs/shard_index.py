@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import CorruptShardError
 
 EMPTY = np.uint64(2**64 - 1)
+_EMPTY_INT = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,10 @@ class ShardIndex:
 
     def chunk_range(self, coords: tuple[int, ...]) -> tuple[int, int] | None:
         """``(start, end)`` of the inner chunk at ``coords``, or ``None`` if it is empty."""
-        offset, nbytes = self.entries[coords]
-        if offset == EMPTY:
+        offset, nbytes = self.entries[coords].tolist()  # Python ints: no numpy scalar per comparison
+        if offset == _EMPTY_INT:
             return None
-        return int(offset), int(offset + nbytes)
+        return offset, offset + nbytes
 
     def validate(self, where: str, shard_size: int | None = None) -> ShardIndex:
         """Raise `CorruptShardError` unless every entry is empty or inside the shard."""

@@ -13,6 +13,7 @@ fill value).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -59,16 +60,21 @@ class ChunkLengths:
     def starts(self) -> np.ndarray:
         return self.ends - np.asarray(self.lengths, dtype=np.int64)
 
+    @cached_property
+    def _bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """`starts` and `ends` as Python ints, for one element at a time (planning visits every chunk)."""
+        return tuple(self.starts.tolist()), tuple(self.ends.tolist())
+
     @property
     def total(self) -> int:
         return int(self.ends[-1]) if self.lengths else 0
 
     def index_of(self, position: int) -> int:
         """The chunk holding element ``position``: the first whose running sum exceeds it."""
-        return int(np.searchsorted(self.ends, position, side="right"))
+        return bisect.bisect_right(self._bounds[1], position)
 
     def start(self, k: int) -> int:
-        return int(self.starts[k])
+        return self._bounds[0][k]
 
     def length(self, k: int) -> int:
         return self.lengths[k]

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import BoundsError
 from . import rectilinear_indexing as rectilinear
 from .chunk_grid import ChunkLengths
-from .dim_chunk import DimChunk, DimIndex, OutIndex
+from .dim_chunk import DimChunk, DimIndex, OutIndex, index_items
 from .integers import is_int
 
 #: One dimension of a chunk grid: a regular chunk length, or explicit lengths (a rectilinear dimension).
@@ -151,19 +151,10 @@ class ArraySelector:
             return []
         if isinstance(chunk_len, ChunkLengths):
             return rectilinear.array_items(idx, self.is_sorted, chunk_len, self.dim_len)
-        chunk_ids = idx // chunk_len
-        order = None if self.is_sorted else np.argsort(chunk_ids, kind="stable")
-        sorted_ids = chunk_ids if order is None else chunk_ids[order]
-        bounds = [0, *(np.flatnonzero(np.diff(sorted_ids)) + 1).tolist(), idx.size]
-        items = []
-        for s, e in itertools.pairwise(bounds):
-            k = int(sorted_ids[s])
-            out_sel = slice(s, e) if order is None else order[s:e]
-            local = idx[out_sel] - k * chunk_len
-            extent = _extent(k, chunk_len, self.dim_len)
-            complete = local.size >= extent and np.unique(local).size == extent
-            items.append(DimChunk(k, local, out_sel, complete))
-        return items
+        step, dim_len = chunk_len, self.dim_len
+        return index_items(
+            idx, self.is_sorted, idx // step, lambda k: k * step, lambda k: _extent(k, step, dim_len)
+        )
 
 
 DimSelector = IntSelector | SliceSelector | ArraySelector
@@ -234,12 +225,13 @@ class Selection:
         out_keys = _out_keys(self.dims, per_dim)
         for combo in itertools.product(*(zip(*parts) for parts in zip(per_dim, chunk_keys, out_keys))):
             items, chunk_sel, out_sel = zip(*combo) if combo else ((), (), ())
+            coords, orthogonal, _, complete = zip(*items) if items else ((), (), (), ())  # DimChunk fields
             yield ChunkSelection(
-                coords=tuple(item.chunk_index for item in items),
+                coords=coords,
                 chunk_selection=chunk_sel,
                 out_selection=tuple(o for o in out_sel if o is not None),
-                orthogonal_selection=tuple(item.chunk_sel for item in items),
-                is_complete=all(item.complete for item in items),
+                orthogonal_selection=orthogonal,
+                is_complete=all(complete),
             )
 
 

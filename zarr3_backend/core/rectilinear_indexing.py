@@ -7,12 +7,10 @@ with positions local to the chunk's declared (stored) extent.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from .chunk_grid import ChunkLengths
-from .dim_chunk import DimChunk
+from .dim_chunk import DimChunk, index_items
 
 
 def _extent(dim: ChunkLengths, k: int, dim_len: int) -> int:
@@ -44,15 +42,4 @@ def ascending_items(start: int, step: int, count: int, dim: ChunkLengths, dim_le
 def array_items(indices: np.ndarray, is_sorted: bool, dim: ChunkLengths, dim_len: int) -> list[DimChunk]:
     """Per-chunk pieces of integer ``indices`` (any order, repeats allowed)."""
     chunk_ids = np.searchsorted(dim.ends, indices, side="right")
-    order = None if is_sorted else np.argsort(chunk_ids, kind="stable")
-    sorted_ids = chunk_ids if order is None else chunk_ids[order]
-    bounds = [0, *(np.flatnonzero(np.diff(sorted_ids)) + 1).tolist(), indices.size]
-    items = []
-    for s, e in itertools.pairwise(bounds):
-        k = int(sorted_ids[s])
-        out_sel = slice(s, e) if order is None else order[s:e]
-        local = indices[out_sel] - dim.start(k)
-        extent = _extent(dim, k, dim_len)
-        complete = local.size >= extent and np.unique(local).size == extent
-        items.append(DimChunk(k, local, out_sel, complete))
-    return items
+    return index_items(indices, is_sorted, chunk_ids, dim.start, lambda k: _extent(dim, k, dim_len))

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, cast
 
 from .process import PerProcess, process_lock
 from .settings import thread_count
@@ -116,17 +116,55 @@ def submit_io(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> Fu
 
 
 def map_concurrently(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[function(item) for item in items]``, on the CPU pool when that helps.
+    """``[function(item) for item in items]``, on the CPU pool when that helps, the caller taking part.
 
     Runs inline for a single item, when the pool has one thread, or when
-    called from a work-pool thread (no nested waiting). An exception
-    propagates only once no call is running any more (calls not yet started
-    are cancelled), so a caller cleaning up after a failed write races no write.
+    called from a work-pool thread (no nested waiting). Otherwise up to
+    `thread_count()` threads take the items in turn: CPU pool threads and the
+    caller itself, unless it is a thread of a shared pool (a request thread
+    only waits). So a caller that is one of several at once (dask's task
+    threads) works instead of waiting, and items are not handed over one by
+    one. An exception stops the taking of items and propagates only once no
+    call is running any more, so a caller cleaning up after a failed write races no write.
     """
     if len(items) <= 1 or thread_count() == 1 or in_work_pool():
         return [function(item) for item in items]
-    pool = cpu_pool()
-    return results_in_order([pool.submit(function, item) for item in items])
+    return _TakenInTurn(function, items).run(caller_works=current_pool() is None)
+
+
+class _TakenInTurn(Generic[T, R]):
+    """``function`` of every item, each item taken by whichever thread is free next."""
+
+    def __init__(self, function: Callable[[T], R], items: Sequence[T]) -> None:
+        self._function = function
+        self._items = items
+        self._results: list[R | None] = [None] * len(items)
+        self._next = iter(range(len(items)))
+        self._lock = threading.Lock()
+        self._errors: list[BaseException] = []
+
+    def run(self, caller_works: bool) -> list[R]:
+        helpers = min(thread_count(), len(self._items)) - caller_works
+        pool = cpu_pool()
+        futures = [pool.submit(self._take) for _ in range(helpers)]
+        if caller_works:  # once the caller finds nothing left to take, helpers not started are not needed
+            self._take()
+            futures = [future for future in futures if not future.cancel()]
+        concurrent.futures.wait(futures)  # (a cancelled future is "done" only once a pool thread dequeues it)
+        if self._errors:
+            raise self._errors[0]
+        return cast(list[R], self._results)
+
+    def _take(self) -> None:
+        while not self._errors:
+            with self._lock:
+                index = next(self._next, None)
+            if index is None:
+                return
+            try:
+                self._results[index] = self._function(self._items[index])
+            except BaseException as exc:  # re-raised by run() once every taker stopped
+                self._errors.append(exc)
 
 
 def map_io(function: Callable[[T], R], items: Sequence[T], limit: int) -> list[R]:
@@ -149,17 +187,6 @@ def each_request(function: Callable[[T], R], items: Sequence[T], limit: int) -> 
     if len(items) <= 1:
         return [function(item) for item in items]
     return collect(lambda index: function(items[index]), len(items), limit, request_pool())
-
-
-def results_in_order(futures: list[Future[R]]) -> list[R]:
-    """The futures' results in order; on the first error, cancel those not started and wait for the rest, then raise."""
-    try:
-        return [future.result() for future in futures]
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        concurrent.futures.wait(futures)
-        raise
 
 
 class TrackedExecutor(concurrent.futures.Executor):

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 #: Default of ``ZARR3_BACKEND_IO_CONCURRENCY``: requests in flight to a remote store.
@@ -17,7 +18,14 @@ DEFAULT_IO_BYTES = 256 << 20
 
 def thread_count() -> int:
     """Worker threads used for chunk encoding and decoding: ``ZARR3_BACKEND_THREADS``, default the CPU count."""
-    return max(1, int(os.environ.get("ZARR3_BACKEND_THREADS", os.cpu_count() or 1)))
+    threads = os.environ.get("ZARR3_BACKEND_THREADS")
+    return max(1, int(threads)) if threads is not None else _cpu_count()
+
+
+@functools.cache
+def _cpu_count() -> int:
+    """``os.cpu_count()``, asked once: it reads a file under /sys, and every read asks for the thread count."""
+    return os.cpu_count() or 1
 
 
 def io_concurrency() -> int:
