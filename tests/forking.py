@@ -1,8 +1,10 @@
-"""Run a check in a forked child of the test process."""
+"""Child processes for tests: a check run in a forked child, and the pid of a process that has exited."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 
@@ -26,3 +28,10 @@ def in_forked_child(check: Callable[[], bool]) -> bool:
     finally:
         os.close(read)
         os.waitpid(pid, 0)
+
+
+def dead_pid() -> int:
+    """The pid of a child process that has already exited (a lease or mark holder that is gone)."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid

@@ -8,22 +8,13 @@ import numcodecs
 import numpy as np
 import pytest
 
+from tests.core.test_metadata_v2 import GOOD
 from zarr3_backend import UnknownExtensionError, UnsafeCodecError, allow_unsafe_codecs
 from zarr3_backend.codecs.base import ChunkSpec
 from zarr3_backend.codecs.chain import array_chain
 from zarr3_backend.codecs.v2 import V2FilterCodec
 from zarr3_backend.core.metadata.v2 import parse_zarray
 
-GOOD: dict[str, Any] = {
-    "zarr_format": 2,
-    "shape": [4, 6],
-    "chunks": [2, 3],
-    "dtype": "<f8",
-    "compressor": None,
-    "fill_value": 0,
-    "order": "C",
-    "filters": None,
-}
 LAYOUTS = [
     {},
     {"dtype": ">i4", "order": "F", "compressor": {"id": "zlib", "level": 1}},

@@ -26,6 +26,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
+from tests.forking import dead_pid
 from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Request, Store, Value, Versioned
 from zarr3_backend.validate import validate_store
@@ -579,15 +580,6 @@ def test_appending_processes_without_a_lock_give_every_row(tmp_path: Path) -> No
     assert not (path / LEASE_KEY).exists()
 
 
-def _dead_pid() -> int:
-    import subprocess
-    import sys
-
-    process = subprocess.Popen([sys.executable, "-c", "pass"])
-    process.wait()
-    return process.pid
-
-
 @pytest.mark.parametrize("holder", ["alive", "gone"])
 def test_a_held_lease_is_waited_for_and_an_abandoned_one_taken_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holder: str
@@ -600,7 +592,7 @@ def test_a_held_lease_is_waited_for_and_an_abandoned_one_taken_over(
     from zarr3_backend.xarray.write.lease import LEASE_KEY
 
     path = _template(tmp_path)
-    pid = os.getppid() if holder == "alive" else _dead_pid()
+    pid = os.getppid() if holder == "alive" else dead_pid()
     (path / LEASE_KEY).write_text(
         json.dumps({"host": socket.gethostname(), "pid": pid, "since": 0, "id": "x"})
     )

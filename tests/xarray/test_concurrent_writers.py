@@ -20,6 +20,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
+from tests.forking import dead_pid
 from tests.xarray.test_region_lock import FileLocks
 from zarr3_backend.errors import WriteError
 from zarr3_backend.nodes.consolidation import PENDING_KEY
@@ -138,6 +139,18 @@ def specs_for(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> list
     return [(kind, f"{server.make_bucket()}/s.zarr", options) for _ in range(TRIALS)]
 
 
+def race_and_check(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, locked: bool | str, second: str
+) -> None:
+    """`race()` on fresh stores of ``kind``, then `check_trial()` of each store."""
+    specs = specs_for(kind, tmp_path, request)
+    for spec in specs:
+        template(spec)
+    got = race(specs, tmp_path, locked, second)
+    for trial, spec in enumerate(specs):
+        check_trial(spec, [g for g in got if g[0] == trial])
+
+
 @pytest.mark.parametrize(
     ("kind", "locked"),
     [("local", False), ("local", True), ("local", "one"), ("s3", False), ("s3", True)],
@@ -146,36 +159,21 @@ def specs_for(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> list
 def test_appends_racing_region_writes_into_the_last_shard_keep_every_row(
     kind: str, locked: bool | str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    specs = specs_for(kind, tmp_path, request)
-    for spec in specs:
-        template(spec)
-    got = race(specs, tmp_path, locked, "region")
-    for trial, spec in enumerate(specs):
-        check_trial(spec, [g for g in got if g[0] == trial])
+    race_and_check(kind, tmp_path, request, locked, "region")
 
 
 @pytest.mark.parametrize("kind", ["fsspec-local", "s3fs"])
 def test_without_atomic_create_appends_with_a_lock_all_land(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    specs = specs_for(kind, tmp_path, request)
-    for spec in specs:
-        template(spec)
-    got = race(specs, tmp_path, True, "append")
-    for trial, spec in enumerate(specs):
-        check_trial(spec, [g for g in got if g[0] == trial])
+    race_and_check(kind, tmp_path, request, True, "append")
 
 
 @pytest.mark.parametrize("kind", ["fsspec-local", "s3fs"])
 def test_without_atomic_create_a_region_write_with_a_lock_keeps_appended_rows(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    specs = specs_for(kind, tmp_path, request)
-    for spec in specs:
-        template(spec)
-    got = race(specs, tmp_path, True, "region")
-    for trial, spec in enumerate(specs):
-        check_trial(spec, [g for g in got if g[0] == trial])
+    race_and_check(kind, tmp_path, request, True, "region")
 
 
 @pytest.mark.parametrize("kind", ["fsspec-local", "s3fs"])
@@ -206,15 +204,6 @@ def _holder(pid: int) -> str:
     return json.dumps({"host": socket.gethostname(), "pid": pid, "since": 0, "id": "x"})
 
 
-def _dead_pid() -> int:
-    import subprocess
-    import sys
-
-    process = subprocess.Popen([sys.executable, "-c", "pass"])
-    process.wait()
-    return process.pid
-
-
 @pytest.mark.parametrize("marker", ["alive", "gone"])
 def test_an_append_waits_for_region_writes_and_removes_the_marks_of_gone_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str
@@ -228,7 +217,7 @@ def test_an_append_waits_for_region_writes_and_removes_the_marks_of_gone_ones(
     template(spec)
     mark = tmp_path / "s.zarr" / REGIONS_PREFIX / "other.json"
     mark.parent.mkdir()
-    mark.write_text(_holder(os.getppid() if marker == "alive" else _dead_pid()))
+    mark.write_text(_holder(os.getppid() if marker == "alive" else dead_pid()))
     monkeypatch.setenv("ZARR3_BACKEND_LEASE_WAIT", "0.3")
     if marker == "alive":
         with pytest.raises(ConcurrentWriteError, match=r"a region write .* process .*other\.json.*nothing"):
