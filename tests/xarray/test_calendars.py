@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 

@@ -1,0 +1,250 @@
+"""Times and packed values that a stored array cannot hold exactly are refused before any byte changes.
+
+Each refusal is a ``WriteError`` naming the variable, the stored encoding,
+the first value that does not fit and the fix; the store's bytes stay the
+same. What does fit lands and reads back exactly (a hypothesis test draws
+numpy and cftime times of every calendar, sub-unit offsets, time zones and
+values out of range).
+"""
+
+from __future__ import annotations
+
+import datetime
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import zarr3_backend  # noqa: F401  (adds ds.to_zarr3)
+from zarr3_backend import WriteError
+
+cftime = pytest.importorskip("cftime")
+
+CFTIME = xr.coders.CFDatetimeCoder(use_cftime=True)
+pytestmark = [pytest.mark.validate_stores, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+CALENDARS = ["standard", "proleptic_gregorian", "julian", "noleap", "all_leap", "360_day"]
+CFTIME_CLASSES = {
+    "standard": cftime.DatetimeGregorian,
+    "proleptic_gregorian": cftime.DatetimeProlepticGregorian,
+    "julian": cftime.DatetimeJulian,
+    "noleap": cftime.DatetimeNoLeap,
+    "all_leap": cftime.DatetimeAllLeap,
+    "360_day": cftime.Datetime360Day,
+}
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def daily(times: object) -> xr.Dataset:
+    n = len(times)  # type: ignore[arg-type]
+    return xr.Dataset({"tas": ("time", np.arange(n, dtype="float32"))}, coords={"time": times})
+
+
+def numpy_axis(path: Path) -> Path:
+    daily(pd.date_range("2000-01-01", periods=3, freq="D")).to_zarr3(path)
+    return path
+
+
+def refused(path: Path, ds: xr.Dataset, **kwargs: object) -> str:
+    """The message of the WriteError ``ds.to_zarr3(path, **kwargs)`` raises; the store's bytes are unchanged."""
+    before = snapshot(path)
+    with pytest.raises(WriteError) as info:
+        ds.to_zarr3(path, **kwargs)
+    assert snapshot(path) == before
+    return str(info.value)
+
+
+def assert_names_the_encoding(message: str, value: str, calendar: str = "proleptic_gregorian") -> None:
+    assert "'time'" in message and "'days since 2000-01-01" in message and "int64" in message
+    assert f"calendar {calendar!r}" in message and value in message and "Nothing was written" in message
+
+
+def test_appending_to_a_noleap_run_with_mode_a_and_r_plus_and_regions(tmp_path: Path) -> None:
+    """Finding 1: every write into a non-standard calendar failed decoding an empty array."""
+    path = tmp_path / "noleap.zarr"
+    run = daily(xr.date_range("2001-02-27", periods=4, freq="D", calendar="noleap", use_cftime=True))
+    run.isel(time=slice(0, 2)).to_zarr3(path)
+    run.isel(time=slice(2, 4)).to_zarr3(path, append_dim="time")
+    run.assign(tas=run.tas + 1).to_zarr3(path, mode="a")
+    run.assign(tas=run.tas + 2).to_zarr3(path, mode="r+")
+    run.isel(time=[1]).assign(tas=run.tas[1:2] * 0).to_zarr3(path, region="auto")
+    back = xr.open_dataset(path, engine="zarr3", decode_times=CFTIME)
+    assert [str(t) for t in back.time.values] == [str(t) for t in run.time.values]
+    np.testing.assert_array_equal(back.tas.values, [2, 0, 4, 5])
+
+
+def test_cftime_dates_into_a_numpy_axis_are_checked_as_numpy_ones(tmp_path: Path) -> None:
+    """Finding 2: cftime values skipped the check and were stored as hours under "days since"."""
+    path = numpy_axis(tmp_path / "numpy.zarr")
+    message = refused(path, daily([cftime.DatetimeGregorian(2000, 1, 5, 12)]), append_dim="time")
+    assert_names_the_encoding(message, "2000-01-05 12:00:00")
+    assert "does not fit" in message and "floor" in message
+    daily([cftime.DatetimeGregorian(2000, 1, 4)]).to_zarr3(path, append_dim="time")
+    back = xr.open_dataset(path, engine="zarr3").time.values
+    np.testing.assert_array_equal(back, pd.date_range("2000-01-01", periods=4, freq="D").values)
+
+
+def test_a_360_day_date_into_a_standard_axis_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "standard.zarr"
+    daily(xr.date_range("2000-02-27", periods=2, freq="D", calendar="standard", use_cftime=True)).to_zarr3(
+        path
+    )
+    for date in (cftime.Datetime360Day(2000, 2, 30), cftime.Datetime360Day(2000, 3, 1)):
+        message = refused(path, daily([date]), append_dim="time")
+        assert "is a 360_day date, not a standard one" in message and "convert_calendar('standard'" in message
+    message = refused(path, daily([cftime.DatetimeNoLeap(2000, 3, 1)]), append_dim="time")
+    assert "noleap date" in message
+
+
+def test_a_numpy_date_before_the_reform_into_a_standard_axis_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "early.zarr"
+    dates = xr.date_range("1500-01-01", periods=2, freq="D", calendar="standard", use_cftime=True)
+    daily(dates).to_zarr3(path)
+    early = daily(np.array(["1500-01-03"], "datetime64[s]"))
+    assert "before 1582-10-15" in refused(path, early, append_dim="time")
+
+
+def test_a_time_one_nanosecond_past_the_unit_is_a_write_error(tmp_path: Path) -> None:
+    """Finding 3: it raised a bare ValueError."""
+    path = numpy_axis(tmp_path / "ns.zarr")
+    late = daily(np.array(["2000-01-04T00:00:00.000000001"], "datetime64[ns]"))
+    assert_names_the_encoding(refused(path, late, append_dim="time"), "2000-01-04T00:00:00.000000001")
+
+
+def test_timezone_aware_times_are_a_write_error(tmp_path: Path) -> None:
+    """Finding 3: it raised TypeError."""
+    path = numpy_axis(tmp_path / "tz.zarr")
+    aware = daily(pd.DatetimeIndex(["2000-01-04"], tz="UTC"))
+    message = refused(path, aware, append_dim="time")
+    assert_names_the_encoding(message, "timezone-aware")
+    assert "tz_convert(None)" in message
+
+
+def test_mixed_kinds_of_times_are_a_write_error(tmp_path: Path) -> None:
+    """Finding 3: a pandas Timestamp beside a cftime date raised TypeError."""
+    path = numpy_axis(tmp_path / "mixed.zarr")
+    mixed = np.array([pd.Timestamp("2000-01-04"), cftime.DatetimeGregorian(2000, 1, 5)], dtype=object)
+    message = refused(path, daily(mixed), append_dim="time")
+    assert_names_the_encoding(message, "2000-01-04")
+    assert "mix" in message and "one kind" in message
+
+
+def test_an_append_bringing_a_variable_the_store_lacks_is_refused(tmp_path: Path) -> None:
+    """Finding 4: the variable was created at the appended length only and the group no longer opened."""
+    path = numpy_axis(tmp_path / "new.zarr")
+    more = daily(pd.date_range("2000-01-04", periods=1))
+    more["pr"] = ("time", [1.0])
+    message = refused(path, more, append_dim="time")
+    assert "['pr']" in message and "mode='a' and no append_dim" in message
+    assert xr.open_dataset(path, engine="zarr3").sizes["time"] == 3
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scale_factor", "value", "fits"),
+    [
+        ("int8", 1.0, 300.0, "-128 to 127"),
+        ("int16", 0.1, 5000.0, "-3276.8 to 3276.7"),
+        ("uint8", 2.0, -4.0, "0 to 510"),
+    ],
+)
+def test_packed_values_outside_the_dtype_are_refused(
+    dtype: str, scale_factor: float, value: float, fits: str, tmp_path: Path
+) -> None:
+    """Finding 5: they wrapped around (int8: 300 read back as 44)."""
+    path = tmp_path / "packed.zarr"
+    ds = xr.Dataset({"t2m": ("time", [2.0, 4.0])}, coords={"time": [0, 1]})
+    ds.to_zarr3(path, encoding={"t2m": {"dtype": dtype, "scale_factor": scale_factor}})
+    more = xr.Dataset({"t2m": ("time", [6.0, value])}, coords={"time": [2, 3]})
+    for data in (more, more.chunk(time=1)):
+        message = refused(path, data, append_dim="time")
+        assert "'t2m'" in message and dtype in message and fits in message and f"its value {value}" in message
+    region = more.drop_vars("time")
+    assert "'t2m'" in refused(path, region, region={"time": slice(0, 2)})
+    np.testing.assert_allclose(xr.open_dataset(path, engine="zarr3").t2m.values, [2.0, 4.0])
+
+
+def test_packed_values_that_fit_and_missing_ones_with_a_fill_value_land(tmp_path: Path) -> None:
+    path = tmp_path / "packed.zarr"
+    ds = xr.Dataset({"t2m": ("time", [1.0, 2.0])}, coords={"time": [0, 1]})
+    ds.to_zarr3(path, encoding={"t2m": {"dtype": "int16", "scale_factor": 0.5, "_FillValue": -32768}})
+    more = xr.Dataset({"t2m": ("time", [np.nan, 16383.5])}, coords={"time": [2, 3]})
+    more.to_zarr3(path, append_dim="time")
+    np.testing.assert_array_equal(
+        xr.open_dataset(path, engine="zarr3").t2m.values, [1.0, 2.0, np.nan, 16383.5]
+    )
+    assert "the fill value -32768 aside" in refused(
+        path, xr.Dataset({"t2m": ("time", [-16384.0])}, coords={"time": [4]}), append_dim="time"
+    )
+
+
+# --- the property: every drawn write lands exactly or is refused leaving the store's bytes ---------------
+
+SUB_UNITS = {
+    "none": datetime.timedelta(0),
+    "12h": datetime.timedelta(hours=12),
+    "1s": datetime.timedelta(seconds=1),
+}
+
+
+@st.composite
+def time_writes(draw: st.DrawFn) -> tuple[str, str, np.ndarray | pd.DatetimeIndex, bool]:
+    """(stored calendar, stored dtype, new times, whether they must fit)."""
+    calendar = draw(st.sampled_from(CALENDARS))
+    dtype = draw(st.sampled_from(["int64", "int16"]))
+    kind = draw(st.sampled_from(["cftime", "numpy", "tz", "mixed"]))
+    days = draw(st.sampled_from([0, 1, 29, 58, 365, 40_000]))  # 40_000 days: past int16
+    sub = draw(st.sampled_from(list(SUB_UNITS)))
+    if kind == "cftime":
+        own = draw(st.sampled_from([calendar, *CALENDARS]))
+        date = CFTIME_CLASSES[own](2000, 1, 4) + datetime.timedelta(days=days) + SUB_UNITS[sub]
+        values: np.ndarray | pd.DatetimeIndex = np.array([date], dtype=object)
+        fits = own == calendar and sub == "none" and not (dtype == "int16" and days == 40_000)
+    else:
+        nanoseconds = draw(st.sampled_from([0, 1]))
+        stamp = pd.Timestamp("2000-01-04") + pd.Timedelta(days=days) + pd.Timedelta(SUB_UNITS[sub])
+        values = pd.DatetimeIndex(
+            [stamp + pd.Timedelta(nanoseconds, "ns")], tz="UTC" if kind == "tz" else None
+        )
+        if kind == "mixed":
+            values = np.array([stamp, CFTIME_CLASSES[calendar](2000, 1, 5)], dtype=object)
+        whole = sub == "none" and nanoseconds == 0 and not (dtype == "int16" and days == 40_000)
+        fits = kind == "numpy" and calendar in ("standard", "proleptic_gregorian") and whole
+    return calendar, dtype, values, fits
+
+
+@settings(max_examples=40, deadline=None)
+@given(time_writes())
+def test_every_drawn_time_lands_exactly_or_is_refused_leaving_the_store(
+    write: tuple[str, str, np.ndarray | pd.DatetimeIndex, bool],
+) -> None:
+    calendar, dtype, values, fits = write
+    start = xr.date_range("2000-01-01", periods=3, freq="D", calendar=calendar, use_cftime=True)
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = Path(tmp) / "run.zarr"
+        daily(start).to_zarr3(path, encoding={"time": {"dtype": dtype, "units": "days since 2000-01-01"}})
+        before = snapshot(path)
+        try:
+            daily(values).to_zarr3(path, append_dim="time")
+        except WriteError:
+            assert not fits, f"{values!r} fits a {calendar} {dtype} axis but was refused"
+            assert snapshot(path) == before
+            return
+        back = xr.open_dataset(path, engine="zarr3", decode_times=CFTIME).time.values
+        assert [_fields(t) for t in back] == [_fields(t) for t in [*start, *np.asarray(values).ravel()]]
+
+
+def _fields(value: object) -> tuple[int, ...]:
+    if isinstance(value, np.datetime64 | pd.Timestamp):
+        value = pd.Timestamp(value)
+        return (*value.timetuple()[:6], value.microsecond, value.nanosecond)
+    return (*value.timetuple()[:6], value.microsecond, 0)  # type: ignore[attr-defined]
