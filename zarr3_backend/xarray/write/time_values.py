@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from xarray.core.common import contains_cftime_datetimes
 
-if TYPE_CHECKING:
-    from .times import StoredTime
+from ...errors import WriteError
+from ...nodes.array import Array
 
 CF_TIME_ATTRIBUTES = ("units", "calendar")
 GREGORIAN = frozenset({"standard", "proleptic_gregorian"})
@@ -39,6 +40,37 @@ TZ_FIX = (
     "Drop the time zone first, e.g. ds = ds.assign_coords(time=ds.indexes['time'].tz_convert(None)) "
     "for naive UTC times"
 )
+
+
+@dataclass(frozen=True)
+class StoredTime:
+    """A stored array as times are encoded into it: the variable's name, CF ``units``, ``calendar``, ``dtype``."""
+
+    name: str
+    units: str | None
+    calendar: str
+    dtype: np.dtype
+
+    @classmethod
+    def of(cls, name: str, array: Array) -> StoredTime:
+        """The stored ``units`` and ``calendar`` attributes (CF's default calendar: ``"standard"``)."""
+        attributes = array.metadata.attributes
+        units = attributes.get("units")
+        calendar = canonical_calendar(str(attributes.get("calendar") or "standard"))
+        return cls(name, units if isinstance(units, str) else None, calendar, array.dtype)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """The attributes decoding reads (``units`` only when stored)."""
+        return {"units": self.units, "calendar": self.calendar} if self.units else {}
+
+    def refusal(self, what: str, fix: str) -> WriteError:
+        """A `WriteError` naming the variable, its stored encoding, ``what`` does not fit and the ``fix``."""
+        return WriteError(
+            f"to_zarr3: variable {self.name!r} is stored as {self.dtype} with units {self.units or '(none)'!r} "
+            f"and calendar {self.calendar!r}, and {what}: it would read back as a different time. "
+            f"Nothing was written. {fix.format(name=self.name)}"
+        )
 
 
 def canonical_calendar(name: str) -> str:
@@ -148,7 +180,7 @@ def check_calendar(given: np.ndarray, stored: StoredTime) -> None:
 def is_missing(values: np.ndarray) -> np.ndarray:
     """Which ``values`` are missing (NaT, ``None`` or NaN): stored as the fill value."""
     if values.dtype.kind in "mM":
-        return np.isnat(values)
+        return np.asarray(np.isnat(values), dtype=bool)
     return np.array([_kind(v) == "missing" for v in values.ravel()], dtype=bool).reshape(values.shape)
 
 

@@ -22,8 +22,6 @@ back exactly.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -32,45 +30,13 @@ from xarray.backends.zarr import encode_zarr_variable
 from xarray.coding.times import CFDatetimeCoder, encode_cf_datetime, encode_cf_timedelta
 
 from ...core.stacklevel import caller_stacklevel
-from ...errors import WriteError
 from ...nodes.array import Array
-from .time_values import canonical_calendar, check_calendar, given_times, holds_times, is_missing, same_times
+from .time_values import StoredTime, check_calendar, given_times, holds_times, is_missing, same_times
 
 ROUND_FIX = (
     "Round the times to the stored units (e.g. ds[{name!r}].dt.floor(...)), or rewrite the variable with "
     "finer units or a wider dtype (encoding={{{name!r}: {{'units': ..., 'dtype': 'int64'}}}}) with mode='w'"
 )
-
-
-@dataclass(frozen=True)
-class StoredTime:
-    """A stored array as times are encoded into it: the variable's name, CF ``units``, ``calendar``, ``dtype``."""
-
-    name: str
-    units: str | None
-    calendar: str
-    dtype: np.dtype
-
-    @classmethod
-    def of(cls, name: str, array: Array) -> StoredTime:
-        """The stored ``units`` and ``calendar`` attributes (CF's default calendar: ``"standard"``)."""
-        attributes = array.metadata.attributes
-        units = attributes.get("units")
-        calendar = canonical_calendar(str(attributes.get("calendar") or "standard"))
-        return cls(name, units if isinstance(units, str) else None, calendar, array.dtype)
-
-    @property
-    def attrs(self) -> dict[str, Any]:
-        """The attributes decoding reads (``units`` only when stored)."""
-        return {"units": self.units, "calendar": self.calendar} if self.units else {}
-
-    def refusal(self, what: str, fix: str) -> WriteError:
-        """A `WriteError` naming the variable, its stored encoding, ``what`` does not fit and the ``fix``."""
-        return WriteError(
-            f"to_zarr3: variable {self.name!r} is stored as {self.dtype} with units {self.units or '(none)'!r} "
-            f"and calendar {self.calendar!r}, and {what}: it would read back as a different time. "
-            f"Nothing was written. {fix.format(name=self.name)}"
-        )
 
 
 def encode_variable(variable: xr.Variable, name: str) -> xr.Variable:
