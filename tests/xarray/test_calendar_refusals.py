@@ -195,52 +195,69 @@ SUB_UNITS = {
 }
 
 
+GREGORIAN = ("standard", "proleptic_gregorian")  # numpy's calendar, and the one agreeing with it from 1582 on
+
+
 @st.composite
-def time_writes(draw: st.DrawFn) -> tuple[str, str, np.ndarray | pd.DatetimeIndex, bool]:
-    """(stored calendar, stored dtype, new times, whether they must fit)."""
+def time_writes(draw: st.DrawFn) -> tuple[str, str, str, np.ndarray | pd.DatetimeIndex, bool]:
+    """(stored calendar, stored dtype, "append" or "region", new times, whether they must fit)."""
     calendar = draw(st.sampled_from(CALENDARS))
     dtype = draw(st.sampled_from(["int64", "int16"]))
+    mode = draw(st.sampled_from(["append", "region"]))
     kind = draw(st.sampled_from(["cftime", "numpy", "tz", "mixed"]))
     days = draw(st.sampled_from([0, 1, 29, 58, 365, 40_000]))  # 40_000 days: past int16
     sub = draw(st.sampled_from(list(SUB_UNITS)))
+    in_range = not (dtype == "int16" and days == 40_000)
     if kind == "cftime":
         own = draw(st.sampled_from([calendar, *CALENDARS]))
         date = CFTIME_CLASSES[own](2000, 1, 4) + datetime.timedelta(days=days) + SUB_UNITS[sub]
         values: np.ndarray | pd.DatetimeIndex = np.array([date], dtype=object)
-        fits = own == calendar and sub == "none" and not (dtype == "int16" and days == 40_000)
-    else:
-        nanoseconds = draw(st.sampled_from([0, 1]))
-        stamp = pd.Timestamp("2000-01-04") + pd.Timedelta(days=days) + pd.Timedelta(SUB_UNITS[sub])
-        values = pd.DatetimeIndex(
-            [stamp + pd.Timedelta(nanoseconds, "ns")], tz="UTC" if kind == "tz" else None
-        )
-        if kind == "mixed":
-            values = np.array([stamp, CFTIME_CLASSES[calendar](2000, 1, 5)], dtype=object)
-        whole = sub == "none" and nanoseconds == 0 and not (dtype == "int16" and days == 40_000)
-        fits = kind == "numpy" and calendar in ("standard", "proleptic_gregorian") and whole
-    return calendar, dtype, values, fits
+        same_days = own == calendar or (own in GREGORIAN and calendar in GREGORIAN)
+        return calendar, dtype, mode, values, same_days and sub == "none" and in_range
+    nanoseconds = draw(st.sampled_from([0, 1]))
+    stamp = pd.Timestamp("2000-01-04") + pd.Timedelta(days=days) + pd.Timedelta(SUB_UNITS[sub])
+    values = pd.DatetimeIndex([stamp + pd.Timedelta(nanoseconds, "ns")], tz="UTC" if kind == "tz" else None)
+    if kind == "mixed":
+        values = np.array([stamp, CFTIME_CLASSES[calendar](2000, 1, 5)], dtype=object)
+    whole = sub == "none" and nanoseconds == 0 and in_range
+    return calendar, dtype, mode, values, kind == "numpy" and calendar in GREGORIAN and whole
 
 
-@settings(max_examples=40, deadline=None)
+def stored_run(calendar: str) -> xr.Dataset:
+    """Three days of ``calendar``, with the same times in a variable ("valid") that region writes reach."""
+    run = daily(xr.date_range("2000-01-01", periods=3, freq="D", calendar=calendar, use_cftime=True))
+    return run.assign(valid=run.time.variable)
+
+
+@settings(max_examples=50, deadline=None)
 @given(time_writes())
 def test_every_drawn_time_lands_exactly_or_is_refused_leaving_the_store(
-    write: tuple[str, str, np.ndarray | pd.DatetimeIndex, bool],
+    write: tuple[str, str, str, np.ndarray | pd.DatetimeIndex, bool],
 ) -> None:
-    calendar, dtype, values, fits = write
-    start = xr.date_range("2000-01-01", periods=3, freq="D", calendar=calendar, use_cftime=True)
+    calendar, dtype, mode, values, fits = write
+    run, n = stored_run(calendar), len(values)
+    encoding = {"dtype": dtype, "units": "days since 2000-01-01"}
+    new = daily(values).assign(valid=("time", np.asarray(values)))
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         path = Path(tmp) / "run.zarr"
-        daily(start).to_zarr3(path, encoding={"time": {"dtype": dtype, "units": "days since 2000-01-01"}})
+        run.to_zarr3(path, encoding={"time": encoding, "valid": encoding})
         before = snapshot(path)
         try:
-            daily(values).to_zarr3(path, append_dim="time")
+            if mode == "append":
+                new.to_zarr3(path, append_dim="time")
+            else:
+                new.drop_vars("time").to_zarr3(path, region={"time": slice(0, n)})
         except WriteError:
             assert not fits, f"{values!r} fits a {calendar} {dtype} axis but was refused"
             assert snapshot(path) == before
             return
-        back = xr.open_dataset(path, engine="zarr3", decode_times=CFTIME).time.values
-        assert [_fields(t) for t in back] == [_fields(t) for t in [*start, *np.asarray(values).ravel()]]
+        back = xr.open_dataset(path, engine="zarr3", decode_times=CFTIME)
+        given = list(np.asarray(values).ravel())
+        expected = [*run.valid.values, *given] if mode == "append" else [*given, *run.valid.values[n:]]
+        assert [_fields(t) for t in back.valid.values] == [_fields(t) for t in expected]
+        if mode == "append":
+            assert [_fields(t) for t in back.time.values] == [_fields(t) for t in expected]
 
 
 def _fields(value: object) -> tuple[int, ...]:
