@@ -186,6 +186,14 @@ def test_packed_values_that_fit_and_missing_ones_with_a_fill_value_land(tmp_path
     )
 
 
+def test_a_first_write_of_values_outside_the_packed_dtype_is_refused(tmp_path: Path) -> None:
+    """The same rule for a new variable whose encoding (given, or carried from its source) packs it."""
+    ds = xr.Dataset({"t2m": ("time", [1.0, 300.0])})
+    with pytest.raises(WriteError, match=r"'t2m'.*int8.*-128 to 127.*its value 300.0 \(position 1\)"):
+        ds.to_zarr3(tmp_path / "new.zarr", encoding={"t2m": {"dtype": "int8", "scale_factor": 1.0}})
+    assert not (tmp_path / "new.zarr").exists()
+
+
 # --- the property: every drawn write lands exactly or is refused leaving the store's bytes ---------------
 
 SUB_UNITS = {

@@ -75,16 +75,17 @@ class Packing:
         return f"{ends[0]:g} to {ends[1]:g}{aside}"
 
 
-def check_packed(name: str, var: xr.Variable, array_dtype: np.dtype) -> xr.Variable:
+def check_packed(name: str, var: xr.Variable, stored_dtype: np.dtype | None) -> xr.Variable:
     """``var`` (before CF encoding, carrying the stored encoding), refused when a value would not pack.
 
-    Checked: numbers going into an integer array that are packed
+    Checked: numbers going into an integer array (``stored_dtype``, or for a
+    new array the encoding's ``dtype``) that are packed
     (``scale_factor``/``add_offset``) or of another dtype. In-memory values are
     checked now; dask-backed ones are returned wrapped so that each block is
     checked in its write task, before it is cast (the write then fails; an
     append is rolled back).
     """
-    packing = Packing.of({"dtype": array_dtype, **var.encoding})
+    packing = Packing.of({**var.encoding, "dtype": stored_dtype or var.encoding.get("dtype")})
     kind = var.dtype.kind if isinstance(var.dtype, np.dtype) else "O"
     if packing is None or kind not in "iuf" or not _packs(var, packing):
         return var

@@ -386,7 +386,7 @@ class _GroupWrite:
             write_empty = bool(variable.encoding.get("write_empty_chunks", False))
         array = self.existing.get(name)
         if array is None:
-            encoded = encode_variable(variable, name)
+            encoded = encode_variable(check_packed(name, variable, None), name)
             path = join_path(self.path, name)
             metadata = new_array_metadata(
                 name, encoded, path=path, explicit=name in self.explicit, where=self.where

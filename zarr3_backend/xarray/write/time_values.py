@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -143,11 +144,21 @@ def _kind(value: object) -> str:
 
 def _cftime_calendar(value: object) -> str | None:
     """The canonical calendar of a cftime date, ``None`` for anything else."""
+    cftime_datetime = _cftime_class()
+    if cftime_datetime is None or not isinstance(value, cftime_datetime):
+        return None
+    date: Any = value  # a cftime date (cftime ships no types)
+    return canonical_calendar(date.calendar or "standard")
+
+
+@cache
+def _cftime_class() -> type | None:
+    """``cftime.datetime``, the base class of every cftime date; ``None`` without cftime."""
     try:
         import cftime
     except ImportError:
         return None
-    return canonical_calendar(value.calendar or "standard") if isinstance(value, cftime.datetime) else None
+    return cftime.datetime  # type: ignore[no-any-return]  # cftime ships no types
 
 
 def check_calendar(given: np.ndarray, stored: StoredTime) -> None:
