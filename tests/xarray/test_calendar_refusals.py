@@ -194,6 +194,19 @@ def test_a_first_write_of_values_outside_the_packed_dtype_is_refused(tmp_path: P
     assert not (tmp_path / "new.zarr").exists()
 
 
+def test_unsigned_values_in_signed_storage_pack_by_their_unsigned_range(tmp_path: Path) -> None:
+    """NetCDF's ``_Unsigned``: an int8 array holds 0..255, its fill value -1 being 255."""
+    path = tmp_path / "unsigned.zarr"
+    ds = xr.Dataset({"n": ("time", [1.0, 2.0])})
+    ds["n"].encoding = {"dtype": "int8", "_Unsigned": "true", "_FillValue": -1}
+    ds.to_zarr3(path)
+    xr.Dataset({"n": ("time", [200.0])}).to_zarr3(path, append_dim="time")
+    np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr3").n.values, [1.0, 2.0, 200.0])
+    for value in (255.0, 300.0):
+        message = refused(path, xr.Dataset({"n": ("time", [value])}), append_dim="time")
+        assert "0 to 255 (the fill value 255 aside)" in message and f"its value {value}" in message
+
+
 # --- the property: every drawn write lands exactly or is refused leaving the store's bytes ---------------
 
 SUB_UNITS = {

@@ -44,13 +44,14 @@ class Packing:
         dtype = encoding.get("dtype")
         if dtype is None or np.dtype(dtype).kind not in "iu":
             return None
+        dtype = np.dtype(dtype)
         fill = encoding.get("_FillValue", encoding.get("missing_value"))
-        return cls(
-            np.dtype(dtype),
-            float(encoding.get("scale_factor", 1.0)),
-            float(encoding.get("add_offset", 0.0)),
-            None if fill is None else int(np.asarray(fill).ravel()[0]),
-        )
+        fill = None if fill is None else int(np.asarray(fill).ravel()[0])
+        if str(encoding.get("_Unsigned", "")).lower() == "true":  # NetCDF's unsigned values in signed storage
+            dtype = np.dtype(f"u{dtype.itemsize}")
+            fill = None if fill is None else fill % (1 << (8 * dtype.itemsize))
+        scale_factor, add_offset = encoding.get("scale_factor", 1.0), encoding.get("add_offset", 0.0)
+        return cls(dtype, float(scale_factor), float(add_offset), fill)
 
     def first_misfit(self, values: np.ndarray) -> tuple[int, object, float] | None:
         """(flat position, value, packed value) of the first of ``values`` that does not pack; ``None`` if all do."""
