@@ -87,7 +87,7 @@ def test_cftime_dates_into_a_numpy_axis_are_checked_as_numpy_ones(tmp_path: Path
     path = numpy_axis(tmp_path / "numpy.zarr")
     message = refused(path, daily([cftime.DatetimeGregorian(2000, 1, 5, 12)]), append_dim="time")
     assert_names_the_encoding(message, "2000-01-05 12:00:00")
-    assert "does not fit" in message and "floor" in message
+    assert "is 4.5 days, not a whole number of them" in message and "floor" in message
     daily([cftime.DatetimeGregorian(2000, 1, 4)]).to_zarr3(path, append_dim="time")
     back = xr.open_dataset(path, engine="zarr3").time.values
     np.testing.assert_array_equal(back, pd.date_range("2000-01-01", periods=4, freq="D").values)
@@ -120,12 +120,22 @@ def test_a_time_one_nanosecond_past_the_unit_is_a_write_error(tmp_path: Path) ->
     assert_names_the_encoding(refused(path, late, append_dim="time"), "2000-01-04T00:00:00.000000001")
 
 
+def test_a_time_past_the_stored_integer_type_names_the_range(tmp_path: Path) -> None:
+    path = tmp_path / "int16.zarr"
+    run = daily(xr.date_range("2000-01-01", periods=2, freq="D", calendar="noleap", use_cftime=True))
+    run.to_zarr3(path, encoding={"time": {"dtype": "int16", "units": "days since 2000-01-01"}})
+    late = daily([cftime.DatetimeNoLeap(2100, 1, 1)])
+    message = refused(path, late, append_dim="time")
+    assert "'time'" in message and "calendar 'noleap'" in message and "int16" in message
+    assert "its value 2100-01-01 00:00:00 (position 0) is 36500 days, past the range of int16" in message
+
+
 def test_timezone_aware_times_are_a_write_error(tmp_path: Path) -> None:
     """Finding 3: it raised TypeError."""
     path = numpy_axis(tmp_path / "tz.zarr")
     aware = daily(pd.DatetimeIndex(["2000-01-04"], tz="UTC"))
     message = refused(path, aware, append_dim="time")
-    assert_names_the_encoding(message, "timezone-aware")
+    assert_names_the_encoding(message, "2000-01-04 00:00:00+00:00 (position 0) is timezone-aware")
     assert "tz_convert(None)" in message
 
 

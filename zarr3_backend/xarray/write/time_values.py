@@ -105,7 +105,8 @@ def given_times(variable: xr.Variable, stored: StoredTime) -> np.ndarray:
     or calendars, and values that are not times.
     """
     if isinstance(variable.dtype, pd.DatetimeTZDtype):
-        raise stored.refusal(f"its values are timezone-aware ({variable.dtype})", TZ_FIX)
+        first = pd.Series(np.ravel(variable.data)).iloc[0]  # keeps the time zone, unlike .values
+        raise stored.refusal(f"its value {first} (position 0) is timezone-aware ({variable.dtype})", TZ_FIX)
     values = np.asarray(variable.values)
     if values.dtype.kind != "O":
         return values

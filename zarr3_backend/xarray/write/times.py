@@ -73,9 +73,23 @@ def encode_into(name: str, variable: xr.Variable, array: Array) -> xr.Variable:
             raise stored.refusal(what, ROUND_FIX) from exc
     misfit = first_misfit(given, np.asarray(encoded.values), stored)
     if misfit is not None:
-        index, value = first_misfit(given, _in_stored_units(given, stored), stored) or misfit
-        raise stored.refusal(f"its value {value} (position {index}) does not fit", ROUND_FIX)
+        counts = _in_stored_units(given, stored)
+        index, value = first_misfit(given, counts, stored) or misfit
+        what = f"its value {value} (position {index}) {_why(counts.ravel()[index], stored)}"
+        raise stored.refusal(what, ROUND_FIX)
     return encoded
+
+
+def _why(count: float, stored: StoredTime) -> str:
+    """Why a time counting ``count`` stored units does not fit."""
+    unit = (stored.units or "").split(" since ")[0]
+    if np.isnan(count):
+        return "does not fit"
+    if stored.dtype.kind in "iu" and not np.iinfo(stored.dtype).min <= count <= np.iinfo(stored.dtype).max:
+        return f"is {count:.15g} {unit}, past the range of {stored.dtype}"
+    if stored.dtype.kind in "iu" and count != np.round(count):
+        return f"is {count:.15g} {unit}, not a whole number of them"
+    return "does not read back the same"
 
 
 def _in_stored_units(given: np.ndarray, stored: StoredTime) -> np.ndarray:
