@@ -44,6 +44,8 @@ def model_run(calendar: str, periods: int = 6) -> xr.Dataset:
         attrs={"experiment": "historical"},
     )
     ds["tas"].attrs["units"] = "K"
+    ds["pr"] = ("time", np.arange(periods) * 0.25)
+    ds["pr"].encoding = {"dtype": "int16", "scale_factor": 0.25, "_FillValue": -32768}
     return ds
 
 
