@@ -9,8 +9,9 @@ variable and the fix:
   names by the spec's and the store's key rules
   (`validate_node_name()`: not ``.``/``..``, no
   backslash or NUL, none of these once percent-decoded, no ``__`` prefix);
-- an append must include every stored variable having the append dimension
-  (else the store ends with conflicting sizes), and needs something to append to;
+- an append must include every stored variable having the append dimension,
+  and bring no variable with it that the store lacks (else the store ends with
+  conflicting sizes), and needs something to append to;
 - fixed-length strings (``U``/``S``) must fit the stored length (numpy would
   truncate them silently);
 - ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
@@ -117,7 +118,7 @@ def _name_max(root: str) -> int | None:
 
 
 def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hashable, where: str) -> None:
-    """There is something to append to, and every stored variable with ``append_dim`` is in ``ds``."""
+    """There is something to append to, and the variables with ``append_dim`` in ``ds`` and stored are the same."""
     if not existing:
         raise WriteError(
             f"to_zarr3: append_dim={append_dim!r}, but there is nothing to append to at {where}: no arrays there. "
@@ -136,6 +137,14 @@ def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hash
         raise WriteError(
             f"to_zarr3: the append along {append_dim!r} leaves out {missing}, which have {append_dim!r} in {where}; "
             "they would end up shorter than the rest and the store unreadable. Include them in the dataset"
+        )
+    new = sorted(str(n) for n, v in ds.variables.items() if append_dim in v.dims and n not in existing)
+    if new:
+        raise WriteError(
+            f"to_zarr3: the append along {append_dim!r} brings {new}, which {where} lacks; created by the append "
+            f"they would hold only the appended rows and the store would no longer open. Add them first at the "
+            f"stored length with mode='a' and no append_dim (e.g. ds_full[{new}].to_zarr3(store, mode='a')), "
+            "then append"
         )
 
 

@@ -54,6 +54,7 @@ from .checks import (
 from .commit import CommitMetadata, roll_forward
 from .data import has_dask_data, planning_lock, region_lock, write_data, writer_lock
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
+from .packed import check_packed
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
 from .rectilinear import block_edges
@@ -385,7 +386,7 @@ class _GroupWrite:
             write_empty = bool(variable.encoding.get("write_empty_chunks", False))
         array = self.existing.get(name)
         if array is None:
-            encoded = encode_variable(variable, name)
+            encoded = encode_variable(check_packed(name, variable, None), name)
             path = join_path(self.path, name)
             metadata = new_array_metadata(
                 name, encoded, path=path, explicit=name in self.explicit, where=self.where
@@ -396,7 +397,8 @@ class _GroupWrite:
             return _VariableWrite(new, created=True)
         if self._keeps(name, variable, array):
             return None
-        encoded = encode_into(name, check_fits(name, variable, array), array)
+        fitted = check_packed(name, check_fits(name, variable, array), array.dtype)
+        encoded = encode_into(name, fitted, array)
         placement = place(name, encoded, array, region=self.region, append_dim=self.options.append_dim)
         encoded = encoded.transpose(*placement.dims)
         if placement.shape == array.shape:

@@ -28,6 +28,7 @@ from ...nodes.hierarchy import Group, open_node
 from ...store.base import Store
 from ..backend_array import variable_dtype
 from ..read_encoding import decode_fill_value
+from .time_values import CF_TIME_ATTRIBUTES, is_datetime_units
 
 UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
 
@@ -63,7 +64,11 @@ def stored_encoding(name: str, array: Array) -> dict[str, Any]:
         attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
     dims = array.dimension_names or tuple(f"dim_{i}" for i in range(array.ndim))
     empty = xr.Variable(dims, np.empty((0,) * array.ndim, dtype=variable_dtype(array)), attrs)
-    return dict(conventions.decode_cf_variable(name, empty).encoding)
+    times = is_datetime_units(attrs.get("units"))  # an empty array of most calendars does not decode
+    decoded = conventions.decode_cf_variable(name, empty, decode_times=not times)
+    encoding = dict(decoded.encoding)
+    encoding.update({k: decoded.attrs[k] for k in CF_TIME_ATTRIBUTES if times and k in decoded.attrs})
+    return encoding
 
 
 def unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Hashable | None) -> bool:
@@ -75,7 +80,10 @@ def unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Hashab
     """
     if variable.nbytes > UNCHANGED_CHECK_BYTES or (variable.chunks is not None and append_dim is None):
         return False
-    encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+    try:
+        encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+    except (OverflowError, TypeError, ValueError):  # values that cannot be stored: encode_into says why
+        return False
     if array.dimension_names is None or set(array.dimension_names) != set(encoded.dims):
         return False
     new = np.asarray(encoded.transpose(*array.dimension_names).values)

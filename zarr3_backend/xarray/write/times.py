@@ -1,36 +1,42 @@
-"""Times written into a stored array fit its units and data type exactly, or the write is refused.
+"""Times written into a stored array fit its units, calendar and data type exactly, or the write is refused.
 
-xarray encodes datetimes and timedeltas with the encoding stored with the
-array (``units``, ``calendar``, ``dtype``), but when a value needs finer units
-it silently switches units while the stored attributes keep the old ones, and
-an out-of-range value wraps around in the cast to the stored integer type.
-Either way the time axis reads back wrong. `encode_into` decodes what
-would be stored with the stored attributes and compares it to what was given,
-before anything is written.
+xarray encodes datetimes (numpy or cftime) and timedeltas with the encoding
+stored with the array (``units``, ``calendar``, ``dtype``), but when a value
+needs finer units it silently switches units while the stored attributes keep
+the old ones, an out-of-range value wraps around in the cast to the stored
+integer type, and a date of one calendar is stored by its fields in another.
+Each reads back as a different time. `encode_into` refuses such a write
+before anything is written: the values must be one kind of time (numpy
+datetimes or timedeltas, or cftime dates of one calendar; never
+timezone-aware), name the same days in the stored calendar (see `time_values`),
+and what would be stored, decoded with the stored attributes, must give them
+back exactly.
 
->>> import numpy as np, xarray as xr
+>>> import numpy as np
 >>> given = np.array(["2021-01-02", "2021-01-02T12"], "datetime64[ns]")
->>> first_misfit(given, np.array([1, 36]), {"units": "days since 2021-01-01"}, np.dtype("int64"))
+>>> stored = StoredTime("time", "days since 2021-01-01", "standard", np.dtype("int64"))
+>>> first_misfit(given, np.array([1, 36]), stored)
 (1, np.datetime64('2021-01-02T12:00:00.000000000'))
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import numpy as np
 import xarray as xr
 from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
-from xarray.coding.times import encode_cf_datetime, encode_cf_timedelta
+from xarray.coding.times import CFDatetimeCoder, encode_cf_datetime, encode_cf_timedelta
 
 from ...core.stacklevel import caller_stacklevel
-from ...errors import WriteError
 from ...nodes.array import Array
+from .time_values import StoredTime, check_calendar, given_times, holds_times, is_missing, same_times
 
-TIME_KINDS = "mM"  # numpy kinds of timedelta64 and datetime64
-CF_TIME_ATTRIBUTES = ("units", "calendar")
+ROUND_FIX = (
+    "Round the times to the stored units (e.g. ds[{name!r}].dt.floor(...)), or rewrite the variable with "
+    "finer units or a wider dtype (encoding={{{name!r}: {{'units': ..., 'dtype': 'int64'}}}}) with mode='w'"
+)
 
 
 def encode_variable(variable: xr.Variable, name: str) -> xr.Variable:
@@ -51,64 +57,92 @@ def encode_into(name: str, variable: xr.Variable, array: Array) -> xr.Variable:
     ``variable.encoding`` is the stored one (see `stored.py`). Dask-backed
     times are computed for the check, so the refusal comes before any write.
     """
-    if variable.dtype.kind not in TIME_KINDS:
+    stored = StoredTime.of(name, array)
+    if not holds_times(variable, stored.units):
         return encode_variable(variable, name)
-    attrs = {k: v for k, v in array.metadata.attributes.items() if k in CF_TIME_ATTRIBUTES}
     loaded = variable.load() if variable.chunks is None else variable.compute()
-    stored_dtype = array.dtype
+    given = given_times(loaded, stored)
+    check_calendar(given, stored)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a misfit is refused below, so xarray's unit-switch warning is noise
         try:
-            encoded: xr.Variable = encode_zarr_variable(loaded, name=name, zarr_format=3)
-        except (OverflowError, ValueError) as exc:
-            raise _refusal(name, attrs, stored_dtype, f"they cannot be encoded ({exc})") from exc
-    given = np.asarray(loaded.values)
-    misfit = first_misfit(given, np.asarray(encoded.values), attrs, stored_dtype)
+            encoded: xr.Variable = encode_zarr_variable(loaded.copy(data=given), name=name, zarr_format=3)
+        except (OverflowError, ValueError, TypeError) as exc:
+            index, value = first_misfit(given, _in_stored_units(given, stored), stored) or (0, given.flat[0])
+            what = f"its value {value} (position {index}) cannot be encoded in them ({exc})"
+            raise stored.refusal(what, ROUND_FIX) from exc
+    misfit = first_misfit(given, np.asarray(encoded.values), stored)
     if misfit is not None:
-        index, value = first_misfit(given, _in_stored_units(given, attrs), attrs, stored_dtype) or misfit
-        raise _refusal(name, attrs, stored_dtype, f"its value {value} (position {index}) does not fit")
+        counts = _in_stored_units(given, stored)
+        index, value = first_misfit(given, counts, stored) or misfit
+        what = f"its value {value} (position {index}) {_why(counts.ravel()[index], stored)}"
+        raise stored.refusal(what, ROUND_FIX)
     return encoded
 
 
-def _in_stored_units(given: np.ndarray, attrs: dict[str, Any]) -> np.ndarray:
-    """``given`` as float counts of the stored units (never switched to finer ones, unlike the integer encoding)."""
-    units, calendar = attrs.get("units"), attrs.get("calendar")
+def _why(count: float, stored: StoredTime) -> str:
+    """Why a time counting ``count`` stored units does not fit."""
+    unit = (stored.units or "").split(" since ")[0]
+    if np.isnan(count):
+        return "does not fit"
+    if stored.dtype.kind in "iu" and not np.iinfo(stored.dtype).min <= count <= np.iinfo(stored.dtype).max:
+        return f"is {count:.15g} {unit}, past the range of {stored.dtype}"
+    if stored.dtype.kind in "iu" and count != np.round(count):
+        return f"is {count:.15g} {unit}, not a whole number of them"
+    return "does not read back the same"
+
+
+def _in_stored_units(given: np.ndarray, stored: StoredTime) -> np.ndarray:
+    """``given`` as float counts of the stored units (never switched to finer ones), NaN where none exists."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if given.dtype.kind == "M":
-            return np.asarray(encode_cf_datetime(given, units, calendar, dtype=np.dtype("float64"))[0])
-        return np.asarray(encode_cf_timedelta(given, units, dtype=np.dtype("float64"))[0])
+        try:
+            if given.dtype.kind == "m":
+                return np.asarray(encode_cf_timedelta(given, stored.units, dtype=np.dtype("float64"))[0])
+            float64 = np.dtype("float64")
+            return np.asarray(encode_cf_datetime(given, stored.units, stored.calendar, dtype=float64)[0])
+        except (OverflowError, ValueError, TypeError):
+            return np.full(given.shape, np.nan)
 
 
-def first_misfit(
-    given: np.ndarray, numbers: np.ndarray, attrs: dict[str, Any], stored_dtype: np.dtype
-) -> tuple[int, object] | None:
+def first_misfit(given: np.ndarray, numbers: np.ndarray, stored: StoredTime) -> tuple[int, object] | None:
     """The flat position and value of the first time in ``given`` that the stored ``numbers`` do not hold.
 
-    ``numbers`` (what would be stored) are cast to ``stored_dtype`` and decoded
-    with the stored ``attrs``; they must give back every value but NaT (which
-    is stored as the fill value). ``None`` when all fit.
+    ``numbers`` (what would be stored) are cast to the stored dtype and
+    decoded with the stored attributes (cftime dates for cftime ``given``);
+    they must give back every value but the missing ones (stored as the fill
+    value). An empty ``given`` fits without decoding. ``None`` when all fit.
     """
     given, flat = np.asarray(given).ravel(), np.asarray(numbers).ravel()
     if given.size == 0:
         return None
-    fits = _in_range(flat, stored_dtype)
-    if stored_dtype.kind in "iu" and flat.dtype.kind == "f":
+    fits = _in_range(flat, stored.dtype)
+    if stored.dtype.kind in "iu" and flat.dtype.kind == "f":
         fits &= np.where(fits, flat, 0) == np.round(np.where(fits, flat, 0))
-    stored = np.where(fits, flat, 0).astype(stored_dtype)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        decoded = conventions.decode_cf_variable(
-            "time", xr.Variable(("n",), stored, attrs), decode_timedelta=True
-        )
-    back = np.asarray(decoded.values)
-    if back.dtype.kind != given.dtype.kind:  # stored without time units: reads back as plain numbers
+    back = _decoded(np.where(fits, flat, 0).astype(stored.dtype), stored, cftime=given.dtype.kind == "O")
+    if back is None:  # stored without time units: reads back as plain numbers
         return 0, given[0]
-    same = np.isnat(given) | (fits & (back == given))
+    same = is_missing(given) | (fits & same_times(given, back))
     if bool(same.all()):
         return None
     index = int(np.argmin(same))
     return index, given[index]
+
+
+def _decoded(numbers: np.ndarray, stored: StoredTime, cftime: bool) -> np.ndarray | None:
+    """``numbers`` decoded with the stored attributes (as cftime dates if asked), ``None`` if not as times."""
+    variable = xr.Variable(("n",), numbers, stored.attrs)
+    coder = CFDatetimeCoder(use_cftime=True) if cftime else True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            decoded = conventions.decode_cf_variable(
+                "time", variable, decode_times=coder, decode_timedelta=True
+            )
+        except (OverflowError, ValueError, TypeError):
+            return None
+    back = np.asarray(decoded.values)
+    return back if back.dtype.kind in "mMO" else None
 
 
 def _in_range(numbers: np.ndarray, stored_dtype: np.dtype) -> np.ndarray:
@@ -122,13 +156,3 @@ def _in_range(numbers: np.ndarray, stored_dtype: np.dtype) -> np.ndarray:
                 np.isfinite(numbers) & (numbers >= info.min) & (numbers <= info.max), dtype=bool
             )
     return np.asarray((numbers >= info.min) & (numbers <= info.max), dtype=bool)
-
-
-def _refusal(name: str, attrs: dict[str, Any], stored_dtype: np.dtype, what: str) -> WriteError:
-    units = attrs.get("units", "(none)")
-    return WriteError(
-        f"to_zarr3: variable {name!r} is stored as {stored_dtype} with units {units!r}, and {what}: "
-        "it would read back as a different time. Nothing was written. Round the times to the stored "
-        f"units (e.g. ds[{name!r}].dt.floor(...)), or rewrite the variable with finer units or a wider "
-        f"dtype (encoding={{{name!r}: {{'units': ..., 'dtype': 'int64'}}}}) with mode='w'"
-    )
