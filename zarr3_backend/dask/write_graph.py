@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from ..core.stacklevel import caller_stacklevel
 from ..nodes.array import Array
 from ..nodes.shard_writes import ShardLock, shard_aligned_chunks, write_block
+from ..runtime.stacklevel import caller_stacklevel
 
 if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
     from dask.array import Array as DaskArray

@@ -25,16 +25,16 @@ from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
 from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
-from ..core.memory_limit import check_allocation, out_of_memory
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
-from ..core.storage_transformers import apply_storage_transformers
 from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
 from ..runtime import map_concurrently
+from ..runtime.memory_limit import check_allocation, out_of_memory
 from ..store.base import Store, plain_values
-from ..store.read_ahead import ReadAhead
+from ..store.storage_transformers import apply_storage_transformers
 from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
 from .oindex import OrthogonalIndexer
+from .read_ahead import ReadAhead
 from .reads import PlannedRead, ReadResult, fetches_in_flight, is_remote, read_many
 from .shape_changes import clear_exposed, clear_outside
 
@@ -225,7 +225,7 @@ class Array:
         """Raise `MemoryLimitError` before allocating what no read or write of this array
         could hold: a selection of ``out_shape``, one chunk (inner chunk, when sharded) or a shard index.
 
-        The limit is this machine's physical memory (see `zarr3_backend.core.memory_limit`).
+        The limit is this machine's physical memory (see `zarr3_backend.runtime.memory_limit`).
         """
         where, item = f"array {self.name!r}", self.dtype.itemsize
         if out_shape is not None:

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key, parse_node_metadata
-from ..core.stacklevel import caller_stacklevel
 from ..errors import UnfinishedWriteError
+from ..runtime.stacklevel import caller_stacklevel
 from ..store.base import Store, plain_values
 from .array import Array
 from .consolidation import Change, consolidated_entry, refresh_consolidated

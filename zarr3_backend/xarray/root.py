@@ -16,7 +16,6 @@ from typing import Any, TypeAlias, TypeVar
 from xarray.backends.common import T_PathFileOrDataStore
 
 from ..core.metadata.v2 import is_v2
-from ..core.stacklevel import caller_stacklevel
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..nodes.array import Array
 from ..nodes.consolidation import PENDING_KEY
@@ -28,6 +27,7 @@ from ..nodes.reads import is_remote
 from ..nodes.reservations import HINT, reserved_rows_warning
 from ..nodes.unfinished import UnfinishedWriteWarning, check_opened
 from ..runtime import submit_io
+from ..runtime.stacklevel import caller_stacklevel
 from ..store import StoreLike, make_store
 from ..store.base import Store, plain_values
 
