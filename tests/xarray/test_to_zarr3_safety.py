@@ -26,7 +26,7 @@ import xarray as xr
 
 import zarr3_backend
 from zarr3_backend import MetadataError, NodeExistsError, UnfinishedWriteError, Zarr3Error
-from zarr3_backend.nodes.unfinished import MARK_ATTRIBUTE, UnfinishedWriteWarning
+from zarr3_backend.coordination.unfinished import MARK_ATTRIBUTE, UnfinishedWriteWarning
 from zarr3_backend.validate import validate_store
 from zarr3_backend.xarray.write.commit import PENDING_KEY
 

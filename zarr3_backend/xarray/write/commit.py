@@ -21,17 +21,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...coordination.pending import read_pending
+from ...coordination.reservations import appending_key, hint_groups
 from ...core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
 from ...dask.write_graph import WriteStep
 from ...errors import ConcurrentWriteError
 from ...nodes.array import Array
 from ...nodes.consolidation import PENDING_KEY as PENDING_KEY
 from ...nodes.lookup import read_node_metadata
-from ...nodes.reservations import appending_key, hint_groups
 from ...nodes.shard_writes import ShardLock, clear_rows
 from ...store import StoreLike, make_store
 from ...store.base import Store, plain_values
-from .pending import read_pending
 from .publish import Documents, publish
 
 SETTLE = (

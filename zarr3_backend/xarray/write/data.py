@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import xarray as xr
 
+from ...coordination.lease import RegionMark, StoreLease
+from ...coordination.reservations import Reservation, appending_key, drop_hint, release, reserve
 from ...dask.compute import compute_writes
 from ...dask.progress import ShardProgress
 from ...dask.write_graph import WriteRequest, WriteStep, store_graph
 from ...nodes.array import Array
-from ...nodes.reservations import Reservation, appending_key, drop_hint, release, reserve
 from ...nodes.shard_writes import (
     Lock,
     ShardLock,
@@ -35,7 +36,6 @@ from ...nodes.shard_writes import (
 )
 from ...store.base import Store
 from .commit import PENDING_KEY, CommitMetadata, roll_back
-from .lease import RegionMark, StoreLease
 from .plan import Shape, WritePlan
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def write_data(
     append (its group, ``append_dim``, and whether only this process writes,
     i.e. no ``lock=`` was given): its grown arrays are published before the
     graph is returned, so the rows are the write's; they are listed as not
-    written (`zarr3_backend.nodes.reservations`) until the graph's last step,
+    written (`zarr3_backend.coordination.reservations`) until the graph's last step,
     `ReleaseReservation`, has run.
     """
     commit = last_step if isinstance(last_step, CommitMetadata) else None  # not run yet: undone on failure

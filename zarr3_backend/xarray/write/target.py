@@ -29,10 +29,16 @@ from dataclasses import dataclass
 import xarray as xr
 
 from ...api import WriteMode
+from ...coordination.unfinished import (
+    MARK_ATTRIBUTE,
+    groups_covering,
+    unfinished_group,
+    unfinished_mark,
+    unmark,
+)
 from ...core.metadata import NodeMetadata, parse_node_metadata
 from ...dask.write_graph import WriteStep
 from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
-from ...nodes.unfinished import MARK_ATTRIBUTE, groups_covering, unfinished_group, unfinished_mark, unmark
 from ...store.base import Store, plain_values
 from .dry_run import DryRunStore
 from .publish import Documents, publish

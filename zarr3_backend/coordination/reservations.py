@@ -34,8 +34,8 @@ from typing import Any
 
 from ..core.metadata import GroupMetadata, decode_document, encode_metadata, metadata_key, parse_node_metadata
 from ..errors import MetadataError
+from ..nodes.consolidation import Change, consolidated_entry, refresh_consolidated
 from ..store.base import Store
-from .consolidation import Change, consolidated_entry, refresh_consolidated
 
 APPENDING = "__zarr3_backend_appending.json"
 HINT = "_zarr3_backend_appending"  # the group attribute: rows may be reserved, read the list

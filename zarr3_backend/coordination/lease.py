@@ -30,9 +30,9 @@ import time
 import uuid
 from types import TracebackType
 
-from ...core.metadata import decode_document
-from ...errors import ConcurrentWriteError, MetadataError
-from ...store.base import Store, plain_values
+from ..core.metadata import decode_document
+from ..errors import ConcurrentWriteError, MetadataError
+from ..store.base import Store, plain_values
 
 LEASE_KEY = "__zarr3_backend_writing.json"
 REGIONS_PREFIX = "__zarr3_backend_regions/"

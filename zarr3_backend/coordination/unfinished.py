@@ -35,11 +35,11 @@ from typing import Any
 
 from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key, parse_node_metadata
 from ..errors import UnfinishedWriteError
+from ..nodes.array import Array
+from ..nodes.consolidation import Change, consolidated_entry, refresh_consolidated
+from ..nodes.hierarchy import Group
 from ..runtime.stacklevel import caller_stacklevel
 from ..store.base import Store, plain_values
-from .array import Array
-from .consolidation import Change, consolidated_entry, refresh_consolidated
-from .hierarchy import Group
 
 MARK_ATTRIBUTE = "_zarr3_backend_unfinished"
 
