@@ -28,10 +28,10 @@ import xarray as xr
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
 from tests.forking import dead_pid
 from zarr3_backend.coordination.lease import LEASE_KEY
+from zarr3_backend.coordination.records import PENDING_KEY
 from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Request, Store, Value, Versioned
 from zarr3_backend.validate import validate_store
-from zarr3_backend.xarray.write.commit import PENDING_KEY
 
 pytestmark = pytest.mark.validate_stores
 

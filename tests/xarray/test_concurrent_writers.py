@@ -22,8 +22,8 @@ import xarray as xr
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
 from tests.forking import dead_pid
 from tests.xarray.test_region_lock import FileLocks
+from zarr3_backend.coordination.records import PENDING_KEY
 from zarr3_backend.errors import WriteError
-from zarr3_backend.nodes.consolidation import PENDING_KEY
 from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Store
 from zarr3_backend.store.fsspec_store import FsspecStore

@@ -20,7 +20,7 @@ torn one. Every record is parsed as hostile input: one that is not what a
 convert writes raises `MetadataError` naming
 the key (a ``done`` entry that is not is treated as not done). The record
 is deleted when the convert finishes, after the checksums are kept in the
-store's manifest (`zarr3_backend.nodes.converted`).
+store's manifest (`zarr3_backend.coordination.converted`).
 """
 
 from __future__ import annotations
@@ -33,18 +33,16 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..coordination.converted import checksum
+from ..coordination.records import CONVERT_DONE_PREFIX as DONE
+from ..coordination.records import CONVERT_PLAN_KEY as PLAN_KEY
+from ..coordination.records import CONVERT_RUNNING_KEY as RUNNING_KEY
 from ..core.json_types import JSON
 from ..core.metadata import decode_document
 from ..errors import ConcurrentWriteError, MetadataError
-from ..nodes.converted import checksum
 from ..store.base import Store, plain_values
 
 __all__ = ["DONE", "PLAN_KEY", "RUNNING_KEY", "Done", "Record", "checksum"]
-
-RECORD = "__zarr3_convert/"
-PLAN_KEY = RECORD + "plan.json"
-RUNNING_KEY = RECORD + "running.json"
-DONE = RECORD + "done/"
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,8 @@ from types import TracebackType
 from ..core.metadata import decode_document
 from ..errors import ConcurrentWriteError, MetadataError
 from ..store.base import Store, plain_values
+from .records import LEASE_KEY, REGIONS_PREFIX
 
-LEASE_KEY = "__zarr3_backend_writing.json"
-REGIONS_PREFIX = "__zarr3_backend_regions/"
 DEFAULT_WAIT = 600.0
 
 

@@ -36,9 +36,8 @@ from ..core.metadata import GroupMetadata, decode_document, encode_metadata, met
 from ..errors import MetadataError
 from ..nodes.consolidation import Change, consolidated_entry, refresh_consolidated
 from ..store.base import Store
-
-APPENDING = "__zarr3_backend_appending.json"
-HINT = "_zarr3_backend_appending"  # the group attribute: rows may be reserved, read the list
+from .records import APPENDING_ATTRIBUTE as HINT
+from .records import APPENDING_KEY as APPENDING
 
 
 @dataclass(frozen=True)

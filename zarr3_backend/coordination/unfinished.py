@@ -40,8 +40,7 @@ from ..nodes.consolidation import Change, consolidated_entry, refresh_consolidat
 from ..nodes.hierarchy import Group
 from ..runtime.stacklevel import caller_stacklevel
 from ..store.base import Store, plain_values
-
-MARK_ATTRIBUTE = "_zarr3_backend_unfinished"
+from .records import UNFINISHED_ATTRIBUTE as MARK_ATTRIBUTE
 
 
 class UnfinishedWriteWarning(UserWarning):

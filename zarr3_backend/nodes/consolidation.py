@@ -31,10 +31,6 @@ from typing import Any
 from ..core.metadata import GroupMetadata, encode_metadata, parse_node_metadata
 from ..store.base import Store, plain_values
 
-#: The store-root key of ``to_zarr3``'s pending-write record: while it exists, a publication of new
-#: metadata was interrupted and the nodes' own ``zarr.json`` may disagree (see ``xarray_backend.commit``).
-PENDING_KEY = "__zarr3_backend_pending.json"
-
 
 @dataclass(frozen=True)
 class Change:

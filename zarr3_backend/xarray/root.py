@@ -16,12 +16,12 @@ from typing import Any, TypeAlias, TypeVar
 from xarray.backends.common import T_PathFileOrDataStore
 
 from ..coordination.pending import parse_pending
+from ..coordination.records import PENDING_KEY
 from ..coordination.reservations import HINT, reserved_rows_warning
 from ..coordination.unfinished import UnfinishedWriteWarning, check_opened
 from ..core.metadata.v2 import is_v2
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..nodes.array import Array
-from ..nodes.consolidation import PENDING_KEY
 from ..nodes.hierarchy import Group
 from ..nodes.opening import open_node_consolidated, open_node_listed
 from ..nodes.paths import normalize_path

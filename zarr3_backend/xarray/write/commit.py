@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...coordination.pending import read_pending
+from ...coordination.records import PENDING_KEY
 from ...coordination.reservations import appending_key, hint_groups
 from ...core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
 from ...dask.write_graph import WriteStep
 from ...errors import ConcurrentWriteError
 from ...nodes.array import Array
-from ...nodes.consolidation import PENDING_KEY as PENDING_KEY
 from ...nodes.lookup import read_node_metadata
 from ...nodes.shard_writes import ShardLock, clear_rows
 from ...store import StoreLike, make_store

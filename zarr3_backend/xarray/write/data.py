@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 
 from ...coordination.lease import RegionMark, StoreLease
+from ...coordination.records import PENDING_KEY
 from ...coordination.reservations import Reservation, appending_key, drop_hint, release, reserve
 from ...dask.compute import compute_writes
 from ...dask.progress import ShardProgress
@@ -35,7 +36,7 @@ from ...nodes.shard_writes import (
     write_numpy_many,
 )
 from ...store.base import Store
-from .commit import PENDING_KEY, CommitMetadata, roll_back
+from .commit import CommitMetadata, roll_back
 from .plan import Shape, WritePlan
 
 if TYPE_CHECKING:
