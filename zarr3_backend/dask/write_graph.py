@@ -7,7 +7,7 @@ when unsharded), warning with `ShardAlignmentWarning` when that moves
 data between tasks. `store_graph()` maps every block to one shard task
 (the block's own tasks fuse into it), which writes its shard with
 `write_block()` (one atomic store ``set``;
-partial shards are read, merged and rewritten, under the write's ``lock``)
+partial shards are read, merged and rewritten, under the write's ``locks``)
 and returns the bytes it wrote (counted by ``progress=True``, see
 `zarr3_backend.dask.progress`); the graph's last task runs the write's
 `WriteStep`, if any.
@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 
 from ..nodes.array import Array
-from ..nodes.shard_writes import ShardLock, shard_aligned_chunks, write_block
+from ..nodes.shard_writes import shard_aligned_chunks, write_block
+from ..runtime.locks import NO_LOCKS, KeyLocks
 from ..runtime.stacklevel import caller_stacklevel
 
 if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
@@ -114,7 +115,7 @@ class WriteRequest:
     origin: tuple[int, ...]
     write_empty_chunks: bool = False
     name: str = ""
-    lock: ShardLock = None
+    locks: KeyLocks = NO_LOCKS
 
 
 def store_graph(requests: Sequence[WriteRequest], last_step: WriteStep | None = None) -> Delayed:
@@ -148,7 +149,7 @@ def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
         tuple(int(n) for n in start + np.cumsum([0, *c[:-1]]))
         for c, start in zip(aligned.chunks, request.origin)
     )
-    task = _ShardTask(request.array, starts, request.write_empty_chunks, request.lock)
+    task = _ShardTask(request.array, starts, request.write_empty_chunks, request.locks)
     token = tokenize(
         aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks
     )
@@ -167,11 +168,11 @@ class _ShardTask:
     array: Array
     starts: tuple[tuple[int, ...], ...]  # per dimension: where each block starts in the array
     write_empty_chunks: bool
-    lock: ShardLock = None
+    locks: KeyLocks = NO_LOCKS
 
     def __call__(self, block: np.ndarray, *, block_id: tuple[int, ...]) -> np.ndarray:
         start = tuple(starts[i] for starts, i in zip(self.starts, block_id))
-        write_block(self.array, start, block, self.write_empty_chunks, self.lock)
+        write_block(self.array, start, block, self.write_empty_chunks, self.locks)
         return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)
 
 

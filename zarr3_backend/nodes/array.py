@@ -334,7 +334,7 @@ class Array:
         inner chunks the boxes touch and keeps the other inner chunks' encoded
         bytes as stored. A chunk left all fill is deleted instead, unless
         ``write_empty_chunks``. Callers serialise concurrent updates of one
-        chunk themselves (see `shard_lock()`).
+        chunk themselves (see `zarr3_backend.runtime.locks.KeyLocks`).
 
         >>> import zarr3_backend
         >>> a = zarr3_backend.create_array("memory://doc/update_chunk", shape=(6,), dtype="int8", chunks=(2,), shards=(4,))

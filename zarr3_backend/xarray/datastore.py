@@ -24,8 +24,7 @@ from xarray.core import indexing
 from xarray.core.utils import Frozen, FrozenDict
 from xarray.core.variable import Variable
 
-from ..coordination.reservations import HINT
-from ..coordination.unfinished import MARK_ATTRIBUTE
+from ..coordination.records import APPENDING_ATTRIBUTE, UNFINISHED_ATTRIBUTE
 from ..core.metadata.v2 import V2ArrayMetadata
 from ..errors import CodecError, UnknownExtensionError
 from ..nodes.array import Array
@@ -133,8 +132,8 @@ class Zarr3DataStore(AbstractDataStore):
     def get_attrs(self) -> dict[str, Any]:
         hidden = (
             "_nc",
-            MARK_ATTRIBUTE,
-            HINT,
+            UNFINISHED_ATTRIBUTE,
+            APPENDING_ATTRIBUTE,
         )  # netCDF internals; marks of unfinished writes (reported when opened)
         return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith(hidden)}
 

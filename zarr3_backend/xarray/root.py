@@ -16,8 +16,8 @@ from typing import Any, TypeAlias, TypeVar
 from xarray.backends.common import T_PathFileOrDataStore
 
 from ..coordination.pending import parse_pending
-from ..coordination.records import PENDING_KEY
-from ..coordination.reservations import HINT, reserved_rows_warning
+from ..coordination.records import APPENDING_ATTRIBUTE, PENDING_KEY
+from ..coordination.reservations import reserved_rows_warning
 from ..coordination.unfinished import UnfinishedWriteWarning, check_opened
 from ..core.metadata.v2 import is_v2
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
@@ -156,7 +156,7 @@ def open_root_group(
             _check_pending(record, where)
     elif pending is not None:
         pending.exception()  # unneeded: waited for (no request outlives the open), its outcome ignored
-    if HINT in node.metadata.attributes and (reserved := reserved_rows_warning(store, path)):
+    if APPENDING_ATTRIBUTE in node.metadata.attributes and (reserved := reserved_rows_warning(store, path)):
         warnings.warn(
             reserved,
             UnfinishedWriteWarning,

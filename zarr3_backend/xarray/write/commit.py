@@ -29,7 +29,8 @@ from ...dask.write_graph import WriteStep
 from ...errors import ConcurrentWriteError
 from ...nodes.array import Array
 from ...nodes.lookup import read_node_metadata
-from ...nodes.shard_writes import ShardLock, clear_rows
+from ...nodes.shard_writes import clear_rows
+from ...runtime.locks import NO_LOCKS, KeyLocks
 from ...store import StoreLike, make_store
 from ...store.base import Store, plain_values
 from .publish import Documents, publish
@@ -166,7 +167,7 @@ def finish_pending_write(store: StoreLike, *, storage_options: dict[str, Any] | 
 
 
 def roll_back(
-    store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], lock: ShardLock = None
+    store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], locks: KeyLocks = NO_LOCKS
 ) -> None:
     """Undo the data of a write that failed before its commit point (best effort, never raises).
 
@@ -182,7 +183,7 @@ def roll_back(
             stored = read_node_metadata(store, array.path)
             if isinstance(stored, ArrayMetadata):
                 old_shape = tuple(max(o, n) for o, n in zip(old_shape, stored.shape))
-            clear_rows(array, old_shape, lock)
+            clear_rows(array, old_shape, locks)
         for path in created:
             if store.get(metadata_key(path)) is None:
                 store.delete_prefix(path + "/")
