@@ -58,6 +58,7 @@ from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
 from .rectilinear import block_edges
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
+from .self_read import read_own_target_first
 from .stored import existing_arrays, stored_encoding, unchanged
 from .target import check_target
 from .times import encode_into, encode_variable
@@ -229,6 +230,7 @@ def to_zarr3(
                 plan = replace(
                     plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data)
                 )
+            plan = read_own_target_first(target, path, start.mode, plan)  # before anything is deleted
             unconsolidated = options.mode == "r+" or target.transactional  # Icechunk: root would conflict
             consolidate = bool(consolidated or (consolidated is None and not unconsolidated))
             if any(write.variable.chunks is not None for write in plan.data):
