@@ -38,10 +38,13 @@ def opened(target: object, **kwargs: Any) -> xr.Dataset:
     return xr.open_dataset(target, engine="zarr3", chunks={}, **kwargs)  # type: ignore[arg-type]
 
 
-def test_overwriting_the_store_read_lazily_is_refused_naming_the_variables(stored: Path) -> None:
+@pytest.mark.parametrize("inline_array", [False, True])
+def test_overwriting_the_store_read_lazily_is_refused_naming_the_variables(
+    stored: Path, inline_array: bool
+) -> None:
     before = snapshot(stored)
     with pytest.raises(WriteError, match=r"\['t', 'u'\] reads from .*deletes.*\.load\(\).*another location"):
-        (opened(stored) + 1).to_zarr3(stored, mode="w")
+        (opened(stored, inline_array=inline_array) + 1).to_zarr3(stored, mode="w")
     assert snapshot(stored) == before
     (opened(stored).load() + 1).to_zarr3(stored, mode="w")  # the fix the message gives
     xr.testing.assert_identical(xr.open_dataset(stored, engine="zarr3").load(), dataset() + 1)
@@ -117,8 +120,9 @@ def test_mode_a_overwriting_what_it_reads_is_refused(stored: Path) -> None:
     np.testing.assert_array_equal(xr.open_dataset(stored, engine="zarr3").t.values, dataset().u.values)
 
 
-def test_region_writes_may_read_other_rows_but_not_the_region(stored: Path) -> None:
-    lazy = opened(stored)
+@pytest.mark.parametrize("inline_array", [False, True])
+def test_region_writes_may_read_other_rows_but_not_the_region(stored: Path, inline_array: bool) -> None:
+    lazy = opened(stored, inline_array=inline_array)
     before = snapshot(stored)
     same = (lazy.isel(time=slice(5, 10)) + 1).drop_vars("time")
     with pytest.raises(WriteError, match=r"mode='r\+'.*overwrites"):

@@ -1,0 +1,168 @@
+"""Which parts of which stored arrays a dask graph reads, found from the xarray lazy arrays inside it.
+
+Every lazy array xarray builds over our backend array (``LazilyIndexedArray``
+and its wrappers, held by key or inline in a getter task) names its store
+and array path; its selection and each getter task's block tell the part
+read. Stores are named by `Store.location`, asked once per store. Used by
+`self_read` to find a write that reads its own target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from dask._task_spec import DataNode, GraphNode, Task, TaskRef  # the graph format has no public path
+from dask.array.core import getter, getter_inline, getter_nofancy
+from dask.blockwise import Blockwise
+from dask.highlevelgraph import HighLevelGraph
+from xarray.core import indexing
+
+from ...store.base import Store
+from ..backend_array import Zarr3BackendArray
+
+#: dask's functions that read one block ``index`` of an array-like: ``getter(array, index, ...)``.
+GETTERS = (getter, getter_inline, getter_nofancy)
+#: xarray's lazy array types; each holds the array it wraps as ``.array``.
+_WRAPPERS = (indexing.ExplicitlyIndexed, indexing.ImplicitToExplicitIndexingAdapter)
+Box = tuple[tuple[int, int], ...]  # per dimension [start, stop)
+
+
+@dataclass(frozen=True)
+class StoredRead:
+    """A part (``box``) of the stored array at ``where`` (store location, then array path) that a graph reads."""
+
+    where: str
+    box: Box
+    exact: bool = True  # the lazy selection was step-1 slices: blocks of it narrow ``box``
+
+
+class GraphReads:
+    """Finds the stored parts that dask graphs read, each store's `Store.location` asked once.
+
+    >>> import xarray as xr
+    >>> xr.Dataset({"v": ("x", [1, 2, 3, 4])}).to_zarr3("memory://doc/graph_reads", encoding={"v": {"chunks": 2}})
+    >>> lazy = xr.open_dataset("memory://doc/graph_reads", engine="zarr3", chunks={}).v  # blocks of 2
+    >>> [(read.where, read.box) for read in GraphReads().reads(lazy[2:].data)]
+    [('memory:///doc/graph_reads/v', ((2, 4),))]
+    """
+
+    def __init__(self) -> None:
+        self._locations: dict[int, str] = {}
+
+    def where(self, store: Store, path: str) -> str:
+        """The store's location (a store without one is only ever itself) joined with ``path``."""
+        location = self._locations.get(id(store))
+        if location is None:
+            location = self._locations[id(store)] = (store.location or f"object:{id(store)}").rstrip("/")
+        return f"{location}/{path}" if path else location
+
+    def held(self, graphs: Iterable[HighLevelGraph]) -> Iterator[StoredRead]:
+        """Every stored array the ``graphs`` hold (all of what their lazy selections cover), blockwise layers unexpanded.
+
+        A blockwise layer holds its constants among its ``indices`` (an inline
+        array) and in its one task template; other layers are read whole.
+        """
+        seen: set[str] = set()
+        for graph in graphs:
+            for name, layer in graph.layers.items():
+                if name in seen:
+                    continue
+                seen.add(name)
+                if isinstance(layer, Blockwise):
+                    values = [v for v, index in layer.indices if index is None] + [layer.task]
+                else:
+                    values = list(layer.values())
+                yield from (source for value in values if (source := self._held_by(value)) is not None)
+
+    def _held_by(self, value: object) -> StoredRead | None:
+        if isinstance(value, Task) and value.args and isinstance(value.args[0], DataNode):
+            value = value.args[0]
+        if isinstance(value, DataNode):
+            value = value.value
+        return None if isinstance(value, GraphNode) else self.source(value)
+
+    def sources(self, graph: Mapping[Any, object]) -> dict[Any, StoredRead]:
+        """The wrapped stored arrays of ``graph``: by key, or by the key of the task holding one inline."""
+        return {key: source for key, value in graph.items() if (source := self._held_by(value)) is not None}
+
+    def reads(self, data: Any) -> Iterator[StoredRead]:
+        """The parts the dask array ``data`` reads (its culled graph), cut to the blocks getter tasks take."""
+        graph = dict(data.__dask_graph__().cull(set(_flat(data.__dask_keys__()))))
+        sources = self.sources(graph)
+        by_key = {key: source for key, source in sources.items() if not isinstance(graph[key], Task)}
+        for key, node in graph.items():
+            if isinstance(node, GraphNode):
+                yield from _node_reads(key, node, sources, by_key)
+
+    def source(self, value: object) -> StoredRead | None:
+        """The stored array under xarray's lazy wrappers of ``value``, with the part its lazy selection covers."""
+        key = None
+        while isinstance(value, _WRAPPERS) and not isinstance(value, Zarr3BackendArray):
+            if isinstance(value, indexing.LazilyIndexedArray):
+                key = value.key
+            elif isinstance(value, indexing.LazilyVectorizedIndexedArray):
+                key = None
+            value = getattr(value, "array", None)  # xarray's wrappers each hold the wrapped array as .array
+        if not isinstance(value, Zarr3BackendArray):
+            return None
+        array = value.zarr_array
+        items = key.tuple if isinstance(key, indexing.ExplicitIndexer) else ()
+        exact = key is None or (
+            len(items) == array.ndim and all(isinstance(i, slice) and i.step in (None, 1) for i in items)
+        )
+        return StoredRead(self.where(array.store, array.path), _box(key, array.shape), exact)
+
+
+def _node_reads(
+    key: Any, node: GraphNode, sources: Mapping[Any, StoredRead], by_key: Mapping[Any, StoredRead]
+) -> Iterator[StoredRead]:
+    """A getter task's block of a wrapped array (``sources``: held by key or inline); any other use of one
+    held by key (``by_key``) reads all of it."""
+    first = node.args[0] if isinstance(node, Task) and node.args else None
+    held = first.key if isinstance(first, TaskRef) else key
+    if held in sources and isinstance(node, Task):
+        index = node.args[1] if len(node.args) > 1 and node.func in GETTERS else None
+        yield _narrowed(sources[held], index.value if isinstance(index, DataNode) else None)
+    yield from (by_key[k] for k in node.dependencies if k in by_key and k != held)
+
+
+def _narrowed(source: StoredRead, block: object) -> StoredRead:
+    """``source`` cut to a getter's block (basic slices of step 1 over the lazy array), else as it is."""
+    if not source.exact or not isinstance(block, tuple) or len(block) != len(source.box):
+        return source
+    box = []
+    for (start, stop), item in zip(source.box, block):
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            return source
+        first, last, _ = item.indices(stop - start)
+        box.append((start + first, start + max(first, last)))
+    return replace(source, box=tuple(box))
+
+
+def _box(key: object, shape: tuple[int, ...]) -> Box:
+    """The part of an array of ``shape`` an outer or basic indexer selects (all of it if unknown)."""
+    whole = tuple((0, n) for n in shape)
+    items = key.tuple if isinstance(key, indexing.ExplicitIndexer) else None
+    if items is None or len(items) != len(shape):
+        return whole
+    return tuple(_extent(item, n) for item, n in zip(items, shape))
+
+
+def _extent(item: object, n: int) -> tuple[int, int]:
+    if isinstance(item, slice):
+        start, stop, step = item.indices(n)
+        span = range(start, stop, step)
+        return (min(span), max(span) + 1) if span else (0, 0)
+    values = np.asarray(item).ravel() % max(n, 1)
+    return (int(values.min()), int(values.max()) + 1) if values.size else (0, 0)
+
+
+def _flat(keys: object) -> Iterable[Any]:
+    if isinstance(keys, list):
+        for item in keys:
+            yield from _flat(item)
+    else:
+        yield keys
