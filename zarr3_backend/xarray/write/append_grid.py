@@ -104,7 +104,7 @@ class AppendGrid:
         if not isinstance(dim, ChunkLengths) or dim.total >= end:
             return None
         if name in self.given:
-            new = self._given_edges(name, var, origin, axis, dim.total, end)
+            new = self._given_edges(name, var, origin, axis=axis, declared=dim.total)
         else:
             new = self._rule_edges(name, array, origin[axis], dim, end)
         return tuple(new if i == axis else None for i in range(len(dims)))
@@ -123,9 +123,10 @@ class AppendGrid:
         return tuple(int(p) for p in starts if dim.total < p < end)
 
     def _given_edges(
-        self, name: str, var: xr.Variable, origin: tuple[int, ...], axis: int, declared: int, end: int
+        self, name: str, var: xr.Variable, origin: tuple[int, ...], *, axis: int, declared: int
     ) -> tuple[int, ...]:
-        value = self.given[name]
+        """The ends of the chunks given for the rows past the ``declared`` ones."""
+        value, end = self.given[name], origin[axis] + var.shape[axis]
         if value == "dask":
             edges = block_edges(var, origin)
             if edges is None:

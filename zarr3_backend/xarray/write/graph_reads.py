@@ -9,15 +9,17 @@ read. Stores are named by `Store.location`, asked once per store. Used by
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from dask._task_spec import DataNode, GraphNode, Task, TaskRef  # the graph format has no public path
+from dask.array import Array as DaskArray
 from dask.array.core import getter, getter_inline, getter_nofancy
 from dask.blockwise import Blockwise
+from dask.core import flatten
 from dask.highlevelgraph import HighLevelGraph
+from dask.typing import Key
 from xarray.core import indexing
 
 from ...store.base import Store
@@ -59,15 +61,17 @@ class GraphReads:
             location = self._locations[id(store)] = (store.location or f"object:{id(store)}").rstrip("/")
         return f"{location}/{path}" if path else location
 
-    def held(self, graphs: Iterable[HighLevelGraph]) -> Iterator[StoredRead]:
+    def held(self, arrays: Iterable[DaskArray]) -> Iterator[StoredRead]:
         """Every stored array the ``graphs`` hold (all of what their lazy selections cover), blockwise layers unexpanded.
 
         A blockwise layer holds its constants among its ``indices`` (an inline
         array) and in its one task template; other layers are read whole.
         """
-        seen: set[str] = set()
-        for graph in graphs:
-            for name, layer in graph.layers.items():
+        seen: set[Hashable] = set()
+        for array in arrays:
+            graph = array.__dask_graph__()
+            layers = graph.layers if isinstance(graph, HighLevelGraph) else {id(graph): graph}
+            for name, layer in layers.items():
                 if name in seen:
                     continue
                 seen.add(name)
@@ -84,13 +88,16 @@ class GraphReads:
             value = value.value
         return None if isinstance(value, GraphNode) else self.source(value)
 
-    def sources(self, graph: Mapping[Any, object]) -> dict[Any, StoredRead]:
+    def sources(self, graph: Mapping[Key, object]) -> dict[Key, StoredRead]:
         """The wrapped stored arrays of ``graph``: by key, or by the key of the task holding one inline."""
         return {key: source for key, value in graph.items() if (source := self._held_by(value)) is not None}
 
-    def reads(self, data: Any) -> Iterator[StoredRead]:
+    def reads(self, data: DaskArray) -> Iterator[StoredRead]:
         """The parts the dask array ``data`` reads (its culled graph), cut to the blocks getter tasks take."""
-        graph = dict(data.__dask_graph__().cull(set(_flat(data.__dask_keys__()))))
+        graph = data.__dask_graph__()
+        if isinstance(graph, HighLevelGraph):
+            graph = graph.cull(set(flatten(data.__dask_keys__())))
+        graph = dict(graph)
         sources = self.sources(graph)
         by_key = {key: source for key, source in sources.items() if not isinstance(graph[key], Task)}
         for key, node in graph.items():
@@ -117,7 +124,10 @@ class GraphReads:
 
 
 def _node_reads(
-    key: Any, node: GraphNode, sources: Mapping[Any, StoredRead], by_key: Mapping[Any, StoredRead]
+    key: Key,
+    node: GraphNode,
+    sources: Mapping[Key, StoredRead],
+    by_key: Mapping[Key, StoredRead],
 ) -> Iterator[StoredRead]:
     """A getter task's block of a wrapped array (``sources``: held by key or inline); any other use of one
     held by key (``by_key``) reads all of it."""
@@ -158,11 +168,3 @@ def _extent(item: object, n: int) -> tuple[int, int]:
         return (min(span), max(span) + 1) if span else (0, 0)
     values = np.asarray(item).ravel() % max(n, 1)
     return (int(values.min()), int(values.max()) + 1) if values.size else (0, 0)
-
-
-def _flat(keys: object) -> Iterable[Any]:
-    if isinstance(keys, list):
-        for item in keys:
-            yield from _flat(item)
-    else:
-        yield keys

@@ -62,7 +62,7 @@ def check_self_reads(store: Store, path: str, mode: WriteMode, plan: WritePlan) 
 
     finder = GraphReads()
     target = _Target(mode, finder.where(store, path), _replaced(finder, plan))
-    touching = [w for w in lazy if any(map(target.meets, finder.held([w.variable.data.__dask_graph__()])))]
+    touching = [w for w in lazy if any(map(target.meets, finder.held([w.variable.data])))]
     if mode != "w":  # what the blocks read, not the whole arrays: they may read other rows
         touching = [w for w in touching if any(map(target.meets, finder.reads(w.variable.data)))]
     if touching:
