@@ -152,3 +152,12 @@ def test_reading_a_copy_elsewhere_is_not_reading_the_target(stored: Path, tmp_pa
     (opened(copy) + 1).to_zarr3(stored, mode="w")
     xr.testing.assert_identical(xr.open_dataset(stored, engine="zarr3").load(), dataset() + 1)
     assert zarr3_backend.open_group(copy)["t"][0, 1] == 1.0
+
+
+def test_a_zarr_python_memory_store_is_one_store_through_every_wrapper() -> None:
+    zarr = pytest.importorskip("zarr")
+    memory = zarr.storage.MemoryStore()
+    dataset().to_zarr3(memory)
+    with pytest.raises(WriteError, match="reads from"):
+        (opened(memory) + 1).to_zarr3(memory, mode="w")
+    xr.testing.assert_identical(xr.open_dataset(memory, engine="zarr3").load(), dataset())
