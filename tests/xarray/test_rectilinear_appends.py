@@ -136,3 +136,14 @@ def test_given_appended_chunks_are_checked(tmp_path: Path, given: dict[str, obje
     with pytest.raises(WriteError, match=message):
         daily(61, "2001-05-01").to_zarr3(path, append_dim="time", encoding={"v": given})
     assert snapshot(path) == before
+
+
+def test_appended_chunks_are_refused_for_a_regular_grid(tmp_path: Path) -> None:
+    path = tmp_path / "a.zarr"
+    daily(120, "2001-01-01").to_zarr3(path, encoding={"v": {"chunks": (30, 3)}})
+    before = snapshot(path)
+    with pytest.raises(WriteError, match="has no rectilinear grid along it"):
+        daily(61, "2001-05-01").to_zarr3(
+            path, append_dim="time", encoding={"v": {"chunks": {"time": (31, 30)}}}
+        )
+    assert snapshot(path) == before

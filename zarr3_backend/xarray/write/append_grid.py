@@ -51,14 +51,22 @@ def split_append_chunks(
         value = next(iter(keys.values())) if len(keys) == 1 else None
         if str(name) in existing and append_dim is not None and set(keys) <= {"chunks", "shards"}:
             if isinstance(value, Mapping) and set(value) == {append_dim}:
-                _check_key(str(name), next(iter(keys)), existing[str(name)])
+                _check_key(str(name), next(iter(keys)), existing[str(name)], append_dim)
                 given[str(name)] = value[append_dim]
                 continue
         rest[name] = keys
     return rest, given
 
 
-def _check_key(name: str, key: str, array: Array) -> None:
+def _check_key(name: str, key: str, array: Array, append_dim: Hashable) -> None:
+    """The appended chunks go to the outer grid (shards when sharded) of an array rectilinear along ``append_dim``."""
+    dims = array.dimension_names or ()
+    grid = array.metadata.chunk_grid.dim_grids
+    if append_dim not in dims or not isinstance(grid[dims.index(str(append_dim))], ChunkLengths):
+        raise WriteError(
+            f"to_zarr3: encoding[{name!r}][{key!r}] gives appended chunks along {append_dim!r}, but the stored "
+            f"{name!r} has no rectilinear grid along it (its chunks continue by themselves); drop this encoding"
+        )
     outer = "shards" if array.sharded else "chunks"
     if key != outer:
         raise WriteError(
