@@ -161,3 +161,13 @@ def test_a_zarr_python_memory_store_is_one_store_through_every_wrapper() -> None
     with pytest.raises(WriteError, match="reads from"):
         (opened(memory) + 1).to_zarr3(memory, mode="w")
     xr.testing.assert_identical(xr.open_dataset(memory, engine="zarr3").load(), dataset())
+
+
+def test_a_datatree_read_lazily_from_its_target_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.zarr"
+    xr.DataTree.from_dict({"/": dataset(), "/child": dataset()}).to_zarr3(path)
+    before = snapshot(path)
+    lazy = xr.open_datatree(path, engine="zarr3", chunks={})
+    with pytest.raises(WriteError, match=r"'child/t'"):
+        lazy.to_zarr3(path, mode="w")
+    assert snapshot(path) == before
