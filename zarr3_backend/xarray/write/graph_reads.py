@@ -9,6 +9,7 @@ read. Stores are named by `Store.location`, asked once per store. Used by
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
@@ -19,6 +20,7 @@ from dask.array.core import getter, getter_inline, getter_nofancy
 from dask.blockwise import Blockwise
 from dask.core import flatten
 from dask.highlevelgraph import HighLevelGraph
+from dask.layers import ArraySliceDep
 from dask.typing import Key
 from xarray.core import indexing
 
@@ -93,16 +95,38 @@ class GraphReads:
         return {key: source for key, value in graph.items() if (source := self._held_by(value)) is not None}
 
     def reads(self, data: DaskArray) -> Iterator[StoredRead]:
-        """The parts the dask array ``data`` reads (its culled graph), cut to the blocks getter tasks take."""
+        """The parts the dask array ``data`` reads (its culled graph), cut to the blocks getter tasks take.
+
+        Blockwise getter layers (what ``from_array`` builds) tell their blocks without being expanded.
+        """
         graph = data.__dask_graph__()
-        if isinstance(graph, HighLevelGraph):
-            graph = graph.cull(set(flatten(data.__dask_keys__())))
-        graph = dict(graph)
-        sources = self.sources(graph)
-        by_key = {key: source for key, source in sources.items() if not isinstance(graph[key], Task)}
-        for key, node in graph.items():
+        culled = (
+            graph.cull(set(flatten(data.__dask_keys__()))) if isinstance(graph, HighLevelGraph) else graph
+        )
+        layers = list(culled.layers.values()) if isinstance(culled, HighLevelGraph) else [culled]
+        nodes: dict[Key, object] = {}
+        for layer in layers:
+            if not isinstance(layer, Blockwise):
+                nodes.update(layer)
+        sources = self.sources(nodes)
+        by_key = {key: source for key, source in sources.items() if not isinstance(nodes[key], Task)}
+        for key, node in nodes.items():
             if isinstance(node, GraphNode):
                 yield from _node_reads(key, node, sources, by_key)
+        for layer in layers:
+            if isinstance(layer, Blockwise):
+                yield from self._blockwise_reads(layer, by_key)
+
+    def _blockwise_reads(self, layer: Blockwise, by_key: Mapping[Key, StoredRead]) -> Iterator[StoredRead]:
+        """A blockwise getter's blocks of the array it holds (by reference or inline); any other use: all of it."""
+        constants = [value for value, index in layer.indices if index is None]
+        held = [by_key.get(v.key) if isinstance(v, TaskRef) else self._held_by(v) for v in constants]
+        found = [read for read in held if read is not None]
+        blocks = _getter_blocks(layer) if len(found) == 1 else None
+        if blocks is None:
+            yield from found
+        else:
+            yield from (_narrowed(found[0], block) for block in blocks)
 
     def source(self, value: object) -> StoredRead | None:
         """The stored array under xarray's lazy wrappers of ``value``, with the part its lazy selection covers."""
@@ -137,6 +161,19 @@ def _node_reads(
         index = node.args[1] if len(node.args) > 1 and node.func in GETTERS else None
         yield _narrowed(sources[held], index.value if isinstance(index, DataNode) else None)
     yield from (by_key[k] for k in node.dependencies if k in by_key and k != held)
+
+
+def _getter_blocks(layer: Blockwise) -> list[tuple[slice, ...]] | None:
+    """The index of every block a ``getter(array, index)`` blockwise layer takes (``None``: not such a layer)."""
+    if layer.task.func not in GETTERS or len(layer.indices) != 2:
+        return None
+    name, index = layer.indices[1]
+    slices = layer.io_deps.get(name) if isinstance(name, str) else None
+    if not isinstance(slices, ArraySliceDep) or tuple(index or ()) != tuple(layer.output_indices):
+        return None
+    starts = [np.cumsum((0, *lengths)) for lengths in slices.chunks]
+    blocks = layer.output_blocks or itertools.product(*(range(len(c)) for c in slices.chunks))
+    return [tuple(slice(int(s[i]), int(s[i + 1])) for s, i in zip(starts, block)) for block in blocks]
 
 
 def _narrowed(source: StoredRead, block: object) -> StoredRead:
