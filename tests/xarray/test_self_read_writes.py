@@ -171,3 +171,13 @@ def test_a_datatree_read_lazily_from_its_target_is_refused(tmp_path: Path) -> No
     with pytest.raises(WriteError, match=r"'child/t'"):
         lazy.to_zarr3(path, mode="w")
     assert snapshot(path) == before
+
+
+def test_an_icechunk_session_is_one_store_through_every_store_object() -> None:
+    icechunk = pytest.importorskip("icechunk")
+    repo = icechunk.Repository.create(icechunk.in_memory_storage())
+    session = repo.writable_session("main")
+    dataset().to_zarr3(session.store)  # session.store is a new object at every access
+    with pytest.raises(WriteError, match="reads from ZarrPythonStore"):
+        (opened(session.store) + 1).to_zarr3(session.store, mode="w")
+    xr.testing.assert_identical(xr.open_dataset(session.store, engine="zarr3").load(), dataset())

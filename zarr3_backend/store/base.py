@@ -105,6 +105,13 @@ class Store(ABC):
         """
         return None
 
+    def same_keys(self, other: Store) -> bool:
+        """Whether ``other`` reads and writes this store's keys: for stores without a `location`.
+
+        This default: only the very same object.
+        """
+        return self is other
+
     def create(self, key: str, value: Value) -> bool:
         """Store ``value`` under ``key`` only if no value is there; whether it was stored.
 

@@ -55,13 +55,21 @@ class GraphReads:
 
     def __init__(self) -> None:
         self._locations: dict[int, str] = {}
+        self._unlocated: list[Store] = []
 
     def where(self, store: Store, path: str) -> str:
-        """The store's location (a store without one is only ever itself) joined with ``path``."""
+        """The store's location joined with ``path``; stores without one are told apart by `Store.same_keys`."""
         location = self._locations.get(id(store))
         if location is None:
-            location = self._locations[id(store)] = (store.location or f"object:{id(store)}").rstrip("/")
+            location = self._locations[id(store)] = (store.location or self._alias(store)).rstrip("/")
         return f"{location}/{path}" if path else location
+
+    def _alias(self, store: Store) -> str:
+        same = next((other for other in self._unlocated if store.same_keys(other)), None)
+        if same is None:
+            self._unlocated.append(store)
+            same = store
+        return f"object:{id(same)}"
 
     def held(self, arrays: Iterable[DaskArray]) -> Iterator[StoredRead]:
         """Every stored array the ``graphs`` hold (all of what their lazy selections cover), blockwise layers unexpanded.
