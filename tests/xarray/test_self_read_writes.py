@@ -181,3 +181,13 @@ def test_an_icechunk_session_is_one_store_through_every_store_object() -> None:
     with pytest.raises(WriteError, match="reads from ZarrPythonStore"):
         (opened(session.store) + 1).to_zarr3(session.store, mode="w")
     xr.testing.assert_identical(xr.open_dataset(session.store, engine="zarr3").load(), dataset())
+
+
+def test_a_selection_made_before_chunking_narrows_what_is_read(stored: Path) -> None:
+    lazy = xr.open_dataset(stored, engine="zarr3")  # no dask yet: the selection stays xarray's lazy one
+    earlier = (lazy.isel(time=slice(0, 5)).chunk(time=2) + 100).drop_vars("time")
+    earlier.to_zarr3(stored, region={"time": slice(5, 10)})
+    np.testing.assert_array_equal(zarr3_backend.open_group(stored)["t"][5:], dataset().t.values[:5] + 100)
+    overlapping = (lazy.isel(time=slice(3, 8)).chunk(time=2) + 1).drop_vars("time")
+    with pytest.raises(WriteError, match="overwrites"):
+        overlapping.to_zarr3(stored, region={"time": slice(0, 5)})

@@ -72,7 +72,7 @@ class GraphReads:
         return f"object:{id(same)}"
 
     def held(self, arrays: Iterable[DaskArray]) -> Iterator[StoredRead]:
-        """Every stored array the ``graphs`` hold (all of what their lazy selections cover), blockwise layers unexpanded.
+        """Every stored array the graphs of ``arrays`` hold (all their lazy selections cover), blockwise layers unexpanded.
 
         A blockwise layer holds its constants among its ``indices`` (an inline
         array) and in its one task template; other layers are read whole.
@@ -127,7 +127,7 @@ class GraphReads:
 
     def _blockwise_reads(self, layer: Blockwise, by_key: Mapping[Key, StoredRead]) -> Iterator[StoredRead]:
         """A blockwise getter's blocks of the array it holds (by reference or inline); any other use: all of it."""
-        constants = [value for value, index in layer.indices if index is None]
+        constants = [value for value, index in layer.indices if index is None] + [layer.task]
         held = [by_key.get(v.key) if isinstance(v, TaskRef) else self._held_by(v) for v in constants]
         found = [read for read in held if read is not None]
         blocks = _getter_blocks(layer) if len(found) == 1 else None
