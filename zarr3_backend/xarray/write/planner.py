@@ -42,6 +42,7 @@ from ...nodes.placement import missing_parents
 from ...nodes.shard_writes import ShardLock, whole_shard_view
 from ...store import StoreLike, make_store
 from ...store.base import Store
+from .append_grid import AppendGrid, split_append_chunks
 from .checks import (
     check_append,
     check_append_coordination,
@@ -57,8 +58,8 @@ from .encodings import encode_attributes, new_array_metadata, parse_encodings, p
 from .packed import check_packed
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
-from .rectilinear import block_edges
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
+from .self_read import read_own_target_first
 from .stored import existing_arrays, stored_encoding, unchanged
 from .target import check_target
 from .times import encode_into, encode_variable
@@ -230,6 +231,7 @@ def to_zarr3(
                 plan = replace(
                     plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data)
                 )
+            plan = read_own_target_first(target, path, start.mode, plan)  # before anything is deleted
             unconsolidated = options.mode == "r+" or target.transactional  # Icechunk: root would conflict
             consolidate = bool(consolidated or (consolidated is None and not unconsolidated))
             if any(write.variable.chunks is not None for write in plan.data):
@@ -318,6 +320,7 @@ def plan_dataset(
     explicit = parse_encodings(encoding, ds.variables)
     where = f"group {path or '/'!r} of {store!r}"
     existing = existing_arrays(store, path, options.mode)
+    explicit, appended_chunks = split_append_chunks(explicit, existing, options.append_dim)
     if options.mode != "w" and (clash := sorted(str(n) for n in set(explicit) & set(existing))):
         raise WriteError(f"to_zarr3: variables {clash} already exist in {where}, but encoding was provided")
     ds, region = resolve_region(ds, options.region, existing, options.append_dim)
@@ -325,7 +328,8 @@ def plan_dataset(
         check_append(ds, existing, options.append_dim, where)
     variables, attrs = _encoded_coordinates(ds, explicit, existing, options.mode)
     attributes = encode_attributes(attrs, f"the attributes of {where}")
-    group = _GroupWrite(store, path, where, existing, region, frozenset(explicit), options)
+    grid = AppendGrid.of(ds, existing, options.append_dim, appended_chunks)
+    group = _GroupWrite(store, path, where, existing, region, frozenset(explicit), options, grid)
     writes = [w for name, var in variables.items() if (w := group.plan_variable(str(name), var)) is not None]
     grown = tuple((w.grown, w.grown_from) for w in writes if w.grown is not None and w.grown_from is not None)
     created = tuple(w.data.array for w in writes if w.created)
@@ -375,6 +379,7 @@ class _GroupWrite:
     region: Mapping[Hashable, slice]
     explicit: frozenset[Hashable]
     options: WriteOptions
+    grid: AppendGrid  # the new chunks of rectilinear arrays that an append grows
 
     def plan_variable(self, name: str, variable: xr.Variable) -> _VariableWrite | None:
         """Where ``variable`` goes; ``None`` when ``mode="a"``/``"a-"`` leaves its stored array alone.
@@ -406,7 +411,9 @@ class _GroupWrite:
         grown = Array(
             array.store,
             array.path,
-            array.metadata.with_shape(placement.shape, block_edges(encoded, placement.origin)),
+            array.metadata.with_shape(
+                placement.shape, self.grid.edges(name, encoded, array, placement.origin)
+            ),
         )
         view = append_view(grown, array.shape)
         return _VariableWrite(
