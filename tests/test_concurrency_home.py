@@ -38,12 +38,18 @@ LOCKING = {"Lock", "RLock", "Timer", "Event", "getpid"}
 HOMES = ("runtime/", "coordination/")
 #: Modules outside those homes allowed one of `LOCKING`, each name with the reason.
 OWN_LOCKING = {
-    ("codecs/registry.py", "Lock"): "a mutex over the registry's allow-list of unsafe codecs, which users change",
+    (
+        "codecs/registry.py",
+        "Lock",
+    ): "a mutex over the registry's allow-list of unsafe codecs, which users change",
     ("dask/compute.py", "getpid"): "asks whether the cluster's workers are processes other than this one",
     ("dask/forks.py", "Lock"): "a mutex over one write's forks of an Icechunk session as their tasks finish",
     ("nodes/read_ahead.py", "RLock"): "a scan's values fetched ahead are shared with the fetches' callbacks",
     ("nodes/read_ahead.py", "Timer"): "values fetched ahead and not taken are dropped after an idle time",
-    ("nodes/read_ahead.py", "getpid"): "a forked child makes its own read-ahead (the parent's fetches are not its own)",
+    (
+        "nodes/read_ahead.py",
+        "getpid",
+    ): "a forked child makes its own read-ahead (the parent's fetches are not its own)",
     ("store/etags.py", "Lock"): "a mutex over a store's cache of generations",
     ("store/local.py", "Lock"): "orders creating directories and temporary files against pruning empty ones",
     ("store/obstore_store.py", "getpid"): "obstore's client is made again in a forked child",

@@ -233,14 +233,16 @@ def test_equal_lengths_become_regular_only_when_they_mean_the_same_chunks(tmp_pa
     assert _grid(tmp_path / "b.zarr")["configuration"]["chunk_shapes"] == [[30, 40], 3]
 
 
-def test_appended_dask_blocks_become_the_new_chunks(tmp_path: Path) -> None:
+def test_appended_dask_blocks_become_the_new_chunks_when_asked(tmp_path: Path) -> None:
     import warnings
 
     ds, may = _daily(), _daily(31, "2001-05-01")
     ds.to_zarr3(tmp_path / "a.zarr", encoding={"v": {"chunks": (1, 3), "shards": (MONTHS, 3)}})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no rechunking to the grid: the grid follows the blocks
-        may.chunk(time=(16, 15)).to_zarr3(tmp_path / "a.zarr", append_dim="time")
+        may.chunk(time=(16, 15)).to_zarr3(
+            tmp_path / "a.zarr", append_dim="time", encoding={"v": {"shards": {"time": "dask"}}}
+        )
     assert _grid(tmp_path / "a.zarr")["configuration"]["chunk_shapes"] == [[*MONTHS, 16, 15], 3]
     xr.testing.assert_identical(
         xr.open_dataset(tmp_path / "a.zarr", engine="zarr3").load(), xr.concat([ds, may], "time")

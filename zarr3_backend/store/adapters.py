@@ -112,6 +112,11 @@ class ZarrMemoryStore(Store):
         mode = ", read_only=True" if self.read_only else ""
         return f"ZarrMemoryStore({self.zarr_store!r}{mode})"
 
+    @property
+    def location(self) -> str:
+        """The wrapped ``MemoryStore`` object (every wrapper of it shares it)."""
+        return f"zarr-python:{id(self.zarr_store)}"
+
     def __reduce__(self) -> NoReturn:
         raise TypeError(
             "a zarr-python MemoryStore cannot be sent to another process; "

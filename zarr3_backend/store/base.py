@@ -95,6 +95,23 @@ class Store(ABC):
         """
         return False
 
+    @property
+    def location(self) -> str | None:
+        """Where this store's keys live: equal for every store over the same keys, however its path was spelled.
+
+        A URL (``file:///abs/path``, ``s3://bucket/prefix``), to which a
+        node's path is joined with ``/``; ``None`` (this default) when unknown.
+        `to_zarr3` compares locations to find a write that reads its own target.
+        """
+        return None
+
+    def same_keys(self, other: Store) -> bool:
+        """Whether ``other`` reads and writes this store's keys: for stores without a `location`.
+
+        This default: only the very same object.
+        """
+        return self is other
+
     def create(self, key: str, value: Value) -> bool:
         """Store ``value`` under ``key`` only if no value is there; whether it was stored.
 

@@ -31,6 +31,7 @@ b'}'
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -141,6 +142,15 @@ class FsspecStore(Store):
             target = self.fs.storage_options.get("target_protocol") or "file"
             url += f"::{archive}" if "://" in archive else f"::{target}://{archive}"
         return url
+
+    @property
+    def location(self) -> str:
+        """The root's `url` (``s3://bucket/prefix``, ``memory:///x``): the same keys as an obstore store there.
+
+        Local files: the ``file://`` URL with symbolic links resolved, as a `LocalStore`'s.
+        """
+        url = self.url
+        return "file://" + os.path.realpath(self.root) if url.startswith("file://") else url
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""

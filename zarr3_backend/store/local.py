@@ -129,6 +129,11 @@ class LocalStore(Store):
         """``file://`` URL of the root."""
         return "file://" + self.root
 
+    @property
+    def location(self) -> str:
+        """The ``file://`` URL of the root with symbolic links resolved: one location for every spelling of it."""
+        return "file://" + os.path.realpath(self.root)
+
     def __getstate__(self) -> dict[str, object]:
         return {name: value for name, value in vars(self).items() if name != "_checked_dirs"}
 

@@ -115,6 +115,11 @@ class ObstoreStore(Store):
             )
         )
 
+    @property
+    def location(self) -> str:
+        """The root URL (``s3://bucket/prefix``): the same keys as an fsspec store there."""
+        return self.url
+
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
         return f"ObstoreStore({self.url!r}{mode})"

@@ -89,6 +89,10 @@ class ZarrPythonStore(Store):
     def __dask_tokenize__(self) -> tuple[str, int, bool]:
         return ("zarr3_backend.ZarrPythonStore", id(self.wrapped), self.read_only)
 
+    def same_keys(self, other: Store) -> bool:
+        """Whether ``other`` wraps an equal zarr-python store (zarr's ``==``: one Icechunk session, one directory)."""
+        return isinstance(other, ZarrPythonStore) and bool(self.wrapped == other.wrapped)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ZarrPythonStore):
             return NotImplemented

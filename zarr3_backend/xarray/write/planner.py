@@ -43,6 +43,7 @@ from ...nodes.shard_writes import whole_shard_view
 from ...runtime.locks import ShardLock
 from ...store import StoreLike, make_store
 from ...store.base import Store
+from .append_grid import AppendGrid, split_append_chunks
 from .checks import (
     as_written,
     check_append,
@@ -58,8 +59,8 @@ from .encodings import encode_attributes, new_array_metadata, parse_encodings, p
 from .packed import check_packed
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from .publish import Documents, group_document
-from .rectilinear import block_edges
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
+from .self_read import read_own_target_first
 from .stored import existing_arrays, stored_encoding, unchanged
 from .target import CheckedTarget, check_target
 from .times import encode_into, encode_variable
@@ -208,6 +209,7 @@ def to_zarr3(
                 return _done(compute)  # this exact request was committed by an earlier, interrupted call
             start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
             plan = _guarded(_plan(obj, target, path, encoding, options), guard, compute)
+        plan = read_own_target_first(target, path, start.mode, plan)  # before anything is deleted
         if any(write.variable.chunks is not None for write in plan.data):
             check_reachable(target)
         consolidate = bool(
@@ -303,6 +305,7 @@ def plan_dataset(
     explicit = parse_encodings(encoding, ds.variables)
     where = f"group {path or '/'!r} of {store!r}"
     existing = existing_arrays(store, path, options.mode)
+    explicit, appended_chunks = split_append_chunks(explicit, existing, options.append_dim)
     if options.mode != "w" and (clash := sorted(str(n) for n in set(explicit) & set(existing))):
         raise WriteError(f"to_zarr3: variables {clash} already exist in {where}, but encoding was provided")
     ds, region = resolve_region(ds, options.region, existing, options.append_dim)
@@ -310,7 +313,8 @@ def plan_dataset(
         check_append(ds, existing, options.append_dim, where)
     variables, attrs = _encoded_coordinates(ds, explicit, existing, options.mode)
     attributes = encode_attributes(attrs, f"the attributes of {where}")
-    group = _GroupWrite(store, path, where, existing, region, frozenset(explicit), options)
+    grid = AppendGrid.of(ds, existing, options.append_dim, appended_chunks)
+    group = _GroupWrite(store, path, where, existing, region, frozenset(explicit), options, grid)
     writes = [w for name, var in variables.items() if (w := group.plan_variable(str(name), var)) is not None]
     grown = tuple((w.grown, w.grown_from) for w in writes if w.grown is not None and w.grown_from is not None)
     created = tuple(w.data.array for w in writes if w.created)
@@ -360,6 +364,7 @@ class _GroupWrite:
     region: Mapping[Hashable, slice]
     explicit: frozenset[Hashable]
     options: WriteOptions
+    grid: AppendGrid  # the new chunks of rectilinear arrays that an append grows
 
     def plan_variable(self, name: str, variable: xr.Variable) -> _VariableWrite | None:
         """Where ``variable`` goes; ``None`` when ``mode="a"``/``"a-"`` leaves its stored array alone.
@@ -391,7 +396,9 @@ class _GroupWrite:
         grown = Array(
             array.store,
             array.path,
-            array.metadata.with_shape(placement.shape, block_edges(encoded, placement.origin)),
+            array.metadata.with_shape(
+                placement.shape, self.grid.edges(name, encoded, array, placement.origin)
+            ),
         )
         view = append_view(grown, array.shape)
         return _VariableWrite(
