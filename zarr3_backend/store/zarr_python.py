@@ -48,6 +48,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
+from .icechunk_api import refused_virtual_access
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -159,9 +160,12 @@ class ZarrPythonStore(Store):
             return None if whole is None else whole[byte_range.slice()]
         except FileNotFoundError:
             return None
-        except Exception:
+        except Exception as exc:
             if is_reserved(key):  # a store of Zarr keys only (Icechunk) refuses such names: none is there
                 return None
+            refused = refused_virtual_access(self, key, exc)
+            if refused is not None:
+                raise refused from exc
             raise
 
     async def _fetch(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
