@@ -235,7 +235,11 @@ class ZarrPythonStore(Store):
         return keys, [f"{prefix}{name}/" for name, inside in zip(children, below) if inside]
 
     async def _has_children(self, prefix: str) -> bool:
-        async for _ in self.wrapped.list_dir(prefix):
+        """Whether ``prefix`` lists anything; one the store cannot list (VirtualiZarr's array with ``/`` keys) does."""
+        try:
+            async for _ in self.wrapped.list_dir(prefix):
+                return True
+        except NotImplementedError:
             return True
         return False
 
