@@ -40,10 +40,14 @@ def test_the_icechunk_extra_brings_icechunk_2_where_python_allows_it() -> None:
         assert not admitted("icechunk", "icechunk", python, "1.1.21"), python
 
 
-def test_the_test_extra_brings_the_zarr_python_oracle_each_python_can_run() -> None:
-    assert admitted("test", "zarr", "3.11", "3.1.6") and not admitted("test", "zarr", "3.11", "3.4.2")
-    assert admitted("test", "zarr", "3.12", "3.4.2") and not admitted("test", "zarr", "3.12", "3.1.6")
-    assert admitted("test", "virtualizarr", "3.12", "2.8.0") and not admitted(
+def test_the_test_extras_bring_the_zarr_python_oracle_each_python_can_run() -> None:
+    assert admitted("test-core", "zarr", "3.11", "3.1.6") and not admitted(
+        "test-core", "zarr", "3.11", "3.4.2"
+    )
+    assert admitted("test-core", "zarr", "3.12", "3.4.2") and not admitted(
+        "test-core", "zarr", "3.12", "3.1.6"
+    )
+    assert admitted("test-core", "virtualizarr", "3.12", "2.8.0") and not admitted(
         "test", "virtualizarr", "3.11", "2.8.0"
     )
 
