@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
+
+if TYPE_CHECKING:
+    from icechunk import ForkSession, Session
 
 #: What icechunk says when a virtual chunk's container was not authorized (1.x and 2.x alike).
 _NOT_AUTHORIZED = "authorize the virtual chunk container"
@@ -44,7 +47,7 @@ def major_version() -> int:
     return int(icechunk.__version__.split(".")[0])
 
 
-def fork(session: Any) -> Any:
+def fork(session: Session) -> ForkSession:
     """``session.fork()``; a session with uncommitted changes is refused (`ValueError`) on both lines.
 
     1.x refuses it itself. 2.x forks it, but merging such a fork back drops
@@ -58,18 +61,18 @@ def fork(session: Any) -> Any:
     return session.fork()
 
 
-def task_session(fork: Any) -> Any:
+def task_session(fork: ForkSession) -> ForkSession:
     """The session a dask task writes into, given its copy of the client's fork: the copy (1.x) or a fork of it (2.x)."""
     return fork.fork() if major_version() >= 2 else fork
 
 
-def merge_forks(session: Any, fork: Any, copies: Sequence[Any]) -> None:
+def merge_forks(session: Session, fork: ForkSession, copies: Sequence[ForkSession]) -> None:
     """Merge every task's copy into ``fork`` (the client's), then ``fork`` into the user's ``session``."""
     fork.merge(*copies)
     session.merge(fork)
 
 
-def no_credentials(prefix: str) -> Any:
+def no_credentials(prefix: str) -> object:
     """What ``authorize_virtual_chunk_access`` takes for a container read without credentials.
 
     ``None`` on 1.x; on 2.x the sentinel for ``file://`` or ``http(s)://``
