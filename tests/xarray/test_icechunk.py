@@ -222,3 +222,14 @@ def test_unauthorized_virtual_chunks_are_a_store_error_saying_how_to_authorize(t
         dataset.t.load()
     assert "authorize_virtual_chunk_access={" + repr(prefix) in str(caught.value)
     assert isinstance(caught.value.__cause__, icechunk.IcechunkError)
+
+
+def test_no_credentials_is_what_the_installed_icechunk_takes():
+    if icechunk_api.major_version() < 2:
+        assert icechunk_api.no_credentials("file:///data/") is None
+    else:  # 2.x deprecates None for these
+        assert icechunk_api.no_credentials("file:///data/") is icechunk.credentials.LocalFileSystemAccess
+        assert icechunk_api.no_credentials("https://example.org/") is icechunk.credentials.HttpAccess
+        assert isinstance(icechunk_api.no_credentials("s3://bucket/"), icechunk.S3Credentials.Anonymous)
+    with pytest.raises(zarr3_backend.ArgumentError, match="'ftp://host/' has no scheme"):
+        icechunk_api.no_credentials("ftp://host/")

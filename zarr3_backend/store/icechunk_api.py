@@ -4,7 +4,8 @@ The differences we meet (checked with 1.1.21 and 2.3):
 
 - forks: 2.x forks a session that has uncommitted changes, a fork of a fork
   included (but merged back, such a fork loses its changes to the metadata
-  of nodes new in the session: `fork` refuses it, as 1.x does), and refuses to merge copies of one fork that each carry the same
+  of nodes new in the session: `fork` refuses it, as 1.x does), and
+  refuses to merge copies of one fork that each carry the same
   deleted-and-recreated array ("Arrays were both deleted and modified").
   So on 2.x every task writes into a fork of its copy of the client's fork
   (made where the copy is unpickled), which carries only the task's own
@@ -26,9 +27,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import StoreError
+from ..errors import ArgumentError, StoreError
 
 if TYPE_CHECKING:
     from icechunk import ForkSession, Session
@@ -78,23 +79,30 @@ def no_credentials(prefix: str) -> object:
     ``None`` on 1.x; on 2.x the sentinel for ``file://`` or ``http(s)://``
     prefixes, and anonymous credentials for ``s3://``, ``gs://`` and ``az://``.
     """
+    scheme = prefix.partition("://")[0]
+    if scheme not in _ANONYMOUS:
+        raise ArgumentError(
+            f"no_credentials: container prefix {prefix!r} has no scheme Icechunk reads without credentials; "
+            f"expected one of {sorted(_ANONYMOUS)}, as in 'file:///data/'"
+        )
     if major_version() < 2:
         return None
     import importlib
 
-    credentials: Any = importlib.import_module("icechunk.credentials")  # 2.x names, absent from 1.x's stubs
-    scheme = prefix.partition("://")[0]
-    sentinels = {
-        "file": lambda: credentials.LocalFileSystemAccess,
-        "http": lambda: credentials.HttpAccess,
-        "https": lambda: credentials.HttpAccess,
-        "s3": credentials.s3_anonymous_credentials,
-        "gs": credentials.gcs_anonymous_credentials,
-        "az": credentials.azure_anonymous_credentials,
-    }
-    if scheme not in sentinels:
-        raise ValueError(f"no_credentials: unknown scheme in container prefix {prefix!r}")
-    return sentinels[scheme]()
+    credentials = importlib.import_module("icechunk.credentials")  # 2.x names, absent from 1.x's stubs
+    found = getattr(credentials, _ANONYMOUS[scheme])
+    return found if scheme in ("file", "http", "https") else found()
+
+
+#: By scheme, the name in ``icechunk.credentials`` (2.x) of "no credentials": a sentinel or a function.
+_ANONYMOUS = {
+    "file": "LocalFileSystemAccess",
+    "http": "HttpAccess",
+    "https": "HttpAccess",
+    "s3": "s3_anonymous_credentials",
+    "gs": "gcs_anonymous_credentials",
+    "az": "azure_anonymous_credentials",
+}
 
 
 def refused_virtual_access(store: object, key: str, exc: BaseException) -> StoreError | None:
