@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast, overload
 
 import numpy as np
@@ -60,6 +60,7 @@ class Array:
         self.metadata = metadata
         self.read_only = read_only or store.read_only
         self._chain = array_chain(metadata, f"array {self.name!r} ({metadata_key(path)})")
+        self._spec_of: tuple[ArrayMetadata, ChunkSpec] | None = None  # the chunk spec of these metadata
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
@@ -140,8 +141,17 @@ class Array:
 
     @property
     def chunk_spec(self) -> ChunkSpec:
-        """Shape, data type and fill value of one stored chunk (a shard, when sharded); the largest, if rectilinear."""
-        return ChunkSpec(self.metadata.chunk_shape, self.metadata.data_type, self.metadata.fill_value)
+        """Shape, data type and fill value of one stored chunk (a shard, when sharded); the largest, if rectilinear.
+
+        The same object while the metadata stay the same (codecs cache what they derive from it).
+        """
+        if self._spec_of is None or self._spec_of[0] is not self.metadata:
+            metadata = self.metadata
+            self._spec_of = (
+                metadata,
+                ChunkSpec(metadata.chunk_shape, metadata.data_type, metadata.fill_value),
+            )
+        return self._spec_of[1]
 
     def chunk_spec_at(self, coords: Sequence[int]) -> ChunkSpec:
         """The spec of the stored chunk at grid ``coords`` (its declared shape)."""
@@ -188,16 +198,17 @@ class Array:
 
     def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> PlannedRead:
         """``selection`` planned for a batched read (`read_many()`)."""
-        plan, out, chunk_plans = self._read_plans(selection, orthogonal)
+        plan, out, chunk_plans, count = self._read_plans(selection, orthogonal)
         store = self._read_ahead.store_for(
             plan, self.metadata.chunk_grid.dim_grids, self.chunk_key
         )  # a scan's chunk fetched ahead
-        return PlannedRead(plan, out, store, chunk_plans)
+        return PlannedRead(plan, out, store, chunk_plans, count)
 
     def _read_plans(
         self, selection: SelectionLike, orthogonal: bool
-    ) -> tuple[Selection, np.ndarray, list[tuple[str, ReadPlan]]]:
-        """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
+    ) -> tuple[Selection, np.ndarray, Iterator[tuple[str, ReadPlan]], int]:
+        """The plan and output array for ``selection``, one read plan per stored chunk it touches (made
+        as they are taken) and their number."""
         plan = plan_selection(selection, self.shape, self._read_grid, orthogonal=orthogonal, where=self.name)
         self.check_memory(plan.out_shape)
         in_flight = fetches_in_flight(self._chunk_store)
@@ -209,12 +220,14 @@ class Array:
             outer, inner = self.metadata.chunk_grid.locate_inner(piece.coords, self._read_unit)
             pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
         split = remote and len(pieces) < in_flight / SPLIT_FETCHES_PER_SHARD
-        plans = []
+        return plan, out, self._chunk_plans(pieces, split), len(pieces)
+
+    def _chunk_plans(
+        self, pieces: dict[tuple[int, ...], list[SubRead]], split: bool
+    ) -> Iterator[tuple[str, ReadPlan]]:
         for outer, reads in pieces.items():
             key = self.chunk_key(outer)
-            context = self._read_context(key, split)
-            plans.append((key, self._chain.plan_read(self.chunk_spec_at(outer), reads, context)))
-        return plan, out, plans
+            yield key, self._chain.plan_read(self.chunk_spec_at(outer), reads, self._read_context(key, split))
 
     @property
     def _read_grid(self) -> tuple[DimGrid, ...]:

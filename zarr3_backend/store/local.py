@@ -139,9 +139,10 @@ class LocalStore(Store):
     def _path(self, key: str) -> str:
         """The file of ``key``; its directory is checked to resolve inside the root."""
         validate_key(key)
-        if any(is_temporary(part) for part in key.split("/")):
+        parts = key.split("/")
+        if TMP_PREFIX in key and any(is_temporary(part) for part in parts):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
-        path = os.path.join(self.root, *key.split("/"))
+        path = os.path.join(self.root, *parts)
         self._check_inside(os.path.dirname(path), key)
         return path
 
