@@ -22,6 +22,7 @@ import numpy.typing as npt
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain, array_chain
 from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
+from ..core import memory_limit
 from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
@@ -240,12 +241,15 @@ class Array:
 
         The limit is this machine's physical memory (see `zarr3_backend.core.memory_limit`).
         """
-        where, item = f"array {self.name!r}", self.dtype.itemsize
+        item, unit, largest = self.dtype.itemsize, self._read_unit, self.metadata.chunk_shape
+        needs = (math.prod(out_shape or ()), math.prod(unit or largest), 2 * math.prod(largest))
+        if max(needs) * max(item, 8) <= memory_limit.physical_memory():  # every read: no message built
+            return
+        where = f"array {self.name!r}"
         if out_shape is not None:
             check_allocation(
                 math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})"
             )
-        unit, largest = self._read_unit, self.metadata.chunk_shape
         field = (
             "sharding_indexed.configuration.chunk_shape" if unit else "chunk_grid.configuration.chunk_shape"
         )
