@@ -55,8 +55,9 @@ class ShardingCodec(ArrayBytesCodec):
     codecs: CodecChain
     index_codecs: CodecChain
     index_location: IndexLocation = "end"
-    #: Per shard spec: its inner chunk spec, inner chunk count and index size (asked once per shard read).
-    _geometry: dict[ChunkSpec, _Geometry] = field(
+    #: Per shard spec (by identity: an array asks with the same spec object every time): its inner
+    #: chunk spec, inner chunk count and index size (asked once per shard read).
+    _geometry: dict[int, tuple[ChunkSpec, _Geometry]] = field(
         default_factory=dict, init=False, compare=False, hash=False, repr=False
     )
 
@@ -111,13 +112,15 @@ class ShardingCodec(ArrayBytesCodec):
         return self._geometry_of(spec).inner_spec
 
     def _geometry_of(self, spec: ChunkSpec) -> _Geometry:
-        found = self._geometry.get(spec)
-        if found is None:
-            cells = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
-            found = _Geometry(spec.with_shape(self.chunk_shape), cells, self.index_size(spec))
-            if len(self._geometry) < _GEOMETRIES_KEPT:
-                self._geometry[spec] = found
-        return found
+        found = self._geometry.get(id(spec))
+        if found is not None and found[0] is spec:  # the entry holds its spec: its id is not reused
+            return found[1]
+        cells = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
+        geometry = _Geometry(spec.with_shape(self.chunk_shape), cells, self.index_size(spec))
+        if len(self._geometry) >= _GEOMETRIES_KEPT:
+            self._geometry.clear()
+        self._geometry[id(spec)] = (spec, geometry)
+        return geometry
 
     def _index_spec(self, spec: ChunkSpec) -> ChunkSpec:
         return ChunkSpec((*self.chunks_per_shard(spec), 2), UINT64, EMPTY)
