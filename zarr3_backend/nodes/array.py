@@ -12,7 +12,6 @@ value are deleted instead of stored.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast, overload
 
@@ -21,7 +20,7 @@ import numpy.typing as npt
 
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain, array_chain
-from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
+from ..codecs.read_plan import ReadContext, ReadPlan, decode_chunk
 from ..core import memory_limit
 from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
@@ -36,6 +35,7 @@ from ..store.read_ahead import ReadAhead
 from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
 from .oindex import OrthogonalIndexer
+from .read_windows import shard_windows, stored_chunk_count
 from .reads import PlannedRead, ReadResult, fetches_in_flight, is_remote, read_many
 from .shape_changes import clear_exposed, clear_outside
 
@@ -216,19 +216,21 @@ class Array:
         remote = is_remote(self._chunk_store)
         with out_of_memory(f"array {self.name!r}: reading a selection of shape {plan.out_shape}"):
             out = np.empty(plan.out_shape, self.dtype)
-        pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
-        for piece in plan.chunks():
-            outer, inner = self.metadata.chunk_grid.locate_inner(piece.coords, self._read_unit)
-            pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
-        split = remote and len(pieces) < in_flight / SPLIT_FETCHES_PER_SHARD
-        return plan, out, self._chunk_plans(pieces, split), len(pieces)
+        count = stored_chunk_count(plan, self._locate)
+        split = remote and count < in_flight / SPLIT_FETCHES_PER_SHARD
+        return plan, out, self._chunk_plans(plan, split), count
 
-    def _chunk_plans(
-        self, pieces: dict[tuple[int, ...], list[SubRead]], split: bool
-    ) -> Iterator[tuple[str, ReadPlan]]:
-        for outer, reads in pieces.items():
-            key = self.chunk_key(outer)
-            yield key, self._chain.plan_read(self.chunk_spec_at(outer), reads, self._read_context(key, split))
+    def _locate(self, coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return self.metadata.chunk_grid.locate_inner(coords, self._read_unit)
+
+    def _chunk_plans(self, plan: Selection, split: bool) -> Iterator[tuple[str, ReadPlan]]:
+        for window in shard_windows(plan.chunks(), self._locate):
+            for outer, reads in window.items():
+                key = self.chunk_key(outer)
+                yield (
+                    key,
+                    self._chain.plan_read(self.chunk_spec_at(outer), reads, self._read_context(key, split)),
+                )
 
     @property
     def _read_grid(self) -> tuple[DimGrid, ...]:
