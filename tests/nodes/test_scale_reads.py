@@ -92,3 +92,22 @@ def test_a_link_out_of_the_root_below_a_missing_shard_is_still_refused(tmp_path)
     a[3, 0, 0]  # a missing shard: nothing to resolve
     with pytest.raises(zarr3_backend.InvalidKeyError, match="outside the store root"):
         a[7, 0, 0]
+
+
+class _Remote(CountingStore):
+    """A counting store that declares 16 requests in flight, as object storage does."""
+
+    @property
+    def io_concurrency(self):
+        return 16
+
+
+def test_a_remote_store_gets_windows_of_many_requests_in_flight(tmp_path):
+    expected = hourly(tmp_path)
+    counting = _Remote(LocalStore(tmp_path))
+    a = zarr3_backend.open_array(counting)
+    counting.reset()
+    np.testing.assert_array_equal(a[:, 3, 4], expected[:, 3, 4])
+    window = max(reads.PLAN_WINDOW, reads.REMOTE_WINDOW_WAVES * 16)
+    assert counting.counts["get_many"] == 2 * math.ceil(STEPS / window)
+    assert len(counting.requests) == STEPS + len(range(0, STEPS, EVERY))

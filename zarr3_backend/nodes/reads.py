@@ -34,6 +34,9 @@ LOCAL_HELD_BYTES = 32 << 20
 #: Stored chunks planned and read at a time: the plans of a read over 10^6 shards never live at once
 #: (their memory, and the garbage collector's walks over them, stay bounded).
 PLAN_WINDOW = 512
+#: On a remote store a window holds this many full sets of requests in flight, so that the round
+#: that ends each window (a last, partly filled set) adds little to the time.
+REMOTE_WINDOW_WAVES = 64
 
 #: What a read returns: an array, or one element (see `Scalar`) when every
 #: axis is selected by an integer.
@@ -71,7 +74,8 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
     fetched in groups (see [`fetch_groups`][zarr3_backend.nodes.reads.fetch_groups]; on a remote
     store, one group per stored chunk when they fit the fetches in flight, so each shard moves on
     as soon as its own index arrives) on the I/O pool, and decoded on the CPU pool as each group
-    arrives. Plans are made and run `PLAN_WINDOW` stored chunks at a time.
+    arrives. Plans are made and run `PLAN_WINDOW` stored chunks at a time (on a remote store,
+    `REMOTE_WINDOW_WAVES` times its requests in flight).
     """
     reads = [readable.planned_read(selection, orthogonal) for readable, selection, orthogonal in requests]
     by_store: dict[int, list[PlannedRead]] = defaultdict(list)
@@ -85,15 +89,17 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
         remote = is_remote(store)
         held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
         one_each = remote and count <= in_flight
-        for flat in _windows((key, plan, read.out) for read in group for key, plan in read.chunk_plans):
+        size = max(PLAN_WINDOW, REMOTE_WINDOW_WAVES * in_flight) if remote else PLAN_WINDOW
+        plans = ((key, plan, read.out) for read in group for key, plan in read.chunk_plans)
+        for flat in _windows(plans, size):
             groups = [[item] for item in flat] if one_each else fetch_groups(flat, per_chunk)
             fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, in_flight, held)
     return [read.result() for read in reads]
 
 
-def _windows(items: Iterator[T]) -> Iterator[list[T]]:
-    """``items`` in lists of `PLAN_WINDOW` (the last one shorter)."""
-    while window := list(islice(items, PLAN_WINDOW)):
+def _windows(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
+    while window := list(islice(items, size)):
         yield window
 
 
