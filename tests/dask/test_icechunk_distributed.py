@@ -61,6 +61,8 @@ def test_cluster_write_is_merged_into_the_session_and_committed_by_the_user(clie
         head(repo)
     session.commit("first")
     xr.testing.assert_identical(head(repo), dataset())
+    ours = xr.open_dataset(repo.readonly_session(branch="main").store, engine="zarr3")  # no unfinished mark
+    xr.testing.assert_identical(ours.load(), dataset())
 
     session = repo.writable_session("main")
     deferred = dataset(20, 10).chunk(time=10).to_zarr3(session.store, append_dim="time", compute=False)
@@ -89,10 +91,14 @@ def test_cluster_overwrite_and_region_writes(client, repo):
 
 
 def test_a_session_with_uncommitted_changes_cannot_fork(client, repo):
+    """Icechunk 2.x would fork it, and merged back the fork would lose the append's resize: refused on both."""
     session = repo.writable_session("main")
     dataset().to_zarr3(session.store, encoding=ENCODING)  # numpy: written on the client, no fork
     with pytest.raises(zarr3_backend.WriteError, match="cannot be forked now: Cannot fork a Session"):
         dataset(20).chunk(time=10).to_zarr3(session.store, append_dim="time")
+    assert session.has_uncommitted_changes  # what the session held is still there
+    session.commit("first")
+    xr.testing.assert_identical(head(repo), dataset())
 
 
 def fail(block: np.ndarray) -> np.ndarray:

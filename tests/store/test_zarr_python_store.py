@@ -54,3 +54,22 @@ def test_xarray_reads_a_zip_store_and_writes_an_object_store(tmp_path) -> None:
     xr.testing.assert_identical(
         xr.open_dataset(objects, engine="zarr", consolidated=False).load(), xr.concat([ds, ds], "x")
     )
+
+
+class ArraysUnlisted(zarr.storage.MemoryStore):
+    """A store that cannot list inside an array, as VirtualiZarr's ``ManifestStore`` with ``/`` chunk keys."""
+
+    async def list_dir(self, prefix):  # type: ignore[no-untyped-def]
+        if prefix.strip("/") == "g/t":
+            raise NotImplementedError("Array listing only supports '.' as chunk key separator")
+        async for name in super().list_dir(prefix):
+            yield name
+
+
+def test_a_store_that_cannot_list_an_array_opens() -> None:
+    store = ArraysUnlisted()
+    ds = xr.Dataset({"t": (("x",), np.arange(6.0))}, attrs={"title": "unlisted"})
+    ds.to_zarr(store, zarr_format=3, consolidated=False, group="g")
+    ours = xr.open_dataset(store, engine="zarr3", group="g").load()
+    xr.testing.assert_identical(ours, ds)
+    assert make_store(store).list_dir("g/") == (["g/zarr.json"], ["g/t/"])  # the array: a prefix

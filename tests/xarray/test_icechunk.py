@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import zarr3_backend
-from zarr3_backend.store import make_store
+from zarr3_backend.store import icechunk_api, make_store
 from zarr3_backend.store.zarr_python import ZarrPythonStore
 
 icechunk = pytest.importorskip("icechunk")
@@ -175,9 +175,8 @@ def test_conflicting_commit_is_icechunks_conflict_error(repo):
         two.commit("two")
 
 
-def test_virtual_chunks_resolve_as_icechunk_resolves_them(tmp_path):
-    """Chunks that are byte ranges of a file outside the repository (a virtual dataset) read like stored ones."""
-    data = np.arange(24, dtype="<f8").reshape(6, 4)
+def virtual_repo(tmp_path, data: np.ndarray) -> tuple[object, str]:
+    """A repository whose array ``t`` is two virtual chunks, byte ranges of a file outside it; and its container."""
     legacy = tmp_path / "raw" / "legacy.bin"
     legacy.parent.mkdir()
     legacy.write_bytes(b"HEADER--" + data.tobytes())
@@ -186,10 +185,9 @@ def test_virtual_chunks_resolve_as_icechunk_resolves_them(tmp_path):
     config.set_virtual_chunk_container(
         icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(legacy.parent)))
     )
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
     repo = icechunk.Repository.create(
-        icechunk.local_filesystem_storage(str(tmp_path / "repo")),
-        config=config,
-        authorize_virtual_chunk_access={prefix: None},
+        storage, config=config, authorize_virtual_chunk_access={prefix: icechunk_api.no_credentials(prefix)}
     )
     session = repo.writable_session("main")
     group = zarr3_backend.create_group(session.store)
@@ -199,7 +197,39 @@ def test_virtual_chunks_resolve_as_icechunk_resolves_them(tmp_path):
     for i in range(2):
         session.store.set_virtual_ref(f"t/c/{i}/0", f"file://{legacy}", offset=8 + i * 96, length=96)
     session.commit("virtual")
+    return storage, prefix
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # icechunk 2 deprecates None as "no credentials"
+def test_virtual_chunks_resolve_as_icechunk_resolves_them(tmp_path):
+    """Chunks that are byte ranges of a file outside the repository (a virtual dataset) read like stored ones."""
+    data = np.arange(24, dtype="<f8").reshape(6, 4)
+    storage, prefix = virtual_repo(tmp_path, data)
+    repo = icechunk.Repository.open(
+        storage, authorize_virtual_chunk_access={prefix: icechunk_api.no_credentials(prefix)}
+    )
     store = repo.readonly_session(branch="main").store
     assert xr.open_dataset(store, engine="zarr3").t.values.tolist() == data.tolist()
     lazy = xr.open_dataset(store, engine="zarr3", chunks={})
     xr.testing.assert_identical(lazy.load(), zarr_oracle(store))
+
+
+def test_unauthorized_virtual_chunks_are_a_store_error_saying_how_to_authorize(tmp_path):
+    storage, prefix = virtual_repo(tmp_path, np.zeros((6, 4)))
+    store = icechunk.Repository.open(storage).readonly_session(branch="main").store
+    dataset = xr.open_dataset(store, engine="zarr3")  # metadata reads; the chunks are refused
+    with pytest.raises(zarr3_backend.StoreError, match=f"container {prefix}, which this Icechunk") as caught:
+        dataset.t.load()
+    assert "authorize_virtual_chunk_access={" + repr(prefix) in str(caught.value)
+    assert isinstance(caught.value.__cause__, icechunk.IcechunkError)
+
+
+def test_no_credentials_is_what_the_installed_icechunk_takes():
+    if icechunk_api.major_version() < 2:
+        assert icechunk_api.no_credentials("file:///data/") is None
+    else:  # 2.x deprecates None for these
+        assert icechunk_api.no_credentials("file:///data/") is icechunk.credentials.LocalFileSystemAccess
+        assert icechunk_api.no_credentials("https://example.org/") is icechunk.credentials.HttpAccess
+        assert isinstance(icechunk_api.no_credentials("s3://bucket/"), icechunk.S3Credentials.Anonymous)
+    with pytest.raises(zarr3_backend.ArgumentError, match="'ftp://host/' has no scheme"):
+        icechunk_api.no_credentials("ftp://host/")

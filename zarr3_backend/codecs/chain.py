@@ -262,10 +262,10 @@ class CodecChain:
         return self.array_bytes.read_unit(spec)
 
     def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
-        """Sans-I/O read of ``reads`` from the chunk stored under ``ctx.key``."""
+        """Sans-I/O read of ``reads`` from the chunk stored under ``ctx.key`` (the codec's own plan, not a wrapper of it)."""
         if not (self.array_array or self.bytes_bytes):
-            return (yield from self.array_bytes.plan_read(spec, reads, ctx))
-        return (yield from whole_chunk_plan(self, spec, reads, ctx))
+            return self.array_bytes.plan_read(spec, reads, ctx)
+        return whole_chunk_plan(self, spec, reads, ctx)
 
     def update(
         self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray

@@ -19,7 +19,7 @@ from their index's mean the shard was rewritten: the index is read again.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -55,6 +55,11 @@ class ShardingCodec(ArrayBytesCodec):
     codecs: CodecChain
     index_codecs: CodecChain
     index_location: IndexLocation = "end"
+    #: Per shard spec (by identity: an array asks with the same spec object every time): its inner
+    #: chunk spec, inner chunk count and index size (asked once per shard read).
+    _geometry: dict[int, tuple[ChunkSpec, _Geometry]] = field(
+        default_factory=dict, init=False, compare=False, hash=False, repr=False
+    )
 
     @classmethod
     def from_json(cls, configuration: dict[str, Any]) -> ShardingCodec:
@@ -104,7 +109,18 @@ class ShardingCodec(ArrayBytesCodec):
         return tuple(s // c for s, c in zip(spec.shape, self.chunk_shape))
 
     def _inner_spec(self, spec: ChunkSpec) -> ChunkSpec:
-        return spec.with_shape(self.chunk_shape)
+        return self._geometry_of(spec).inner_spec
+
+    def _geometry_of(self, spec: ChunkSpec) -> _Geometry:
+        found = self._geometry.get(id(spec))
+        if found is not None and found[0] is spec:  # the entry holds its spec: its id is not reused
+            return found[1]
+        cells = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
+        geometry = _Geometry(spec.with_shape(self.chunk_shape), cells, self.index_size(spec))
+        if len(self._geometry) >= _GEOMETRIES_KEPT:
+            self._geometry.clear()
+        self._geometry[id(spec)] = (spec, geometry)
+        return geometry
 
     def _index_spec(self, spec: ChunkSpec) -> ChunkSpec:
         return ChunkSpec((*self.chunks_per_shard(spec), 2), UINT64, EMPTY)
@@ -209,7 +225,7 @@ class ShardingCodec(ArrayBytesCodec):
         return self._parse_index(raw, spec, where).validate(where, len(data))
 
     def _parse_index(self, raw: Buffer, spec: ChunkSpec, where: str) -> ShardIndex:
-        size = self.index_size(spec)
+        size = self._geometry_of(spec).index_size
         if len(raw) != size:
             raise CorruptShardError(
                 f"{where}: shard is truncated: index needs {size} bytes, found {len(raw)}"
@@ -267,7 +283,8 @@ class ShardingCodec(ArrayBytesCodec):
         it: a shard rewritten in between is read again from its new index, at
         most ``ctx.attempts`` times. Indexes of unknown generation are not cached.
         """
-        whole = len({r.coords for r in reads}) == int(np.prod(self.chunks_per_shard(spec)))
+        geometry = self._geometry_of(spec)
+        whole = len({r.coords for r in reads}) == geometry.cells
         whole = whole and (ctx.whole_up_to is None or spec.size * spec.dtype.itemsize <= ctx.whole_up_to)
         for _ in range(ctx.attempts):
             index: ShardIndex | None = ctx.cache.get(ctx.key)
@@ -281,7 +298,7 @@ class ShardingCodec(ArrayBytesCodec):
                 whole_shard = memoryview(data)
                 return self._jobs(spec, reads, index, lambda rng: whole_shard[rng[0] : rng[1]], ctx)  # noqa: B023 (returned at once)
             if index is None:
-                size = self.index_size(spec)
+                size = geometry.index_size
                 (got,) = yield [
                     ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)
                 ]
@@ -353,6 +370,19 @@ class ShardingCodec(ArrayBytesCodec):
         return [
             DecodeJob(None, self.codecs, inner_spec, r.selection, r.out_selection, ctx.key) for r in reads
         ]
+
+
+#: Shard specs whose geometry a codec keeps (an array has one, or a few at a rectilinear grid's edges).
+_GEOMETRIES_KEPT = 64
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """What reading a shard of one spec needs every time: the inner chunk spec, the number of inner chunks, the index size."""
+
+    inner_spec: ChunkSpec
+    cells: int
+    index_size: int
 
 
 def _remember(ctx: ReadContext, index: ShardIndex, generation: Hashable | None) -> ShardIndex:

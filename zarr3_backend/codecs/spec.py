@@ -32,5 +32,6 @@ class ChunkSpec:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def with_shape(self, shape: tuple[int, ...]) -> ChunkSpec:
-        """A copy of this spec with another chunk shape."""
-        return replace(self, shape=tuple(shape))
+        """A copy of this spec with another chunk shape (this spec itself for its own shape)."""
+        shape = tuple(shape)
+        return self if shape == self.shape else replace(self, shape=shape)

@@ -96,7 +96,9 @@ class DefaultChunkKeyEncoding(ChunkKeyEncoding):
     name: ClassVar[str] = "default"
 
     def encode_chunk_key(self, coords: Sequence[int]) -> str:
-        return "c" + "".join(f"{self.separator}{int(k)}" for k in coords)
+        if not coords:
+            return "c"
+        return "c" + self.separator + self.separator.join(map(str, map(int, coords)))
 
     def _index_parts(self, key: str, ndim: int | None) -> list[str] | None:
         if key == "c":

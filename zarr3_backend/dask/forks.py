@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import WriteError
 from ..runtime import PerProcess
+from ..store import icechunk_api
 from ..store.base import Store
 from ..store.zarr_python import ZarrPythonStore
 from .compute import _distributed_client
@@ -64,7 +65,7 @@ class ForkedStore(ZarrPythonStore):
 
 
 def _arrive(wrapped: ZarrStore, fork_id: str) -> ForkedStore:
-    store = ForkedStore(wrapped, fork_id)
+    store = ForkedStore(icechunk_api.task_session(cast(Any, wrapped).session).store, fork_id)
     here = _here.get()
     with here.lock:
         here.by_fork.setdefault(fork_id, []).append(store)
@@ -105,7 +106,7 @@ class Forks:
                 "wrote into forks of the Icechunk session is lost; nothing was merged into your session: "
                 "write again"
             )
-        self.session.merge(self.fork, *[session for _, sessions in taken for session in sessions])
+        icechunk_api.merge_forks(self.session, self.fork, [copy for _, copies in taken for copy in copies])
 
     def drop(self) -> None:
         """Forget the copies of a failed write (its forks are never merged)."""
@@ -166,7 +167,7 @@ def forked_for_tasks(store: Store, dask_data: bool) -> Iterator[Forks | None]:
         return
     session = cast(Any, store.wrapped).session
     try:
-        fork = session.fork()
+        fork = icechunk_api.fork(session)
     except ValueError as exc:
         raise WriteError(
             f"to_zarr3 writes dask data on a cluster through forks of the Icechunk session, which cannot "

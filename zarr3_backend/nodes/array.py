@@ -12,8 +12,7 @@ value are deleted instead of stored.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast, overload
 
 import numpy as np
@@ -21,13 +20,13 @@ import numpy.typing as npt
 
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain, array_chain
-from ..codecs.read_plan import ReadContext, ReadPlan, SubRead, decode_chunk
+from ..codecs.read_plan import ReadContext, ReadPlan, decode_chunk
 from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
 from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
-from ..runtime import map_concurrently
+from ..runtime import map_concurrently, memory_limit
 from ..runtime.memory_limit import check_allocation, out_of_memory
 from ..store.base import Store, plain_values
 from ..store.storage_transformers import apply_storage_transformers
@@ -35,6 +34,7 @@ from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
 from .oindex import OrthogonalIndexer
 from .read_ahead import ReadAhead
+from .read_windows import shard_windows, stored_chunk_count
 from .reads import PlannedRead, ReadResult, fetches_in_flight, is_remote, read_many
 from .shape_changes import clear_exposed, clear_outside
 
@@ -60,6 +60,7 @@ class Array:
         self.metadata = metadata
         self.read_only = read_only or store.read_only
         self._chain = array_chain(metadata, f"array {self.name!r} ({metadata_key(path)})")
+        self._spec_of: tuple[ArrayMetadata, ChunkSpec] | None = None  # the chunk spec of these metadata
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
@@ -140,8 +141,17 @@ class Array:
 
     @property
     def chunk_spec(self) -> ChunkSpec:
-        """Shape, data type and fill value of one stored chunk (a shard, when sharded); the largest, if rectilinear."""
-        return ChunkSpec(self.metadata.chunk_shape, self.metadata.data_type, self.metadata.fill_value)
+        """Shape, data type and fill value of one stored chunk (a shard, when sharded); the largest, if rectilinear.
+
+        The same object while the metadata stay the same (codecs cache what they derive from it).
+        """
+        if self._spec_of is None or self._spec_of[0] is not self.metadata:
+            metadata = self.metadata
+            self._spec_of = (
+                metadata,
+                ChunkSpec(metadata.chunk_shape, metadata.data_type, metadata.fill_value),
+            )
+        return self._spec_of[1]
 
     def chunk_spec_at(self, coords: Sequence[int]) -> ChunkSpec:
         """The spec of the stored chunk at grid ``coords`` (its declared shape)."""
@@ -188,33 +198,38 @@ class Array:
 
     def planned_read(self, selection: SelectionLike, orthogonal: bool = False) -> PlannedRead:
         """``selection`` planned for a batched read (`read_many()`)."""
-        plan, out, chunk_plans = self._read_plans(selection, orthogonal)
+        plan, out, chunk_plans, count = self._read_plans(selection, orthogonal)
         store = self._read_ahead.store_for(
             plan, self.metadata.chunk_grid.dim_grids, self.chunk_key
         )  # a scan's chunk fetched ahead
-        return PlannedRead(plan, out, store, chunk_plans)
+        return PlannedRead(plan, out, store, chunk_plans, count)
 
     def _read_plans(
         self, selection: SelectionLike, orthogonal: bool
-    ) -> tuple[Selection, np.ndarray, list[tuple[str, ReadPlan]]]:
-        """The plan and output array for ``selection``, and one read plan per stored chunk it touches."""
+    ) -> tuple[Selection, np.ndarray, Iterator[tuple[str, ReadPlan]], int]:
+        """The plan and output array for ``selection``, one read plan per stored chunk it touches (made
+        as they are taken) and their number."""
         plan = plan_selection(selection, self.shape, self._read_grid, orthogonal=orthogonal, where=self.name)
         self.check_memory(plan.out_shape)
         in_flight = fetches_in_flight(self._chunk_store)
         remote = is_remote(self._chunk_store)
         with out_of_memory(f"array {self.name!r}: reading a selection of shape {plan.out_shape}"):
             out = np.empty(plan.out_shape, self.dtype)
-        pieces: dict[tuple[int, ...], list[SubRead]] = defaultdict(list)
-        for piece in plan.chunks():
-            outer, inner = self.metadata.chunk_grid.locate_inner(piece.coords, self._read_unit)
-            pieces[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
-        split = remote and len(pieces) < in_flight / SPLIT_FETCHES_PER_SHARD
-        plans = []
-        for outer, reads in pieces.items():
-            key = self.chunk_key(outer)
-            context = self._read_context(key, split)
-            plans.append((key, self._chain.plan_read(self.chunk_spec_at(outer), reads, context)))
-        return plan, out, plans
+        count = stored_chunk_count(plan, self._locate)
+        split = remote and count < in_flight / SPLIT_FETCHES_PER_SHARD
+        return plan, out, self._chunk_plans(plan, split), count
+
+    def _locate(self, coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return self.metadata.chunk_grid.locate_inner(coords, self._read_unit)
+
+    def _chunk_plans(self, plan: Selection, split: bool) -> Iterator[tuple[str, ReadPlan]]:
+        for window in shard_windows(plan.chunks(), self._locate):
+            for outer, reads in window.items():
+                key = self.chunk_key(outer)
+                yield (
+                    key,
+                    self._chain.plan_read(self.chunk_spec_at(outer), reads, self._read_context(key, split)),
+                )
 
     @property
     def _read_grid(self) -> tuple[DimGrid, ...]:
@@ -227,12 +242,15 @@ class Array:
 
         The limit is this machine's physical memory (see `zarr3_backend.runtime.memory_limit`).
         """
-        where, item = f"array {self.name!r}", self.dtype.itemsize
+        item, unit, largest = self.dtype.itemsize, self._read_unit, self.metadata.chunk_shape
+        needs = (math.prod(out_shape or ()), math.prod(unit or largest), 2 * math.prod(largest))
+        if max(needs) * max(item, 8) <= memory_limit.physical_memory():  # every read: no message built
+            return
+        where = f"array {self.name!r}"
         if out_shape is not None:
             check_allocation(
                 math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})"
             )
-        unit, largest = self._read_unit, self.metadata.chunk_shape
         field = (
             "sharding_indexed.configuration.chunk_shape" if unit else "chunk_grid.configuration.chunk_shape"
         )

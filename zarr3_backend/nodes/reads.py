@@ -12,9 +12,10 @@ outputs.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
@@ -30,6 +31,12 @@ T = TypeVar("T")
 PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
+#: Stored chunks planned and read at a time: the plans of a read over 10^6 shards never live at once
+#: (their memory, and the garbage collector's walks over them, stay bounded).
+PLAN_WINDOW = 512
+#: On a remote store a window holds this many full sets of requests in flight, so that the round
+#: that ends each window (a last, partly filled set) adds little to the time.
+REMOTE_WINDOW_WAVES = 64
 
 #: What a read returns: an array, or one element (see `Scalar`) when every
 #: axis is selected by an integer.
@@ -39,12 +46,13 @@ ReadResult: TypeAlias = np.ndarray | Scalar
 @dataclass
 class PlannedRead:
     """One array's part of a batched read: the selection's plan, its output, the store to fetch from
-    and one read plan per stored chunk."""
+    and one read plan per stored chunk (``count`` of them, made as they are taken)."""
 
     selection: Selection
     out: np.ndarray
     store: Store
-    chunk_plans: list[tuple[str, ReadPlan]]
+    chunk_plans: Iterable[tuple[str, ReadPlan]]
+    count: int
 
     def result(self) -> ReadResult:
         """The output once every chunk plan ran: the array, or a scalar for an integer-only selection."""
@@ -66,7 +74,8 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
     fetched in groups (see [`fetch_groups`][zarr3_backend.nodes.reads.fetch_groups]; on a remote
     store, one group per stored chunk when they fit the fetches in flight, so each shard moves on
     as soon as its own index arrives) on the I/O pool, and decoded on the CPU pool as each group
-    arrives.
+    arrives. Plans are made and run `PLAN_WINDOW` stored chunks at a time (on a remote store,
+    `REMOTE_WINDOW_WAVES` times its requests in flight).
     """
     reads = [readable.planned_read(selection, orthogonal) for readable, selection, orthogonal in requests]
     by_store: dict[int, list[PlannedRead]] = defaultdict(list)
@@ -74,15 +83,24 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
         by_store[id(read.store)].append(read)
     for group in by_store.values():
         store = group[0].store
-        flat = [(key, plan, read.out) for read in group for key, plan in read.chunk_plans]
-        per_chunk = sum(read.out.nbytes for read in group) / max(1, len(flat))
+        count = sum(read.count for read in group)
+        per_chunk = sum(read.out.nbytes for read in group) / max(1, count)
         in_flight = fetches_in_flight(store)
         remote = is_remote(store)
         held = None if remote else min(io_buffer_bytes(), LOCAL_HELD_BYTES)
-        one_each = remote and len(flat) <= in_flight
-        groups = [[item] for item in flat] if one_each else fetch_groups(flat, per_chunk)
-        fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, in_flight, held)
+        one_each = remote and count <= in_flight
+        size = max(PLAN_WINDOW, REMOTE_WINDOW_WAVES * in_flight) if remote else PLAN_WINDOW
+        plans = ((key, plan, read.out) for read in group for key, plan in read.chunk_plans)
+        for flat in _windows(plans, size):
+            groups = [[item] for item in flat] if one_each else fetch_groups(flat, per_chunk)
+            fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, in_flight, held)
     return [read.result() for read in reads]
+
+
+def _windows(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
+    while window := list(islice(items, size)):
+        yield window
 
 
 def fetches_in_flight(store: Store) -> int:

@@ -144,9 +144,10 @@ class LocalStore(Store):
     def _path(self, key: str) -> str:
         """The file of ``key``; its directory is checked to resolve inside the root."""
         validate_key(key)
-        if any(is_temporary(part) for part in key.split("/")):
+        parts = key.split("/")
+        if TMP_PREFIX in key and any(is_temporary(part) for part in parts):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
-        path = os.path.join(self.root, *key.split("/"))
+        path = os.path.join(self.root, *parts)
         self._check_inside(os.path.dirname(path), key)
         return path
 
@@ -156,10 +157,35 @@ class LocalStore(Store):
         self._check_inside(directory, prefix)
         return directory
 
-    def _check_inside(self, path: str, key: str) -> None:
-        """Raise `InvalidKeyError` if ``path`` resolves (through symbolic links) outside the root."""
-        if path in self._checked_dirs:
-            return
+    def _check_inside(self, path: str, key: str) -> bool:
+        """Raise `InvalidKeyError` if ``path`` resolves (through symbolic links) outside the root; return whether it exists.
+
+        Walks up to the nearest directory known to resolve inside, then ``lstat``s each component
+        below it: a missing one ends the walk (nothing under it can lead anywhere), a symbolic link
+        is resolved in full. A missing shard's directory costs one ``lstat``.
+        """
+        if path in self._checked_dirs or path == self.root:
+            return True
+        parent = os.path.dirname(path)
+        if not path.startswith(self.root + os.sep) or parent == path:
+            self._check_real(path, key)
+            return os.path.lexists(path)
+        if not self._check_inside(parent, key):
+            return False
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        if stat.S_ISLNK(mode):
+            self._check_real(path, key)
+        if os.path.isdir(path):  # only existing directories stay resolved
+            if len(self._checked_dirs) >= _CHECKED_DIRS_LIMIT:
+                self._checked_dirs.clear()
+            self._checked_dirs.add(path)
+        return True
+
+    def _check_real(self, path: str, key: str) -> None:
+        """Raise `InvalidKeyError` if the real path of ``path`` is outside the root's real path."""
         real_root = os.path.realpath(self.root)
         real = os.path.realpath(path)
         if real != real_root and not real.startswith(real_root + os.sep):
@@ -167,10 +193,6 @@ class LocalStore(Store):
                 f"store key {key!r} leads through a symbolic link to {real!r}, outside the store root "
                 f"{self.root!r}; refusing to read, write, list or delete there"
             )
-        if os.path.isdir(path):  # only existing directories stay resolved
-            if len(self._checked_dirs) >= _CHECKED_DIRS_LIMIT:
-                self._checked_dirs.clear()
-            self._checked_dirs.add(path)
 
     def _read(self, key: str, path: str, byte_range: ByteRange | None) -> Versioned:
         """`_read_file()`, following a final symbolic link only if it resolves inside the root."""

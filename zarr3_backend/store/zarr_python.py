@@ -48,6 +48,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
+from .icechunk_api import refused_virtual_access
 
 if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
@@ -163,9 +164,12 @@ class ZarrPythonStore(Store):
             return None if whole is None else whole[byte_range.slice()]
         except FileNotFoundError:
             return None
-        except Exception:
+        except Exception as exc:
             if is_reserved(key):  # a store of Zarr keys only (Icechunk) refuses such names: none is there
                 return None
+            refused = refused_virtual_access(self, key, exc)
+            if refused is not None:
+                raise refused from exc
             raise
 
     async def _fetch(self, key: str, byte_range: ByteRange | None) -> Buffer | None:
@@ -235,7 +239,11 @@ class ZarrPythonStore(Store):
         return keys, [f"{prefix}{name}/" for name, inside in zip(children, below) if inside]
 
     async def _has_children(self, prefix: str) -> bool:
-        async for _ in self.wrapped.list_dir(prefix):
+        """Whether ``prefix`` lists anything; one the store cannot list (VirtualiZarr's array with ``/`` keys) does."""
+        try:
+            async for _ in self.wrapped.list_dir(prefix):
+                return True
+        except NotImplementedError:
             return True
         return False
 

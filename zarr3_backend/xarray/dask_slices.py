@@ -27,6 +27,8 @@ from typing import Any
 from .backend_array import Zarr3BackendArray
 
 Optimizer = Callable[..., Any]
+#: The name prefix of the layers dask's slicing (``x[...]``, xarray's ``isel``) makes.
+SELECTION_LAYER = "getitem-"
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def push_selections(dsk: Any, keys: Sequence[Any]) -> Any:
     """``dsk`` (a ``HighLevelGraph``) with basic selections of zarr3 getter tasks read by getter tasks.
 
     A block's selections are pushed into its getter only when every layer
-    reading the block's layer is a materialized one (as dask's slicing
+    reading the block's layer is a materialized ``getitem`` layer (as dask's slicing
     makes) and every task there reading the block is a ``getitem`` with
     basic indices: otherwise the whole block may be needed anyway, and is
     read once and sliced. Selections of selections are composed. Only the
@@ -96,8 +98,8 @@ def push_selections(dsk: Any, keys: Sequence[Any]) -> Any:
     while pending:
         name = pending.pop()
         consumers = readers.get(name, set())
-        if not consumers or not all(isinstance(dsk.layers[c], MaterializedLayer) for c in consumers):
-            continue
+        if not consumers or not all(_selection_layer(dsk.layers[c], c) for c in consumers):
+            continue  # a write, a reduction, ...: the whole block is needed, and its layer is not scanned
         blocks = tasks.setdefault(name, dict(dsk.layers[name]))
         uses: dict[
             Hashable, list[tuple[str, Hashable, tuple[Any, ...] | None]]
@@ -146,6 +148,13 @@ def _push(
     for layer, key, index in fused:
         tasks[layer][key] = Task(key, function, array, DataNode(None, index), *rest)
         changed.setdefault(layer, set()).update(read)
+
+
+def _selection_layer(layer: Any, name: str) -> bool:
+    """Whether a layer may hold selections of a block: a materialized ``getitem`` layer, as dask's slicing makes."""
+    from dask.highlevelgraph import MaterializedLayer
+
+    return isinstance(layer, MaterializedLayer) and name.startswith(SELECTION_LAYER)
 
 
 def _mapping(layer: Any) -> Mapping[Hashable, Any]:

@@ -128,6 +128,39 @@ def v2_task_chunks(array: Array) -> tuple[int, ...]:
     return grouped_chunks(array.chunks, array.shape, array.dtype.itemsize, V2_TASK_BYTES)
 
 
+#: Shards smaller than this, in arrays of at least `MANY_SHARDS` of them, are grouped into larger dask
+#: chunks by ``chunks={}``: a dask task costs more to schedule than such a shard costs to read.
+SMALL_SHARD_BYTES = 1 << 20
+MANY_SHARDS = 1024
+
+
+def shard_task_chunks(array: Array) -> tuple[int, ...]:
+    """The dask chunk ``chunks={}`` gives a Zarr v3 array: one shard, or runs of small shards.
+
+    An array of `MANY_SHARDS` or more shards smaller than `SMALL_SHARD_BYTES` gets
+    whole shards grouped along the leading axes (`grouped_chunks()`) up to dask's
+    ``array.chunk-size``, so that 10^6 hourly shards make a graph of a few hundred
+    tasks; a task reads its shards as one batch, and a selection pushed into it
+    (`zarr3_backend.xarray.dask_slices`) still reads only the inner chunks it touches.
+    """
+    outer = array.shards or array.chunks
+    itemsize = max(array.dtype.itemsize, 1)
+    shards = math.prod(-(-n // c) for n, c in zip(array.shape, outer))
+    if shards < MANY_SHARDS or math.prod(outer) * itemsize >= SMALL_SHARD_BYTES:
+        return tuple(outer)
+    return grouped_chunks(tuple(outer), array.shape, itemsize, dask_chunk_bytes())
+
+
+def dask_chunk_bytes() -> int:
+    """Dask's configured ``array.chunk-size`` in bytes (128 MiB without dask)."""
+    try:
+        import dask.config
+        from dask.utils import parse_bytes
+    except ImportError:
+        return 128 << 20
+    return int(parse_bytes(dask.config.get("array.chunk-size")))
+
+
 def grouped_chunks(
     chunks: tuple[int, ...], shape: tuple[int, ...], itemsize: int, target: int = V2_TASK_BYTES
 ) -> tuple[int, ...]:
@@ -218,7 +251,12 @@ def preferred_chunks(
     outer = array.shards or array.chunks
     if choice == "shard":  # Zarr v2 has no shards: whole v2 chunks grouped into one task
         return dict(
-            zip(dims, v2_task_chunks(array) if isinstance(array.metadata, V2ArrayMetadata) else outer)
+            zip(
+                dims,
+                v2_task_chunks(array)
+                if isinstance(array.metadata, V2ArrayMetadata)
+                else shard_task_chunks(array),
+            )
         )
     if isinstance(choice, str):  # "inner"
         multiples = dict.fromkeys(dims, 1)

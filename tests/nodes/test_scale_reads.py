@@ -1,0 +1,113 @@
+"""Reads over many shards: the requests and rounds the plan says, and a missing shard costs its lookup only."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import zarr3_backend
+from zarr3_backend.nodes import reads
+from zarr3_backend.store.local import LocalStore
+from zarr3_backend.testing.stores import CountingStore
+
+STEPS = 1300  # more than two plan windows
+EVERY = 10  # one step in ten is written
+
+
+def hourly(root, present_every=EVERY):
+    """``(STEPS, 4, 6)`` int16, one shard of 4 inner chunks per step, one step in ``present_every`` written."""
+    a = zarr3_backend.create_array(
+        LocalStore(root),
+        shape=(STEPS, 4, 6),
+        dtype="int16",
+        chunks=(1, 2, 3),
+        shards=(1, 4, 6),
+        fill_value=-1,
+    )
+    expected = np.full(a.shape, -1, dtype="int16")
+    for step in range(0, STEPS, present_every) if present_every else ():
+        expected[step] = np.arange(24, dtype="int16").reshape(4, 6) + step
+        a[step] = expected[step]
+    return expected
+
+
+def test_a_series_over_many_shards_sends_the_requests_and_rounds_the_plan_says(tmp_path):
+    expected = hourly(tmp_path)
+    counting = CountingStore(LocalStore(tmp_path))
+    a = zarr3_backend.open_array(counting)
+    counting.reset()
+    np.testing.assert_array_equal(a[:, 3, 4], expected[:, 3, 4])
+    present = range(0, STEPS, EVERY)
+    windows = math.ceil(STEPS / reads.PLAN_WINDOW)
+    # per window of shards: one batched round of index lookups, then one of the inner chunks found
+    assert counting.counts["get_many"] == 2 * windows
+    lookups = [(key, r) for key, r in counting.requests if r.is_suffix]
+    assert sorted(key for key, _ in lookups) == sorted(a.chunk_key((t, 0, 0)) for t in range(STEPS))
+    inner = [(key, r) for key, r in counting.requests if not r.is_suffix]
+    assert sorted(key for key, _ in inner) == sorted(a.chunk_key((t, 0, 0)) for t in present)
+    assert len(counting.requests) == STEPS + len(present)
+
+
+def test_missing_shards_make_no_request_beyond_the_lookup(tmp_path):
+    expected = hourly(tmp_path, present_every=0)
+    counting = CountingStore(LocalStore(tmp_path))
+    a = zarr3_backend.open_array(counting)
+    counting.reset()
+    np.testing.assert_array_equal(a[:, 1:3, 2], expected[:, 1:3, 2])
+    assert len(counting.requests) == STEPS and all(r.is_suffix for _, r in counting.requests)
+    assert counting.counts["get_many"] == math.ceil(STEPS / reads.PLAN_WINDOW)
+
+
+def test_a_missing_shard_costs_the_local_store_one_lstat_and_no_realpath(tmp_path, monkeypatch):
+    hourly(tmp_path, present_every=0)
+    a = zarr3_backend.open_array(LocalStore(tmp_path))
+    a[0, 0, 0]  # the array's own directories, resolved once
+    calls = {"lstat": 0, "realpath": 0}
+    lstat, realpath = os.lstat, os.path.realpath
+
+    def counted_lstat(path, *args, **kwargs):
+        calls["lstat"] += 1
+        return lstat(path, *args, **kwargs)
+
+    def counted_realpath(path, *args, **kwargs):
+        calls["realpath"] += 1
+        return realpath(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counted_lstat)
+    monkeypatch.setattr(os.path, "realpath", counted_realpath)
+    a[100:200, 0, 0]
+    assert calls == {"lstat": 100, "realpath": 0}
+
+
+def test_a_link_out_of_the_root_below_a_missing_shard_is_still_refused(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "0").mkdir(parents=True)
+    (outside / "0" / "0").write_bytes(b"secret")
+    root = tmp_path / "root"
+    hourly(root, present_every=0)
+    (root / "c").mkdir()
+    os.symlink(outside, root / "c" / "7")
+    a = zarr3_backend.open_array(LocalStore(root))
+    a[3, 0, 0]  # a missing shard: nothing to resolve
+    with pytest.raises(zarr3_backend.InvalidKeyError, match="outside the store root"):
+        a[7, 0, 0]
+
+
+class _Remote(CountingStore):
+    """A counting store that declares 16 requests in flight, as object storage does."""
+
+    @property
+    def io_concurrency(self):
+        return 16
+
+
+def test_a_remote_store_gets_windows_of_many_requests_in_flight(tmp_path):
+    expected = hourly(tmp_path)
+    counting = _Remote(LocalStore(tmp_path))
+    a = zarr3_backend.open_array(counting)
+    counting.reset()
+    np.testing.assert_array_equal(a[:, 3, 4], expected[:, 3, 4])
+    window = max(reads.PLAN_WINDOW, reads.REMOTE_WINDOW_WAVES * 16)
+    assert counting.counts["get_many"] == 2 * math.ceil(STEPS / window)
+    assert len(counting.requests) == STEPS + len(range(0, STEPS, EVERY))

@@ -1,0 +1,66 @@
+"""A selection's pieces grouped by the stored chunk (shard) holding them, a window of shards at a time.
+
+A point series over 10^6 hourly shards touches 10^6 shards: grouping all its
+pieces first would hold 10^6 lists of pieces at once (about a gigabyte) and
+make the garbage collector walk them again and again. `shard_windows()`
+hands them over a window at a time instead, and `stored_chunk_count()` says
+beforehand how many shards there are in all, from each dimension alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+
+from ..codecs.read_plan import SubRead
+from ..core.indexing import ChunkSelection, Selection
+
+#: Shards grouped before a window may end (it ends where the first grid index changes).
+SHARD_WINDOW = 512
+
+Coords = tuple[int, ...]
+Locate = Callable[[Coords], tuple[Coords, Coords]]
+
+
+def shard_windows(pieces: Iterable[ChunkSelection], locate: Locate) -> Iterator[dict[Coords, list[SubRead]]]:
+    """``pieces`` (in C order of the read grid) as `SubRead` lists by shard, `SHARD_WINDOW` shards or more at a time.
+
+    ``locate`` maps a piece's grid coordinates to its shard's and its place
+    there. A window ends only where the shard's first grid index changes, so
+    in C order every shard's pieces land in one window (a shard met again
+    later is read again: still correct).
+
+    >>> from zarr3_backend.core.indexing import plan_selection
+    >>> plan = plan_selection((slice(None),), (6,), (1,))
+    >>> [sorted(w) for w in shard_windows(plan.chunks(), lambda c: ((c[0] // 2,), (c[0] % 2,)))]
+    [[(0,), (1,), (2,)]]
+    """
+    window: dict[Coords, list[SubRead]] = defaultdict(list)
+    last: Coords | None = None
+    for piece in pieces:
+        outer, inner = locate(piece.coords)
+        if len(window) >= SHARD_WINDOW and outer[:1] != last:
+            yield window
+            window = defaultdict(list)
+        window[outer].append(SubRead(inner, piece.chunk_selection, piece.out_selection))
+        last = outer[:1]
+    if window:
+        yield window
+
+
+def stored_chunk_count(plan: Selection, locate: Locate) -> int:
+    """How many shards ``plan``'s pieces fall in: the product of the distinct shards along each dimension.
+
+    >>> from zarr3_backend.core.indexing import plan_selection
+    >>> stored_chunk_count(plan_selection((slice(1, 5), 0), (6, 4), (1, 2)), lambda c: ((c[0] // 2, c[1]), c))
+    3
+    """
+    count = 1
+    for axis, (dim, length) in enumerate(zip(plan.dims, plan.chunk_shape, strict=True)):
+        coords = [0] * len(plan.dims)
+        shards = set()
+        for item in dim.chunk_items(length):
+            coords[axis] = item.chunk_index
+            shards.add(locate(tuple(coords))[0][axis])
+        count *= len(shards)
+    return count
