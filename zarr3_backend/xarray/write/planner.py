@@ -198,7 +198,9 @@ def to_zarr3(
     given, path = make_store(store, storage_options=storage_options), normalize_path(group)
     with (
         forked_for_tasks(given, has_dask_data(obj)) as forks,  # a transaction written from other processes
-        write_guard(forks.store if forks else given, options.mode, lock, append_dim, region) as guard,
+        write_guard(
+            forks.store if forks is not None else given, options.mode, lock, append_dim, region
+        ) as guard,
     ):
         target = guard.store
         token = _request_token(obj, path, options, encoding) if options.mode in ("a", "a-") else ""
