@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
-from ..codecs.read_plan import DecodeJob, ReadPlan
+from ..codecs.read_plan import DecodeJob, ReadPlan, StaleIndexError
 from ..core.dtypes import Scalar
 from ..core.indexing import Selection, SelectionLike
 from ..runtime import fetch_and_work, io_buffer_bytes, thread_count
@@ -66,8 +66,20 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
     fetched in groups (see [`fetch_groups`][zarr3_backend.nodes.reads.fetch_groups]; on a remote
     store, one group per stored chunk when they fit the fetches in flight, so each shard moves on
     as soon as its own index arrives) on the I/O pool, and decoded on the CPU pool as each group
-    arrives.
+    arrives. A chunk that fails its checksum under a cached shard index (`StaleIndexError`: the
+    shard may have been rewritten behind an unchanged generation) drops that array's cached
+    indexes, and the read runs once more; a failure then is raised as corruption.
     """
+    try:
+        return _read_once(requests)
+    except (
+        StaleIndexError
+    ) as stale:  # a checksum failed under a cached index: stale first, corrupt only if again
+        stale.cache.clear()
+        return _read_once(requests)
+
+
+def _read_once(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[ReadResult]:
     reads = [readable.planned_read(selection, orthogonal) for readable, selection, orthogonal in requests]
     by_store: dict[int, list[PlannedRead]] = defaultdict(list)
     for read in reads:
