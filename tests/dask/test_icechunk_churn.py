@@ -144,3 +144,19 @@ def test_a_shard_result_without_its_fork_fails_the_write_naming_it() -> None:
     complete = gathered([written[[0, 2]]], ["t2m"], TaskForks(sessions=("last",)))
     assert complete == ForkWrite(16, ("a", "b", "last"))
     assert gathered([np.full((2, 1), 8)], ["t2m"], TaskForks()) is None  # nothing forked
+
+
+def test_a_copy_of_the_fork_written_outside_a_write_task_refuses() -> None:
+    import pickle
+
+    from zarr3_backend.dask.forks import ForkedStore, task_forks
+
+    repo = new_repo()
+    first_commit(repo)
+    fork = repo.writable_session("main").fork()
+    copy = pickle.loads(pickle.dumps(ForkedStore(fork.store, "f")))
+    with pytest.raises(zarr3_backend.WriteError, match="outside a to_zarr3 write task would be lost"):
+        copy.set("t2m/c/9/0", b"x")
+    with task_forks(copy) as forks:
+        assert copy.get("zarr.json") is not None  # reads and writes go to this run's private copy
+    assert len(forks.sessions) == 1 and forks.forked
