@@ -54,7 +54,15 @@ class ChunkLengths:
     (999999, (2, 2, 2))
     """
 
-    __slots__ = ("_chunk_ends", "_chunk_starts", "_position_ends", "_position_starts", "runs")
+    __slots__ = (
+        "_arrays",
+        "_chunk_ends",
+        "_chunk_starts",
+        "_flat",
+        "_position_ends",
+        "_position_starts",
+        "runs",
+    )
 
     def __init__(self, lengths: Sequence[int] = (), *, runs: Sequence[tuple[int, int]] | None = None) -> None:
         merged: list[tuple[int, int]] = []
@@ -70,6 +78,8 @@ class ChunkLengths:
         self._position_ends = ends
         self._chunk_starts = [0, *counts[:-1]]
         self._position_starts = [0, *ends[:-1]]
+        self._flat = len(merged) == (counts[-1] if counts else 0)  # every run one chunk: runs are chunks
+        self._arrays: tuple[np.ndarray, ...] | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ChunkLengths) and self.runs == other.runs
@@ -108,11 +118,13 @@ class ChunkLengths:
     def index_of(self, position: int) -> int:
         """The chunk holding element ``position``: the first whose running sum exceeds it (`count` past the end)."""
         r = bisect.bisect_right(self._position_ends, position)
-        if r == len(self.runs):
-            return self.count
+        if self._flat or r == len(self.runs):
+            return r if self._flat else self.count
         return self._chunk_starts[r] + (position - self._position_starts[r]) // self.runs[r][0]
 
     def start(self, k: int) -> int:
+        if self._flat:
+            return self._position_starts[k]
         r = self._run(k)
         return self._position_starts[r] + (k - self._chunk_starts[r]) * self.runs[r][0]
 
@@ -121,7 +133,7 @@ class ChunkLengths:
         return self.start(k) + self.length(k)
 
     def length(self, k: int) -> int:
-        return self.runs[self._run(k)][0]
+        return self.runs[k if self._flat else self._run(k)][0]
 
     def _run(self, k: int) -> int:
         if not 0 <= k < self.count:
@@ -134,10 +146,17 @@ class ChunkLengths:
 
     def chunk_ids(self, positions: np.ndarray) -> np.ndarray:
         """The chunk holding each of ``positions`` (each below `total`), vectorised over the runs."""
-        run = np.searchsorted(np.asarray(self._position_ends, dtype=np.int64), positions, side="right")
-        lengths = np.asarray([length for length, _ in self.runs], dtype=np.int64)[run]
-        first = np.asarray(self._chunk_starts, dtype=np.int64)[run]
-        return first + (positions - np.asarray(self._position_starts, dtype=np.int64)[run]) // lengths
+        if self._arrays is None:
+            self._arrays = tuple(
+                np.asarray(values, dtype=np.int64)
+                for values in (self._position_ends, self._position_starts, self._chunk_starts)
+            ) + (np.asarray([length for length, _ in self.runs], dtype=np.int64),)
+        ends, starts, first, lengths = self._arrays
+        run = np.searchsorted(ends, positions, side="right")
+        if self._flat:
+            return run
+        ids: np.ndarray = first[run] + (positions - starts[run]) // lengths[run]
+        return ids
 
     def starts_between(self, low: int, high: int) -> list[int]:
         """The chunk starts strictly between ``low`` and ``high``."""
