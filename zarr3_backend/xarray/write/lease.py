@@ -3,8 +3,9 @@
 Contract: an append (``mode="a"``) without ``lock=`` holds a `StoreLease`
 (the key `LEASE_KEY`, created atomically, naming its holder) from planning
 to commit; a second writer waits up to ``ZARR3_BACKEND_LEASE_WAIT`` seconds
-(default 600), then raises `ConcurrentWriteError` naming the holder. A lease
-whose holder process is gone is taken over; a record we did not write
+(default 600), then raises `ConcurrentWriteError` naming the holder. A lease or
+mark whose holder process is gone, or is this process but no write of it
+holds that record any more, is taken over at once; a record we did not write
 (`parse_lease()`) raises `MetadataError` naming it. A region write without
 ``lock=`` holds a `RegionMark` (its own key under `REGIONS_PREFIX`): marks do
 not wait for each other, a mark waits while the lease is held, and the lease
@@ -32,20 +33,24 @@ from types import TracebackType
 
 from ...core.metadata import decode_document
 from ...errors import ConcurrentWriteError, MetadataError
+from ...runtime.settings import lease_wait
 from ...store.base import Store, plain_values
 
 LEASE_KEY = "__zarr3_backend_writing.json"
 REGIONS_PREFIX = "__zarr3_backend_regions/"
-DEFAULT_WAIT = 600.0
 
 
 def _wait_seconds(wait: float | None) -> float:
-    return float(os.environ.get("ZARR3_BACKEND_LEASE_WAIT", DEFAULT_WAIT)) if wait is None else wait
+    return lease_wait() if wait is None else wait
 
 
-def _holder_record() -> bytes:
+_held: set[str] = set()  # ids of the leases and marks this process holds now (added before they are written)
+
+
+def _holder_record() -> tuple[str, bytes]:
+    """A new holder's id, and its record."""
     holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "id": uuid.uuid4().hex}
-    return json.dumps(holder).encode()
+    return holder["id"], json.dumps(holder).encode()  # type: ignore[return-value]  # the id is a str
 
 
 class _Backoff:
@@ -69,10 +74,21 @@ class StoreLease:
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
         self.wait = _wait_seconds(wait)
-        self.record = _holder_record()
+        self.id, self.record = _holder_record()
 
     def __enter__(self) -> StoreLease:
         deadline = time.monotonic() + self.wait
+        _held.add(self.id)
+        try:
+            self._take(deadline)
+            self._wait_for_region_writes(deadline)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _take(self, deadline: float) -> None:
+        """Create `LEASE_KEY`, taking an abandoned one over, waiting until ``deadline`` while another is held."""
         backoff = _Backoff(deadline)
         while not self.store.create(LEASE_KEY, self.record):
             held = self.store.get(LEASE_KEY)
@@ -86,12 +102,6 @@ class StoreLease:
                     f"{LEASE_KEY} at the store root; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
                 )
             backoff.sleep()
-        try:
-            self._wait_for_region_writes(deadline)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
 
     def _wait_for_region_writes(self, deadline: float) -> None:
         """Hold the lease until no live `RegionMark` is left (marks of gone processes are removed)."""
@@ -117,27 +127,42 @@ class StoreLease:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.store.get(LEASE_KEY) == self.record:
-            self.store.delete(LEASE_KEY)
+        try:
+            if self.store.get(LEASE_KEY) == self.record:
+                self.store.delete(LEASE_KEY)
+        finally:
+            _held.discard(self.id)
 
 
 class RegionMark:
-    """Mark a region write in ``store`` for a ``with`` block, waiting up to ``wait`` seconds while an append runs."""
+    """Mark a region write in ``store`` for a ``with`` block, waiting up to ``wait`` seconds while an append runs.
+
+    The mark is written only once the lease has been read and found free (a
+    broken lease refuses first), and it is deleted on every way out of
+    ``__enter__`` that does not return it, and by ``__exit__``.
+    """
 
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
         self.wait = _wait_seconds(wait)
-        self.record = _holder_record()
+        self.id, self.record = _holder_record()
         self.key = f"{REGIONS_PREFIX}{uuid.uuid4().hex}.json"
 
     def __enter__(self) -> RegionMark:
         backoff = _Backoff(time.monotonic() + self.wait)
         while True:
-            self.store.set(self.key, self.record)
-            held = self.store.get(LEASE_KEY)
-            if held is None or _abandoned(held):  # whoever takes an abandoned lease over sees this mark
-                return self
-            self.store.delete(self.key)  # the append goes first
+            held = self._live_lease()  # refuses (a broken lease) before any mark is written
+            if held is None:
+                _held.add(self.id)
+                try:
+                    self.store.set(self.key, self.record)
+                    held = self._live_lease()  # an append that took the lease meanwhile goes first
+                except BaseException:
+                    self.__exit__(None, None, None)
+                    raise
+                if held is None:  # whoever takes an abandoned lease over sees this mark
+                    return self
+                self.__exit__(None, None, None)
             if backoff.expired():
                 raise ConcurrentWriteError(
                     f"to_zarr3: an append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
@@ -146,10 +171,18 @@ class RegionMark:
                 )
             backoff.sleep()
 
+    def _live_lease(self) -> bytes | None:
+        """The lease record of an append that runs, if any (`MetadataError` if it is broken)."""
+        held = self.store.get(LEASE_KEY)
+        return None if held is None or _abandoned(held) else held
+
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.store.delete(self.key)
+        try:
+            self.store.delete(self.key)
+        finally:
+            _held.discard(self.id)
 
 
 def parse_lease(raw: bytes) -> dict[str, object]:
@@ -188,11 +221,14 @@ def _broken(problem: str) -> MetadataError:
 
 
 def _abandoned(raw: bytes) -> bool:
-    """Whether the lease ``raw`` was taken by a process of this host that no longer runs."""
+    """Whether the lease or mark ``raw`` was taken by a process of this host that no longer runs, or by this
+    process for a write it no longer runs (its id is not held)."""
     holder = parse_lease(raw)
     pid = holder["pid"]
-    if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid == os.getpid():
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
         return False
+    if pid == os.getpid():
+        return holder["id"] not in _held
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -249,10 +249,18 @@ def to_zarr3(
                     )
             deferred = not compute and plan.grown and options.append_dim is not None
             reserve = (path, options.append_dim, lock is None) if deferred else None
-            written = write_data(
-                target, plan, last_step, lock=shard_locks, compute=compute, progress=progress, reserve=reserve
+            written = write_data(  # through forks: computed by forks.finish, which merges them back
+                target,
+                plan,
+                last_step,
+                lock=shard_locks,
+                compute=compute and forks is None,
+                progress=progress,
+                reserve=reserve,
             )
-        return forks.finish(written, compute) if forks is not None else written
+        if forks is None or written is None:
+            return written
+        return forks.finish(written, compute, progress=bool(progress))
 
 
 def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
