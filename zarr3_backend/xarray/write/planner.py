@@ -114,7 +114,14 @@ def to_zarr3(
     encoding : dict, optional
         ``{variable: {key: value}}``. Zarr keys: ``chunks`` (inner chunks when
         sharded) and ``shards`` (an int, one int per dimension, or a dict by
-        dimension name), ``compressors``, ``filters``, ``serializer``,
+        dimension name). Calendar (rectilinear) grids, written only when
+        asked: a dimension given as a sequence of lengths instead of one
+        int, e.g. ``"shards": (month_lengths, 181, 360)`` or ``{"time":
+        month_lengths}``, gets one shard (unsharded: one chunk, in
+        ``chunks``) per length; the lengths add up to at least the dimension
+        (more declares chunks for later appends). ``"dask"`` makes each dask
+        chunk one shard (or chunk). Inner ``chunks`` stay regular and divide
+        every shard. See the calendar chunks guide. ``compressors``, ``filters``, ``serializer``,
         ``codecs`` (the full outer chain; overrides the three before),
         ``index_location``, ``fill_value``, ``chunk_key_encoding``,
         ``write_empty_chunks``. Codecs may be JSON dicts, zarr-python codec
