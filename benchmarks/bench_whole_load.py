@@ -21,10 +21,18 @@ Then the whole dataset against ``engine="zarr"`` (``--dataset``; alone with
 of 95 MB and ``lsm``), written by ``to_zarr3`` with its default encoding to
 moto's S3 server in its own process (``python -m moto.server``), then
 ``xr.open_dataset(url, engine=...).load()`` without dask and with
-``chunks={}``, both engines, interleaved. Printed per case: median seconds,
-this process's CPU seconds and the server process's CPU seconds, and
-``engine="zarr3"`` over ``engine="zarr"``; with the load average, since the
-server competes with the client for the cores.
+``chunks={}``, both engines, interleaved; once with ``to_zarr3``'s default
+encoding (unsharded chunks) and once sharded (4 shards of 24 MB per
+variable). Printed per case: median seconds, this process's CPU seconds and
+the server process's CPU seconds, and ``engine="zarr3"`` over
+``engine="zarr"``; with the load average, since the server competes with the
+client for the cores.
+
+moto answers a ranged GET by copying the whole object under the object's
+lock, so a read that splits a large shard into side-by-side ranges (what
+fills the connections of a real object store, see ``Array._read_context``)
+costs moto one copy of the shard per range, where ``engine="zarr"`` fetches
+the shard whole: the server CPU column shows it.
 """
 
 from __future__ import annotations
@@ -34,8 +42,8 @@ import os
 import statistics
 import sys
 import warnings
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # a checkout works without installing
 
@@ -76,54 +84,61 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+#: The whole-dataset layouts: to_zarr3's default (unsharded chunks), and 4 shards of 5 inner chunks per variable.
+LAYOUTS: dict[str, dict[str, object] | None] = {
+    "to_zarr3's default": None,
+    "shards (365, 91, 180)": {"chunks": (73, 91, 180), "shards": (365, 91, 180)},
+}
+
+
 def measure_dataset(repeats: int, quick: bool) -> None:
     """The whole-dataset rows: ``.load()`` of every variable, engine="zarr3" against engine="zarr", on moto."""
-    import xarray as xr
-
-    import zarr3_backend  # noqa: F401  (ds.to_zarr3)
     from tests.servers.servers import moto_s3_process
     from zarr3_backend.synthetic import era5_like
 
     ds = era5_like(days=73 if quick else 365, nlat=181, nlon=360)
     with moto_s3_process() as s3:
-        assert s3.pid is not None
-        url = f"{s3.make_bucket()}/era5.zarr"
-        ds.to_zarr3(url, mode="w", storage_options=s3.storage_options)
+        for layout, encoding in LAYOUTS.items():
+            url = f"{s3.make_bucket()}/era5.zarr"
+            ds.to_zarr3(url, mode="w", storage_options=s3.storage_options,
+                        encoding=encoding and {name: encoding for name in ("t2m", "tp", "u10", "v10")})  # fmt: skip
+            cases, server = _dataset_cases(url, s3, ds)
+            timings = time_interleaved(cases, repeats=repeats, warmup=1)
+            _print_dataset(
+                f"{ds.nbytes / 1e6:.0f} MB, {len(ds.data_vars)} variables, {layout}", timings, server
+            )
 
-        def load(engine: str, chunks: dict | None) -> Callable[[], object]:
-            def run() -> (
-                object
-            ):  # clients as a user's second call finds them: made by the warm-up (both engines)
-                return xr.open_dataset(
-                    url, engine=engine, chunks=chunks, storage_options=s3.storage_options
-                ).load()
 
-            return run
+def _dataset_cases(url: str, s3: Any, ds: Any) -> tuple[dict[str, Case], dict[str, list[float]]]:
+    """Each engine, without dask and with ``chunks={}``; each call also records the server's CPU seconds."""
+    import xarray as xr
 
-        def check(result: object) -> None:
-            assert isinstance(result, xr.Dataset)
-            xr.testing.assert_equal(result.drop_encoding(), ds)
+    import zarr3_backend  # noqa: F401  (ds.to_zarr3)
 
-        server: dict[str, list[float]] = {}
+    server: dict[str, list[float]] = {}
 
-        def case(name: str, run: Callable[[], object]) -> Case:
-            def timed() -> object:
-                before = process_cpu(s3.pid)
-                result = run()
-                server.setdefault(name, []).append(process_cpu(s3.pid) - before)
-                return result
+    def case(name: str, engine: str, chunks: dict | None) -> Case:
+        def run() -> object:  # clients as a user's second call finds them: made by the warm-up (both engines)
+            before = process_cpu(s3.pid)
+            result = xr.open_dataset(
+                url, engine=engine, chunks=chunks, storage_options=s3.storage_options
+            ).load()
+            server.setdefault(name, []).append(process_cpu(s3.pid) - before)
+            return result
 
-            return Case(run=timed, check=check)
+        return Case(run=run, check=lambda result: xr.testing.assert_equal(result.drop_encoding(), ds))
 
-        cases = {
-            f"{engine}, {label}": case(f"{engine}, {label}", load(engine, chunks))
-            for label, chunks in (("no chunks", None), ("chunks={}", {}))
-            for engine in ("zarr3", "zarr")
-        }
-        timings = time_interleaved(cases, repeats=repeats, warmup=1)
-    print(f"\nload the whole dataset ({ds.nbytes / 1e6:.0f} MB, {len(ds.data_vars)} variables, to_zarr3's default "
-          f"encoding), moto in its own process, median of {repeats} after 1 warm-up, load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
+    cases = {
+        f"{engine}, {label}": case(f"{engine}, {label}", engine, chunks)
+        for label, chunks in (("no chunks", None), ("chunks={}", {}))
+        for engine in ("zarr3", "zarr")
+    }
+    return cases, server
+
+
+def _print_dataset(what: str, timings: dict[str, Any], server: dict[str, list[float]]) -> None:
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nload the whole dataset ({what}), moto in its own process, median after 1 warm-up, load {load}")
     print(f"  {'case':<22}{'median s':>10}{'cpu s':>8}{'server cpu s':>14}{'zarr3 / zarr':>14}")
     for name, timing in timings.items():
         engine, label = name.split(", ", 1)
