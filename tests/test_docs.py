@@ -136,6 +136,17 @@ def test_readme_says_how_long_the_tests_take() -> None:
     )
 
 
+def test_to_zarr3_documents_calendar_chunks_and_shards() -> None:
+    """The API entry of ``to_zarr3`` (its docstring) says how to ask for calendar (nested) chunks or shards."""
+    import zarr3_backend
+
+    doc = zarr3_backend.to_zarr3.__doc__ or ""
+    encoding = doc.split("encoding : dict", 1)[1].split("compute : bool", 1)[0]
+    for words in ("rectilinear", "sequence of lengths", '"dask"', "calendar chunks guide"):
+        assert words in encoding, f"to_zarr3's encoding entry does not mention {words}"
+    assert '"shards": ((31, 28, 31),)' in doc  # and an example that runs (doctest)
+
+
 def test_performance_page_is_rendered_from_the_results() -> None:
     """docs/performance.md's tables are exactly what the benchmarks' JSON results render to."""
     assert runpy.run_path(str(REPO / "docs" / "render_performance.py"))["main"](["--check"]) == 0

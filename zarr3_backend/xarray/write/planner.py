@@ -190,6 +190,14 @@ def to_zarr3(
     >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3", "w", encoding={"t": {"chunks": 2, "shards": 4}})
     >>> zarr3_backend.open_array("memory://doc/to_zarr3", "t").chunks
     (2,)
+
+    One shard per month (a calendar grid; the lengths nest in ``shards``):
+
+    >>> daily = xr.Dataset({"t": ("time", np.arange(90.0))})
+    >>> months = {"t": {"chunks": 1, "shards": ((31, 28, 31),)}}
+    >>> zarr3_backend.to_zarr3(daily, "memory://doc/to_zarr3_months", "w", encoding=months)
+    >>> zarr3_backend.open_array("memory://doc/to_zarr3_months", "t").chunk_sizes
+    ((31, 28, 31),)
     """
     check_format(zarr_format)
     check_progress(progress)
