@@ -114,14 +114,11 @@ def to_zarr3(
     encoding : dict, optional
         ``{variable: {key: value}}``. Zarr keys: ``chunks`` (inner chunks when
         sharded) and ``shards`` (an int, one int per dimension, or a dict by
-        dimension name). Calendar (rectilinear) grids, written only when
-        asked: a dimension given as a sequence of lengths instead of one
-        int, e.g. ``"shards": (month_lengths, 181, 360)`` or ``{"time":
-        month_lengths}``, gets one shard (unsharded: one chunk, in
-        ``chunks``) per length; the lengths add up to at least the dimension
-        (more declares chunks for later appends). ``"dask"`` makes each dask
-        chunk one shard (or chunk). Inner ``chunks`` stay regular and divide
-        every shard. See the calendar chunks guide. ``compressors``, ``filters``, ``serializer``,
+        dimension name). A sequence of lengths for a dimension, e.g. ``"shards":
+        (month_lengths, 181, 360)`` or ``{"time": month_lengths}``, asks for a
+        rectilinear (calendar) grid: one shard (unsharded: one chunk) per length,
+        adding up to at least the dimension; ``"dask"``: one per dask chunk. Inner
+        ``chunks`` stay regular (see the calendar chunks guide). ``compressors``, ``filters``, ``serializer``,
         ``codecs`` (the full outer chain; overrides the three before),
         ``index_location``, ``fill_value``, ``chunk_key_encoding``,
         ``write_empty_chunks``. Codecs may be JSON dicts, zarr-python codec
@@ -191,13 +188,10 @@ def to_zarr3(
     >>> zarr3_backend.open_array("memory://doc/to_zarr3", "t").chunks
     (2,)
 
-    One shard per month (a calendar grid; the lengths nest in ``shards``):
-
-    >>> daily = xr.Dataset({"t": ("time", np.arange(90.0))})
-    >>> months = {"t": {"chunks": 1, "shards": ((31, 28, 31),)}}
-    >>> zarr3_backend.to_zarr3(daily, "memory://doc/to_zarr3_months", "w", encoding=months)
-    >>> zarr3_backend.open_array("memory://doc/to_zarr3_months", "t").chunk_sizes
-    ((31, 28, 31),)
+    >>> lengths = {"t": {"chunks": 1, "shards": ((1, 3),)}}  # a rectilinear (calendar) grid: 2 shards
+    >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3_lengths", "w", encoding=lengths)
+    >>> zarr3_backend.open_array("memory://doc/to_zarr3_lengths", "t").chunk_sizes
+    ((1, 3),)
     """
     check_format(zarr_format)
     check_progress(progress)
