@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import xarray as xr
 from xarray import conventions
-from xarray.backends.api import DATAARRAY_NAME
 
 from ...api import WriteMode
 from ...core.metadata import GroupMetadata
@@ -54,6 +53,7 @@ from .checks import (
 )
 from .commit import CommitMetadata, roll_forward
 from .data import has_dask_data, planning_lock, region_lock, write_data, writer_lock
+from .dataarray import dataarray_as_dataset
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .packed import check_packed
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
@@ -66,8 +66,6 @@ from .times import encode_into, encode_variable
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
-
-DATAARRAY_VARIABLE = "xarray_dataarray_variable"
 
 
 def to_zarr3(
@@ -116,7 +114,11 @@ def to_zarr3(
     encoding : dict, optional
         ``{variable: {key: value}}``. Zarr keys: ``chunks`` (inner chunks when
         sharded) and ``shards`` (an int, one int per dimension, or a dict by
-        dimension name), ``compressors``, ``filters``, ``serializer``,
+        dimension name). A sequence of lengths for a dimension, e.g. ``"shards":
+        (month_lengths, 181, 360)`` or ``{"time": month_lengths}``, asks for a
+        rectilinear (calendar) grid: one shard (unsharded: one chunk) per length,
+        adding up to at least the dimension; ``"dask"``: one per dask chunk. Inner
+        ``chunks`` stay regular (see the calendar chunks guide). ``compressors``, ``filters``, ``serializer``,
         ``codecs`` (the full outer chain; overrides the three before),
         ``index_location``, ``fill_value``, ``chunk_key_encoding``,
         ``write_empty_chunks``. Codecs may be JSON dicts, zarr-python codec
@@ -185,6 +187,11 @@ def to_zarr3(
     >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3", "w", encoding={"t": {"chunks": 2, "shards": 4}})
     >>> zarr3_backend.open_array("memory://doc/to_zarr3", "t").chunks
     (2,)
+
+    >>> lengths = {"t": {"chunks": 1, "shards": ((1, 3),)}}  # a rectilinear (calendar) grid: 2 shards
+    >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3_lengths", "w", encoding=lengths)
+    >>> zarr3_backend.open_array("memory://doc/to_zarr3_lengths", "t").chunk_sizes
+    ((1, 3),)
     """
     check_format(zarr_format)
     check_progress(progress)
@@ -194,7 +201,7 @@ def to_zarr3(
             "append each group's Dataset: tree[path].to_dataset().to_zarr3(store, group=path, append_dim=...)"
         )
     if isinstance(obj, xr.DataArray):
-        obj = _dataarray_as_dataset(obj)
+        obj = dataarray_as_dataset(obj)
     options = WriteOptions(
         mode=parse_mode(mode, append_dim, region),
         append_dim=append_dim,
@@ -276,24 +283,6 @@ def _done(compute: bool) -> Delayed | None:
     from dask.delayed import delayed
 
     return cast("Delayed", delayed(None))  # dask's delayed is unannotated
-
-
-def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
-    """The DataArray as a one-variable Dataset that ``xr.open_dataarray`` reads back with its name.
-
-    A name that cannot be a variable (``None``, or a coordinate's name) is
-    stored in the group attribute ``__xarray_dataarray_name__`` (as xarray's
-    engine does) under the valid node name `DATAARRAY_VARIABLE` (xarray's
-    own placeholder starts with the reserved ``__``).
-    """
-    if array.name is not None and array.name not in array.coords and array.name not in array.dims:
-        return array.to_dataset()
-    name = DATAARRAY_VARIABLE
-    while name in array.coords or name in array.dims:
-        name = f"_{name}"
-    dataset = array.to_dataset(name=name)
-    dataset.attrs[DATAARRAY_NAME] = array.name
-    return dataset
 
 
 def plan_tree(

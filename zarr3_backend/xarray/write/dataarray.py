@@ -1,0 +1,27 @@
+"""A DataArray written as the one-variable Dataset that ``xr.open_dataarray`` reads back with its name."""
+
+from __future__ import annotations
+
+import xarray as xr
+from xarray.backends.api import DATAARRAY_NAME
+
+#: The node name of a DataArray whose own name cannot be a variable (xarray's placeholder starts with ``__``).
+DATAARRAY_VARIABLE = "xarray_dataarray_variable"
+
+
+def dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
+    """The DataArray as a one-variable Dataset that ``xr.open_dataarray`` reads back with its name.
+
+    A name that cannot be a variable (``None``, or a coordinate's name) is
+    stored in the group attribute ``__xarray_dataarray_name__`` (as xarray's
+    engine does) under the valid node name `DATAARRAY_VARIABLE` (xarray's
+    own placeholder starts with the reserved ``__``).
+    """
+    if array.name is not None and array.name not in array.coords and array.name not in array.dims:
+        return array.to_dataset()
+    name = DATAARRAY_VARIABLE
+    while name in array.coords or name in array.dims:
+        name = f"_{name}"
+    dataset = array.to_dataset(name=name)
+    dataset.attrs[DATAARRAY_NAME] = array.name
+    return dataset
