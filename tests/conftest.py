@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.clusters import local_cluster
 from zarr3_backend.store import Store, make_store
 
 if TYPE_CHECKING:
@@ -39,17 +40,7 @@ def store(tmp_path: Path) -> Store:
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """A ``distributed.Client`` on a LocalCluster of 2 worker processes x 1 thread, one per test module."""
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            worker_dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with local_cluster(2) as (_, client):
         yield client
 
 

@@ -58,3 +58,15 @@ def run_oracle(python: Path, script: str, **arguments: Any) -> Any:
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def oracle_or_skip() -> Path:
+    """`oracle_python()`, or skip the test when there is none."""
+    import pytest
+
+    python = oracle_python()
+    if python is None:
+        pytest.skip(
+            "no zarr-python >= 3.2 oracle (needs Python 3.12 with it; ZARR3_RECTILINEAR_ORACLE names one)"
+        )
+    return python

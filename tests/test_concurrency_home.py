@@ -43,7 +43,6 @@ OWN_LOCKING = {
         "Lock",
     ): "a mutex over the registry's allow-list of unsafe codecs, which users change",
     ("dask/compute.py", "getpid"): "asks whether the cluster's workers are processes other than this one",
-    ("dask/forks.py", "Lock"): "a mutex over one write's forks of an Icechunk session as their tasks finish",
     ("nodes/read_ahead.py", "RLock"): "a scan's values fetched ahead are shared with the fetches' callbacks",
     ("nodes/read_ahead.py", "Timer"): "values fetched ahead and not taken are dropped after an idle time",
     (

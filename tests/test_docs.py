@@ -1,22 +1,29 @@
 """The README and the documentation: every Python example runs, the pages stay what they promise.
 
-Each page's ```` ```python ```` blocks run in order, in one namespace, in a
-fresh working directory, with the loopback S3 server (moto) standing in for
-AWS: the standard AWS environment variables point at it and a bucket named
-``bucket`` exists, empty, so ``s3://bucket/...`` examples run as written.
+Each page's ```` ```python ```` blocks run as a reader pastes them into a
+file: in order, as one script (`page_script()`), run by ``python file.py`` in
+a fresh working directory. A block with an ``if __name__ == "__main__":``
+guard is a complete program of its own (a `dask.distributed` cluster's worker
+processes import the script that started them, so such a program must be
+self-contained and guarded): it runs as its own script file, after the page's
+script. The loopback S3 server (moto) stands in for AWS: the standard AWS
+environment variables point at it and a bucket named ``bucket`` exists,
+empty, so ``s3://bucket/...`` examples run as written.
+
+To run a page's scripts from another environment (another venv's Python, as
+a CI stage for a newer Python does): ``DOCS_PYTHON=/path/to/python pytest
+tests/test_docs.py -k "examples_run and <page name>"``, or call `run_page()`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 import runpy
-import warnings
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -67,17 +74,61 @@ def aws_bucket(s3_server: S3Endpoint) -> Iterator[None]:
         yield
 
 
+#: A complete program: a block that guards its work for the processes a cluster starts.
+MAIN_GUARD = re.compile(r"^if __name__ == [\"']__main__[\"']:", re.MULTILINE)
+#: Seconds one script may take (a page with a cluster starts worker processes).
+SCRIPT_TIMEOUT = 240
+
+
+def page_scripts(page: Path) -> list[str]:
+    """What a reader pastes into files: the page's blocks as one script, then each guarded program alone."""
+    blocks = python_blocks(page)
+    together = "\n\n".join(block for block in blocks if not MAIN_GUARD.search(block))
+    return [script for script in (together, *(b for b in blocks if MAIN_GUARD.search(b))) if script]
+
+
+def run_page(page: Path, workdir: Path, python: str | None = None) -> list[subprocess.CompletedProcess[str]]:
+    """Run each of `page_scripts()` as ``python <file>.py`` in ``workdir`` (in order; output captured).
+
+    ``python``: the interpreter, default ``$DOCS_PYTHON`` or this one. The
+    environment is this process's, with this checkout first on ``PYTHONPATH``
+    and every warning printed once per place (``PYTHONWARNINGS=default``).
+    """
+    python = python or os.environ.get("DOCS_PYTHON") or sys.executable
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONWARNINGS": "default"}  # every warning, once per place
+    results = []
+    for number, script in enumerate(page_scripts(page), 1):
+        path = workdir / f"{page.stem}_{number}.py"
+        path.write_text(script)
+        results.append(
+            subprocess.run([python, path.name], cwd=workdir, env=env, capture_output=True, text=True,
+                           timeout=SCRIPT_TIMEOUT)
+        )  # fmt: skip
+    return results
+
+
+_RUNS: dict[Path, list[subprocess.CompletedProcess[str]]] = {}
+
+
+def page_runs(page: Path, workdir: Path) -> list[subprocess.CompletedProcess[str]]:
+    """`run_page()` once per page and test session (the warnings test reads the same runs)."""
+    if page not in _RUNS:
+        _RUNS[page] = run_page(page, workdir)
+    return _RUNS[page]
+
+
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(REPO))
 )
-def test_examples_run(page: Path, aws_bucket: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_examples_run_as_scripts(page: Path, aws_bucket: None, tmp_path: Path) -> None:
     skip_without_requirements(page)
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, Any] = {"__name__": "__docs__"}
-    for number, block in enumerate(python_blocks(page), 1):
-        code = compile(block, f"{page.name} example {number}", "exec")
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(code, namespace)
+    failed = [
+        f"{page.name} script {n} ({r.args[1]}), exit {r.returncode}:\n{r.stderr[-4000:]}"
+        for n, r in enumerate(page_runs(page, tmp_path), 1)
+        if r.returncode
+    ]
+    assert not failed, "\n".join(failed)
 
 
 def test_readme_is_a_short_user_guide() -> None:
@@ -87,6 +138,25 @@ def test_readme_is_a_short_user_guide() -> None:
     assert not figures, (
         f"README.md holds timing figures {figures}: measurements belong on docs/performance.md"
     )
+
+
+def test_readme_says_how_long_the_tests_take() -> None:
+    """A newcomer knows before running it whether the suite takes a minute or an hour (roughly, no measurement)."""
+    readme = (REPO / "README.md").read_text()
+    assert re.search(r"test suite takes (?:roughly|about) \d+ minutes on \d+ cores", readme), (
+        "README.md should say how long the test suite takes, e.g. 'takes about 10 minutes on 2 cores'"
+    )
+
+
+def test_to_zarr3_documents_calendar_chunks_and_shards() -> None:
+    """The API entry of ``to_zarr3`` (its docstring) says how to ask for calendar (nested) chunks or shards."""
+    import zarr3_backend
+
+    doc = zarr3_backend.to_zarr3.__doc__ or ""
+    encoding = doc.split("encoding : dict", 1)[1].split("compute : bool", 1)[0]
+    for words in ("rectilinear", "sequence of lengths", '"dask"', "calendar chunks guide"):
+        assert words in encoding, f"to_zarr3's encoding entry does not mention {words}"
+    assert '"shards": ((1, 3),)' in doc  # and an example that runs (doctest)
 
 
 def test_performance_page_is_rendered_from_the_results() -> None:
@@ -136,28 +206,27 @@ FIRST_PAGES = [
 ]
 
 
+#: Our warning classes, by name (a script's stderr names a warning's category, not its module).
+OUR_WARNINGS = frozenset(
+    name for path in (REPO / "zarr3_backend").rglob("*.py")
+    for name in re.findall(r"^class (\w+Warning)\(", path.read_text(), re.MULTILINE)
+)  # fmt: skip
+#: A warning as Python prints it: ``<file>:<line>: <Category>: <message>``.
+PRINTED_WARNING = re.compile(r"^\S.*?:\d+: (\w+): (.*)$", re.MULTILINE)
+
+
 @pytest.mark.parametrize(
     "page",
     [p for p in FIRST_PAGES if python_blocks(p)],
     ids=lambda p: str(p.relative_to(REPO)),
 )
-def test_first_examples_print_no_warning_of_ours(
-    page: Path, aws_bucket: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What a new user runs first shows no warning of ours (ShardAlignmentWarning ...) nor numcodecs' crc32c one."""
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, Any] = {"__name__": "__docs__"}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for number, block in enumerate(python_blocks(page), 1):
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(block, f"{page.name} example {number}", "exec"), namespace)
-    ours = [
-        f"{w.category.__name__}: {w.message}"
-        for w in caught
-        if w.category.__module__.startswith("zarr3_backend") or "crc32c" in str(w.message)
-    ]
-    assert not ours, ours
+def test_first_examples_print_no_warning_of_ours(page: Path, aws_bucket: None, tmp_path: Path) -> None:
+    """What a new user runs first shows no warning of ours (ShardAlignmentWarning ...) nor numcodecs' crc32c one.
+
+    Reads the scripts' stderr (the runs `test_examples_run_as_scripts` made, when it ran first).
+    """
+    printed = [w for run in page_runs(page, tmp_path) for w in PRINTED_WARNING.findall(run.stderr)]
+    assert OUR_WARNINGS and not [w for w in printed if w[0] in OUR_WARNINGS or "crc32c" in w[1]], printed
 
 
 #: ``pip install`` of the package by name: it is not on PyPI, so such a line fails.
@@ -184,8 +253,9 @@ SPHINX_ROLE = re.compile(r":(?:meth|func|class|mod|attr|data|exc):")
 
 
 @pytest.mark.timeout(300)
-def test_built_site_shows_no_sphinx_roles(tmp_path: Path) -> None:
-    """The site as ``mkdocs build`` renders it: no ``:meth:``/``:func:``/``:class:`` text reaches a page.
+def test_built_site_shows_no_sphinx_roles_nor_build_scripts(tmp_path: Path) -> None:
+    """The site as ``mkdocs build`` renders it: no ``:meth:``/``:func:``/``:class:`` text reaches a page,
+    and the build's own scripts (``docs/hooks.py``, ``docs/render_performance.py``) are not published.
 
     Needs the ``docs`` extra (README command 2 installs ``test`` only; ``.ci/run`` checks the site it builds too).
     """
@@ -205,3 +275,5 @@ def test_built_site_shows_no_sphinx_roles(tmp_path: Path) -> None:
         for page in (tmp_path / "site").rglob("*.html")
     }
     assert not {page: n for page, n in roles.items() if n}
+    published = sorted(str(p.relative_to(tmp_path / "site")) for p in (tmp_path / "site").rglob("*.py"))
+    assert published == [], f"the site publishes the build's scripts {published}: exclude them (exclude_docs)"

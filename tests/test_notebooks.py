@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -57,6 +58,19 @@ def test_committed_notebook_was_executed_with_its_code(name: str) -> None:
     images = [o for cell in code for o in cell.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 5, f"{name}.ipynb shows only {len(images)} plots"
     assert (NOTEBOOKS / "figures" / f"{name}.png").stat().st_size > 10_000
+
+
+#: A line of an HTTP server's access log (moto's werkzeug server logs one per request).
+ACCESS_LOG = re.compile(r'"(?:GET|PUT|HEAD|POST|DELETE) /\S* HTTP/1\.[01]" \d{3}')
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_outputs_hold_no_server_access_log(name: str) -> None:
+    """What a reader sees is the analysis: the loopback S3 server's per-request log stays out of the outputs."""
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    streams = [o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    logged = [line for text in streams for line in text.splitlines() if ACCESS_LOG.search(line)]
+    assert not logged, f"{name}.ipynb shows {len(logged)} access-log lines, e.g. {logged[0]!r}"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -145,6 +145,10 @@ class RegionKeyError(WriteKeyError):
     """``region="auto"``: coordinate values to write are missing from the stored coordinate."""
 
 
+class SettingError(Zarr3Error, ValueError):
+    """An environment setting (``ZARR3_BACKEND_*``) has a value zarr3_backend cannot use (``nan``, ``abc``, ``-1``)."""
+
+
 class ScratchBufferError(Zarr3Error, RuntimeError):
     """A thread asked for its scratch buffer while that buffer was still lent (a bug in zarr3_backend).
 

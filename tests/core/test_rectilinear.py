@@ -96,9 +96,20 @@ def test_lengths_must_cover_the_axis_and_may_overshoot():
     assert metadata.to_json()["chunk_grid"] == grid_json([[2, 3, 10]])
 
 
-def test_hostile_run_length_is_refused():
-    with pytest.raises(MetadataError, match="more than"):
-        parse_chunk_grid(grid_json([[[1, 10**12]]]))
+def test_hostile_run_lengths_stay_runs_or_are_refused():
+    grid = parse_chunk_grid(grid_json([[[1, 10**12]]] * 32))  # 32 dimensions of 10**12 chunks: 32 runs
+    assert grid.dims[0].runs == ((1, 10**12),) and grid.grid_shape((5,) * 32) == (5,) * 32
+    assert grid.dims[0].start(10**12 - 1) == 10**12 - 1 and grid.dims[0].index_of(123456789) == 123456789
+    with pytest.raises(
+        MetadataError, match=r"chunk_shapes\[0\]\[1\]: the chunk lengths .* not below 2\*\*63"
+    ):
+        parse_chunk_grid(grid_json([[[2**62, 1], [2**62, 1]]]))
+    with pytest.raises(
+        MetadataError, match=r"chunk_shapes\[0\]\[0\]: expected a positive integer below 2\*\*63"
+    ):
+        parse_chunk_grid(grid_json([[2**63]]))
+    with pytest.raises(MetadataError, match=r"chunk_shapes\[0\]\[0\]\[1\] \(count\): .*below 2\*\*63"):
+        parse_chunk_grid(grid_json([[[1, 2**64]]]))
 
 
 def test_rectilinear_inner_chunks_in_sharding_are_refused():

@@ -1,4 +1,5 @@
-"""Icechunk sessions on a 2-process LocalCluster: reads pickle the session, writes go through merged forks."""
+"""Icechunk sessions on a 2-process LocalCluster: reads pickle the session, writes go through merged forks
+(worker churn: tests/dask/test_icechunk_churn.py)."""
 
 from __future__ import annotations
 
@@ -128,7 +129,7 @@ def exit_once(block: np.ndarray, marker: str) -> np.ndarray:
     return block
 
 
-def test_killed_worker_merges_nothing_and_the_session_is_discarded(client, repo, tmp_path):
+def test_a_killed_worker_loses_nothing(client, repo, tmp_path):
     session = repo.writable_session("main")
     dataset().to_zarr3(session.store, encoding=ENCODING)
     session.commit("first")
@@ -136,9 +137,7 @@ def test_killed_worker_merges_nothing_and_the_session_is_discarded(client, repo,
     dying = dataset(20).chunk(time=10)
     marker = str(tmp_path / "died")
     dying["t2m"] = dying.t2m.copy(data=dying.t2m.data.map_blocks(exit_once, marker, dtype="float64"))
-    with pytest.raises(zarr3_backend.WriteError, match="worker process.* ended during the write"):
-        dying.to_zarr3(session.store, append_dim="time")
+    dying.to_zarr3(session.store, append_dim="time")  # its task runs again on a fresh fork, and returns it
     assert os.path.exists(marker)
-    assert not session.has_uncommitted_changes
-    session.discard_changes()
-    xr.testing.assert_identical(head(repo), dataset())
+    session.commit("appended")
+    xr.testing.assert_identical(head(repo), xr.concat([dataset(), dataset(20)], "time"))

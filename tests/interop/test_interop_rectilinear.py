@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from interop_cases import check_reads
-from rectilinear_oracle import oracle_python, run_oracle
+from rectilinear_oracle import oracle_or_skip, run_oracle
 
 import zarr3_backend
 
@@ -21,10 +21,7 @@ MONTHS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
 @pytest.fixture(scope="session")
 def oracle() -> Path:
-    python = oracle_python()
-    if python is None:
-        pytest.skip("no zarr-python >= 3.2 oracle (needs Python 3.12 and pip access once)")
-    return python
+    return oracle_or_skip()
 
 
 CASES = {

@@ -218,6 +218,9 @@ class LatencyS3Server(ThreadingHTTPServer):
         #: For tests: every object stored from now on has this ETag and a fixed Last-Modified (1970),
         #: as some S3-compatible servers answer.
         self.constant_etag: str | None = None
+        #: For tests: every object stored from now on has an ETag made of its key's name alone (constant across
+        #: rewrites, different for every key) and a fixed Last-Modified (1970).
+        self.etag_per_key = False
         self.stats = RequestStats()
         self.ca_file = tls.ca_file if tls else None
         self._lock = threading.Lock()
@@ -583,6 +586,8 @@ class _Handler(BaseHTTPRequestHandler):
                 objects[key] = stored = _new_object(body, checksum)
                 if self.server.constant_etag is not None:  # a poor server: one ETag and time for everything
                     stored.etag, stored.modified = self.server.constant_etag, 0.0
+                elif self.server.etag_per_key:  # a poor server: one ETag per name, whatever the content
+                    stored.etag, stored.modified = f'"{hashlib.md5(key.encode()).hexdigest()}"', 0.0
         if failed:
             self._error(
                 HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", f"precondition failed for {key!r}"

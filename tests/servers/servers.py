@@ -25,7 +25,7 @@ from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["RangeRequestHandler", "S3Endpoint", "http_server", "moto_s3_server"]
+__all__ = ["RangeRequestHandler", "S3Endpoint", "http_server", "moto_s3_process", "moto_s3_server"]
 
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "foo", "AWS_SECRET_ACCESS_KEY": "foo", "AWS_DEFAULT_REGION": "us-east-1"}
 _RANGE = re.compile(r"bytes=(?:(\d+)-(\d*)|-(\d+))$")
@@ -36,6 +36,8 @@ class S3Endpoint:
     """A running S3-compatible endpoint with s3fs ``storage_options`` for it."""
 
     endpoint_url: str
+    #: The server's process id when it runs in a child process (`moto_s3_process()`).
+    pid: int | None = None
 
     @property
     def storage_options(self) -> dict[str, Any]:
@@ -93,6 +95,37 @@ def moto_s3_server() -> Iterator[S3Endpoint]:
         finally:
             server.stop()
             werkzeug.setLevel(level)
+
+
+@contextmanager
+def moto_s3_process() -> Iterator[S3Endpoint]:
+    """Run moto's S3 server in a child process (``python -m moto.server``), off this process's GIL.
+
+    Credentials and bucket creation as `moto_s3_server()`, which runs it in a thread.
+    """
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **_CREDENTIALS},
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        with patched_env(_CREDENTIALS):
+            yield S3Endpoint(f"http://127.0.0.1:{port}", child.pid)
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
 
 
 class RangeRequestHandler(SimpleHTTPRequestHandler):

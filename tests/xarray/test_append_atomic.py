@@ -210,6 +210,47 @@ def test_unchanged_variables_without_append_dim_are_not_rewritten(tmp_path: Path
     np.testing.assert_array_equal(xr.open_dataset(path, engine="zarr3").lat, np.arange(4.0) + 10)
 
 
+@pytest.mark.parametrize("chunked", [False, True], ids=["numpy", "dask"])
+def test_static_variables_of_any_size_are_compared_block_by_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunked: bool
+) -> None:
+    """A static variable (a land-sea mask, no ``append_dim``) larger than one comparison block is untouched when
+    unchanged; a change in its last block rewrites it with the new values, as ``engine="zarr"`` does (mode="a")."""
+    from zarr3_backend.xarray.write import stored
+
+    monkeypatch.setattr(stored, "UNCHANGED_CHECK_BYTES", 64)  # the (6, 4) float64 mask: 3 blocks of 2 rows
+
+    def days(start: int, mask: np.ndarray) -> xr.Dataset:
+        ds = xr.Dataset(
+            {
+                "t2m": (("time", "lat", "lon"), np.full((2, 6, 4), float(start))),
+                "lsm": (("lat", "lon"), mask),
+            },
+            coords={"time": [start, start + 1]},
+        )
+        return ds.chunk({"time": 1}) if chunked else ds
+
+    mask = np.linspace(0.0, 1.0, 24).reshape(6, 4)
+    changed = mask.copy()
+    changed[-1, -1] = 5.0
+    path, oracle = tmp_path / "static.zarr", tmp_path / "oracle.zarr"
+    days(0, mask).to_zarr3(path)
+    days(0, mask).to_zarr(oracle, zarr_format=3, consolidated=False)
+    stored_bytes = {key: (path / key).read_bytes() for key in _keys(path) if key.startswith("lsm/")}
+    store = FailingStore(make_store(str(path)))
+    days(2, mask.copy()).to_zarr3(store, append_dim="time")
+    assert [key for key in store.keys if key.startswith("lsm/")] == []
+    assert {key: (path / key).read_bytes() for key in stored_bytes} == stored_bytes
+    store = FailingStore(make_store(str(path)))
+    days(4, changed).to_zarr3(store, append_dim="time")
+    assert [key for key in store.keys if key.startswith("lsm/")]
+    for start, values in ((2, mask), (4, changed)):
+        days(start, values).to_zarr(oracle, append_dim="time")
+    xr.testing.assert_identical(
+        xr.open_dataset(path, engine="zarr3").load(), xr.open_dataset(oracle, engine="zarr").load()
+    )
+
+
 def test_retry_after_commit_does_not_append_twice(tmp_path: Path) -> None:
     path = _template(tmp_path)
     addition = _addition()

@@ -195,6 +195,7 @@ def _reserved_store(path: Path, raw: bytes) -> None:
         b"[" * 100_000,
         b"\xff\xfe",
         b'{"appends": [1]}',
+        b'{"appends": []}',
     ],
 )
 def test_a_broken_reservation_list_warns_on_open_and_never_blocks_it(tmp_path: Path, raw: bytes) -> None:
@@ -206,6 +207,22 @@ def test_a_broken_reservation_list_warns_on_open_and_never_blocks_it(tmp_path: P
     np.testing.assert_array_equal(opened.v.values, np.arange(3.0))
     problems = [p for p in validate_store(path) if p.key == APPENDING]
     assert [p.severity for p in problems] == ["warning"] and "delete it" in problems[0].message
+
+
+@pytest.fixture(scope="module")
+def reserved_group(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("reserved") / "s.zarr"
+    _reserved_store(path, b"")
+    return path
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(RESERVATIONS)
+def test_validate_reports_any_reservation_list_and_never_raises(reserved_group: Path, raw: bytes) -> None:
+    (reserved_group / APPENDING).write_bytes(raw)
+    problems = [p for p in validate_store(reserved_group) if p.key == APPENDING]
+    assert [p.severity for p in problems] == ["warning"]
+    assert "delete" in problems[0].message
 
 
 def test_an_append_onto_a_broken_reservation_list_names_it(tmp_path: Path) -> None:

@@ -82,9 +82,25 @@ class ReadContext:
     whole_up_to: int | None = None
 
 
+class StaleIndexError(CodecError):
+    """A chunk located by a cached shard index failed to decode (its checksum, most often): the index may be stale.
+
+    ``cache`` is the index cache it came from. The reader drops it and reads
+    again once, from fresh indexes; only a failure then is corruption.
+    """
+
+    def __init__(self, message: str, cache: MutableMapping[str, object]) -> None:
+        super().__init__(message)
+        self.cache = cache
+
+
 @dataclass
 class DecodeJob:
-    """Decode ``data`` with ``codec`` (``None`` = missing: fill value) and copy ``selection`` to ``out``."""
+    """Decode ``data`` with ``codec`` (``None`` = missing: fill value) and copy ``selection`` to ``out``.
+
+    ``index_cache``: the cache of the shard index that located ``data``,
+    when it came from one; a decoding failure then raises `StaleIndexError`.
+    """
 
     data: Buffer | None
     codec: ChunkDecoder
@@ -92,9 +108,18 @@ class DecodeJob:
     selection: NdIndex
     out_selection: NdIndex
     where: str
+    index_cache: MutableMapping[str, object] | None = None
 
     def run(self, out: np.ndarray) -> None:
         """Write this job's piece of ``out``: decoded straight into it when the whole chunk lands there."""
+        if self.index_cache is None:
+            return self._run(out)
+        try:
+            return self._run(out)
+        except CodecError as exc:
+            raise StaleIndexError(f"{exc} (located by a cached shard index)", self.index_cache) from exc
+
+    def _run(self, out: np.ndarray) -> None:
         if self.data is None:
             out[self.out_selection] = self.spec.fill_value
             return

@@ -9,11 +9,14 @@ Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/ ::
                                         {"name": "crc32c"}],
                        "index_location": "end"}}
 
-Partial reads fetch the index (cached per shard key in the read context,
-with the generation of the shard it was read from) and then only the inner
-chunks needed, as coalesced byte ranges; reading every inner chunk of a
-shard is one request for the whole value. Ranges whose generation differs
+Partial reads fetch the index (cached per shard key with its shard's
+generation), then only the inner chunks needed, as coalesced byte ranges;
+reading every inner chunk of a shard is one request for the whole value. Ranges whose generation differs
 from their index's mean the shard was rewritten: the index is read again.
+A server may keep a generation across a rewrite (a constant ETag per key):
+an inner chunk a cached index located that fails to decode (its crc32c)
+raises `StaleIndexError`, and the reader reads again from fresh indexes
+once before it calls the chunk corrupt.
 """
 
 from __future__ import annotations
@@ -330,6 +333,8 @@ class ShardingCodec(ArrayBytesCodec):
         for block, got in zip(blocks, fetched):
             value = got.value
             if value is None or len(value) < block.end - block.start:
+                if not fresh:  # a cached index of a rewritten shard: read the index again
+                    return None
                 found = "nothing" if value is None else f"{len(value)} bytes"
                 raise CorruptShardError(
                     f"{ctx.key}: shard is truncated: expected bytes {block.start}-{block.end} "
@@ -338,7 +343,7 @@ class ShardingCodec(ArrayBytesCodec):
             for member in block.members:
                 start, end = ranges[member]
                 located[(start, end)] = memoryview(value)[start - block.start : end - block.start]
-        return self._jobs(spec, reads, index, located.__getitem__, ctx)
+        return self._jobs(spec, reads, index, located.__getitem__, ctx, cached=not fresh)
 
     def _jobs(
         self,
@@ -347,8 +352,12 @@ class ShardingCodec(ArrayBytesCodec):
         index: ShardIndex,
         get: Callable[[tuple[int, int]], Buffer],
         ctx: ReadContext,
+        *,
+        cached: bool = False,
     ) -> list[DecodeJob]:
+        """A decode job per read; chunks located by a ``cached`` index fail as `StaleIndexError` (see reads)."""
         inner_spec = self._inner_spec(spec)
+        index_cache = ctx.cache if cached else None
         jobs = []
         for r in reads:
             rng = index.chunk_range(r.coords)
@@ -361,6 +370,7 @@ class ShardingCodec(ArrayBytesCodec):
                     r.selection,
                     r.out_selection,
                     f"{ctx.key} inner chunk {r.coords}",
+                    index_cache,
                 )
             )
         return jobs

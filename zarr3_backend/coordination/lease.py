@@ -5,9 +5,10 @@ to commit; a region write without ``lock=`` holds a `RegionMark` (its own key
 under `REGIONS_PREFIX`). Marks do not wait for each other, a mark waits while
 the lease is held, and the lease waits until no mark is left, each up to
 ``ZARR3_BACKEND_LEASE_WAIT`` seconds (default 600), then `ConcurrentWriteError`
-names the holder. A record we did not write raises `MetadataError`; convert's
-run record (`zarr3_backend.conversion.record`) is a `HostLease` too. Why the
-ordering excludes both races: the architecture page, "How a write commits".
+names the holder. A record whose holder is gone, or is this process but no
+write of it holds it any more, is taken over; one we did not write raises
+`MetadataError`. Convert's run record is a `HostLease` too. Why the ordering
+excludes both races: the architecture page, "How a write commits".
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/lease")
@@ -32,14 +33,16 @@ from typing import Any
 
 from ..core.metadata import decode_document
 from ..errors import ConcurrentWriteError, MetadataError
+from ..runtime.settings import lease_wait
 from ..store.base import Store, plain_values
 from .records import LEASE_KEY, REGIONS_PREFIX
 
-DEFAULT_WAIT = 600.0
-
 
 def _wait_seconds(wait: float | None) -> float:
-    return float(os.environ.get("ZARR3_BACKEND_LEASE_WAIT", DEFAULT_WAIT)) if wait is None else wait
+    return lease_wait() if wait is None else wait
+
+
+_held: set[str] = set()  # ids of the leases and marks this process holds now (added before they are written)
 
 
 def holder_record(**fields: str) -> bytes:
@@ -50,10 +53,13 @@ def holder_record(**fields: str) -> bytes:
 
 
 def holder_gone(holder: Mapping[str, Any]) -> bool:
-    """Whether ``holder`` (a parsed record) was a process of this host that no longer runs."""
+    """Whether ``holder`` (a parsed record) was a process of this host that no longer runs, or this process
+    for a lease or mark it no longer holds (its ``id`` is not held)."""
     pid = holder.get("pid")
-    if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or pid == os.getpid():
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
         return False
+    if pid == os.getpid():
+        return "id" in holder and holder["id"] not in _held
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -68,12 +74,14 @@ class HostLease:
 
     ``parse`` reads a record found there (raising `MetadataError` for one we
     did not write); only the holder's own record is deleted on `release()`.
+    A lease with an ``id`` counts as held by this process from `take()` to `release()`.
     """
 
     def __init__(
         self, store: Store, key: str, parse: Callable[[bytes], Mapping[str, Any]], **fields: str
     ) -> None:
         self.store, self.key, self.parse = store, key, parse
+        self.id = fields.get("id")
         self.record = holder_record(**fields)
 
     def gone(self, raw: bytes) -> bool:
@@ -92,6 +100,8 @@ class HostLease:
 
     def take(self, deadline: float, refuse: Callable[[bytes], BaseException]) -> None:
         """Take the key, waiting until ``deadline`` (`time.monotonic()`), then raise ``refuse(holder's record)``."""
+        if self.id is not None:
+            _held.add(self.id)
         backoff = Backoff(deadline)
         while (held := self.try_take()) is not None:
             if backoff.expired():
@@ -99,8 +109,11 @@ class HostLease:
             backoff.sleep()
 
     def release(self) -> None:
-        if self.store.get(self.key) == self.record:
-            self.store.delete(self.key)
+        try:
+            if self.store.get(self.key) == self.record:
+                self.store.delete(self.key)
+        finally:
+            _held.discard(self.id or "")
 
 
 class Backoff:
@@ -129,8 +142,8 @@ class StoreLease:
 
     def __enter__(self) -> StoreLease:
         deadline = time.monotonic() + self.wait
-        self.lease.take(deadline, self._refuse)  # a broken lease raises MetadataError here
         try:
+            self.lease.take(deadline, self._refuse)  # a broken lease raises MetadataError here
             self._wait_for_region_writes(deadline)
         except BaseException:
             self.__exit__(None, None, None)
@@ -172,22 +185,35 @@ class StoreLease:
 
 
 class RegionMark:
-    """Mark a region write in ``store`` for a ``with`` block, waiting up to ``wait`` seconds while an append runs."""
+    """Mark a region write in ``store`` for a ``with`` block, waiting up to ``wait`` seconds while an append runs.
+
+    The mark is written only once the lease has been read and found free (a
+    broken lease refuses first), and it is deleted on every way out of
+    ``__enter__`` that does not return it, and by ``__exit__``.
+    """
 
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
         self.wait = _wait_seconds(wait)
-        self.record = holder_record(id=uuid.uuid4().hex)
+        self.id = uuid.uuid4().hex
+        self.record = holder_record(id=self.id)
         self.key = f"{REGIONS_PREFIX}{uuid.uuid4().hex}.json"
 
     def __enter__(self) -> RegionMark:
         backoff = Backoff(time.monotonic() + self.wait)
         while True:
-            self.store.set(self.key, self.record)
-            held = self.store.get(LEASE_KEY)
-            if held is None or _abandoned(held):  # whoever takes an abandoned lease over sees this mark
-                return self
-            self.store.delete(self.key)  # the append goes first
+            held = self._live_lease()  # refuses (a broken lease) before any mark is written
+            if held is None:
+                _held.add(self.id)
+                try:
+                    self.store.set(self.key, self.record)
+                    held = self._live_lease()  # an append that took the lease meanwhile goes first
+                except BaseException:
+                    self.__exit__(None, None, None)
+                    raise
+                if held is None:  # whoever takes an abandoned lease over sees this mark
+                    return self
+                self.__exit__(None, None, None)
             if backoff.expired():
                 raise ConcurrentWriteError(
                     f"to_zarr3: an append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
@@ -196,10 +222,18 @@ class RegionMark:
                 )
             backoff.sleep()
 
+    def _live_lease(self) -> bytes | None:
+        """The lease record of an append that runs, if any (`MetadataError` if it is broken)."""
+        held = self.store.get(LEASE_KEY)
+        return None if held is None or _abandoned(held) else held
+
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.store.delete(self.key)
+        try:
+            self.store.delete(self.key)
+        finally:
+            _held.discard(self.id)
 
 
 def parse_lease(raw: bytes) -> dict[str, object]:
@@ -238,7 +272,8 @@ def _broken(problem: str) -> MetadataError:
 
 
 def _abandoned(raw: bytes) -> bool:
-    """Whether the lease or mark ``raw`` was taken by a process of this host that no longer runs."""
+    """Whether the lease or mark ``raw`` was taken by a process of this host that no longer runs, or by this
+    process for a write it no longer runs (its id is not held)."""
     return holder_gone(parse_lease(raw))
 
 

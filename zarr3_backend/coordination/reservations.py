@@ -60,8 +60,8 @@ def parse_reservations(raw: bytes | None, key: str = APPENDING) -> list[Reservat
     except MetadataError as exc:
         raise _broken(key, str(exc).removeprefix(f"{key}: ")) from exc
     entries = document.get("appends") if isinstance(document, dict) else None
-    if not isinstance(entries, list):
-        raise _broken(key, f"expected an object with a list 'appends', got {str(document)[:200]!r}")
+    if not isinstance(entries, list) or not entries:  # to_zarr3 deletes the list with its last entry
+        raise _broken(key, f"expected an object with a non-empty list 'appends', got {str(document)[:200]!r}")
     reservations = []
     for number, entry in enumerate(entries):
         if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) for k in ("id", "dim")):

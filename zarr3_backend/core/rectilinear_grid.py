@@ -26,20 +26,23 @@ from .extension import parse_extension
 from .integers import is_int
 
 _FIELD = "chunk_grid.configuration.chunk_shapes"
-#: Most chunks one dimension may declare (a hostile run-length pair could otherwise ask for billions).
-MAX_CHUNKS_PER_DIM = 1 << 22
+#: Edges, counts and their sums stay below this, as shapes do (numpy indexes with int64).
+_LIMIT = 2**63
 
 DimSpec = int | ChunkLengths
 
 
 def _positive(value: object, field: str) -> int:
-    if not is_int(value, numpy=False) or value < 1:
-        raise MetadataError(f"{field}: expected a positive integer, got {value!r}")
+    if not is_int(value, numpy=False) or not 1 <= value < _LIMIT:
+        raise MetadataError(f"{field}: expected a positive integer below 2**63, got {value!r}")
     return int(value)
 
 
 def parse_dim(value: object, field: str) -> DimSpec:
     """One entry of ``chunk_shapes``: a bare step, or a list of lengths and ``[length, count]`` pairs.
+
+    Runs stay runs (`ChunkLengths`), and the lengths must add up to less
+    than 2**63, checked as they are read: nothing is expanded.
 
     >>> parse_dim([[1, 3], 3], "x").lengths
     (1, 1, 1, 3)
@@ -48,7 +51,8 @@ def parse_dim(value: object, field: str) -> DimSpec:
         return _positive(value, field)
     if not isinstance(value, list):
         raise MetadataError(f"{field}: expected an integer or a list of lengths, got {value!r}")
-    lengths: list[int] = []
+    runs: list[tuple[int, int]] = []
+    total = 0
     for i, item in enumerate(value):
         where = f"{field}[{i}]"
         if isinstance(item, list):
@@ -60,10 +64,11 @@ def parse_dim(value: object, field: str) -> DimSpec:
             )
         else:
             length, count = _positive(item, where), 1
-        if len(lengths) + count > MAX_CHUNKS_PER_DIM:
-            raise MetadataError(f"{field}: more than {MAX_CHUNKS_PER_DIM} chunks along one dimension")
-        lengths.extend([length] * count)
-    return ChunkLengths(tuple(lengths))
+        total += length * count
+        if total >= _LIMIT:
+            raise MetadataError(f"{where}: the chunk lengths up to here add up to {total}, not below 2**63")
+        runs.append((length, count))
+    return ChunkLengths(runs=runs)
 
 
 def encode_dim(dim: DimSpec) -> int | list[int | list[int]]:
@@ -74,11 +79,7 @@ def encode_dim(dim: DimSpec) -> int | list[int | list[int]]:
     """
     if isinstance(dim, int):
         return dim
-    out: list[int | list[int]] = []
-    for length, run in itertools.groupby(dim.lengths):
-        count = len(list(run))
-        out.append(length if count == 1 else [length, count])
-    return out
+    return [length if count == 1 else [length, count] for length, count in dim.runs]
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class RectilinearChunkGrid:
     @property
     def chunk_shape(self) -> tuple[int, ...]:
         """The largest declared chunk along each dimension: a bound for buffers, not a grid step."""
-        return tuple(d if isinstance(d, int) else max(d.lengths, default=1) for d in self.dims)
+        return tuple(d if isinstance(d, int) else d.largest for d in self.dims)
 
     def validate(self, array_shape: Sequence[int]) -> None:
         """Raise [`MetadataError`][zarr3_backend.errors.MetadataError] unless the grid covers an array of ``array_shape``."""
@@ -174,8 +175,8 @@ class RectilinearChunkGrid:
     def sizes(self, array_shape: Sequence[int]) -> tuple[tuple[int, ...], ...]:
         """Per-dimension lengths of the chunks, cut at the array's edge (dask's ``chunks``).
 
-        >>> RectilinearChunkGrid((ChunkLengths((2, 3, 4)),)).sizes((6,))
-        ((2, 3, 1),)
+        >>> RectilinearChunkGrid((ChunkLengths((2, 3, 4)), ChunkLengths(()))).sizes((6, 0))
+        ((2, 3, 1), (0,))
         """
         self.validate(array_shape)
         return tuple(_sizes(d, n) for d, n in zip(self.dims, array_shape))
@@ -198,7 +199,7 @@ class RectilinearChunkGrid:
                 continue
             given = edges[i] or () if edges is not None else ()
             ends = sorted({*(e for e in given if dim.total < e < n), n})
-            dims.append(ChunkLengths(dim.lengths + tuple(b - a for a, b in zip([dim.total, *ends], ends))))
+            dims.append(dim.extended([b - a for a, b in zip([dim.total, *ends], ends)]))
         return RectilinearChunkGrid(tuple(dims))
 
     def locate_inner(
@@ -228,7 +229,7 @@ class RectilinearChunkGrid:
         shapes = [largest]
         for i, dim in enumerate(self.dims):
             if isinstance(dim, ChunkLengths):
-                shapes += [largest[:i] + (length,) + largest[i + 1 :] for length in sorted(set(dim.lengths))]
+                shapes += [largest[:i] + (length,) + largest[i + 1 :] for length in dim.distinct_lengths()]
         return shapes
 
 
@@ -257,6 +258,8 @@ def rectilinear_from_argument(value: Sequence[object], argument: str) -> Rectili
 
 
 def _sizes(dim: DimSpec, n: int) -> tuple[int, ...]:
+    if n == 0:  # as dask spells an empty dimension, for a regular grid too
+        return (0,)
     if isinstance(dim, int):
         return (dim,) * (n // dim) + ((n % dim,) if n % dim else ())
     count = dim.count_covering(n)

@@ -41,5 +41,5 @@ def ascending_items(start: int, step: int, count: int, dim: ChunkLengths, dim_le
 
 def array_items(indices: np.ndarray, is_sorted: bool, dim: ChunkLengths, dim_len: int) -> list[DimChunk]:
     """Per-chunk pieces of integer ``indices`` (any order, repeats allowed)."""
-    chunk_ids = np.searchsorted(dim.ends, indices, side="right")
+    chunk_ids = dim.chunk_ids(indices)
     return index_items(indices, is_sorted, chunk_ids, dim.start, lambda k: _extent(dim, k, dim_len))

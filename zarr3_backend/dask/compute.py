@@ -61,8 +61,10 @@ def _protocols(store: FsspecStore) -> set[str]:
     return {protocol} if isinstance(protocol, str) else set(protocol)
 
 
-def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str = "to_zarr3") -> None:
+def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str = "to_zarr3") -> object:
     """Compute a `store_graph()` on the current scheduler, with ``progress`` (its lines start with ``label``).
+
+    Returns the graph's result (the forks it wrote into, see `zarr3_backend.dask.forks`).
 
     ``True`` prints shards done out of the total and the data rate
     (`zarr3_backend.dask.progress`), on any scheduler; ``"tqdm"``
@@ -78,20 +80,18 @@ def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str
     if client is not None:
         from .progress import compute_on_cluster
 
-        compute_on_cluster(delayed, client, progress=bool(progress), label=label)
-        return
+        return compute_on_cluster(delayed, client, progress=bool(progress), label=label)
     with _own_pool() as options:
         if progress is True:
             from .progress import compute_with_progress
 
-            compute_with_progress(delayed, label=label, **options)
-        elif progress == "tqdm":
+            return compute_with_progress(delayed, label=label, **options)
+        if progress == "tqdm":
             from tqdm.dask import TqdmCallback
 
             with TqdmCallback(desc=label):
-                delayed.compute(**options)
-        else:
-            delayed.compute(**options)
+                return delayed.compute(**options)
+        return delayed.compute(**options)
 
 
 @contextlib.contextmanager

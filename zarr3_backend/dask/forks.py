@@ -1,132 +1,166 @@
 """Writing into a transactional store (an Icechunk session) from dask tasks in other processes: forks.
 
-A writable Icechunk session refuses to pickle, and a copy of it in a task
-would keep what the task wrote to itself. So when ``to_zarr3`` writes dask
-data into a transactional `ZarrPythonStore`
-and the tasks run in other processes (dask.distributed), `forked_for_tasks`
-forks the user's session (``session.fork()``) and the whole write goes
-through the fork: the client writes the metadata into it, and every task
-writes into its own unpickled copy, which registers itself in its process.
-When the graph has run, `Forks.merge_back` collects every copy from
-the workers (``client.run``) and merges them, with the client's fork, into
-the user's session (``session.merge(...)``). Nothing is committed: the user
-calls ``session.commit(...)``. A failed write merges nothing, so the user's
-session is as it was.
-
-Only these members beyond zarr-python's store ABC are used:
-``store.session.fork()``, ``session.merge(*forks)``, ``fork.store``, and the
-fork's store pickling. Threaded and synchronous schedulers need no fork:
-their tasks write through the user's session itself.
+On dask.distributed, `forked_for_tasks` forks the user's session and the whole
+write goes through the fork's `ForkedStore`; each task run (`task_forks`)
+writes into a private copy and returns its session as its result (a
+`ForkWrite`); the graph's last task gathers them (`gathered`) and
+`Forks.merge_back` merges exactly these into the user's session. Nothing is
+committed: the user calls ``session.commit(...)``. Why, and what survives a
+worker's death: the architecture page, "Icechunk forks".
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
+import pickle
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+
 from ..errors import WriteError
-from ..runtime import PerProcess
 from ..store import icechunk_api
 from ..store.base import Store
 from ..store.zarr_python import ZarrPythonStore
-from .compute import _distributed_client
+from .compute import _distributed_client, compute_writes
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
-    from distributed import Client
     from zarr.abc.store import Store as ZarrStore
 
-
-@dataclass
-class _Copies:
-    """The copies of forked stores unpickled in this process, by fork id, and this process's identity."""
-
-    by_fork: dict[str, list[ForkedStore]] = field(default_factory=dict)
-    process: str = field(default_factory=lambda: uuid.uuid4().hex)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_here = PerProcess(_Copies)  # a forked worker starts with none, under an identity of its own
+# The private copies of the forked stores one task run writes into, by fork id (None: not in a task run).
+# asyncio copies the context into the coroutines a task runs on the background loop, so they see it too.
+_task_copies: ContextVar[dict[str, Any] | None] = ContextVar("zarr3_task_copies", default=None)
 
 
 class ForkedStore(ZarrPythonStore):
-    """A fork of the user's session; each copy unpickled in a process registers itself under ``fork_id``."""
+    """A fork of the user's session; inside `task_forks` every access goes to that run's private copy."""
 
-    def __init__(self, store: ZarrStore, fork_id: str) -> None:
+    def __init__(self, store: ZarrStore, fork_id: str, copy: bool = False) -> None:
         super().__init__(store)
         self.fork_id = fork_id
+        self.copy = copy  # unpickled in a task: written only inside `task_forks`, or the writes would be lost
+
+    @property
+    def wrapped(self) -> ZarrStore:
+        """The fork's store, or the current task run's private copy of it."""
+        copies = _task_copies.get()
+        if copies is None:
+            return self._template
+        if self.fork_id not in copies:
+            copy = cast(Any, pickle.loads(pickle.dumps(self._template)))
+            copies[self.fork_id] = icechunk_api.task_session(copy.session).store
+        return cast("ZarrStore", copies[self.fork_id])
+
+    @wrapped.setter
+    def wrapped(self, store: ZarrStore) -> None:
+        self._template = store
 
     def __reduce__(self) -> tuple[Callable[..., ForkedStore], tuple[object, ...]]:
-        return (_arrive, (self.wrapped, self.fork_id))
+        return (ForkedStore, (self._template, self.fork_id, True))
+
+    def _check_writable(self) -> None:
+        super()._check_writable()
+        if self.copy and _task_copies.get() is None:
+            raise WriteError(
+                f"{self!r}: a write into a fork of an Icechunk session outside a to_zarr3 write task would be lost"
+            )
 
 
-def _arrive(wrapped: ZarrStore, fork_id: str) -> ForkedStore:
-    store = ForkedStore(icechunk_api.task_session(cast(Any, wrapped).session).store, fork_id)
-    here = _here.get()
-    with here.lock:
-        here.by_fork.setdefault(fork_id, []).append(store)
-    return store
+@dataclass(frozen=True)
+class ForkWrite:
+    """What one task run wrote into forks: the sessions of its private copies, returned as its result."""
+
+    nbytes: int  # the bytes it wrote (decoded), which `zarr3_backend.dask.progress` counts
+    sessions: tuple[Any, ...]
+
+    def __int__(self) -> int:
+        return self.nbytes
 
 
-def _take(fork_id: str) -> tuple[str, list[Any]]:
-    """This process's identity and the sessions of its copies of fork ``fork_id`` (forgotten here)."""
-    here = _here.get()
-    with here.lock:
-        copies = here.by_fork.pop(fork_id, [])
-    return here.process, [cast(Any, copy.wrapped).session for copy in copies]
+@dataclass
+class TaskForks:
+    """The sessions a `task_forks` block wrote into (filled when the block ends)."""
+
+    forked: bool = False  # it wrote through a forked store: its result must carry its sessions
+    sessions: tuple[Any, ...] = ()
 
 
-def _process(_: object = None) -> str:
-    return _here.get().process
+@contextlib.contextmanager
+def task_forks(store: Store | None = None) -> Iterator[TaskForks]:
+    """A task run: every `ForkedStore` used in this block writes into a private copy of its fork.
+
+    ``store``, when forked, gets its copy at once (so the run returns one
+    even if it writes nothing). When the block ends, the result holds the
+    copies' sessions, to be returned as the task's result.
+    """
+    written = TaskForks(forked=isinstance(store, ForkedStore))
+    copies: dict[str, Any] = {}
+    token = _task_copies.set(copies)
+    try:
+        if isinstance(store, ForkedStore):
+            store.wrapped  # noqa: B018  (makes the copy)
+        yield written
+    finally:
+        _task_copies.reset(token)
+    written.sessions = tuple(copy.session for copy in copies.values())
+
+
+def task_result(nbytes: int, forks: TaskForks, ndim: int) -> np.ndarray:
+    """A shard task's block: its byte count, or a `ForkWrite` when it wrote through a fork."""
+    if not forks.forked:
+        return np.full((1,) * ndim, nbytes, dtype=np.int64)
+    result = np.empty((1,) * ndim, dtype=object)
+    result.flat[0] = ForkWrite(nbytes, forks.sessions)
+    return result
+
+
+def gathered(written: Sequence[np.ndarray], names: Sequence[str], last: TaskForks) -> ForkWrite | None:
+    """Every fork the shard tasks returned (``written``: their blocks per array ``names``), with ``last``'s.
+
+    ``None`` when nothing was forked. `WriteError` naming the shards whose
+    result holds no fork, when others do: what they wrote would be lost.
+    """
+    blocks = [(name, index, w) for name, block in zip(names, written) for index, w in np.ndenumerate(block)]
+    forked = [w for _, _, w in blocks if isinstance(w, ForkWrite)]
+    if not forked and not last.sessions:
+        return None
+    lost = [f"{name} block {index}" for name, index, w in blocks if not isinstance(w, ForkWrite)]
+    if lost:
+        raise WriteError(
+            f"to_zarr3: {len(lost)} shard task(s) returned no fork of the Icechunk session ({', '.join(lost[:5])}), "
+            "so what they wrote is lost; nothing was merged into your session: write again"
+        )
+    sessions = tuple(session for write in forked for session in write.sessions)
+    return ForkWrite(sum(w.nbytes for w in forked), sessions + last.sessions)
 
 
 @dataclass
 class Forks:
-    """A write through a fork of ``session``: `store` is what it writes to; `merge_back` ends it."""
+    """A write through a fork of ``session``: `store` is what it writes to; `finish` ends it."""
 
     session: Any
     fork: Any
     store: ForkedStore
-    processes: set[str] = field(default_factory=set)  # the worker processes when the write began
 
-    def merge_back(self) -> None:
-        """Merge the client's fork and every task's copy into the user's session (nothing is committed)."""
-        client = _client()
-        taken = [_take(self.store.fork_id)]
-        if client is not None:
-            taken += list(client.run(_take, self.store.fork_id).values())
-        lost = self.processes - {process for process, _ in taken}
-        if lost:
-            raise WriteError(
-                f"to_zarr3: {len(lost)} dask worker process(es) ended during the write, and what their tasks "
-                "wrote into forks of the Icechunk session is lost; nothing was merged into your session: "
-                "write again"
-            )
-        icechunk_api.merge_forks(self.session, self.fork, [copy for _, copies in taken for copy in copies])
+    def finish(self, delayed: Delayed, compute: bool, progress: bool = False) -> Delayed | None:
+        """Compute the write graph and merge its forks back; or (``compute=False``) a delayed that does so."""
+        if not compute:
+            return merging(delayed, self)
+        self.merge_back(compute_writes(delayed, progress))
+        return None
 
-    def drop(self) -> None:
-        """Forget the copies of a failed write (its forks are never merged)."""
-        _take(self.store.fork_id)
-        client = _client()
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.run(_take, self.store.fork_id)
-
-    def finish(self, result: Delayed | None, compute: bool) -> Delayed | None:
-        """After a computed write: merge back. A deferred one: a delayed whose computation merges back."""
-        if compute:
-            self.merge_back()
-            return None
-        assert result is not None
-        return merging(result, self)
+    def merge_back(self, written: object) -> None:
+        """Merge the client's fork and the forks the graph returned (its result) into the user's session."""
+        copies = written.sessions if isinstance(written, ForkWrite) else ()
+        icechunk_api.merge_forks(self.session, self.fork, copies)
 
 
 def merging(result: Delayed, forks: Forks) -> Delayed:
-    """``result`` whose ``compute()`` merges the forks back into the session, in the calling process.
+    """``result`` whose ``compute()`` computes the write and merges its forks into the session, in this process.
 
     (``dask.compute(result)`` would run a finalizer on the cluster, where the user's session is not.)
     """
@@ -135,14 +169,8 @@ def merging(result: Delayed, forks: Forks) -> Delayed:
     class MergingDelayed(Delayed):
         __slots__ = ("_forks",)
 
-        def compute(self, **kwargs: Any) -> Any:
-            try:
-                computed = cast(Any, super()).compute(**kwargs)
-            except BaseException:
-                self._forks.drop()
-                raise
-            self._forks.merge_back()
-            return computed
+        def compute(self, **kwargs: Any) -> None:
+            self._forks.merge_back(cast(Any, super()).compute(**kwargs))
 
     merged = cast(Any, MergingDelayed)(result.key, result.dask, layer=result.__dask_layers__()[0])
     merged._forks = forks
@@ -155,13 +183,12 @@ def forked_for_tasks(store: Store, dask_data: bool) -> Iterator[Forks | None]:
 
     ``None`` (write through ``store`` itself) for a store that is not
     transactional, data without dask, or tasks in this process. The write
-    must call `Forks.finish`; if it raises, the forks are dropped.
+    ends with `Forks.finish`; if it raises instead, nothing is merged.
     """
     if not (dask_data and isinstance(store, ZarrPythonStore) and store.transactional and not store.read_only):
         yield None
         return
-    client = _client()
-    if client is None:
+    if _distributed_client() is None:
         _refuse_process_pool(store)
         yield None
         return
@@ -173,18 +200,7 @@ def forked_for_tasks(store: Store, dask_data: bool) -> Iterator[Forks | None]:
             f"to_zarr3 writes dask data on a cluster through forks of the Icechunk session, which cannot "
             f"be forked now: {exc}"
         ) from exc
-    forks = Forks(session, fork, ForkedStore(fork.store, uuid.uuid4().hex))
-    forks.processes = set(client.run(_process).values())
-    try:
-        yield forks
-    except BaseException:
-        forks.drop()
-        raise
-
-
-def _client() -> Client | None:
-    """The dask.distributed client that runs dask's computations now, if any."""
-    return _distributed_client()
+    yield Forks(session, fork, ForkedStore(fork.store, uuid.uuid4().hex))
 
 
 def _refuse_process_pool(store: Store) -> None:

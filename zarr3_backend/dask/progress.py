@@ -72,20 +72,23 @@ def shard_keys(delayed: Delayed) -> list[Hashable]:
     return [key for key in delayed.__dask_graph__() if is_shard_key(key)]
 
 
-def compute_with_progress(delayed: Delayed, label: str = "to_zarr3", **options: object) -> None:
-    """Compute a write graph on a local scheduler (``options`` go to ``delayed.compute``), printing progress."""
+def compute_with_progress(delayed: Delayed, label: str = "to_zarr3", **options: object) -> object:
+    """Compute a write graph on a local scheduler (``options`` go to ``delayed.compute``), printing progress.
+
+    Returns the graph's result.
+    """
     progress = ShardProgress(len(shard_keys(delayed)), label)
     try:
         with _ShardCallback(progress):
-            delayed.compute(**options)
+            return delayed.compute(**options)
     finally:
         progress.close()
 
 
 def compute_on_cluster(
     delayed: Delayed, client: Client, progress: bool = False, label: str = "to_zarr3"
-) -> None:
-    """Compute a write graph on a distributed ``client``, printing `ShardProgress` if ``progress``.
+) -> object:
+    """Compute a write graph on a distributed ``client``, printing `ShardProgress` if ``progress``; its result.
 
     The shard tasks and the final task are submitted together (one graph),
     and the client waits on one future per shard. When one fails, this
@@ -103,7 +106,7 @@ def compute_on_cluster(
             written = future.result()
             if counter is not None:
                 counter.update(written)
-        final.result()
+        return final.result()
     except BaseException:
         wait(futures)
         raise

@@ -9,7 +9,8 @@ data between tasks. `store_graph()` maps every block to one shard task
 `write_block()` (one atomic store ``set``;
 partial shards are read, merged and rewritten, under the write's ``locks``)
 and returns the bytes it wrote (counted by ``progress=True``, see
-`zarr3_backend.dask.progress`); the graph's last task runs the write's
+`zarr3_backend.dask.progress`), with the Icechunk forks it wrote into, if
+any (`zarr3_backend.dask.forks`); the graph's last task runs the write's
 `WriteStep`, if any.
 `zarr3_backend.dask.compute` runs the graph.
 
@@ -31,7 +32,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from ..nodes.array import Array
 from ..nodes.shard_writes import shard_aligned_chunks, write_block
 from ..runtime.locks import NO_LOCKS, KeyLocks
 from ..runtime.stacklevel import caller_stacklevel
+from .forks import ForkWrite, gathered, task_forks, task_result
 
 if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
     from dask.array import Array as DaskArray
@@ -130,12 +132,15 @@ def store_graph(requests: Sequence[WriteRequest], last_step: WriteStep | None = 
     """
     from dask.delayed import delayed
 
-    written = []
+    written, names = [], []
     for request in requests:
         if request.data.size:  # aligned here: the alignment warning points at store_graph's caller
             aligned = align_to_shards(request.data, request.array, request.origin, request.name)
             written.append(_shard_tasks(request, aligned))
-    return cast("Delayed", delayed(_after, pure=False)(written, last_step))  # dask's delayed is unannotated
+            names.append(request.name or request.array.path)
+    return cast(
+        "Delayed", delayed(_after, pure=False)(written, last_step, names)
+    )  # dask's delayed is unannotated
 
 
 def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
@@ -172,10 +177,14 @@ class _ShardTask:
 
     def __call__(self, block: np.ndarray, *, block_id: tuple[int, ...]) -> np.ndarray:
         start = tuple(starts[i] for starts, i in zip(self.starts, block_id))
-        write_block(self.array, start, block, self.write_empty_chunks, self.locks)
-        return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)
+        with task_forks(self.array.store) as forks:  # writes into an Icechunk fork return it as the result
+            write_block(self.array, start, block, self.write_empty_chunks, self.locks)
+        return task_result(np.asarray(block).nbytes, forks, len(start))
 
 
-def _after(_: Any, last_step: WriteStep | None) -> None:
-    if last_step is not None:
-        last_step.run()
+def _after(written: list[np.ndarray], last_step: WriteStep | None, names: list[str]) -> ForkWrite | None:
+    """Run ``last_step``; return the forks every task wrote into (see `zarr3_backend.dask.forks`), if any."""
+    with task_forks() as forks:
+        if last_step is not None:
+            last_step.run()
+    return gathered(written, names, forks)

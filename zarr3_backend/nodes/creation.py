@@ -150,7 +150,7 @@ def _grid(
     if is_rectilinear_argument(shards):
         shard_grid = rectilinear_from_argument(shards, "shards")
         if chunks_arg is None:
-            common = [d if isinstance(d, int) else math.gcd(*d.lengths) for d in shard_grid.dims]
+            common = [d if isinstance(d, int) else math.gcd(*d.distinct_lengths()) for d in shard_grid.dims]
             chunks_arg = default_chunks(common, data_type.item_size or 16, dividing=True)
         return shard_grid, tuple(chunks_arg), shard_grid.chunk_shape
     chunks = tuple(chunks_arg) if chunks_arg is not None else default_chunks(shape, data_type.item_size or 16)

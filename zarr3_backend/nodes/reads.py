@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
-from ..codecs.read_plan import DecodeJob, ReadPlan
+from ..codecs.read_plan import DecodeJob, ReadPlan, StaleIndexError
 from ..core.dtypes import Scalar
 from ..core.indexing import Selection, SelectionLike
 from ..runtime import fetch_and_work, io_buffer_bytes, thread_count
@@ -76,7 +76,18 @@ def read_many(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[
     as soon as its own index arrives) on the I/O pool, and decoded on the CPU pool as each group
     arrives. Plans are made and run `PLAN_WINDOW` stored chunks at a time (on a remote store,
     `REMOTE_WINDOW_WAVES` times its requests in flight).
+    A chunk that fails its checksum under a cached shard index (`StaleIndexError`: the
+    shard may have been rewritten behind an unchanged generation) drops that array's cached
+    indexes, and the read runs once more; a failure then is raised as corruption.
     """
+    try:
+        return _read_once(requests)
+    except StaleIndexError as stale:  # stale first, corrupt only if it fails again
+        stale.cache.clear()
+        return _read_once(requests)
+
+
+def _read_once(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list[ReadResult]:
     reads = [readable.planned_read(selection, orthogonal) for readable, selection, orthogonal in requests]
     by_store: dict[int, list[PlannedRead]] = defaultdict(list)
     for read in reads:

@@ -51,7 +51,7 @@ def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) ->
             return 0, None
         if isinstance(step, ChunkLengths):  # a rectilinear dimension: cut off a chunk's own edges
             first, last = step.index_of(start), step.index_of(stop - 1)
-            cut = (start != step.start(first), stop != size and stop != int(step.ends[last]))
+            cut = (start != step.start(first), stop != size and stop != step.end(last))
         else:
             first, last = start // step, (stop - 1) // step
             cut = (bool(start % step), bool(stop % step and stop != size))
@@ -74,7 +74,7 @@ def shard_aligned_chunks(
     chunks = []
     for n, start, step in zip(shape, origin, grid):
         if isinstance(step, ChunkLengths):  # a rectilinear dimension: its chunks' own edges
-            inner = step.starts[(step.starts > start) & (step.starts < start + n)].tolist()
+            inner = step.starts_between(start, start + n)
             edges = [start, *inner, start + n]
         else:
             edges = [start, *range((start // step + 1) * step, start + n, step), start + n]

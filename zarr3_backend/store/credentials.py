@@ -52,10 +52,7 @@ def missing_credentials(
     environ = os.environ if environ is None else environ
     if not url.startswith(("s3://", "s3a://")) or not any(sign in failure for sign in NO_CREDENTIAL_SIGNS):
         return None
-    options = {**storage_options, **dict(storage_options.get("client_kwargs") or {})}
-    if any(options.get(name) for name in CREDENTIAL_OPTIONS) or any(
-        environ.get(v) for v in CREDENTIAL_VARIABLES
-    ):
+    if credentials_configured(storage_options, environ):
         return None
     files = [p for p in _credential_files(environ) if p.is_file()]
     found = (
@@ -70,6 +67,23 @@ def missing_credentials(
         f"instance metadata service (169.254.169.254); the last answer: {failure.strip()[:200]}. For a public "
         "bucket pass storage_options={'anon': True}; otherwise set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
         "or AWS_PROFILE, or pass storage_options={'key': ..., 'secret': ...} or {'profile': ...}"
+    )
+
+
+def credentials_configured(
+    storage_options: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> bool:
+    """Whether ``storage_options`` or the environment name a source of S3 credentials (or turn signing off).
+
+    When none is named, the default chains end at the EC2 instance metadata service.
+
+    >>> credentials_configured({"anon": True}, {}), credentials_configured({}, {})
+    (True, False)
+    """
+    environ = os.environ if environ is None else environ
+    options = {**storage_options, **dict(storage_options.get("client_kwargs") or {})}
+    return any(options.get(name) for name in CREDENTIAL_OPTIONS) or any(
+        environ.get(v) for v in CREDENTIAL_VARIABLES
     )
 
 

@@ -17,12 +17,14 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import ArgumentError
 from .base import Buffer, ByteRange, Generation, Value
+from .credentials import credentials_configured
 from .etags import object_generation
 
 if TYPE_CHECKING:
@@ -39,11 +41,22 @@ class UnsupportedOptionError(ArgumentError):
 
 @dataclass
 class ObstoreSettings:
-    """obstore's configuration for one store: ``config`` (per backend), ``client_options`` and an AWS profile."""
+    """obstore's configuration for one store: ``config`` (per backend), ``client_options``, ``retry_config``
+    (``None``: obstore's default) and an AWS profile."""
 
     config: dict[str, Any] = field(default_factory=dict)
     client_options: dict[str, Any] = field(default_factory=dict)
+    retry_config: dict[str, Any] | None = None
     profile: str | None = None
+
+
+#: obstore's retries where no S3 credentials are configured, so that only the EC2 instance metadata
+#: service could supply them: off EC2 it fails at once, where obstore's default (10 retries with
+#: exponential backoff) spends seconds before the "no credentials" error.
+NO_CREDENTIALS_RETRY: dict[str, Any] = {
+    "max_retries": 2,
+    "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=1), "base": 2},
+}
 
 
 _S3_NAMES = {
@@ -73,15 +86,19 @@ def obstore_settings(protocol: str, storage_options: Mapping[str, Any]) -> Obsto
     service-account file or dict, ``"anon"``, ``"google_default"``,
     ``"cloud"``). Azure (adlfs): ``account_name``, ``account_key``,
     ``sas_token``, ``tenant_id``, ``client_id``, ``client_secret``, ``anon``.
-    Everywhere, ``client_options`` passes obstore's own client options
-    through, and fsspec's caching options are ignored. Anything else raises
-    `UnsupportedOptionError`.
+    Everywhere, ``client_options`` and ``retry_config`` pass obstore's own
+    options through, and fsspec's caching options are ignored. Anything else
+    raises `UnsupportedOptionError`. S3 with no credentials configured (see
+    `credentials_configured`) retries `NO_CREDENTIALS_RETRY` unless
+    ``retry_config`` is given.
     """
     settings = ObstoreSettings()
     kind = protocol_kind(protocol)
     for name, value in storage_options.items():
         if name == "client_options":
             settings.client_options.update(value)
+        elif name == "retry_config":
+            settings.retry_config = dict(value)
         elif name == "backend" or name in _FSSPEC_ONLY:
             continue  # make_store's choice of backend; fsspec's caches
         elif name == "anon" and kind in ("s3", "azure"):
@@ -142,6 +159,8 @@ def _s3_environment(storage_options: Mapping[str, Any], settings: ObstoreSetting
     explicit = {"key", "secret", "anon", "profile"} & storage_options.keys()
     if not explicit and "AWS_PROFILE" in os.environ and "AWS_ACCESS_KEY_ID" not in os.environ:
         settings.profile = os.environ["AWS_PROFILE"]
+    if settings.retry_config is None and not credentials_configured(storage_options):
+        settings.retry_config = NO_CREDENTIALS_RETRY
     endpoint = (
         config.get("endpoint")
         or os.environ.get("AWS_ENDPOINT_URL_S3")

@@ -111,6 +111,7 @@ class ObstoreStore(Store):
                 self.url,
                 sorted(settings.config.items()),
                 sorted(settings.client_options.items()),
+                settings.retry_config,
                 settings.profile,
             )
         )
@@ -173,7 +174,14 @@ class ObstoreStore(Store):
 
             provider = Boto3CredentialProvider(boto3.Session(profile_name=settings.profile))
         config: Any = settings.config or None
-        return from_url(self.url, config=config, client_options=client_options, credential_provider=provider)
+        retry: Any = settings.retry_config
+        return from_url(
+            self.url,
+            config=config,
+            client_options=client_options,
+            retry_config=retry,
+            credential_provider=provider,
+        )
 
     def _failed(self, doing: str, key: str, exc: BaseException) -> StoreError:
         return store_failure(self, f"could not {doing} key {key!r} of {self.url}", exc)

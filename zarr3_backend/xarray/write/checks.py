@@ -21,17 +21,15 @@ from collections.abc import Hashable, Mapping
 
 import numpy as np
 import xarray as xr
-from xarray.backends.api import DATAARRAY_NAME
 
 from ...api import WRITE_MODES, WriteMode
-from ...errors import NodeNameError, WriteError, WriteNotImplementedError, WriteTypeError
+from ...errors import NodeNameError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.paths import validate_node_name
 from ...store.base import TMP_PREFIX, Store, is_temporary
 from ...store.local import LocalStore
 
 PROGRESS_VALUES = (False, True, "tqdm")
-DATAARRAY_VARIABLE = "xarray_dataarray_variable"
 
 
 def check_names(ds: xr.Dataset, store: Store | None = None, path: str = "") -> None:
@@ -218,33 +216,3 @@ def check_progress(progress: object) -> None:
         raise WriteError(
             f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}"
         )
-
-
-def as_written(
-    obj: xr.Dataset | xr.DataArray | xr.DataTree, append_dim: Hashable | None
-) -> xr.Dataset | xr.DataTree:
-    """``obj`` as the Dataset or DataTree written; a DataTree cannot be appended to."""
-    if isinstance(obj, xr.DataTree) and append_dim is not None:
-        raise WriteNotImplementedError(
-            f"to_zarr3: append_dim={append_dim!r} is not supported for a DataTree (nor by DataTree.to_zarr); "
-            "append each group's Dataset: tree[path].to_dataset().to_zarr3(store, group=path, append_dim=...)"
-        )
-    return _dataarray_as_dataset(obj) if isinstance(obj, xr.DataArray) else obj
-
-
-def _dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
-    """The DataArray as a one-variable Dataset that ``xr.open_dataarray`` reads back with its name.
-
-    A name that cannot be a variable (``None``, or a coordinate's name) is
-    stored in the group attribute ``__xarray_dataarray_name__`` (as xarray's
-    engine does) under the valid node name `DATAARRAY_VARIABLE` (xarray's
-    own placeholder starts with the reserved ``__``).
-    """
-    if array.name is not None and array.name not in array.coords and array.name not in array.dims:
-        return array.to_dataset()
-    name = DATAARRAY_VARIABLE
-    while name in array.coords or name in array.dims:
-        name = f"_{name}"
-    dataset = array.to_dataset(name=name)
-    dataset.attrs[DATAARRAY_NAME] = array.name
-    return dataset

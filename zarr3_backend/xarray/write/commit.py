@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...coordination.pending import read_pending
 from ...coordination.records import PENDING_KEY
@@ -33,7 +33,11 @@ from ...nodes.shard_writes import clear_rows
 from ...runtime.locks import NO_LOCKS, KeyLocks
 from ...store import StoreLike, make_store
 from ...store.base import Store, plain_values
+from .plan import WriteOptions
 from .publish import Documents, publish
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 SETTLE = (
     0.02  # seconds at least between writing the pending record and reading it back (a scheduler's time slice)
@@ -189,3 +193,10 @@ def roll_back(
                 store.delete_prefix(path + "/")
     except Exception:  # the original failure is what the caller must see
         return
+
+
+def request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
+    """A deterministic token of the write request (data included), to recognise a retry."""
+    from dask.base import tokenize
+
+    return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))

@@ -45,7 +45,6 @@ from ...store import StoreLike, make_store
 from ...store.base import Store
 from .append_grid import AppendGrid, split_append_chunks
 from .checks import (
-    as_written,
     check_append,
     check_fits,
     check_format,
@@ -53,8 +52,9 @@ from .checks import (
     check_progress,
     parse_mode,
 )
-from .commit import CommitMetadata, roll_forward
+from .commit import CommitMetadata, request_token, roll_forward
 from .data import has_dask_data, write_data
+from .dataarray import as_written
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .packed import check_packed
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
@@ -115,7 +115,11 @@ def to_zarr3(
     encoding : dict, optional
         ``{variable: {key: value}}``. Zarr keys: ``chunks`` (inner chunks when
         sharded) and ``shards`` (an int, one int per dimension, or a dict by
-        dimension name), ``compressors``, ``filters``, ``serializer``,
+        dimension name). A sequence of lengths for a dimension, e.g. ``"shards":
+        (month_lengths, 181, 360)`` or ``{"time": month_lengths}``, asks for a
+        rectilinear (calendar) grid: one shard (unsharded: one chunk) per length,
+        adding up to at least the dimension; ``"dask"``: one per dask chunk. Inner
+        ``chunks`` stay regular (see the calendar chunks guide). ``compressors``, ``filters``, ``serializer``,
         ``codecs`` (the full outer chain; overrides the three before),
         ``index_location``, ``fill_value``, ``chunk_key_encoding``,
         ``write_empty_chunks``. Codecs may be JSON dicts, zarr-python codec
@@ -184,6 +188,11 @@ def to_zarr3(
     >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3", "w", encoding={"t": {"chunks": 2, "shards": 4}})
     >>> zarr3_backend.open_array("memory://doc/to_zarr3", "t").chunks
     (2,)
+
+    >>> lengths = {"t": {"chunks": 1, "shards": ((1, 3),)}}  # a rectilinear (calendar) grid: 2 shards
+    >>> zarr3_backend.to_zarr3(ds, "memory://doc/to_zarr3_lengths", "w", encoding=lengths)
+    >>> zarr3_backend.open_array("memory://doc/to_zarr3_lengths", "t").chunk_sizes
+    ((1, 3),)
     """
     check_format(zarr_format)
     check_progress(progress)
@@ -203,7 +212,7 @@ def to_zarr3(
         ) as guard,
     ):
         target = guard.store
-        token = _request_token(obj, path, options, encoding) if options.mode in ("a", "a-") else ""
+        token = request_token(obj, path, options, encoding) if options.mode in ("a", "a-") else ""
         with guard.planning():  # a region write with lock= plans while no append publishes
             if (options.mode != "w" or path) and roll_forward(
                 target, token or None, skip_broken=options.mode == "w"
@@ -214,16 +223,29 @@ def to_zarr3(
         plan = read_own_target_first(target, path, start.mode, plan)  # before anything is deleted
         if any(write.variable.chunks is not None for write in plan.data):
             check_reachable(target)
-        consolidate = bool(
-            consolidated or (consolidated is None and options.mode != "r+" and not target.transactional)
-        )
+        consolidate = _consolidates(consolidated, options.mode, target)
         last_step = _last_step(start, plan, guard, consolidate, token)
-        deferred = not compute and plan.grown and options.append_dim is not None
-        reserve = (path, options.append_dim, not guard.user_lock) if deferred else None
+        reserve = _reservation(plan, options, path, compute, guard)
+        now = compute and forks is None  # through forks: computed by forks.finish, which merges them back
         written = write_data(
-            target, plan, last_step, locks=guard.locks, compute=compute, progress=progress, reserve=reserve
+            target, plan, last_step, locks=guard.locks, compute=now, progress=progress, reserve=reserve
         )
-        return forks.finish(written, compute) if forks is not None else written
+        if forks is None or written is None:
+            return written
+        return forks.finish(written, compute, progress=bool(progress))
+
+
+def _consolidates(consolidated: bool | None, mode: str, target: Store) -> bool:
+    """Whether the write consolidates: by default not for region writes nor in Icechunk (the root would conflict)."""
+    return bool(consolidated or (consolidated is None and mode != "r+" and not target.transactional))
+
+
+def _reservation(
+    plan: WritePlan, options: WriteOptions, path: str, compute: bool, guard: WriteGuard
+) -> tuple[str, Hashable, bool] | None:
+    """What a deferred append reserves: its group, ``append_dim``, and whether only this process writes."""
+    deferred = not compute and plan.grown and options.append_dim is not None
+    return (path, options.append_dim, not guard.user_lock) if deferred else None
 
 
 def _plan(
@@ -258,13 +280,6 @@ def _last_step(
     return CommitMetadata(
         guard.store, dict(plan.documents), consolidate, token, expected, locked=guard.serialised
     )
-
-
-def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
-    """A deterministic token of the write request (data included), to recognise a retry."""
-    from dask.base import tokenize
-
-    return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))
 
 
 def _done(compute: bool) -> Delayed | None:

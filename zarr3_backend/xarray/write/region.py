@@ -178,7 +178,7 @@ def append_view(grown: Array, old_shape: Shape) -> Array:
 def _chunk_end(n: int, dim: DimGrid) -> int:
     """Where the chunk holding element ``n - 1`` ends (a rectilinear dimension's declared lengths, or the step)."""
     if isinstance(dim, ChunkLengths):
-        return int(dim.ends[dim.index_of(n - 1)])
+        return dim.end(dim.index_of(n - 1))
     return -(-n // dim) * dim
 
 

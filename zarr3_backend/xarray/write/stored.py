@@ -30,7 +30,8 @@ from ..backend_array import variable_dtype
 from ..read_encoding import decode_fill_value
 from .time_values import CF_TIME_ATTRIBUTES, is_datetime_units
 
-UNCHANGED_CHECK_BYTES = 64 << 20  # mode="a" compares existing variables up to this size before rewriting them
+#: mode="a" compares an existing variable's stored and new values this many bytes at a time.
+UNCHANGED_CHECK_BYTES = 64 << 20
 
 
 def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array]:
@@ -74,11 +75,13 @@ def stored_encoding(name: str, array: Array) -> dict[str, Any]:
 def unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Hashable | None) -> bool:
     """Whether ``mode="a"`` can skip an existing ``variable`` (outside any append): its stored values are the same.
 
-    Compared: in-memory variables, and in an append also dask ones, up to
-    `UNCHANGED_CHECK_BYTES`; others are rewritten in place (not covered
-    by the all-or-nothing guarantee).
+    Compared block by block (about `UNCHANGED_CHECK_BYTES` at a time, up to
+    the first difference), whatever the variable's size: in-memory
+    variables, and in an append also dask ones (each block computed for the
+    comparison). Outside an append a dask-backed variable is rewritten in
+    place (not covered by the all-or-nothing guarantee).
     """
-    if variable.nbytes > UNCHANGED_CHECK_BYTES or (variable.chunks is not None and append_dim is None):
+    if variable.chunks is not None and append_dim is None:
         return False
     try:
         encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
@@ -86,10 +89,25 @@ def unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Hashab
         return False
     if array.dimension_names is None or set(array.dimension_names) != set(encoded.dims):
         return False
-    new = np.asarray(encoded.transpose(*array.dimension_names).values)
-    stored = np.asarray(array[...])
-    if new.shape != stored.shape:
+    encoded = encoded.transpose(*array.dimension_names)
+    if encoded.shape != array.shape:
         return False
+    return all(
+        _same(np.asarray(array[block]), np.asarray(encoded[block].values))
+        for block in _row_blocks(encoded.shape, encoded.dtype.itemsize)
+    )
+
+
+def _row_blocks(shape: tuple[int, ...], itemsize: int) -> list[Any]:
+    """Slices of the first axis of about `UNCHANGED_CHECK_BYTES` each (a 0-d array: one block, ``...``)."""
+    if not shape:
+        return [Ellipsis]
+    row = itemsize * int(np.prod(shape[1:]))
+    step = max(1, UNCHANGED_CHECK_BYTES // max(row, 1))
+    return [slice(start, start + step) for start in range(0, shape[0], step)]
+
+
+def _same(stored: np.ndarray, new: np.ndarray) -> bool:
     try:
         return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
     except (TypeError, ValueError):
