@@ -5,9 +5,8 @@ JSON-ready entry per node (``zarr3 info --json``)."""
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypedDict, final
 
@@ -20,6 +19,7 @@ from ..nodes.hierarchy import Group, node_from_metadata, open_node
 from ..nodes.paths import join_path, normalize_path
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store, plain_values
+from ..validate.scoped import batches
 
 V2_DIMENSIONS = "_ARRAY_DIMENSIONS"  # how xarray names a Zarr v2 array's dimensions
 
@@ -119,7 +119,7 @@ def count_stored(store: Store, array: Array, progress: StoredProgress | None = N
     documents = V2_DOCUMENTS if is_v2(array.metadata) else {"zarr.json"}
     keys = (k for k in store.list_prefix(f"{array.path}/" if array.path else "") if _leaf(k) not in documents)
     count = nbytes = 0
-    for batch in _batches(keys):
+    for batch in batches(keys, BATCH):
         count += len(batch)
         nbytes += value_sizes(chunk_store, batch)
         if progress is not None:
@@ -129,11 +129,6 @@ def count_stored(store: Store, array: Array, progress: StoredProgress | None = N
 
 def _leaf(key: str) -> str:
     return key.rpartition("/")[2]
-
-
-def _batches(keys: Iterator[str]) -> Iterator[list[str]]:
-    while batch := list(itertools.islice(keys, BATCH)):
-        yield batch
 
 
 def value_sizes(store: Store, keys: list[str]) -> int:
