@@ -7,7 +7,8 @@ one shard ``(1, 32, 64)`` per step holding 4 inner chunks ``(1, 16, 32)``.
   (zarr-python) of a dask dataset chunked one step per block, on dask's
   threaded scheduler and on ``LocalCluster(n_workers=2, threads_per_worker=1)``
   (the source persisted on the workers first, so only the write is timed).
-  ``cpu_s`` is this process's CPU (the client, and the cluster's scheduler).
+  ``cpu_s`` is this process's CPU (the client, and the cluster's scheduler),
+  ``workers_cpu_s`` the workers' (per write, warm-up included in the mean).
 * `metadata_rows()`: ``zarr3 info`` (metadata only, the default) and
   ``zarr3 info --stored`` in this process (``print_info``, output discarded),
   and ``zarr3 info`` as a command beside ``zarr3 --version`` (its start-up);
@@ -74,10 +75,16 @@ def _row(workload: str, impl: str, shards: int, seconds: float, **extra: object)
 # ---------------------------------------------------------------- writes
 
 
-def _dataset(n: int):  # -> xr.Dataset
+def _dataset(n: int, lazy: bool = False):  # -> xr.Dataset
+    """``v`` chunked one step per block: numpy-backed, or (``lazy``) drawn by dask, to persist on a cluster."""
+    import dask.array as da
     import xarray as xr
 
-    values = np.random.default_rng(0).random((n, *SPACE), dtype="float32")
+    shape = (n, *SPACE)
+    if lazy:
+        values = da.random.default_rng(0).random(shape, dtype="float32", chunks=(1, *SPACE))
+        return xr.Dataset({"v": (("time", "lat", "lon"), values)})
+    values = np.random.default_rng(0).random(shape, dtype="float32")
     return xr.Dataset({"v": (("time", "lat", "lon"), values)}).chunk({"time": 1})
 
 
@@ -115,16 +122,20 @@ def write_rows(quick: bool) -> list[dict[str, object]]:
                     rows.append(_row("write threaded", impl, n, wall, cpu_s=round(cpu, 3)))
         with (
             LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
             ) as cluster,
             Client(cluster) as client,
         ):
             for n in sizes:
-                ds = _dataset(n).persist()
+                ds = _dataset(n, lazy=True).persist()
                 wait(ds.v.data)
                 for impl, write in _writers(ds, out).items():
-                    wall, cpu = _best(write, 1 if n > 1000 else 3)
-                    rows.append(_row("write cluster", impl, n, wall, cpu_s=round(cpu, 3)))
+                    repeats = 1 if n > 1000 else 3
+                    workers = sum(client.run(_cpu).values())
+                    wall, cpu = _best(write, repeats)
+                    workers = (sum(client.run(_cpu).values()) - workers) / (repeats + 1)  # with the warm-up
+                    rows.append(_row("write cluster", impl, n, wall, cpu_s=round(cpu, 3),
+                                     workers_cpu_s=round(workers, 3)))  # fmt: skip
                 del ds
             client.close()
     return rows
