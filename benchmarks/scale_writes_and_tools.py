@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import os
 import resource
 import shutil
@@ -61,8 +62,12 @@ def _best(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+#: Print each row to stderr as it is measured (set when run alone).
+ECHO = False
+
+
 def _row(workload: str, impl: str, shards: int, seconds: float, **extra: object) -> dict[str, object]:
-    return {
+    row = {
         "workload": workload,
         "impl": impl,
         "shards": shards,
@@ -70,6 +75,9 @@ def _row(workload: str, impl: str, shards: int, seconds: float, **extra: object)
         "us_per_shard": round(seconds / shards * 1e6, 1),
         **extra,
     }
+    if ECHO:
+        print(row, f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+    return row
 
 
 # ---------------------------------------------------------------- writes
@@ -89,18 +97,17 @@ def _dataset(n: int, lazy: bool = False):  # -> xr.Dataset
 
 
 def _writers(ds, out: Path) -> dict[str, Callable[[], object]]:
+    """Writers of ``ds``; each call writes a new store under ``out`` (removing stores is never timed)."""
     import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 
-    ours = {"v": {"chunks": INNER, "shards": SHARD}}
-    theirs = {"v": {"chunks": INNER, "shards": SHARD}}
+    encoding = {"v": {"chunks": INNER, "shards": SHARD}}
+    calls = itertools.count()
 
     def to_zarr3() -> None:
-        shutil.rmtree(out / "ours.zarr", ignore_errors=True)
-        ds.to_zarr3(out / "ours.zarr", encoding=ours)
+        ds.to_zarr3(out / f"ours-{next(calls)}.zarr", encoding=encoding)
 
     def to_zarr() -> None:
-        shutil.rmtree(out / "theirs.zarr", ignore_errors=True)
-        ds.to_zarr(out / "theirs.zarr", zarr_format=3, encoding=theirs, consolidated=False)
+        ds.to_zarr(out / f"theirs-{next(calls)}.zarr", zarr_format=3, encoding=encoding, consolidated=False)
 
     return {"to_zarr3": to_zarr3, "to_zarr": to_zarr}
 
@@ -120,6 +127,7 @@ def write_rows(quick: bool) -> list[dict[str, object]]:
                 for impl, write in _writers(ds, out).items():
                     wall, cpu = _best(write, 1 if n > 1000 else 3)
                     rows.append(_row("write threaded", impl, n, wall, cpu_s=round(cpu, 3)))
+            _clear(out)
         with (
             LocalCluster(
                 n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
@@ -137,8 +145,14 @@ def write_rows(quick: bool) -> list[dict[str, object]]:
                     rows.append(_row("write cluster", impl, n, wall, cpu_s=round(cpu, 3),
                                      workers_cpu_s=round(workers, 3)))  # fmt: skip
                 del ds
+                _clear(out)
             client.close()
     return rows
+
+
+def _clear(out: Path) -> None:
+    for path in out.iterdir():
+        shutil.rmtree(path)
 
 
 # ---------------------------------------------------------------- info and validate
@@ -253,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="only the small sizes")
     parser.add_argument("--only", choices=("writes", "metadata"), help="one half only")
     args = parser.parse_args(argv)
+    global ECHO
+    ECHO = True
     with _load_lines():
         if args.only != "writes":
             print_rows(metadata_rows(args.quick))
