@@ -121,13 +121,6 @@ def write_rows(quick: bool) -> list[dict[str, object]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="scale-writes-") as tmp:
         out = Path(tmp)
-        for n in sizes:
-            ds = _dataset(n)
-            with dask.config.set(scheduler="threads"):
-                for impl, write in _writers(ds, out).items():
-                    wall, cpu = _best(write, 1 if n > 1000 else 3)
-                    rows.append(_row("write threaded", impl, n, wall, cpu_s=round(cpu, 3)))
-            _clear(out)
         with (
             LocalCluster(
                 n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
@@ -147,6 +140,13 @@ def write_rows(quick: bool) -> list[dict[str, object]]:
                 del ds
                 _clear(out)
             client.close()
+        for n in sizes:
+            ds = _dataset(n)
+            with dask.config.set(scheduler="threads"):
+                for impl, write in _writers(ds, out).items():
+                    wall, cpu = _best(write, 1 if n > 1000 else 3)
+                    rows.append(_row("write threaded", impl, n, wall, cpu_s=round(cpu, 3)))
+            _clear(out)
     return rows
 
 
