@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -112,12 +112,15 @@ def _writers(ds, out: Path) -> dict[str, Callable[[], object]]:
     return {"to_zarr3": to_zarr3, "to_zarr": to_zarr}
 
 
-def write_rows(quick: bool) -> list[dict[str, object]]:
-    """``to_zarr3`` vs ``to_zarr`` of N small shards, threaded and on a 2-process LocalCluster."""
+def write_rows(
+    quick: bool, sizes: Sequence[int] | None = None, schedulers: Sequence[str] = ("cluster", "threaded")
+) -> list[dict[str, object]]:
+    """``to_zarr3`` vs ``to_zarr`` of N small shards, on a 2-process LocalCluster and threaded."""
     import dask
     from distributed import Client, LocalCluster, wait
 
-    sizes = (100, 300) if quick else (100, 1000, 3000, 10000)
+    sizes = sizes or ((100, 300) if quick else (100, 1000, 3000, 10000))
+    on_cluster = sizes if "cluster" in schedulers else ()
     rows = []
     with tempfile.TemporaryDirectory(prefix="scale-writes-") as tmp:
         out = Path(tmp)
@@ -127,7 +130,7 @@ def write_rows(quick: bool) -> list[dict[str, object]]:
             ) as cluster,
             Client(cluster) as client,
         ):
-            for n in sizes:
+            for n in on_cluster:
                 ds = _dataset(n, lazy=True).persist()
                 wait(ds.v.data)
                 for impl, write in _writers(ds, out).items():
@@ -140,7 +143,7 @@ def write_rows(quick: bool) -> list[dict[str, object]]:
                 del ds
                 _clear(out)
             client.close()
-        for n in sizes:
+        for n in sizes if "threaded" in schedulers else ():
             ds = _dataset(n)
             with dask.config.set(scheduler="threads"):
                 for impl, write in _writers(ds, out).items():
@@ -266,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="only the small sizes")
     parser.add_argument("--only", choices=("writes", "metadata"), help="one half only")
+    parser.add_argument("--sizes", type=int, nargs="+", help="numbers of shards of the writes")
+    parser.add_argument(
+        "--schedulers", nargs="+", choices=("cluster", "threaded"), default=("cluster", "threaded")
+    )
     args = parser.parse_args(argv)
     global ECHO
     ECHO = True
@@ -273,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only != "writes":
             print_rows(metadata_rows(args.quick))
         if args.only != "metadata":
-            print_rows(write_rows(args.quick))
+            print_rows(write_rows(args.quick, args.sizes, args.schedulers))
     return 0
 
 
