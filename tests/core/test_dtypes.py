@@ -110,7 +110,7 @@ def test_to_json_returns_a_copy():
 
 
 @pytest.mark.parametrize(
-    "obj", ["float128", "foo", {"name": "foo"}, "structured", {"name": "bfloat16", "configuration": {}}]
+    "obj", ["float128", "foo", {"name": "foo"}, "int4", {"name": "bfloat16", "configuration": {}}]
 )
 def test_unknown_data_type(obj):
     with pytest.raises(UnknownExtensionError, match="data_type: unknown data type") as info:
@@ -456,7 +456,7 @@ def test_data_type_from_numpy_passes_data_types_through():
     assert isinstance(data_type, DataType)
 
 
-@pytest.mark.parametrize("dtype_like", ["g", "G", "V0", [("a", "i4")], "(2,)i4", "not a dtype", 3.5])
+@pytest.mark.parametrize("dtype_like", ["g", "G", "V0", [("a", "i4", (2,))], "(2,)i4", "not a dtype", 3.5])
 def test_data_type_from_numpy_rejects(dtype_like):
     with pytest.raises(MetadataError, match="dtype"):
         data_type_from_numpy(dtype_like)

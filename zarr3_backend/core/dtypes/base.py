@@ -98,5 +98,9 @@ def needs_endian(dtype: np.dtype) -> bool:
 
     >>> needs_endian(np.dtype("float32")), needs_endian(np.dtype("uint8")), needs_endian(np.dtype("V3")), needs_endian(np.dtype("S2"))
     (True, False, False, False)
+    >>> needs_endian(np.dtype([("a", "u1"), ("b", "u1")])), needs_endian(np.dtype([("a", "u1"), ("b", "<i2")]))
+    (False, True)
     """
+    if dtype.names:
+        return any(needs_endian(dtype.fields[name][0]) for name in dtype.names)  # type: ignore[index]
     return dtype.itemsize > 1 and dtype.kind not in "VS"
