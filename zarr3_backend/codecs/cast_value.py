@@ -15,6 +15,7 @@ come back unchanged, else the array is refused.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, cast
@@ -87,9 +88,14 @@ class CastValueCodec(ArrayArrayCodec):
         fill = np.asarray(spec.fill_value, spec.dtype)[()]
         if not (back == fill or (np.isnan(back) and np.isnan(fill))):
             raise CodecError(
-                f"codec 'cast_value': the fill value {fill!r} becomes {encoded!r} in {self.data_type.name!r} "
-                f"and decodes to {back!r}; choose a fill value that survives the cast, or map it with scalar_map"
+                f"codec 'cast_value': the fill value {fill.item()!r} becomes {encoded.item()!r} in "
+                f"{self.data_type.name!r} and decodes to {back.item()!r}; choose a fill value that survives "
+                "the cast, or map it with configuration.scalar_map"
             )
+
+    def _maps(self, source: DataType) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        pairs = json.dumps([self.encode_map, self.decode_map])  # a key that tells -0.0 from 0
+        return _scalar_maps(pairs, _numeric(source, "the chunk's data type"), self.data_type)
 
     def resolve_spec(self, spec: ChunkSpec) -> ChunkSpec:
         fill = self.encode(np.asarray(spec.fill_value, spec.dtype), spec)
@@ -99,11 +105,11 @@ class CastValueCodec(ArrayArrayCodec):
         return input_size // spec.dtype.itemsize * self.data_type.numpy.itemsize
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        encode_map, _ = _scalar_maps(self, spec.data_type)
+        encode_map, _ = self._maps(spec.data_type)
         return cast_array(chunk, self.data_type.numpy, self.rounding, self.out_of_range, encode_map)
 
     def decode(self, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        _, decode_map = _scalar_maps(self, spec.data_type)
+        _, decode_map = self._maps(spec.data_type)
         return cast_array(chunk, spec.dtype, self.rounding, self.out_of_range, decode_map)
 
 
@@ -148,14 +154,12 @@ def _parse_scalar_map(value: object) -> tuple[Pairs, Pairs]:
 
 @lru_cache(maxsize=256)
 def _scalar_maps(
-    codec: CastValueCodec, source: DataType
+    pairs: str, source: DataType, target: DataType
 ) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
-    """The scalar map pairs as scalars: ``encode`` from ``source`` to the target, ``decode`` back."""
-    _numeric(source, "the chunk's data type")
-    target = codec.data_type
-    return (
-        _parse_pairs(codec.encode_map, source, target, "encode"),
-        _parse_pairs(codec.decode_map, target, source, "decode"),
+    """The scalar map pairs (JSON) as scalars: ``encode`` from ``source`` to ``target``, ``decode`` back."""
+    encode_map, decode_map = json.loads(pairs)
+    return _parse_pairs(encode_map, source, target, "encode"), _parse_pairs(
+        decode_map, target, source, "decode"
     )
 
 

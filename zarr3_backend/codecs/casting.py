@@ -132,7 +132,7 @@ def _float_to_float(
     with np.errstate(over="ignore"):
         y = values.astype(target)  # IEEE nearest-even; overflow gives ±inf
     if rounding != "nearest-even":
-        with np.errstate(over="ignore"):  # a step from the largest finite value to infinity
+        with np.errstate(over="ignore", invalid="ignore"):  # steps to infinity, inf - inf
             y = _redirect(values, y, rounding)
     overflow = np.isinf(y) & np.isfinite(values)
     if out_of_range is None and overflow.any():

@@ -15,6 +15,7 @@ it, this replaces ``numcodecs.fixedscaleoffset``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -22,7 +23,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core.dtypes import DataType
-from ..core.json_types import JSON
 from ..errors import CodecError, MetadataError
 from .base import ArrayArrayCodec, ChunkSpec
 from .registry import register_codec
@@ -35,8 +35,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
     """Subtract ``offset``, then multiply by ``scale``, in the chunk's data type."""
 
     name: ClassVar[str] = "scale_offset"
-    offset: JSON = 0
-    scale: JSON = 1
+    offset: float | str = 0
+    scale: float | str = 1
 
     def __post_init__(self) -> None:
         for member in _FIELDS:
@@ -64,14 +64,14 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         return {"name": self.name, "configuration": configuration} if configuration else {"name": self.name}
 
     def validate(self, spec: ChunkSpec) -> None:
-        _operands(self, spec.data_type)
+        _operands(self.offset, self.scale, spec.data_type)
 
     def resolve_spec(self, spec: ChunkSpec) -> ChunkSpec:
         fill = self.encode(np.asarray(spec.fill_value, spec.dtype), spec)
         return ChunkSpec(spec.shape, spec.data_type, fill[()])
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        offset, scale = _operands(self, spec.data_type)
+        offset, scale = _operands(self.offset, self.scale, spec.data_type)
         if chunk.dtype.kind == "f":
             with np.errstate(over="ignore", invalid="ignore"):
                 return np.asarray((chunk - offset) * scale)
@@ -84,7 +84,7 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         return np.asarray((chunk - offset) * scale)
 
     def decode(self, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray:
-        offset, scale = _operands(self, spec.data_type)
+        offset, scale = _operands(self.offset, self.scale, spec.data_type)
         if chunk.dtype.kind == "f":
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 return np.asarray(chunk / scale + offset)
@@ -110,17 +110,21 @@ def _check_range(dtype: np.dtype, action: str, values: list[int]) -> None:
         )
 
 
-@lru_cache(maxsize=256)
-def _operands(codec: ScaleOffsetCodec, data_type: DataType) -> tuple[Any, Any]:
+def _operands(offset: float | str, scale: float | str, data_type: DataType) -> tuple[Any, Any]:
     """``offset`` and ``scale`` as scalars of ``data_type``; `CodecError` naming the member if one is not."""
+    return _parsed_operands(json.dumps([offset, scale]), data_type)  # a key that tells -0.0 from 0
+
+
+@lru_cache(maxsize=256)
+def _parsed_operands(operands: str, data_type: DataType) -> tuple[Any, Any]:
     if data_type.numpy.kind not in "iuf":
         raise CodecError(
             f"codec 'scale_offset' needs an integer or floating-point data type, got {data_type.name!r}"
         )
     parsed = []
-    for member in _FIELDS:
+    for member, value in zip(_FIELDS, json.loads(operands)):
         try:
-            parsed.append(data_type.parse_fill_value(getattr(codec, member)))
+            parsed.append(data_type.parse_fill_value(value))
         except MetadataError as exc:
             raise CodecError(f"codec 'scale_offset': configuration.{member}: {exc}") from exc
     if parsed[1] == 0:
