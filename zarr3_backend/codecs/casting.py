@@ -79,7 +79,7 @@ def _int_to_int(values: np.ndarray, target: np.dtype, out_of_range: OutOfRange |
         return values.astype(target)  # numpy converts integers modulo 2**bits
     low, high = values.dtype.type(max(source.min, goal.min)), values.dtype.type(min(source.max, goal.max))
     if out_of_range == "clamp":
-        return np.clip(values, low, high).astype(target)
+        return np.asarray(np.clip(values, low, high)).astype(target)
     outside = (values < low) | (values > high)
     if outside.any():
         raise _out_of_range(values[outside][0].item(), target)
@@ -89,7 +89,7 @@ def _int_to_int(values: np.ndarray, target: np.dtype, out_of_range: OutOfRange |
 def _round_integral(x: np.ndarray, rounding: Rounding) -> np.ndarray:
     if rounding == "nearest-away":
         whole = np.trunc(x)
-        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
+        return np.asarray(np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole))
     functions = {"nearest-even": np.rint, "towards-zero": np.trunc, "towards-positive": np.ceil}
     return cast(np.ndarray, functions.get(rounding, np.floor)(x))
 
@@ -113,7 +113,7 @@ def _float_to_int(
     if out_of_range is None and (over.any() or under.any()):
         raise _out_of_range(values[over | under][0].item(), target)
     clipped = np.clip(rounded, low, np.nextafter(top, 0.0)).astype(target)
-    return np.where(over, target.type(info.max), clipped)
+    return np.asarray(np.where(over, target.type(info.max), clipped))
 
 
 def _wrap(rounded: np.ndarray, bits: int) -> np.ndarray:
@@ -121,7 +121,7 @@ def _wrap(rounded: np.ndarray, bits: int) -> np.ndarray:
     modulus, half = 2.0**bits, 2.0 ** (bits - 1)
     rest = np.fmod(rounded, modulus)
     rest = np.where(rest >= half, rest - modulus, rest)
-    return np.where(rest < -half, rest + modulus, rest).astype(np.int64)
+    return np.asarray(np.where(rest < -half, rest + modulus, rest)).astype(np.int64)
 
 
 def _float_to_float(
