@@ -39,20 +39,24 @@ def oracle_python(minimum: tuple[int, int] = (3, 2), modules: tuple[str, ...] = 
     if given := os.environ.get("ZARR3_ZARR_ORACLE") or os.environ.get("ZARR3_RECTILINEAR_ORACLE"):
         return Path(given) if _works(Path(given), minimum, modules) else None
     python = VENV / "bin" / "python"
-    if not python.exists() and PYENV_PYTHONS:
-        try:
-            subprocess.run(
-                [str(PYENV_PYTHONS[0]), "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=300
-            )
-            subprocess.run(
-                [str(python), "-m", "pip", "install", "-q", "zarr>=3.4", "cast-value-rs"],
-                check=True,
-                capture_output=True,
-                timeout=900,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-    return python if python.exists() and _works(python, minimum, modules) else None
+    if python.exists() and _works(python, minimum, modules):
+        return python
+    if not PYENV_PYTHONS:
+        return None
+    try:
+        subprocess.run(
+            [str(PYENV_PYTHONS[0]), "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=300
+        )
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "zarr>=3.4", "cast-value-rs"],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    _works.cache_clear()
+    return python if _works(python, minimum, modules) else None
 
 
 def run_oracle(python: Path, script: str, **arguments: Any) -> Any:

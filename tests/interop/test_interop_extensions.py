@@ -127,6 +127,15 @@ CASES: dict[str, tuple[Any, np.ndarray, Any, list[Any], Any, bool]] = {
         "float32", _floats(50, 100, 6).astype("float32"), np.nan, [scale_offset(offset=0.25, scale=3.5)],
         {"name": "bytes", "configuration": {"endian": "big"}}, False,
     ),
+    "climate_uint8_in_shards": (
+        "float64", np.abs(_floats(60, 800, 7)), np.nan, [],
+        {"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [2],
+            "codecs": [scale_offset(offset=-10, scale=0.1), cast_value("uint8", out_of_range="clamp", scalar_map=NAN_MAP),
+                       {"name": "bytes"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}},
+        True,
+    ),
     "struct_nested_big_endian": (
         RECORD, _records(), _record_fill(), [], {"name": "bytes", "configuration": {"endian": "big"}}, False,
     ),
