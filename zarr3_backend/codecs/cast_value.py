@@ -98,8 +98,12 @@ class CastValueCodec(ArrayArrayCodec):
         return _scalar_maps(pairs, _numeric(source, "the chunk's data type"), self.data_type)
 
     def resolve_spec(self, spec: ChunkSpec) -> ChunkSpec:
-        fill = self.encode(np.asarray(spec.fill_value, spec.dtype), spec)
-        return ChunkSpec(spec.shape, self.data_type, fill[()])
+        fill = np.asarray(spec.fill_value, spec.dtype)
+        try:
+            encoded = self.encode(fill, spec)
+        except CodecError as exc:
+            raise CodecError(f"{exc} (casting the fill value {fill.item()!r})") from exc
+        return ChunkSpec(spec.shape, self.data_type, encoded[()])
 
     def compute_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
         return input_size // spec.dtype.itemsize * self.data_type.numpy.itemsize
