@@ -117,7 +117,9 @@ def data_type_from_numpy(dtype_like: DataTypeLike) -> DataType:
     if isinstance(dtype_like, DataType):
         return dtype_like
     if isinstance(dtype_like, dict) or (
-        isinstance(dtype_like, str) and (dtype_like in _EXTENSIONS or _RAW_NAME.fullmatch(dtype_like))
+        isinstance(dtype_like, str)
+        and dtype_like != "bytes"  # numpy's name for S: variable_length_bytes, as zarr-python 3.1 writes it
+        and (dtype_like in _EXTENSIONS or dtype_like in _CORE or _RAW_NAME.fullmatch(dtype_like))
     ):
         return parse_data_type(dtype_like)
     try:
