@@ -47,8 +47,8 @@ def cast_array(
         return np.asarray(_cast(values, target, rounding, out_of_range))
     hits = [np.isnan(values) if np.isnan(key) else values == key for key, _ in scalar_map]
     mapped = np.logical_or.reduce(hits)
-    out = np.empty(values.shape, target)
-    out[~mapped] = _cast(values[~mapped], target, rounding, out_of_range)
+    placeholder = np.zeros((), values.dtype)  # zero casts to every type; mapped values are overwritten below
+    out = np.asarray(_cast(np.where(mapped, placeholder, values), target, rounding, out_of_range))
     for hit, (_, value) in reversed(list(zip(hits, scalar_map))):  # the first pair is written last
         out[hit] = value
     return out
@@ -98,19 +98,22 @@ def _float_to_int(
     values: np.ndarray, target: np.dtype, rounding: Rounding, out_of_range: OutOfRange | None
 ) -> np.ndarray:
     x = values.astype(np.float64, copy=False)  # exact; rounding to an integer does not depend on the width
+    with np.errstate(invalid="ignore"):  # inf - inf while rounding: infinities are refused below
+        rounded = _round_integral(x, rounding)
+    info = np.iinfo(target)
+    low, top = float(info.min), float(info.max) + 1.0  # both powers of two (or zero): exact
+    if not rounded.size or (rounded.min() >= low and rounded.max() < top):  # NaN and inf fail this too
+        return rounded.astype(target)
     finite = np.isfinite(x)
     if not finite.all():
         raise CodecError(
             f"codec 'cast_value': {x[~finite][0]} cannot become an integer of {target}; "
             'map it with configuration.scalar_map (e.g. ["NaN", 0])'
         )
-    rounded = _round_integral(x, rounding)
-    bits, info = 8 * target.itemsize, np.iinfo(target)
     if out_of_range == "wrap":
-        return _wrap(rounded, bits).astype(target)
-    low, top = float(info.min), float(info.max) + 1.0  # both powers of two (or zero): exact
+        return _wrap(rounded, 8 * target.itemsize).astype(target)
     over, under = rounded >= top, rounded < low
-    if out_of_range is None and (over.any() or under.any()):
+    if out_of_range is None:
         raise _out_of_range(values[over | under][0].item(), target)
     clipped = np.clip(rounded, low, np.nextafter(top, 0.0)).astype(target)
     return np.asarray(np.where(over, target.type(info.max), clipped))
@@ -128,15 +131,16 @@ def _float_to_float(
     values: np.ndarray, target: np.dtype, rounding: Rounding, out_of_range: OutOfRange | None
 ) -> np.ndarray:
     if target.itemsize >= values.dtype.itemsize:
-        return values.astype(target)  # widening is exact
+        return values.astype(target, copy=False)  # widening is exact
     with np.errstate(over="ignore"):
         y = values.astype(target)  # IEEE nearest-even; overflow gives ±inf
     if rounding != "nearest-even":
         with np.errstate(over="ignore", invalid="ignore"):  # steps to infinity, inf - inf
             y = _redirect(values, y, rounding)
-    overflow = np.isinf(y) & np.isfinite(values)
-    if out_of_range is None and overflow.any():
-        raise _out_of_range(values[overflow][0].item(), target)
+    if out_of_range is None and np.isinf(y).any():
+        overflow = np.isinf(y) & np.isfinite(values)
+        if overflow.any():
+            raise _out_of_range(values[overflow][0].item(), target)
     return y  # "clamp" is ±inf for floats, where the overflow already is
 
 
