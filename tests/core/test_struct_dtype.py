@@ -92,6 +92,24 @@ def test_legacy_structured_is_read_and_written_as_struct() -> None:
         parse_data_type(struct(("a", "int16"))).parse_fill_value(base64.b64encode(b"\0\0").decode())
 
 
+def test_a_legacy_structured_array_reads(tmp_path) -> None:
+    """As zarr-python 3.1 wrote them: tuple fields, a base64 fill value, ``bytes`` without ``endian``."""
+    stored = np.array([(1, -2.5), (2, 0.5)], dtype=[("a", "<i2"), ("b", "<f4")])
+    meta = {
+        "zarr_format": 3, "node_type": "array", "shape": [3],
+        "data_type": {"name": "structured", "configuration": {"fields": [["a", "int16"], ["b", "float32"]]}},
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default"}, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "fill_value": base64.b64encode(np.array((7, 1.0), stored.dtype).tobytes()).decode(),
+    }  # fmt: skip
+    (tmp_path / "zarr.json").write_text(json.dumps(meta))
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "0").write_bytes(stored.tobytes())
+    array = zarr3_backend.open_array(str(tmp_path))
+    assert array[...].tolist() == [(1, -2.5), (2, 0.5), (7, 1.0)]
+    assert array.metadata.to_json()["data_type"] == struct(("a", "int16"), ("b", "float32"))
+
+
 def test_numpy_structured_dtypes_map_to_struct() -> None:
     data_type = data_type_from_numpy(np.dtype([("x", ">f8"), ("n", "<u2"), ("p", [("a", "i1")])]))
     assert data_type.to_json() == struct(("x", "float64"), ("n", "uint16"), ("p", struct(("a", "int8"))))

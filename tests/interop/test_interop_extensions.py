@@ -219,6 +219,11 @@ SPEC_WINS = {
         "spec wins: zarr-python 3.4 accepts a fill value the cast cannot carry (0.5 -> 0 -> 0.0); "
         "cast_value says implementations MUST treat this as an error",
     ),
+    "fill_mapped_to_another_value": (
+        "float64", 0.0, [cast_value("uint8", scalar_map=NAN_MAP)], [1.0, 2.0],
+        "spec wins: zarr-python 3.4 accepts fill value 0.0, which the scalar_map decodes as NaN; cast_value "
+        "says a fill value that does not survive the round trip MUST be an error",
+    ),
     "intermediate_overflow": (
         "int8", 0, [scale_offset(offset=-1, scale=-1)], [127, 2],
         "spec wins: zarr-python 3.4 computes (127 + 1) * -1 and -128 / -1 - 1 in int64; scale_offset says an "
