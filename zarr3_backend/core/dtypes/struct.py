@@ -18,7 +18,7 @@ import base64
 import binascii
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -35,6 +35,11 @@ class StructType(DataType):
 
     fields: tuple[tuple[str, DataType], ...] = ()
     legacy: bool = field(default=False, compare=False)  # read as "structured": base64 fill values allowed
+
+    @property
+    def implied_endian(self) -> Literal["little"] | None:
+        """``structured`` arrays written without ``endian`` are little-endian (the alias's spec)."""
+        return "little" if self.legacy else None
 
     def parse_fill_value(self, value: object) -> np.void:
         if isinstance(value, str) and self.legacy:
