@@ -750,7 +750,7 @@ def canonical_codecs(codecs: Sequence[JSON], dtype: str) -> list[JSON]:
     out = []
     for codec in json.loads(json.dumps(list(codecs), default=str)):
         config = codec.get("configuration")
-        if config == {} or (codec["name"] == "bytes" and item_size(dtype) == 1):
+        if config == {} or (codec["name"] == "bytes" and dtype != "struct" and item_size(dtype) == 1):
             codec.pop("configuration", None)
         if codec["name"] == "blosc" and config["shuffle"] == "noshuffle":
             config.pop("typesize", None)  # meaningless without shuffling

@@ -106,8 +106,9 @@ def test_a_reader_that_stops_early_gives_no_error(store: Path) -> None:
 
 
 def test_info_describes_every_node(store: Path) -> None:
-    result = zarr3("info", store)
+    result = zarr3("info", store, "--stored")
     assert result.returncode == 0, result.stderr
+    assert result.stderr.endswith("counting stored chunks: /t2m 2\n")
     shard_bytes = sum(p.stat().st_size for p in (store / "t2m" / "c").rglob("*") if p.is_file())
     expected = f"""\
 /t2m  array float32 (8, 6)
@@ -141,7 +142,8 @@ def test_info_shows_a_cf_fill_value_as_xarray_decodes_it(tmp_path: Path) -> None
 
 
 def test_info_json_and_path(store: Path) -> None:
-    result = zarr3("info", store, "t2m", "--json")
+    assert json.loads(zarr3("info", store, "t2m", "--json").stdout)[0]["stored_chunks"] is None  # not counted
+    result = zarr3("info", store, "t2m", "--json", "--stored")
     assert result.returncode == 0, result.stderr
     (entry,) = json.loads(result.stdout)
     assert (
@@ -172,7 +174,7 @@ def test_storage_options_reach_fsspec(
     )
     target[:] = 5
     options = [f"--storage-option={k}={json.dumps(v)}" for k, v in s3_storage_options.items()]
-    result = zarr3("info", f"{s3_url}/x.zarr", *options, "--json")
+    result = zarr3("info", f"{s3_url}/x.zarr", *options, "--json", "--stored")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)[1]["stored_chunks"] == 2
     (tmp_path / "options.json").write_text(json.dumps(s3_storage_options))

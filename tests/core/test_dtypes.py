@@ -110,7 +110,7 @@ def test_to_json_returns_a_copy():
 
 
 @pytest.mark.parametrize(
-    "obj", ["float128", "foo", {"name": "foo"}, "structured", {"name": "bfloat16", "configuration": {}}]
+    "obj", ["float128", "foo", {"name": "foo"}, "int4", {"name": "bfloat16", "configuration": {}}]
 )
 def test_unknown_data_type(obj):
     with pytest.raises(UnknownExtensionError, match="data_type: unknown data type") as info:
@@ -456,7 +456,7 @@ def test_data_type_from_numpy_passes_data_types_through():
     assert isinstance(data_type, DataType)
 
 
-@pytest.mark.parametrize("dtype_like", ["g", "G", "V0", [("a", "i4")], "(2,)i4", "not a dtype", 3.5])
+@pytest.mark.parametrize("dtype_like", ["g", "G", "V0", [("a", "i4", (2,))], "(2,)i4", "not a dtype", 3.5])
 def test_data_type_from_numpy_rejects(dtype_like):
     with pytest.raises(MetadataError, match="dtype"):
         data_type_from_numpy(dtype_like)
@@ -615,3 +615,38 @@ def test_reads_zarr_python_raw_bytes():
     assert data_type.numpy == np.dtype("V3")
     assert data_type.parse_fill_value(metadata["fill_value"]).tobytes() == b"\x01\x02\x03"
     assert data_type.to_json() == metadata["data_type"]
+
+
+# --- registered names zarr-python does not write ----------------------------------------------------
+
+
+def test_registered_complex_aliases_are_the_core_complex_types(tmp_path):
+    import zarr3_backend
+
+    for name, dtype in (("complex_float32", "c8"), ("complex_float64", "c16")):
+        data_type = parse_data_type(name)
+        assert data_type.numpy == np.dtype(dtype) and data_type.to_json() == name
+        array = zarr3_backend.create_array(
+            str(tmp_path / name), shape=(3,), dtype=name, fill_value=[1.0, "NaN"]
+        )
+        array[:2] = [1 + 2j, -0.0 - 1j]
+        assert array[...].tolist()[:2] == [1 + 2j, -0.0 - 1j] and np.isnan(array[2].imag)
+        assert zarr3_backend.open_array(str(tmp_path / name)).metadata.data_type.to_json() == name
+
+
+def test_registered_bytes_type_is_variable_length_bytes_with_either_fill_form(tmp_path):
+    import zarr3_backend
+
+    data_type = parse_data_type("bytes")
+    assert data_type.parse_fill_value([104, 105]) == data_type.parse_fill_value("aGk=") == b"hi"
+    with pytest.raises(MetadataError, match="fill_value"):
+        data_type.parse_fill_value([256])
+    array = zarr3_backend.create_array(
+        str(tmp_path / "b"), shape=(3,), chunks=(2,), dtype=data_type, fill_value=[104, 105],
+        codecs=[{"name": "vlen-bytes"}],
+    )  # fmt: skip
+    array[:2] = np.array([b"", b"\x00\xff"], dtype=object)  # one whole chunk: numcodecs needs a writable copy
+    assert array[...].tolist() == [b"", b"\x00\xff", b"hi"]
+    assert (
+        data_type_from_numpy("bytes").to_json() == "variable_length_bytes"
+    )  # numpy's "bytes" keeps its meaning

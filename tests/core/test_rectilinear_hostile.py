@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rectilinear_oracle import oracle_or_skip, run_oracle
+from zarr_oracle import oracle_or_skip, run_oracle
 
 import zarr3_backend
 from zarr3_backend.errors import MetadataError
@@ -75,6 +75,12 @@ def open_bounded(path: Path) -> zarr3_backend.Array | MetadataError:
         assert time.perf_counter() - started < 2 and peak < 16 << 20, (path, peak)
 
 
+def _empty_edges_of_an_empty_dimension(case: tuple[list[int], list[object]]) -> bool:
+    """A dimension of length 0 given no edges (``[]``): a grid the spec allows and zarr-python 3.4 refuses."""
+    shape, shapes = case
+    return any(length == 0 and edges == [] for length, edges in zip(shape, shapes))
+
+
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(CASE, min_size=30, max_size=30))
 def test_a_hostile_grid_reads_like_zarr_python_or_is_refused_naming_the_field(
@@ -92,6 +98,8 @@ def test_a_hostile_grid_reads_like_zarr_python_or_is_refused_naming_the_field(
         if isinstance(mine, MetadataError):
             assert "chunk_grid" in str(mine) or "shape" in str(mine), (case, mine)
             continue
+        if _empty_edges_of_an_empty_dimension(case) and "no chunk edges" in answer.get("error", ""):
+            continue  # SPEC_WINS: zarr-python 3.4 refuses them; the spec asks edges summing to at least 0
         assert "data" in answer, (case, answer)  # we open it: zarr-python must as well
         expected = np.asarray(answer["data"], dtype="int32").reshape(mine.shape)
         np.testing.assert_array_equal(zarr3_backend.open_array(mine.store)[...], expected, err_msg=str(case))

@@ -11,6 +11,7 @@ import xarray as xr
 import zarr3_backend
 import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 from zarr3_backend.dask.progress import ShardProgress, is_shard_key
+from zarr3_backend.dask.write_graph import WRITER_PREFIX
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -41,10 +42,38 @@ def test_graph_is_one_task_per_shard_for_a_large_lazy_dataset(tmp_path):
     graph = dict(delayed.__dask_graph__())
     shard_tasks = [key for key in graph if is_shard_key(key)]
     assert len(shard_tasks) == 720
-    assert (
-        len(graph) == 720 + 2
-    )  # the source blocks fuse into their shard task; + gathering the counts + finalize
+    writers = [key for key in graph if str(key).startswith(WRITER_PREFIX)]
+    assert len(writers) == 1  # the array's description, once per graph
+    # the source blocks fuse into their shard task; + the writer + gathering the counts + finalize
+    assert len(graph) == 720 + 3
     assert zarr3_backend.open_array(tmp_path / "a.zarr", "v").nchunks_stored() == 0  # nothing written yet
+
+
+def shard_task_sizes(tmp_path, n: int) -> set[int]:
+    """The pickled sizes of the shard tasks of writing ``n`` shards, as the client sends them."""
+    import cloudpickle
+    import dask
+    from dask._task_spec import Alias
+
+    values = np.arange(n * 8 * 6, dtype="f4").reshape(n, 8, 6)
+    ds = xr.Dataset({"v": (("t", "y", "x"), values)}).chunk({"t": 1})
+    delayed = ds.to_zarr3(
+        tmp_path / f"{n}.zarr", encoding={"v": {"chunks": (1, 4, 6), "shards": (1, 8, 6)}}, compute=False
+    )
+    (optimized,) = dask.optimize(delayed)
+    graph = dict(optimized.__dask_graph__())
+    tasks = [graph[key] for key in graph if is_shard_key(key)][-50:]
+    tasks = [
+        graph[task.target] if isinstance(task, Alias) else task for task in tasks
+    ]  # fused under another name
+    return {len(cloudpickle.dumps(task)) for task in tasks}
+
+
+def test_a_shard_task_does_not_grow_with_the_number_of_shards(tmp_path):
+    small, large = shard_task_sizes(tmp_path, 1000), shard_task_sizes(tmp_path, 9000)
+    # no offsets of other blocks, no Array per task: only the block index's and slices' digits differ
+    assert max(large) - min(small) < 16
+    assert max(large) < 1000
 
 
 def test_shard_tasks_return_the_bytes_they_wrote(tmp_path):

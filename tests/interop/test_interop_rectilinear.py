@@ -1,6 +1,6 @@
 """Rectilinear grids against zarr-python >= 3.2 (``array.rectilinear_chunks`` on), both directions.
 
-The oracle runs in its own Python 3.12 venv (``rectilinear_oracle.py``); without it these tests skip,
+The oracle runs in its own Python 3.12 venv (``zarr_oracle.py``); without it these tests skip,
 and the committed golden stores (``golden/zarr_python/rectilinear_*``) still check our reads.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from interop_cases import check_reads
-from rectilinear_oracle import oracle_or_skip, run_oracle
+from zarr_oracle import oracle_or_skip, run_oracle
 
 import zarr3_backend
 

@@ -490,7 +490,7 @@ def test_info_describes_v2_nodes(corpus: tuple[Path, dict[str, np.ndarray]]) -> 
     from zarr3_backend.store import make_store
 
     store = make_store(str(corpus[0]), read_only=True)
-    entries = {entry["path"]: entry for entry in describe(store, survey(store, "sub"))}
+    entries = {entry["path"]: entry for entry in describe(survey(store, "sub", stored=True))}
     assert set(entries) == {"/sub", "/sub/x"} and entries["/sub"]["attributes"] == {"level": 1}
     x = entries["/sub/x"]
     assert x["shape"] == [4] and x["chunks"] == [3] and x["stored_chunks"] == 2 and x["data_type"] == "int16"

@@ -30,6 +30,14 @@ def add_command(
     parser.add_argument(
         "--deep", action="store_true", help="also read and check every stored chunk and shard"
     )
+    parser.add_argument(
+        "--array",
+        action="append",
+        metavar="PATH",
+        dest="arrays",
+        help="check only this array (repeatable): its zarr.json, its keys and, with --deep, its chunks; "
+        "only its own keys are listed",
+    )
     parser.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too")
     parser.add_argument("--json", action="store_true", help="print the problems as JSON")
     parser.set_defaults(run=run_validate)
@@ -37,11 +45,20 @@ def add_command(
 
 def run_validate(args: argparse.Namespace) -> int:
     store = open_store(args)
-    problems = validate_store(store, deep=args.deep, progress=progress_bar if args.deep else None)
+    listing = Listing()
+    problems = validate_store(
+        store,
+        deep=args.deep,
+        progress=progress_bar if args.deep else None,
+        arrays=args.arrays,
+        listed=listing,
+    )
+    listing.close()
     if args.json:
         print(json.dumps([asdict(p) for p in problems], indent=2))
     else:
-        print(f"validating {args.store}" + (" (deep)" if args.deep else ""))
+        scope = f", arrays {', '.join(args.arrays)}" if args.arrays else ""
+        print(f"validating {args.store}{scope}" + (" (deep)" if args.deep else ""))
         for problem in problems:
             print(f"{problem.severity.upper():8} {problem.key}: {problem.message}")
         print()
@@ -75,6 +92,21 @@ def progress_bar(total: int) -> Progress:
         bar = tqdm(total=total, unit="chunk", desc="checking chunks", file=sys.stderr, leave=False)
         return cast(Progress, bar)  # tqdm ships no type information
     return Counter(total)
+
+
+class Listing:
+    """``listed n keys`` on stderr, rewritten as the listing streams in (every 10,000 keys)."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def __call__(self, listed: int) -> None:
+        self.shown = True
+        print(f"\rlisted {listed} keys", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.shown:
+            print(file=sys.stderr)
 
 
 class Counter:

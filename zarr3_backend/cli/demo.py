@@ -77,7 +77,7 @@ def write_and_describe(path: str) -> None:
     if not np.array_equal(back, data):
         raise RuntimeError("demo: data read back differs from data written")
     print(f"wrote {data.nbytes / 1e6:.1f} MB in {written:.3f} s, read it back in {read:.3f} s: identical")
-    print_info(make_store(path, read_only=True), "", title=path)
+    print_info(make_store(path, read_only=True), "", title=path, stored=True)
 
 
 def new_directory(path: str | None) -> str:

@@ -6,6 +6,7 @@ import argparse
 import base64
 import json
 import struct
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from ..nodes.hierarchy import Group
 from ..nodes.paths import normalize_path
 from ..store.base import Store
 from .options import open_store
-from .survey import Entry, Survey, describe, dimension_names, survey
+from .survey import ArrayEntry, Entry, Survey, describe, dimension_names, survey
 
 
 def add_commands(
@@ -24,14 +25,21 @@ def add_commands(
         "info",
         parents=[store_options],
         help="describe every array and group, like ncdump -h",
-        description="Describe every array and group below PATH: shape, data type, dimension names, chunks and "
-        "shards, codecs, fill value, attributes, and how many chunks are stored and their size.",
+        description="Describe every array and group below PATH from its metadata alone: shape, data type, "
+        "dimension names, chunks and shards, codecs, fill value and attributes. No array's chunks are "
+        "listed, so this takes the same time for any number of chunks; --stored also counts each array's "
+        "stored chunks and their size (a listing of every chunk key, with progress on stderr).",
     )
     info.add_argument("store", metavar="STORE")
     info.add_argument(
         "path", metavar="PATH", nargs="?", default="", help="a node inside the store (default: the root)"
     )
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    info.add_argument(
+        "--stored",
+        action="store_true",
+        help="also count each array's stored chunks and their size (lists every chunk key)",
+    )
     info.set_defaults(run=run_info)
     tree = commands.add_parser(
         "tree",
@@ -45,13 +53,17 @@ def add_commands(
 
 
 def run_info(args: argparse.Namespace) -> int:
-    print_info(open_store(args), args.path, args.json, title=args.store)
+    print_info(open_store(args), args.path, args.json, title=args.store, stored=args.stored)
     return 0
 
 
-def print_info(store: Store, path: str, as_json: bool = False, title: str = "") -> None:
-    """Print every node below ``path``: as text like ``ncdump -h``, or as JSON."""
-    entries = describe(store, survey(store, path))
+def print_info(store: Store, path: str, as_json: bool = False, title: str = "", stored: bool = False) -> None:
+    """Print every node below ``path``: as text like ``ncdump -h``, or as JSON; ``stored`` also counts
+    each array's stored chunks (progress on stderr)."""
+    progress = StoredCounter() if stored else None
+    entries = describe(survey(store, path, stored=stored, progress=progress))
+    if progress is not None:
+        progress.close()
     if as_json:
         print(json.dumps(entries, indent=2, default=str))
         return
@@ -76,13 +88,33 @@ def _entry_lines(entry: Entry) -> list[str]:
             f"  shards      {tuple(entry['shards']) if entry['shards'] else '-'}",
             *codec_lines(entry["codecs"]),
             f"  fill_value  {json.dumps(entry['fill_value'])}",
-            f"  stored      {entry['stored_chunks']} {noun}, {human_bytes(entry['stored_bytes'])} "
-            f"(uncompressed {human_bytes(entry['nbytes'])})",
+            f"  stored      {_stored(entry, noun)} (uncompressed {human_bytes(entry['nbytes'])})",
         ]
     attributes = entry["attributes"]
     lines.append("  attributes" + ("" if attributes else "  {}"))
     lines += [f"    {name} = {_shown(name, value)}" for name, value in attributes.items()]
     return lines
+
+
+def _stored(entry: ArrayEntry, noun: str) -> str:
+    if entry["stored_chunks"] is None or entry["stored_bytes"] is None:
+        return f"{noun} not counted (use --stored)"
+    return f"{entry['stored_chunks']} {noun}, {human_bytes(entry['stored_bytes'])}"
+
+
+class StoredCounter:
+    """``counting stored chunks: /path n`` on stderr, rewritten as each batch of a listing arrives."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def __call__(self, path: str, counted: int) -> None:
+        self.shown = True
+        print(f"\rcounting stored chunks: /{path} {counted}", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.shown:
+            print(file=sys.stderr)
 
 
 def _shown(name: str, value: Any) -> str:

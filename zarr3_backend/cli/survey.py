@@ -1,78 +1,134 @@
-"""What a store holds below a path: its nodes, implicit groups and stored keys (one listing, one batched
-fetch), and one JSON-ready entry per node (``zarr3 info --json``)."""
+"""What a store holds below a path: its nodes and implicit groups, read from metadata alone (one
+directory listing per group, none with consolidated metadata, never a listing of an array's chunks), and
+on request how many chunks each array stores and their size (a streamed listing per array); one
+JSON-ready entry per node (``zarr3 info --json``)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, final
+from typing import Any, Literal, NamedTuple, TypedDict, final
 
-from ..core.metadata import ArrayMetadata, parse_node_metadata
+from ..core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
 from ..core.metadata.v2 import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, V2ArrayMetadata, is_v2
 from ..errors import Zarr3Error
 from ..nodes.array import Array
 from ..nodes.hierarchy import Group, node_from_metadata, open_node
-from ..nodes.paths import normalize_path
+from ..nodes.paths import join_path, normalize_path
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store, plain_values
 from ..store.storage_transformers import apply_storage_transformers
-from ..validate import assign_keys, is_metadata_key, node_path
+from ..validate.scoped import batches
 
 V2_DIMENSIONS = "_ARRAY_DIMENSIONS"  # how xarray names a Zarr v2 array's dimensions
 
 V2_DOCUMENTS = frozenset({ZARRAY, ZGROUP, ZATTRS, ZMETADATA})
 
+#: Keys sized per batch of a streamed listing (``--stored``): memory stays bounded.
+BATCH = 10_000
+
+
+class Stored(NamedTuple):
+    """How many chunks (shards) an array stores, and their size in bytes."""
+
+    chunks: int
+    nbytes: int
+
+
+#: ``progress(array path, chunks counted so far)``, called once per batch of a ``--stored`` listing.
+StoredProgress = Callable[[str, int], None]
+
 
 @dataclass(frozen=True)
 class Survey:
-    """The nodes below one path, found with one listing and one batched fetch."""
+    """The nodes below one path, and (when asked) what each array stores."""
 
     path: str
     nodes: dict[str, Array | Group | Zarr3Error]  # a node, or why its zarr.json could not be read
     implicit: frozenset[str]
-    owned: dict[str, list[str]]  # keys that are not zarr.json, by the node they belong to
+    stored: dict[str, Stored] | None  # by array path; None when not counted
 
 
-def survey(store: Store, path: str) -> Survey:
+def survey(
+    store: Store, path: str, *, stored: bool = False, progress: StoredProgress | None = None
+) -> Survey:
+    """The nodes below ``path`` from their metadata; with ``stored``, also each array's stored chunks.
+
+    Without ``stored`` no array's keys are listed: a group with consolidated
+    metadata answers from it, any other group with one directory listing.
+    """
     path = normalize_path(path)
     top = open_node(store, path, read_only=True, strict=True)
-    keys = list(store.list_prefix(f"{path}/" if path else ""))
-    if is_v2(top.metadata):
-        return _survey_v2(path, top, keys)
-    metadata_keys = [k for k in keys if is_metadata_key(k)]
     nodes: dict[str, Array | Group | Zarr3Error] = {path: top}
-    for key, raw in zip(
-        metadata_keys, plain_values(store.get_many_versioned([(k, None) for k in metadata_keys]))
-    ):
+    implicit: set[str] = set()
+    if isinstance(top, Group) and not _from_consolidated(top, nodes):
+        if not is_v2(top.metadata):
+            _walk(store, path, nodes, implicit)
+            if not store.exists(metadata_key(path)):
+                implicit.add(path)
+        else:
+            nodes.update((join_path(path, relative), node) for relative, node in top.walk())
+    counts = None
+    if stored:
+        counts = {p: count_stored(store, n, progress) for p, n in nodes.items() if isinstance(n, Array)}
+    return Survey(path, dict(sorted(nodes.items())), frozenset(implicit), counts)
+
+
+def _from_consolidated(top: Group, nodes: dict[str, Array | Group | Zarr3Error]) -> bool:
+    """Add the nodes ``top``'s consolidated metadata describes; False (nothing added) when it has none."""
+    if top.metadata.consolidated is None:
+        return False
+    try:
+        found = list(top.walk())  # a read-only group walks its consolidated metadata
+    except Zarr3Error:
+        return False  # an unreadable entry: the nodes' own documents say what is wrong
+    nodes.update((join_path(top.path, relative), node) for relative, node in found)
+    return True
+
+
+def _walk(store: Store, path: str, nodes: dict[str, Array | Group | Zarr3Error], implicit: set[str]) -> bool:
+    """Add the nodes below the group ``path`` (one directory listing and one batched fetch per group,
+    never inside an array); whether any was found. A directory without zarr.json holding nodes is implicit."""
+    prefix = f"{path}/" if path else ""
+    _, prefixes = store.list_dir(prefix)
+    children = [join_path(path, p[len(prefix) :].rstrip("/")) for p in sorted(prefixes)]
+    raws = plain_values(store.get_many_versioned([(metadata_key(c), None) for c in children]))
+    found = False
+    for child, raw in zip(children, raws):
+        if raw is None:
+            if _walk(store, child, nodes, implicit):
+                implicit.add(child)
+                found = True
+            continue
+        found = True
         try:
-            metadata = parse_node_metadata(raw or b"", key)
-            nodes[node_path(key)] = node_from_metadata(store, node_path(key), metadata, read_only=True)
+            node = node_from_metadata(store, child, parse_node_metadata(raw, metadata_key(child)), True)
         except Zarr3Error as exc:
-            nodes[node_path(key)] = exc
-    explicit = {node_path(k) for k in metadata_keys}
-    implicit = {a for p in nodes for a in _ancestors(p) if _is_below(a, path) and a not in explicit}
-    if isinstance(top, Group) and path not in explicit:
-        implicit.add(path)
-    owned, _ = assign_keys((k for k in keys if not is_metadata_key(k)), nodes)
-    return Survey(path, dict(sorted(nodes.items())), frozenset(implicit), owned)
+            nodes[child] = exc
+            continue
+        nodes[child] = node
+        if isinstance(node, Group):
+            _walk(store, child, nodes, implicit)
+    return found
 
 
-def _survey_v2(path: str, top: Array | Group, keys: list[str]) -> Survey:
-    """A Zarr v2 hierarchy: its nodes as the group lists them (or its ``.zmetadata``), other keys owned by them."""
-    nodes: dict[str, Array | Group | Zarr3Error] = {path: top}
-    if isinstance(top, Group):
-        nodes.update((f"{path}/{relative}" if path else relative, node) for relative, node in top.walk())
-    owned, _ = assign_keys((k for k in keys if k.rpartition("/")[2] not in V2_DOCUMENTS), nodes)
-    return Survey(path, dict(sorted(nodes.items())), frozenset(), owned)
+def count_stored(store: Store, array: Array, progress: StoredProgress | None = None) -> Stored:
+    """The chunks (shards) ``array`` stores and their total size, from a listing streamed in batches."""
+    chunk_store = apply_storage_transformers(store, array.metadata.storage_transformers)
+    documents = V2_DOCUMENTS if is_v2(array.metadata) else {"zarr.json"}
+    keys = (k for k in store.list_prefix(f"{array.path}/" if array.path else "") if _leaf(k) not in documents)
+    count = nbytes = 0
+    for batch in batches(keys, BATCH):
+        count += len(batch)
+        nbytes += value_sizes(chunk_store, batch)
+        if progress is not None:
+            progress(array.path, count)
+    return Stored(count, nbytes)
 
 
-def _ancestors(path: str) -> list[str]:
-    parts = path.split("/") if path else []
-    return ["/".join(parts[:i]) for i in range(len(parts))]
-
-
-def _is_below(path: str, top: str) -> bool:
-    return not top or path == top or path.startswith(top + "/")
+def _leaf(key: str) -> str:
+    return key.rpartition("/")[2]
 
 
 def value_sizes(store: Store, keys: list[str]) -> int:
@@ -126,8 +182,8 @@ class ArrayEntry(TypedDict):
     codecs: list[dict[str, Any]]
     fill_value: Any  # the JSON form of the array's data type
     attributes: dict[str, Any]
-    stored_chunks: int
-    stored_bytes: int
+    stored_chunks: int | None  #: None unless counted (``zarr3 info --stored``)
+    stored_bytes: int | None
     nbytes: int
 
 
@@ -155,7 +211,7 @@ def dimension_names(array: Array) -> list[str | None] | None:
     return None
 
 
-def describe(store: Store, found: Survey) -> list[Entry]:
+def describe(found: Survey) -> list[Entry]:
     """One JSON-ready entry per node (``--json`` output)."""
     entries: list[Entry] = []
     for path, node in found.nodes.items():
@@ -172,9 +228,8 @@ def describe(store: Store, found: Survey) -> list[Entry]:
                 }
             )
         else:
-            keys = found.owned.get(path, [])
+            stored = None if found.stored is None else found.stored[path]
             chunks, shards = _chunking(node)
-            chunk_store = apply_storage_transformers(store, node.metadata.storage_transformers)
             document = ArrayMetadata.to_json(
                 node.metadata
             )  # for a Zarr v2 array: the v3 description that reads it
@@ -190,8 +245,8 @@ def describe(store: Store, found: Survey) -> list[Entry]:
                     "codecs": document["codecs"],
                     "fill_value": document["fill_value"],
                     "attributes": document["attributes"],
-                    "stored_chunks": len(keys),
-                    "stored_bytes": value_sizes(chunk_store, keys),
+                    "stored_chunks": None if stored is None else stored.chunks,
+                    "stored_bytes": None if stored is None else stored.nbytes,
                     "nbytes": node.size * node.dtype.itemsize,
                 }
             )

@@ -11,6 +11,7 @@ with `register_codec()` or the entry-point group ``zarr3_backend.codecs``.
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkCodec, ChunkSpec, Codec
 from .blosc import BloscCodec
 from .bytes import BytesCodec
+from .cast_value import CastValueCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec
 from .numcodecs_adapter import (
@@ -27,6 +28,7 @@ from .registry import (
     register_codec,
     register_codec_family,
 )
+from .scale_offset import ScaleOffsetCodec
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
 from .v2 import V2FilterCodec
@@ -39,6 +41,7 @@ __all__ = [
     "BloscCodec",
     "BytesBytesCodec",
     "BytesCodec",
+    "CastValueCodec",
     "ChunkCodec",
     "ChunkSpec",
     "Codec",
@@ -47,6 +50,7 @@ __all__ = [
     "NumcodecsArrayArrayCodec",
     "NumcodecsArrayBytesCodec",
     "NumcodecsBytesBytesCodec",
+    "ScaleOffsetCodec",
     "ShardingCodec",
     "TransposeCodec",
     "V2FilterCodec",

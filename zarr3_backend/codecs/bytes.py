@@ -62,7 +62,7 @@ class BytesCodec(ArrayBytesCodec):
                 f"codec 'bytes' cannot encode variable-length data type {spec.data_type.name!r}; "
                 "use 'vlen-utf8' (strings) or 'vlen-bytes' as the array -> bytes codec"
             )
-        if self.endian is None and needs_endian(spec.dtype):
+        if self.endian is None and needs_endian(spec.dtype) and spec.data_type.implied_endian is None:
             raise CodecError(
                 f"codec 'bytes': configuration.endian is required for data type {spec.data_type.name!r}; "
                 "expected 'little' or 'big'"
@@ -73,9 +73,10 @@ class BytesCodec(ArrayBytesCodec):
 
     def _stored_dtype(self, spec: ChunkSpec) -> np.dtype:
         dtype = spec.dtype
-        if self.endian is None or not needs_endian(dtype):
+        endian = self.endian or spec.data_type.implied_endian
+        if endian is None or not needs_endian(dtype):
             return dtype
-        return dtype.newbyteorder(_ORDER_CHAR[self.endian])
+        return dtype.newbyteorder(_ORDER_CHAR[endian])
 
     def is_native_layout(self, spec: ChunkSpec) -> bool:
         return not spec.dtype.hasobject and self._stored_dtype(spec) == spec.dtype

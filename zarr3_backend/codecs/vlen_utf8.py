@@ -46,7 +46,7 @@ class _VLenCodec(ArrayBytesCodec):
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         try:
-            return cast(Buffer, self._numcodec.encode(np.ascontiguousarray(chunk, dtype=object)))
+            return cast(Buffer, self._numcodec.encode(np.require(chunk, object, ["C", "W"])))
         except (TypeError, ValueError, UnicodeError) as exc:
             raise CodecError(
                 f"codec {self.name!r}: cannot encode chunk of shape {spec.shape}: {exc}"

@@ -91,7 +91,8 @@ def compute_on_cluster(
     """Compute a write graph on a distributed ``client``, printing `ShardProgress` if ``progress``; its result.
 
     The shard tasks and the final task are submitted together (one graph),
-    and the client waits on one future per shard. When one fails, this
+    and the client waits on one future per shard (fetching the bytes each
+    wrote only to report them). When one fails, this
     raises only once every shard task has ended: a task still running on a
     worker would otherwise write after the caller rolled the write back.
     """
@@ -102,10 +103,11 @@ def compute_on_cluster(
     futures = client.get(dict(delayed.__dask_graph__()), [*keys, delayed.key], sync=False)
     final = futures.pop()
     try:
-        for future in as_completed(futures):
-            written = future.result()
-            if counter is not None:
-                counter.update(written)
+        if counter is None:
+            wait(futures)  # no shard's result travels to the client
+        else:
+            for future in as_completed(futures):
+                counter.update(future.result())
         return final.result()
     except BaseException:
         wait(futures)

@@ -5,7 +5,8 @@ A write places a dask array ``data`` at ``origin`` in a zarr3_backend
 so each dask block lies in exactly one stored chunk (one shard, or one chunk
 when unsharded), warning with `ShardAlignmentWarning` when that moves
 data between tasks. `store_graph()` maps every block to one shard task
-(the block's own tasks fuse into it), which writes its shard with
+(the block's own tasks fuse into it; the array's description is held once
+per request, not once per task), which writes its shard with
 `write_block()` (one atomic store ``set``;
 partial shards are read, merged and rewritten, under the write's ``locks``)
 and returns the bytes it wrote (counted by ``progress=True``, see
@@ -144,42 +145,63 @@ def store_graph(requests: Sequence[WriteRequest], last_step: WriteStep | None = 
 
 
 def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
-    """One task per block of ``aligned`` writing it to its shard; a dask array of the bytes each wrote."""
+    """One task per block of ``aligned`` writing it to its shard; a dask array of the bytes each wrote.
+
+    The graph holds the request's `_ShardWriter` once, under its own key
+    (on ``dask.distributed`` it travels to each worker once); a shard task
+    carries a reference to it, its block's slices and its block, so its size
+    does not grow with the number of shards.
+    """
     import dask.array as da
     from dask.base import tokenize
+    from dask.delayed import delayed
+    from dask.layers import ArraySliceDep
 
     from .progress import SHARD_TASK_PREFIX
 
-    starts = tuple(
-        tuple(int(n) for n in start + np.cumsum([0, *c[:-1]]))
-        for c, start in zip(aligned.chunks, request.origin)
-    )
-    task = _ShardTask(request.array, starts, request.write_empty_chunks, request.locks)
     token = tokenize(
         aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks
     )
-    name = SHARD_TASK_PREFIX + token
-    chunks = tuple((1,) * len(c) for c in aligned.chunks)
-    blocks = da.map_blocks(
-        task, aligned, chunks=chunks, name=name, meta=np.empty((0,) * aligned.ndim, np.int64)
+    writer = _ShardWriter(request.array, request.origin, request.write_empty_chunks, request.locks)
+    shared = delayed(writer, name=WRITER_PREFIX + token, traverse=False)
+    index = tuple(range(aligned.ndim))
+    blocks = da.blockwise(
+        _write_shard,
+        index,
+        shared,
+        None,
+        ArraySliceDep(aligned.chunks),
+        index,
+        aligned,
+        index,
+        adjust_chunks=dict.fromkeys(index, 1),
+        align_arrays=False,
+        name=SHARD_TASK_PREFIX + token,
+        meta=np.empty((0,) * aligned.ndim, np.int64),
     )
-    return cast("DaskArray", blocks)  # dask's map_blocks is unannotated
+    return cast("DaskArray", blocks)  # dask's blockwise is unannotated
+
+
+#: The key of the `_ShardWriter` a write graph holds once per request.
+WRITER_PREFIX = "zarr3-write-array-"
 
 
 @dataclass(frozen=True)
-class _ShardTask:
-    """The body of one shard task: write the block at its place, return an array holding its byte count."""
+class _ShardWriter:
+    """What every shard task of one request shares: the array, where the data starts in it, how to write."""
 
     array: Array
-    starts: tuple[tuple[int, ...], ...]  # per dimension: where each block starts in the array
+    origin: tuple[int, ...]
     write_empty_chunks: bool
     locks: KeyLocks = NO_LOCKS
 
-    def __call__(self, block: np.ndarray, *, block_id: tuple[int, ...]) -> np.ndarray:
-        start = tuple(starts[i] for starts, i in zip(self.starts, block_id))
-        with task_forks(self.array.store) as forks:  # writes into an Icechunk fork return it as the result
-            write_block(self.array, start, block, self.write_empty_chunks, self.locks)
-        return task_result(np.asarray(block).nbytes, forks, len(start))
+
+def _write_shard(writer: _ShardWriter, where: tuple[slice, ...], block: np.ndarray) -> np.ndarray:
+    """Write ``block`` (at ``where`` in the request's data) to its shard; an array holding its byte count."""
+    start = tuple(o + int(s.start) for o, s in zip(writer.origin, where))
+    with task_forks(writer.array.store) as forks:  # writes into an Icechunk fork return it as the result
+        write_block(writer.array, start, block, writer.write_empty_chunks, writer.locks)
+    return task_result(np.asarray(block).nbytes, forks, len(start))
 
 
 def _after(written: list[np.ndarray], last_step: WriteStep | None, names: list[str]) -> ForkWrite | None:

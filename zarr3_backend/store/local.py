@@ -339,12 +339,23 @@ class LocalStore(Store):
                 directory = os.path.dirname(directory)
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        directory = self._dir(prefix)
-        for dirpath, dirnames, filenames in os.walk(directory):
-            dirnames.sort()
-            rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
-            base = "" if rel == "." else rel + "/"
-            yield from (base + name for name in sorted(filenames) if not is_temporary(name))
+        """Every key below ``prefix``: a directory's files (sorted), then each subdirectory's (sorted), like
+        ``os.walk`` (symlinked directories are not entered), keys built by joining names as it goes."""
+        stack = [(self._dir(prefix), prefix)]
+        while stack:
+            directory, base = stack.pop()
+            try:
+                entries = sorted(os.scandir(directory), key=_name)
+            except OSError:  # gone meanwhile, or not a directory: nothing below it, as os.walk
+                continue
+            below = []
+            for entry in entries:
+                if _is_dir(entry):
+                    if not entry.is_symlink():
+                        below.append((entry.path, f"{base}{entry.name}/"))
+                elif not is_temporary(entry.name):
+                    yield base + entry.name
+            stack.extend(reversed(below))
 
     def list_dir(self, prefix: str) -> tuple[list[str], list[str]]:
         directory = self._dir(prefix)
@@ -362,6 +373,17 @@ class LocalStore(Store):
             elif not is_temporary(entry.name):
                 keys.append(prefix + entry.name)
         return keys, prefixes
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # as os.walk: an entry that cannot be inspected is not a directory
+        return False
 
 
 def _remove_quietly(path: str) -> None:

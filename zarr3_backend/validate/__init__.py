@@ -16,7 +16,7 @@ recorded. The list of checks is on the CLI guide's `zarr3 validate` section.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -51,6 +51,7 @@ from .base import (
     is_reserved,
 )
 from .converted import check_converted
+from .scoped import BATCH, Listed, batches, validate_arrays
 from .v2 import is_v2_metadata_key, validate_v2
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "assign_keys",
     "check_chunk",
     "describe_error",
+    "Listed",
     "is_metadata_key",
     "node_path",
     "validate_store",
@@ -76,6 +78,8 @@ def validate_store(
     deep: bool = False,
     storage_options: dict[str, Any] | None = None,
     progress: Callable[[int], Progress] | None = None,
+    arrays: Sequence[str] | None = None,
+    listed: Listed | None = None,
 ) -> list[Problem]:
     """Every problem found in a store, errors and warnings, in key order.
 
@@ -101,6 +105,13 @@ def validate_store(
         ``progress(total)`` is called once before the deep chunk checks with
         the number of stored chunks and returns an object with ``update(n)``
         and ``close()`` (for example ``tqdm.tqdm``).
+    arrays : sequence of str, optional
+        Check only these arrays (paths in the store): their ``zarr.json``,
+        their keys and, with ``deep``, their chunks, listing only their own
+        keys, in batches (`zarr3_backend.validate.scoped`).
+    listed : callable, optional
+        ``listed(n)`` is called as the listing streams in, with the number of
+        keys listed so far (every 10,000 keys, and at the end).
 
     Returns
     -------
@@ -117,7 +128,9 @@ def validate_store(
     []
     """
     store = make_store(store, storage_options=storage_options, read_only=True)
-    keys = sorted(k for k in store.list() if not is_reserved(k))
+    if arrays is not None:
+        return validate_arrays(store, arrays, deep=deep, progress=progress, listed=listed)
+    keys = sorted(k for k in _counted(store.list(), listed) if not is_reserved(k))
     documents = dict(
         zip(
             (node_path(k) for k in keys if is_metadata_key(k)),
@@ -148,6 +161,18 @@ def validate_store(
     if store.exists(PENDING_KEY):
         problems = _while_pending(problems)
     return sorted(problems, key=lambda p: p.key)
+
+
+def _counted(keys: Iterator[str], listed: Listed | None) -> Iterator[str]:
+    """``keys``, reporting to ``listed`` how many went by, every 10,000 keys and at the end."""
+    if listed is None:
+        yield from keys
+        return
+    n = 0
+    for batch in batches(keys, BATCH):
+        yield from batch
+        n += len(batch)
+        listed(n)
 
 
 def _reserved_rows(store: Store, groups: list[str]) -> list[Problem]:

@@ -1,9 +1,9 @@
 """Write the rectilinear golden stores under ``tests/interop/golden/zarr_python/``, with zarr-python >= 3.2.
 
 zarr-python 3.2+ needs Python 3.12; run this with the oracle interpreter (see
-``tests/rectilinear_oracle.py``, which builds it under ``~/.cache/zarr3_backend/``)::
+``tests/zarr_oracle.py``, which builds it under ``~/.cache/zarr3_backend/``)::
 
-    ~/.cache/zarr3_backend/oracle-zarr32/bin/python tests/interop/golden/make_golden_rectilinear.py
+    ~/.cache/zarr3_backend/oracle-zarr/bin/python tests/interop/golden/make_golden_rectilinear.py
 
 Layout as ``make_golden.py``: each store's root is the array, ``expected.npz`` holds its data as ``"root"``.
 Some chunks are left unwritten, so readers must give the fill value there.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeGuard, cast
+from typing import Any, Literal, TypeAlias, TypeGuard, cast
 
 import numpy as np
 
@@ -39,6 +39,11 @@ class DataType(ABC):
     def item_size(self) -> int | None:
         """Bytes per element, or ``None`` for variable-length types."""
         return self.numpy.itemsize
+
+    @property
+    def implied_endian(self) -> Literal["little"] | None:
+        """The byte order a ``bytes`` codec without ``endian`` means for this type (a legacy form); else ``None``."""
+        return None
 
     def to_json(self) -> str | dict[str, Any]:
         """The ``data_type`` metadata value: a name, or ``{"name", "configuration"}``."""
@@ -98,5 +103,9 @@ def needs_endian(dtype: np.dtype) -> bool:
 
     >>> needs_endian(np.dtype("float32")), needs_endian(np.dtype("uint8")), needs_endian(np.dtype("V3")), needs_endian(np.dtype("S2"))
     (True, False, False, False)
+    >>> needs_endian(np.dtype([("a", "u1"), ("b", "u1")])), needs_endian(np.dtype([("a", "u1"), ("b", "<i2")]))
+    (False, True)
     """
+    if dtype.names:
+        return any(needs_endian(dtype.fields[name][0]) for name in dtype.names)  # type: ignore[index]
     return dtype.itemsize > 1 and dtype.kind not in "VS"

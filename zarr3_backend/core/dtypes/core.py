@@ -139,6 +139,8 @@ _CORE = {
     **{f"float{8 * n}": f"f{n}" for n in (2, 4, 8)},
     "complex64": "c8",
     "complex128": "c16",
+    "complex_float32": "c8",  # registered aliases, kept as written
+    "complex_float64": "c16",
 }
 _CORE_CLASSES: dict[str, type[DataType]] = {
     "b": _BoolType, "i": _IntType, "u": _IntType, "f": _FloatType, "c": _ComplexType

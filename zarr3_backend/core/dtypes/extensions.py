@@ -1,6 +1,6 @@
 """Extension data types real data uses, with the JSON zarr-python 3.1 writes for them.
 
-``string``, ``variable_length_bytes``, ``fixed_length_utf32``, ``raw_bytes``,
+``string``, ``variable_length_bytes`` (registered as ``bytes``), ``fixed_length_utf32``, ``raw_bytes``,
 ``null_terminated_bytes``, ``numpy.datetime64`` and ``numpy.timedelta64``.
 """
 
@@ -73,9 +73,19 @@ class _NullTerminatedBytesType(_Base64Type):
 
 
 class _VariableLengthBytesType(_Base64Type):
-    """``variable_length_bytes``: numpy object arrays of ``bytes``."""
+    """``variable_length_bytes`` (and the registered ``bytes``): numpy object arrays of ``bytes``.
+
+    The registered ``bytes`` also spells a fill value as a list of integers in [0, 255].
+    """
 
     item_size = None
+
+    def parse_fill_value(self, value: object) -> np.generic | bytes:
+        if self.name == "bytes" and isinstance(value, list):
+            if not all(is_int(b, numpy=False) and 0 <= b <= 255 for b in value):
+                raise self._fill_error("base64 text or a list of integers in [0, 255]", value)
+            return bytes(value)
+        return super().parse_fill_value(value)
 
     def _from_bytes(self, raw: bytes) -> bytes:
         return raw
@@ -190,6 +200,7 @@ def _build_sized(cls: type[DataType], code: str, name: str, configuration: dict[
 _EXTENSIONS: dict[str, Callable[[str, dict[str, Any]], DataType]] = {
     "string": partial(_build_bare, _StringType, "O"),
     "variable_length_bytes": partial(_build_bare, _VariableLengthBytesType, "O"),
+    "bytes": partial(_build_bare, _VariableLengthBytesType, "O"),
     "fixed_length_utf32": _build_fixed_utf32,
     "raw_bytes": partial(_build_sized, _RawBytesType, "V"),
     "null_terminated_bytes": partial(_build_sized, _NullTerminatedBytesType, "S"),

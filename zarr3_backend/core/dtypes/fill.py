@@ -32,6 +32,9 @@ def is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     False
     """
     kind = chunk.dtype.kind
+    if chunk.dtype.names:  # records compare bytewise, like floats: -0.0 and NaN payloads in a field are kept
+        raw = np.dtype(f"V{chunk.dtype.itemsize}")
+        return bool(np.all(chunk.view(raw) == np.asarray(fill, chunk.dtype).view(raw)))
     if kind == "f":
         return _float_is_fill(chunk, fill)
     if kind == "c":

@@ -13,6 +13,7 @@ from ..extension import parse_extension
 from .base import DataType, _check_keys
 from .core import _CORE, _CORE_CLASSES, _core_type, _raw_type
 from .extensions import _EXTENSIONS, _time_type
+from .struct import LEGACY_NAME, build_struct
 
 #: What `data_type_from_numpy()` accepts: a `DataType`, a numpy dtype (or anything
 #: ``np.dtype()`` takes), a Zarr data type name or a ``data_type`` extension object.
@@ -51,9 +52,11 @@ def parse_data_type(obj: object) -> DataType:
         return _raw_type(bits // 8)
     if name in _EXTENSIONS:
         return _EXTENSIONS[name](name, configuration)
+    if name in ("struct", LEGACY_NAME):
+        return build_struct(name, configuration, parse_data_type)
     note = "" if extension.must_understand else " ('must_understand': false is not permitted for data types)"
     raise UnknownExtensionError(
-        f"data_type: unknown data type {name!r}{note}; supported: {sorted(_CORE)}, r<bits>, {sorted(_EXTENSIONS)}"
+        f"data_type: unknown data type {name!r}{note}; supported: {sorted(_CORE)}, r<bits>, {sorted([*_EXTENSIONS, 'struct'])}"
     )
 
 
@@ -68,6 +71,8 @@ def _from_numpy_kind(dtype: np.dtype) -> DataType | None:
     if dtype.kind in _CORE_CLASSES:
         name = dtype.type.__name__
         return _core_type(name) if name in _CORE else None
+    if dtype.names:
+        return _from_numpy_struct(dtype)
     if dtype.kind == "V" and dtype.fields is None and dtype.subdtype is None and dtype.itemsize:
         return _raw_type(dtype.itemsize)
     if dtype.kind in "Mm":
@@ -78,6 +83,20 @@ def _from_numpy_kind(dtype: np.dtype) -> DataType | None:
     if dtype.kind in "USOT":
         return _from_numpy_text(dtype)
     return None
+
+
+def _from_numpy_struct(dtype: np.dtype) -> DataType:
+    """A numpy structured dtype as ``struct``: the same fields, packed (padding is not stored)."""
+    fields = []
+    for name in dtype.names or ():
+        field_dtype, _, *title = dtype.fields[name]  # type: ignore[index]  # names implies fields
+        if title or field_dtype.subdtype is not None:
+            raise MetadataError(
+                f"dtype: field {name!r} of {dtype} has a title or a subarray shape, which 'struct' cannot hold; "
+                "use plain named scalar fields"
+            )
+        fields.append({"name": name, "data_type": data_type_from_numpy(field_dtype).to_json()})
+    return parse_data_type({"name": "struct", "configuration": {"fields": fields}})
 
 
 def data_type_from_numpy(dtype_like: DataTypeLike) -> DataType:
@@ -98,7 +117,9 @@ def data_type_from_numpy(dtype_like: DataTypeLike) -> DataType:
     if isinstance(dtype_like, DataType):
         return dtype_like
     if isinstance(dtype_like, dict) or (
-        isinstance(dtype_like, str) and (dtype_like in _EXTENSIONS or _RAW_NAME.fullmatch(dtype_like))
+        isinstance(dtype_like, str)
+        and dtype_like != "bytes"  # numpy's name for S: variable_length_bytes, as zarr-python 3.1 writes it
+        and (dtype_like in _EXTENSIONS or dtype_like in _CORE or _RAW_NAME.fullmatch(dtype_like))
     ):
         return parse_data_type(dtype_like)
     try:
