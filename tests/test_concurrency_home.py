@@ -5,7 +5,9 @@
   on a cluster keeps its own ``as_completed`` over distributed futures;
 - no module registers fork hooks (per-process state is found by a pid check on use);
 - no private attribute of another library or of the standard library is read, except the few listed
-  below with their reason.
+  below with their reason;
+- locks, timers, events and process ids (``Lock``, ``RLock``, ``Timer``, ``Event``, ``os.getpid``) appear
+  only in ``runtime/`` and ``coordination/``, except the modules listed with their reason.
 """
 
 from __future__ import annotations
@@ -31,6 +33,27 @@ COORDINATION = {
 }
 #: Modules outside the runtime allowed their own coordination, with the reason.
 OWN_COORDINATION = {"dask/progress.py": "the progress display on a cluster waits on distributed's futures"}
+#: What a write or a run coordinates with: its home is ``runtime/`` (locks, pools) and ``coordination/`` (leases).
+LOCKING = {"Lock", "RLock", "Timer", "Event", "getpid"}
+HOMES = ("runtime/", "coordination/")
+#: Modules outside those homes allowed one of `LOCKING`, each name with the reason.
+OWN_LOCKING = {
+    (
+        "codecs/registry.py",
+        "Lock",
+    ): "a mutex over the registry's allow-list of unsafe codecs, which users change",
+    ("dask/compute.py", "getpid"): "asks whether the cluster's workers are processes other than this one",
+    ("nodes/read_ahead.py", "RLock"): "a scan's values fetched ahead are shared with the fetches' callbacks",
+    ("nodes/read_ahead.py", "Timer"): "values fetched ahead and not taken are dropped after an idle time",
+    (
+        "nodes/read_ahead.py",
+        "getpid",
+    ): "a forked child makes its own read-ahead (the parent's fetches are not its own)",
+    ("store/etags.py", "Lock"): "a mutex over a store's cache of generations",
+    ("store/local.py", "Lock"): "orders creating directories and temporary files against pruning empty ones",
+    ("store/obstore_store.py", "getpid"): "obstore's client is made again in a forked child",
+    ("testing/stores.py", "Lock"): "the contract suite's in-memory stores guard their dict",
+}
 #: Private names of other libraries read on purpose, with the reason.
 FOREIGN_PRIVATE = {
     "_cat_file": "fsspec's asynchronous file system API is named with a leading underscore",
@@ -69,6 +92,28 @@ def test_thread_coordination_lives_in_at_most_three_runtime_modules() -> None:
     inside = {path for path in users if path.startswith(RUNTIME)}
     assert users - inside == set(OWN_COORDINATION)
     assert 1 <= len(inside) <= 3, sorted(inside)
+
+
+def locking_outside_homes(sources: dict[str, ast.Module]) -> set[tuple[str, str]]:
+    """``(module, name)`` for each of `LOCKING` a module outside ``runtime/`` and ``coordination/`` uses."""
+    return {
+        (path, name)
+        for path, tree in sources.items()
+        if not path.startswith(HOMES)
+        for name in _names(tree) & LOCKING
+    }
+
+
+def test_locks_timers_events_and_pids_live_in_runtime_and_coordination() -> None:
+    assert locking_outside_homes(_sources()) == set(OWN_LOCKING)
+
+
+def test_a_lock_outside_the_homes_would_be_found() -> None:
+    tree = ast.parse("import os, threading\nLOCK = threading.RLock()\nPID = os.getpid()")
+    assert locking_outside_homes({"xarray/write/x.py": tree, "runtime/y.py": tree}) == {
+        ("xarray/write/x.py", "RLock"),
+        ("xarray/write/x.py", "getpid"),
+    }
 
 
 def test_no_fork_hooks() -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Literal, Unpack, get_args
 
+from .coordination.unfinished import check_opened
 from .errors import ArgumentError, ArrayNotFoundError, GroupNotFoundError, NodeNotFoundError
 from .nodes.array import Array
 from .nodes.creation import ArrayDefinition, build_array_metadata
 from .nodes.hierarchy import Group, create_group_at, open_node
 from .nodes.paths import normalize_path
 from .nodes.placement import create_array_at
-from .nodes.unfinished import check_opened
 from .store import StoreLike, make_store
 from .store.base import Store
 

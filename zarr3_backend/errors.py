@@ -97,7 +97,7 @@ class MemoryLimitError(Zarr3Error, MemoryError):
     """A read or write needs more memory than this machine has: a selection, chunk or shard index too large.
 
     Raised before allocating when the size is known in advance (see
-    `zarr3_backend.core.memory_limit`), and in place of the ``MemoryError`` of
+    `zarr3_backend.runtime.memory_limit`), and in place of the ``MemoryError`` of
     an allocation that failed; the message names the array and what is too large.
     """
 
@@ -152,7 +152,7 @@ class SettingError(Zarr3Error, ValueError):
 class ScratchBufferError(Zarr3Error, RuntimeError):
     """A thread asked for its scratch buffer while that buffer was still lent (a bug in zarr3_backend).
 
-    See `zarr3_backend.core.scratch.borrow()`: a second borrow would alias the first one's data.
+    See `zarr3_backend.runtime.scratch.borrow()`: a second borrow would alias the first one's data.
     """
 
 

@@ -22,7 +22,7 @@ import pytest
 import zarr3_backend
 from zarr3_backend import MemoryLimitError, MetadataError, Zarr3Error
 from zarr3_backend.codecs.read_plan import decode_chunk
-from zarr3_backend.core import memory_limit
+from zarr3_backend.runtime import memory_limit
 from zarr3_backend.validate import validate_store
 
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}

@@ -16,9 +16,9 @@ import xarray as xr
 
 import zarr3_backend
 import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3 until zarr3_backend does)
+from zarr3_backend.coordination.reservations import read_reservations
+from zarr3_backend.coordination.unfinished import MARK_ATTRIBUTE
 from zarr3_backend.dask.write_graph import ShardAlignmentWarning
-from zarr3_backend.nodes.reservations import read_reservations
-from zarr3_backend.nodes.unfinished import MARK_ATTRIBUTE
 from zarr3_backend.store import LocalStore
 
 distributed = pytest.importorskip("distributed")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import zarr3_backend
+from zarr3_backend.coordination.lease import LEASE_KEY, StoreLease
 from zarr3_backend.runtime import settings
 from zarr3_backend.store import make_store
-from zarr3_backend.xarray.write.lease import LEASE_KEY, StoreLease
 
 READERS = {
     "ZARR3_BACKEND_THREADS": settings.thread_count,

@@ -12,8 +12,8 @@ import pytest
 
 import zarr3_backend
 from zarr3_backend import clear_store_cache
+from zarr3_backend.nodes.read_ahead import ReadAhead
 from zarr3_backend.store import ObstoreStore
-from zarr3_backend.store.read_ahead import ReadAhead
 from zarr3_backend.testing.stores import CountingStore
 
 SHARD = (4, 64, 64)
@@ -162,7 +162,7 @@ def test_no_read_ahead_on_local_files(tmp_path: Any) -> None:
 
 
 def test_values_nobody_took_are_dropped_when_idle(s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("zarr3_backend.store.read_ahead.IDLE_SECONDS", 0.2)
+    monkeypatch.setattr("zarr3_backend.nodes.read_ahead.IDLE_SECONDS", 0.2)
     url, data = _write(s3, "idle")
     array = _open(s3, url)
     array[0:4], array[4:8]

@@ -27,11 +27,11 @@ import xarray as xr
 
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
 from tests.forking import dead_pid
+from zarr3_backend.coordination.lease import LEASE_KEY
+from zarr3_backend.coordination.records import PENDING_KEY
 from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Request, Store, Value, Versioned
 from zarr3_backend.validate import validate_store
-from zarr3_backend.xarray.write.commit import PENDING_KEY
-from zarr3_backend.xarray.write.lease import LEASE_KEY
 
 pytestmark = pytest.mark.validate_stores
 
@@ -497,8 +497,8 @@ def test_a_failed_append_after_a_deferred_one_resets_only_its_own_rows(tmp_path:
 
 
 def test_rows_reserved_and_not_written_are_never_silent(tmp_path: Path) -> None:
-    from zarr3_backend.nodes.reservations import APPENDING, HINT
-    from zarr3_backend.nodes.unfinished import UnfinishedWriteWarning
+    from zarr3_backend.coordination.reservations import APPENDING, HINT
+    from zarr3_backend.coordination.unfinished import UnfinishedWriteWarning
 
     path = _template(tmp_path)
     delayed = _rows(5, 3).to_zarr3(path, append_dim="time", compute=False)
@@ -521,8 +521,8 @@ def test_rows_reserved_and_not_written_are_never_silent(tmp_path: Path) -> None:
 def test_a_failed_deferred_append_stays_reported(tmp_path: Path, fail_at: str) -> None:
     import dask.array as da
 
-    from zarr3_backend.nodes.reservations import APPENDING
-    from zarr3_backend.nodes.unfinished import UnfinishedWriteWarning
+    from zarr3_backend.coordination.reservations import APPENDING
+    from zarr3_backend.coordination.unfinished import UnfinishedWriteWarning
 
     path = _template(tmp_path)
     keys = _keys(path)
@@ -605,7 +605,7 @@ def test_appending_processes_without_a_lock_give_every_row(tmp_path: Path) -> No
     import concurrent.futures
     import multiprocessing
 
-    from zarr3_backend.xarray.write.lease import LEASE_KEY
+    from zarr3_backend.coordination.lease import LEASE_KEY
 
     path = _template(tmp_path)
     parts = [
@@ -629,8 +629,8 @@ def test_a_held_lease_is_waited_for_and_an_abandoned_one_taken_over(
     import os
     import socket
 
+    from zarr3_backend.coordination.lease import LEASE_KEY
     from zarr3_backend.errors import ConcurrentWriteError
-    from zarr3_backend.xarray.write.lease import LEASE_KEY
 
     path = _template(tmp_path)
     pid = os.getppid() if holder == "alive" else dead_pid()

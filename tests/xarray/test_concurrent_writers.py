@@ -22,8 +22,8 @@ import xarray as xr
 import zarr3_backend  # noqa: F401  (registers to_zarr3)
 from tests.forking import dead_pid
 from tests.xarray.test_region_lock import FileLocks
+from zarr3_backend.coordination.records import PENDING_KEY
 from zarr3_backend.errors import WriteError
-from zarr3_backend.nodes.consolidation import PENDING_KEY
 from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Store
 from zarr3_backend.store.fsspec_store import FsspecStore
@@ -210,8 +210,8 @@ def test_an_append_waits_for_region_writes_and_removes_the_marks_of_gone_ones(
 ) -> None:
     import os
 
+    from zarr3_backend.coordination.lease import LEASE_KEY, REGIONS_PREFIX
     from zarr3_backend.errors import ConcurrentWriteError
-    from zarr3_backend.xarray.write.lease import LEASE_KEY, REGIONS_PREFIX
 
     spec: StoreSpec = ("local", str(tmp_path / "s.zarr"), None)
     template(spec)
@@ -235,8 +235,8 @@ def test_a_region_write_waits_while_an_append_holds_the_lease(
 ) -> None:
     import os
 
+    from zarr3_backend.coordination.lease import LEASE_KEY, REGIONS_PREFIX
     from zarr3_backend.errors import ConcurrentWriteError
-    from zarr3_backend.xarray.write.lease import LEASE_KEY, REGIONS_PREFIX
 
     spec: StoreSpec = ("local", str(tmp_path / "s.zarr"), None)
     template(spec)
@@ -254,7 +254,7 @@ def test_a_region_write_waits_while_an_append_holds_the_lease(
 
 
 def test_region_writes_do_not_wait_for_each_other(tmp_path: Path) -> None:
-    from zarr3_backend.xarray.write.lease import REGIONS_PREFIX, RegionMark
+    from zarr3_backend.coordination.lease import REGIONS_PREFIX, RegionMark
 
     store = open_store(("local", str(tmp_path / "s.zarr"), None))
     with RegionMark(store, wait=0), RegionMark(store, wait=0):

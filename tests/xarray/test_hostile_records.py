@@ -17,14 +17,14 @@ from hypothesis import strategies as st
 
 import zarr3_backend
 from zarr3_backend.conversion.record import PLAN_KEY, Record
+from zarr3_backend.coordination.lease import LEASE_KEY, StoreLease, parse_lease
+from zarr3_backend.coordination.pending import parse_pending
+from zarr3_backend.coordination.reservations import APPENDING, HINT, Reservation, parse_reservations
+from zarr3_backend.coordination.unfinished import UnfinishedWriteWarning
 from zarr3_backend.errors import MetadataError, Zarr3Error
-from zarr3_backend.nodes.reservations import APPENDING, HINT, Reservation, parse_reservations
-from zarr3_backend.nodes.unfinished import UnfinishedWriteWarning
 from zarr3_backend.store import make_store
 from zarr3_backend.validate import validate_store
 from zarr3_backend.xarray.read_encoding import decode_fill_value
-from zarr3_backend.xarray.write.lease import LEASE_KEY, StoreLease, parse_lease
-from zarr3_backend.xarray.write.pending import parse_pending
 
 SCALARS = (
     st.none()

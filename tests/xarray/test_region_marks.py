@@ -15,8 +15,8 @@ import pytest
 import xarray as xr
 
 import zarr3_backend
+from zarr3_backend.coordination.lease import LEASE_KEY, REGIONS_PREFIX, RegionMark, StoreLease
 from zarr3_backend.store import make_store
-from zarr3_backend.xarray.write.lease import LEASE_KEY, REGIONS_PREFIX, RegionMark, StoreLease
 
 ENCODING = {"v": {"chunks": (2, 4), "shards": (4, 4)}}
 

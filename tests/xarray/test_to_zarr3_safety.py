@@ -26,9 +26,9 @@ import xarray as xr
 
 import zarr3_backend
 from zarr3_backend import MetadataError, NodeExistsError, UnfinishedWriteError, Zarr3Error
-from zarr3_backend.nodes.unfinished import MARK_ATTRIBUTE, UnfinishedWriteWarning
+from zarr3_backend.coordination.records import PENDING_KEY
+from zarr3_backend.coordination.unfinished import MARK_ATTRIBUTE, UnfinishedWriteWarning
 from zarr3_backend.validate import validate_store
-from zarr3_backend.xarray.write.commit import PENDING_KEY
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::FutureWarning")
 

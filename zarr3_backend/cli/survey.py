@@ -12,13 +12,13 @@ from typing import Any, Literal, NamedTuple, TypedDict, final
 
 from ..core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
 from ..core.metadata.v2 import ZARRAY, ZATTRS, ZGROUP, ZMETADATA, V2ArrayMetadata, is_v2
-from ..core.storage_transformers import apply_storage_transformers
 from ..errors import Zarr3Error
 from ..nodes.array import Array
 from ..nodes.hierarchy import Group, node_from_metadata, open_node
 from ..nodes.paths import join_path, normalize_path
 from ..store import FsspecStore, LocalStore, ObstoreStore
 from ..store.base import Store, plain_values
+from ..store.storage_transformers import apply_storage_transformers
 from ..validate.scoped import batches
 
 V2_DIMENSIONS = "_ARRAY_DIMENSIONS"  # how xarray names a Zarr v2 array's dimensions

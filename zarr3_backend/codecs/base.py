@@ -27,8 +27,8 @@ from ..core.buffers import Buffer as Buffer
 from ..core.buffers import Value
 from ..core.dtypes import is_fill
 from ..core.indexing import ChunkSelection
-from ..core.scratch import borrow
 from ..errors import CodecError, MetadataError
+from ..runtime.scratch import borrow
 from .read_plan import ChunkDecoder, ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .spec import ChunkSpec as ChunkSpec
 

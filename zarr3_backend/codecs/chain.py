@@ -19,8 +19,8 @@ import numpy as np
 from ..core.buffers import Value
 from ..core.indexing import ChunkSelection
 from ..core.metadata import ArrayMetadata
-from ..core.scratch import borrow, in_use
 from ..errors import MetadataError, Zarr3Error, with_location
+from ..runtime.scratch import borrow, in_use
 from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .registry import codec_from_json

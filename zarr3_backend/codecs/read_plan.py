@@ -25,8 +25,8 @@ import numpy as np
 
 from ..core.buffers import Buffer, ByteRange, Versioned
 from ..core.dim_chunk import DimIndex
-from ..core.scratch import borrow
 from ..errors import CodecError, MemoryLimitError, Zarr3Error, with_location
+from ..runtime.scratch import borrow
 from .spec import ChunkSpec
 
 #: A numpy index tuple (ints, slices, index arrays) into a chunk or into an output array.

@@ -9,10 +9,9 @@ Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/ ::
                                         {"name": "crc32c"}],
                        "index_location": "end"}}
 
-Partial reads fetch the index (cached per shard key in the read context,
-with the generation of the shard it was read from) and then only the inner
-chunks needed, as coalesced byte ranges; reading every inner chunk of a
-shard is one request for the whole value. Ranges whose generation differs
+Partial reads fetch the index (cached per shard key with its shard's
+generation), then only the inner chunks needed, as coalesced byte ranges;
+reading every inner chunk of a shard is one request for the whole value. Ranges whose generation differs
 from their index's mean the shard was rewritten: the index is read again.
 A server may keep a generation across a rewrite (a constant ETag per key):
 an inner chunk a cached index located that fails to decode (its crc32c)

@@ -16,7 +16,7 @@ same SRC and settings, a convert checks the shards recorded as verified
 recorded), copies again those that are not, copies the others and finishes;
 with different settings, it refuses. One convert runs into a DST at a time:
 another is refused naming it. Step 3 also keeps the checksum of every shard
-in DST (`zarr3_backend.nodes.converted`), which ``validate --deep`` checks.
+in DST (`zarr3_backend.coordination.converted`), which ``validate --deep`` checks.
 """
 
 from __future__ import annotations
@@ -28,17 +28,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import open as open_node
+from ..coordination.converted import Manifest, encode_manifest
+from ..coordination.records import CONVERT_DONE_PREFIX, CONVERT_PREFIX, MANIFEST_KEY
 from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key
 from ..dask.compute import check_reachable, compute_writes
 from ..errors import ArgumentError, ConcurrentWriteError, MetadataError, NodeExistsError, WriteError
 from ..nodes.array import Array
 from ..nodes.consolidation import consolidated_entry
-from ..nodes.converted import MANIFEST_KEY, Manifest, encode_manifest
 from ..nodes.creation import CodecLike
 from ..store import StoreLike, make_store
 from ..store.base import Store
 from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
-from .record import DONE, RECORD, Done, Record
+from .record import Done, Record
 from .shards import ShardCopy, ShardResume, convert_graph, shard_copies
 
 __all__ = ["ConvertSummary", "convert", "default_shards"]
@@ -189,7 +190,7 @@ def _manifest(plan: Plan, tasks: list[ShardCopy | ShardResume], entries: dict[st
         if entry is None:
             raise WriteError(
                 f"{copy.key}: no verified record of this shard after its task finished (something deleted "
-                f"{DONE}{copy.key} meanwhile); run the convert again"
+                f"{CONVERT_DONE_PREFIX}{copy.key} meanwhile); run the convert again"
             )
         manifest[copy.target.path][copy.key] = entry.checksum
     return manifest
@@ -213,7 +214,7 @@ def _start(record: Record, plan: Plan, overwrite: bool) -> dict[str, Done | None
     try:
         recorded = record.plan()
         if recorded is None:
-            if any(not key.startswith(RECORD) for key in store.list_prefix("")):
+            if any(not key.startswith(CONVERT_PREFIX) for key in store.list_prefix("")):
                 raise NodeExistsError(
                     f"{store!r} is not empty; convert writes only into an empty DST (pass overwrite=True "
                     "to delete what is there)"

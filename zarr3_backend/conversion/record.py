@@ -1,50 +1,32 @@
-"""The progress record of a convert in DST, which lets an interrupted run continue.
+"""The progress record of a convert in DST (`CONVERT_PREFIX`), which lets an interrupted run continue.
 
-While a convert runs, DST holds, besides the nodes being written:
-
-- ``__zarr3_convert/running.json``: who runs the convert (host, process,
-  start time), created atomically (`create()`)
-  by the run that starts or resumes it and deleted when it ends. A second
-  run into the same DST meanwhile is refused naming it; one whose holder is
-  a process of this host that no longer runs (a killed run) is taken over;
-- ``__zarr3_convert/plan.json``: the plan (`to_json()`),
-  written before anything else; a later run finds it and continues, if its
-  own plan is the same;
-- ``__zarr3_convert/done/<array path>/<shard key>``: one small JSON value per
-  shard written and verified (`Done`): the checksum of the source
-  values it was verified against, and the shard's stored generation then.
-
-Every key is written with one atomic store ``set``, so concurrent tasks
-(threads, cluster workers) never share a value and a killed run leaves no
-torn one. Every record is parsed as hostile input: one that is not what a
-convert writes raises `MetadataError` naming
-the key (a ``done`` entry that is not is treated as not done). The record
-is deleted when the convert finishes, after the checksums are kept in the
-store's manifest (`zarr3_backend.nodes.converted`).
+``running.json`` names the run (a `HostLease`: a second run is refused, a
+killed one of this host taken over), ``plan.json`` its plan (a later run with
+the same plan continues), ``done/<array>/<shard key>`` each shard written and
+verified (`Done`). Each key is one atomic ``set``; a record that is not what
+a convert writes raises `MetadataError` naming the key. The whole protocol:
+the architecture page, "What a write keeps in the store".
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..coordination.converted import checksum
+from ..coordination.lease import HostLease, holder_gone
+from ..coordination.records import CONVERT_DONE_PREFIX as DONE
+from ..coordination.records import CONVERT_PLAN_KEY as PLAN_KEY
+from ..coordination.records import CONVERT_RUNNING_KEY as RUNNING_KEY
 from ..core.json_types import JSON
 from ..core.metadata import decode_document
 from ..errors import ConcurrentWriteError, MetadataError
-from ..nodes.converted import checksum
 from ..store.base import Store, plain_values
 
 __all__ = ["DONE", "PLAN_KEY", "RUNNING_KEY", "Done", "Record", "checksum"]
-
-RECORD = "__zarr3_convert/"
-PLAN_KEY = RECORD + "plan.json"
-RUNNING_KEY = RECORD + "running.json"
-DONE = RECORD + "done/"
 
 
 @dataclass(frozen=True)
@@ -122,19 +104,8 @@ class Record:
 
     def acquire(self) -> None:
         """Become the running convert of DST; `ConcurrentWriteError` naming the one that runs."""
-        holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "run": self.run}
-        while not self.store.create(RUNNING_KEY, json.dumps(holder).encode()):
-            raw = self.store.get(RUNNING_KEY)
-            if raw is None:
-                continue  # it ended meanwhile
-            running = _parse_running(raw)
-            if not _abandoned(running):
-                raise ConcurrentWriteError(
-                    f"{self.store!r}: another zarr3 convert into this DST is running ({_describe(running)}); "
-                    "nothing was written. Wait for it to finish; if it no longer runs (on another host), delete "
-                    f"{RUNNING_KEY} in DST and run again to resume"
-                )
-            self.store.delete(RUNNING_KEY)  # a killed run of this host: the next create decides who resumes
+        lease = HostLease(self.store, RUNNING_KEY, _parse_running, run=self.run)
+        lease.take(time.monotonic(), self._refuse)  # a killed run of this host is taken over
         if not self.store.atomic_create:  # checked, then set: a run that set it just after us wins
             time.sleep(0.05)
             raw = self.store.get(RUNNING_KEY)
@@ -143,6 +114,13 @@ class Record:
                     f"{self.store!r}: another zarr3 convert into this DST started at the same time; nothing was "
                     "written. Run again once it has finished"
                 )
+
+    def _refuse(self, raw: bytes) -> ConcurrentWriteError:
+        return ConcurrentWriteError(
+            f"{self.store!r}: another zarr3 convert into this DST is running ({_describe(_parse_running(raw))}); "
+            "nothing was written. Wait for it to finish; if it no longer runs (on another host), delete "
+            f"{RUNNING_KEY} in DST and run again to resume"
+        )
 
     def release(self) -> None:
         """Stop being the running convert (if still so)."""
@@ -156,7 +134,7 @@ class Record:
         if raw is None:
             return None
         running = _parse_running(raw)
-        return None if _abandoned(running) else _describe(running)
+        return None if holder_gone(running) else _describe(running)
 
     def clear(self) -> None:
         """Delete the record: the shard entries first, then the plan, then the running mark."""
@@ -188,19 +166,6 @@ def _parse_running(raw: bytes) -> dict[str, Any]:
     ):
         raise _broken(RUNNING_KEY, f"expected host, pid, since and run, got {str(running)[:200]}")
     return running
-
-
-def _abandoned(running: dict[str, Any]) -> bool:
-    """Whether the convert ``running`` names was a process of this host that no longer runs."""
-    if running["host"] != socket.gethostname() or running["pid"] == os.getpid():
-        return False
-    try:
-        os.kill(running["pid"], 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it runs, under another user
-        return False
-    return False
 
 
 def _describe(running: dict[str, Any]) -> str:

@@ -1,23 +1,12 @@
 """The data of a convert: one dask task per output shard, which reads, writes and verifies that shard.
 
-A task (`ShardCopy`) reads the source region of its shard through the
-source array's public read API (any format the library reads), takes the
-`checksum()` of those values, writes the
-shard with one store ``set``
-(`write_block()`), reads the shard back,
-and compares the checksum of what it reads with the first one; a mismatch
-raises `ChecksumError`. Only then does it
-record the shard as done, with its stored generation (taken before the read
-back). A resumed run checks each shard recorded as done (`ShardResume`):
-the stored shard must be the one recorded and the source region must hold the
-values recorded; a shard that differs in either is copied again. The source values are released before the shard
-is read back, so a task holds about one shard of decoded values at a time,
-plus the encoded shard while it is stored.
-
-The tasks' keys are those of write graphs (`zarr3_backend.dask.progress`),
-so `compute_writes()` runs them on the
-threaded scheduler or the active ``dask.distributed`` client, with the same
-progress line.
+A task (`ShardCopy`) reads its shard's source region, takes its `checksum()`,
+writes the shard with one store ``set`` (`write_block()`), reads it back and
+compares checksums (`ChecksumError` on a mismatch), then records the shard as
+done with its stored generation. A resumed run (`ShardResume`) copies again
+each shard recorded as done whose stored shard or source values changed. A
+task holds about one shard of decoded values at a time. The tasks' keys are
+those of write graphs, so `compute_writes()` runs them with the same progress line.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The format itself, without I/O: data types, the chunk grid and key encodings, selections, metadata documents.
 
-Also the value types codecs and stores exchange, safe store keys, scratch
-memory, memory limits and every thread pool. Nothing here imports a store, a
-codec, dask or xarray (import-linter contracts in ``pyproject.toml``).
+Also the value types codecs and stores exchange and safe store keys. Nothing
+here imports a store, a codec, the runtime, dask or xarray, not even for
+typing (import-linter contracts in ``pyproject.toml``).
 """

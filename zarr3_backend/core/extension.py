@@ -23,6 +23,8 @@ from ..errors import MetadataError
 
 MEMBERS = ("name", "configuration", "must_understand")
 _SHOWN = 200  # characters of a bad value quoted in an error message
+#: Names of the storage transformers this process applies (`zarr3_backend.store.storage_transformers` adds them).
+STORAGE_TRANSFORMERS: set[str] = set()
 
 
 @dataclass(frozen=True)

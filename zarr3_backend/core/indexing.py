@@ -1,6 +1,4 @@
-"""Turn a user selection into a per-chunk plan (numpy basic and orthogonal indexing).
-
-Three steps, one idea each:
+"""Turn a user selection into a per-chunk plan (numpy basic and orthogonal indexing), in three steps.
 
 1. `normalize_selection()` turns ``a[sel]`` / ``a.oindex[sel]`` into one
    selector per dimension (`IntSelector`, `SliceSelector`,

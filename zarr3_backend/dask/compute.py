@@ -100,7 +100,7 @@ def _own_pool() -> Iterator[dict[str, Any]]:
 
     ``get`` is dask's threaded scheduling (``dask.local.get_async``) over one
     persistent pool of dask's ``CPU_COUNT`` threads (the runtime's ``write``
-    pool), so their scratch buffers (see [`zarr3_backend.core.scratch`][zarr3_backend.core.scratch])
+    pool), so their scratch buffers (see [`zarr3_backend.runtime.scratch`][zarr3_backend.runtime.scratch])
     and malloc arenas stay warm across writes; only the tasks of this write
     are cancelled (if not started) and awaited on exit. A write started
     from one of those threads (a write inside a write task) gets a fresh

@@ -1,27 +1,12 @@
 """Writing into a transactional store (an Icechunk session) from dask tasks in other processes: forks.
 
-A writable Icechunk session refuses to pickle, and a copy of it in a task
-would keep what the task wrote to itself. So when ``to_zarr3`` writes dask
-data into a transactional `ZarrPythonStore` and the tasks run on
-dask.distributed, `forked_for_tasks` forks the user's session
-(``session.fork()``) and the whole write goes through the fork's
-`ForkedStore`: the client writes the metadata into it, and each task run
-(`task_forks`) writes into a private copy of it (on Icechunk 2 a fork of
-that copy: see `icechunk_api.task_session`), whose session the task
-returns as its result (a `ForkWrite`). The graph's last task gathers those
-results (`gathered`) and returns them; `Forks.merge_back` merges exactly
-these, with the client's fork, into the user's session
-(`icechunk_api.merge_forks`). A task
-re-run after its worker died returns a fresh copy; a worker that joined or
-left during the write loses nothing, because nothing is kept in a worker.
-A shard task whose result holds no fork fails the write with `WriteError`
-naming it, before anything is merged. Nothing is committed: the user calls
-``session.commit(...)``; a failed write merges nothing.
-
-The only members used beyond zarr-python's store ABC are here and in
-`icechunk_api` (where Icechunk 1.x and 2.x differ): ``fork.store``,
-``store.session`` and the fork's store pickling. Threaded and synchronous
-schedulers need no fork: their tasks write through the user's session.
+On dask.distributed, `forked_for_tasks` forks the user's session and the whole
+write goes through the fork's `ForkedStore`; each task run (`task_forks`)
+writes into a private copy and returns its session as its result (a
+`ForkWrite`); the graph's last task gathers them (`gathered`) and
+`Forks.merge_back` merges exactly these into the user's session. Nothing is
+committed: the user calls ``session.commit(...)``. Why, and what survives a
+worker's death: the architecture page, "Icechunk forks".
 """
 
 from __future__ import annotations

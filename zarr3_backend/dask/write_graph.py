@@ -8,7 +8,7 @@ data between tasks. `store_graph()` maps every block to one shard task
 (the block's own tasks fuse into it; the array's description is held once
 per request, not once per task), which writes its shard with
 `write_block()` (one atomic store ``set``;
-partial shards are read, merged and rewritten, under the write's ``lock``)
+partial shards are read, merged and rewritten, under the write's ``locks``)
 and returns the bytes it wrote (counted by ``progress=True``, see
 `zarr3_backend.dask.progress`), with the Icechunk forks it wrote into, if
 any (`zarr3_backend.dask.forks`); the graph's last task runs the write's
@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
-from ..core.stacklevel import caller_stacklevel
 from ..nodes.array import Array
-from ..nodes.shard_writes import ShardLock, shard_aligned_chunks, write_block
+from ..nodes.shard_writes import shard_aligned_chunks, write_block
+from ..runtime.locks import NO_LOCKS, KeyLocks
+from ..runtime.stacklevel import caller_stacklevel
 from .forks import ForkWrite, gathered, task_forks, task_result
 
 if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
@@ -117,7 +118,7 @@ class WriteRequest:
     origin: tuple[int, ...]
     write_empty_chunks: bool = False
     name: str = ""
-    lock: ShardLock = None
+    locks: KeyLocks = NO_LOCKS
 
 
 def store_graph(requests: Sequence[WriteRequest], last_step: WriteStep | None = None) -> Delayed:
@@ -161,7 +162,7 @@ def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
     token = tokenize(
         aligned.name, request.array.store, request.array.path, request.origin, request.write_empty_chunks
     )
-    writer = _ShardWriter(request.array, request.origin, request.write_empty_chunks, request.lock)
+    writer = _ShardWriter(request.array, request.origin, request.write_empty_chunks, request.locks)
     shared = delayed(writer, name=WRITER_PREFIX + token, traverse=False)
     index = tuple(range(aligned.ndim))
     blocks = da.blockwise(
@@ -192,14 +193,14 @@ class _ShardWriter:
     array: Array
     origin: tuple[int, ...]
     write_empty_chunks: bool
-    lock: ShardLock = None
+    locks: KeyLocks = NO_LOCKS
 
 
 def _write_shard(writer: _ShardWriter, where: tuple[slice, ...], block: np.ndarray) -> np.ndarray:
     """Write ``block`` (at ``where`` in the request's data) to its shard; an array holding its byte count."""
     start = tuple(o + int(s.start) for o, s in zip(writer.origin, where))
     with task_forks(writer.array.store) as forks:  # writes into an Icechunk fork return it as the result
-        write_block(writer.array, start, block, writer.write_empty_chunks, writer.lock)
+        write_block(writer.array, start, block, writer.write_empty_chunks, writer.locks)
     return task_result(np.asarray(block).nbytes, forks, len(start))
 
 

@@ -21,20 +21,19 @@ import numpy.typing as npt
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain, array_chain
 from ..codecs.read_plan import ReadContext, ReadPlan, decode_chunk
-from ..core import memory_limit
 from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
-from ..core.memory_limit import check_allocation, out_of_memory
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
-from ..core.storage_transformers import apply_storage_transformers
 from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
-from ..runtime import map_concurrently
+from ..runtime import map_concurrently, memory_limit
+from ..runtime.memory_limit import check_allocation, out_of_memory
 from ..store.base import Store, plain_values
-from ..store.read_ahead import ReadAhead
+from ..store.storage_transformers import apply_storage_transformers
 from .attributes import Attributes
 from .consolidation import Change, refresh_consolidated
 from .oindex import OrthogonalIndexer
+from .read_ahead import ReadAhead
 from .read_windows import shard_windows, stored_chunk_count
 from .reads import PlannedRead, ReadResult, fetches_in_flight, is_remote, read_many
 from .shape_changes import clear_exposed, clear_outside
@@ -241,7 +240,7 @@ class Array:
         """Raise `MemoryLimitError` before allocating what no read or write of this array
         could hold: a selection of ``out_shape``, one chunk (inner chunk, when sharded) or a shard index.
 
-        The limit is this machine's physical memory (see `zarr3_backend.core.memory_limit`).
+        The limit is this machine's physical memory (see `zarr3_backend.runtime.memory_limit`).
         """
         item, unit, largest = self.dtype.itemsize, self._read_unit, self.metadata.chunk_shape
         needs = (math.prod(out_shape or ()), math.prod(unit or largest), 2 * math.prod(largest))
@@ -353,7 +352,7 @@ class Array:
         inner chunks the boxes touch and keeps the other inner chunks' encoded
         bytes as stored. A chunk left all fill is deleted instead, unless
         ``write_empty_chunks``. Callers serialise concurrent updates of one
-        chunk themselves (see `shard_lock()`).
+        chunk themselves (see `zarr3_backend.runtime.locks.KeyLocks`).
 
         >>> import zarr3_backend
         >>> a = zarr3_backend.create_array("memory://doc/update_chunk", shape=(6,), dtype="int8", chunks=(2,), shards=(4,))

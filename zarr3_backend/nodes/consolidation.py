@@ -1,16 +1,10 @@
 """Consolidated metadata that never lies: patch every consolidating ancestor when a node changes.
 
-A group may carry the metadata of every node below it inline in its own
-``zarr.json`` (zarr-python's ``consolidated_metadata``). Readers trust that
-copy, so every write through the library that creates, replaces, resizes,
-deletes or re-attributes a node calls `refresh_consolidated()`: it
-fetches the ancestors' ``zarr.json`` in one batched call and rewrites those
-that consolidate, with the changed entries patched in (or removed).
-
-When a chunk of an array described by consolidated metadata fails to decode,
-`stale_hint()` compares the consolidated entry with the array's own
-``zarr.json`` and says so when they differ: the usual cause of such errors
-is another tool writing the node without refreshing the consolidated root.
+Readers trust a group's inline copy of the metadata below it (zarr-python's
+``consolidated_metadata``), so every write that changes a node calls
+`refresh_consolidated()`, which rewrites the consolidating ancestors (one
+batched fetch) with the changed entries patched in. `stale_hint()` says when
+a chunk that fails to decode is described by a stale consolidated entry.
 
 >>> from zarr3_backend.core.metadata import GroupMetadata
 >>> from zarr3_backend.store import make_store
@@ -30,10 +24,6 @@ from typing import Any
 
 from ..core.metadata import GroupMetadata, encode_metadata, parse_node_metadata
 from ..store.base import Store, plain_values
-
-#: The store-root key of ``to_zarr3``'s pending-write record: while it exists, a publication of new
-#: metadata was interrupted and the nodes' own ``zarr.json`` may disagree (see ``xarray_backend.commit``).
-PENDING_KEY = "__zarr3_backend_pending.json"
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@
 A block covering part of its shard re-encodes only the inner chunks it
 touches and copies every other inner chunk's bytes, so it never changes an
 element outside the block. `write_numpy()` writes an in-memory array one
-shard per call; `shard_lock()` makes a read-modify-write exclusive per shard
-across processes, and `partial_shards()` finds the shards that need it.
+shard per call; the write's `KeyLocks` make a read-modify-write exclusive per
+shard across processes, and `partial_shards()` finds the shards that need it.
 How writes, edges and writers fit together: docs/architecture.md.
 
 >>> import zarr3_backend
@@ -18,10 +18,7 @@ How writes, edges and writers fit together: docs/architecture.md.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, TypeAlias, runtime_checkable
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +28,7 @@ from ..core.dtypes import is_fill
 from ..core.indexing import DimGrid
 from ..errors import BoundsError
 from ..runtime import map_concurrently
+from ..runtime.locks import NO_LOCKS, KeyLocks
 from .array import Array
 
 
@@ -65,51 +63,6 @@ def partial_shards(array: Array, origin: Sequence[int], shape: Sequence[int]) ->
     return count, array.chunk_key(tuple(example)) if count else None
 
 
-@runtime_checkable
-class Lock(Protocol):
-    """A lock: ``threading.Lock``, ``multiprocessing.Lock``, ``distributed.Lock``, ..."""
-
-    def acquire(self) -> object: ...
-
-    def release(self) -> object: ...
-
-
-#: The ``lock`` argument of the writers: one lock for every shard, a callable giving the lock of
-#: a shard key, or ``None`` (see `shard_lock()`).
-ShardLock: TypeAlias = Lock | Callable[[str], Lock] | None
-
-
-_LOCAL_LOCKS: dict[str, threading.Lock] = {}
-_LOCAL_LOCKS_GUARD = threading.Lock()
-
-
-def local_lock(key: str) -> threading.Lock:
-    """This process's lock for ``key`` (one per key, created on first use): the default guard of append shards.
-
-    A module-level function, so it pickles; on other processes (dask.distributed
-    workers) it guards only the tasks of that process.
-    """
-    with _LOCAL_LOCKS_GUARD:
-        return _LOCAL_LOCKS.setdefault(key, threading.Lock())
-
-
-def shard_lock(lock: ShardLock, key: str) -> contextlib.AbstractContextManager[None]:
-    """The lock guarding the shard ``key``: ``lock`` itself when it has ``acquire``/``release`` (one lock
-    for every shard), else ``lock(key)`` (a callable returning a lock per shard); nothing when ``None``."""
-    if lock is None:
-        return contextlib.nullcontext()
-    return _held(lock if isinstance(lock, Lock) else lock(key))
-
-
-@contextlib.contextmanager
-def _held(lock: Lock) -> Iterator[None]:
-    lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def shard_aligned_chunks(
     shape: Sequence[int], origin: Sequence[int], grid: Sequence[DimGrid]
 ) -> tuple[tuple[int, ...], ...]:
@@ -134,12 +87,12 @@ def write_block(
     start: Sequence[int],
     block: np.ndarray,
     write_empty_chunks: bool = False,
-    lock: ShardLock = None,
+    locks: KeyLocks = NO_LOCKS,
 ) -> None:
     """Write ``block`` at ``start``; the block must lie inside one stored chunk, which this call owns.
 
     The shard is stored with one atomic write; partial blocks are merged into
-    the stored shard (read-modify-write, holding `shard_lock()` of the
+    the stored shard (read-modify-write, holding the lock in ``locks`` of the
     shard's key) and all-fill shards are deleted unless ``write_empty_chunks``.
     A partial block changes no element outside itself: a sharded array decodes
     and re-encodes only the inner chunks it touches, and the other inner
@@ -160,7 +113,7 @@ def write_block(
         region = tuple(slice(s, s + n) for s, n in zip(start, block.shape))
         array.set(region, block, write_empty_chunks=write_empty_chunks)  # complete: encoded without a read
         return
-    with shard_lock(lock, array.chunk_key(coords)):
+    with locks.held(array.chunk_key(coords)):
         array.update_chunk(coords, [(inside, block)], write_empty_chunks=write_empty_chunks)
 
 
@@ -181,13 +134,13 @@ def whole_shard_view(array: Array) -> Array:
     return Array(array.store, array.path, array.metadata.with_shape(shape), read_only=array.read_only)
 
 
-def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -> None:
+def clear_rows(array: Array, old_shape: Sequence[int], locks: KeyLocks = NO_LOCKS) -> None:
     """Reset what lies beyond ``old_shape`` inside ``array.shape`` (the rows an append wrote) to the fill value.
 
     Only those rows change: a stored chunk (shard) lying wholly among them is
     deleted; one they share with other rows (older data, or a later append's
     rows in the same shard) is read, reset there and rewritten, holding
-    `shard_lock()` of its key.
+    its lock in ``locks``.
     """
     grid = array.metadata.chunk_grid
     for coords in grid.chunk_coords(array.shape):
@@ -195,7 +148,7 @@ def clear_rows(array: Array, old_shape: Sequence[int], lock: ShardLock = None) -
         ends = [o + c for o, c in zip(origin, grid.chunk_shape_at(coords))]
         if all(e <= old for e, old in zip(ends, old_shape)):
             continue  # wholly inside the old shape
-        with shard_lock(lock, array.chunk_key(coords)):
+        with locks.held(array.chunk_key(coords)):
             chunk = array.read_chunk(coords)  # the fill value when absent
             ours = np.zeros(chunk.shape, dtype=bool)
             ours[tuple(slice(0, max(0, min(n, e) - o)) for o, e, n in zip(origin, ends, array.shape))] = True
@@ -210,14 +163,14 @@ def write_numpy(
     origin: Sequence[int],
     data: npt.ArrayLike,
     write_empty_chunks: bool = False,
-    lock: ShardLock = None,
+    locks: KeyLocks = NO_LOCKS,
 ) -> None:
     """Write an in-memory array at ``origin``, one shard per call of `write_block()` on the thread pool."""
-    write_numpy_many([(array, origin, data, write_empty_chunks)], lock)
+    write_numpy_many([(array, origin, data, write_empty_chunks)], locks)
 
 
 def write_numpy_many(
-    writes: Sequence[tuple[Array, Sequence[int], npt.ArrayLike, bool]], lock: ShardLock = None
+    writes: Sequence[tuple[Array, Sequence[int], npt.ArrayLike, bool]], locks: KeyLocks = NO_LOCKS
 ) -> None:
     """`write_numpy()` for several ``(array, origin, data, write_empty_chunks)`` at once: all their shards
     share the thread pool (a region write of several variables, each touching one shard, runs them side by side).
@@ -240,4 +193,4 @@ def write_numpy_many(
             local = tuple(int(offsets[d][i]) for d, i in enumerate(index))
             selection = tuple(slice(o, o + chunks[d][i]) for d, (o, i) in enumerate(zip(local, index)))
             blocks.append((array, tuple(s + o for s, o in zip(local, origin)), data[selection], write_empty))
-    map_concurrently(lambda item: write_block(item[0], item[1], item[2], item[3], lock), blocks)
+    map_concurrently(lambda item: write_block(item[0], item[1], item[2], item[3], locks), blocks)

@@ -10,6 +10,8 @@ codec, dask or xarray. Modules:
 - [`pipeline`][zarr3_backend.runtime.pipeline]: fetches on the I/O pool, decoding on the CPU pool, a byte budget;
 - [`batches`][zarr3_backend.runtime.batches]: a batch of coroutines on an event loop with a limit, errors returned;
   the process's background event loop for stores whose API is coroutines.
+- ``locks`` (every lock a write takes), ``scratch`` (chunk-sized temporaries), ``memory_limit``,
+  ``stacklevel`` (warnings point at the user's line).
 """
 
 from .batches import run_on_loop

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import fsspec.core
 
-from ..core.stacklevel import caller_stacklevel
 from ..errors import ArgumentTypeError
+from ..runtime.stacklevel import caller_stacklevel
 from .adapters import ACCEPTED, ZarrMemoryStore, adapt
 from .base import (
     TMP_PREFIX,

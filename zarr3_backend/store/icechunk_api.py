@@ -1,26 +1,12 @@
 """Icechunk 1.x and 2.x behind one small API: where the two lines differ, only this module knows.
 
-The differences we meet (checked with 1.1.21 and 2.3):
-
-- forks: 2.x forks a session that has uncommitted changes, a fork of a fork
-  included (but merged back, such a fork loses its changes to the metadata
-  of nodes new in the session: `fork` refuses it, as 1.x does), and
-  refuses to merge copies of one fork that each carry the same
-  deleted-and-recreated array ("Arrays were both deleted and modified").
-  So on 2.x every task writes into a fork of its copy of the client's fork
-  (made where the copy is unpickled), which carries only the task's own
-  changes; 1.x cannot fork a fork with changes, and its tasks write into
-  the copies of the client's fork themselves. Either way `merge_forks` merges
-  the copies into the client's fork, then that into the user's session.
-- credentials: 2.x deprecates ``None`` ("no credentials") in
-  ``authorize_virtual_chunk_access`` for explicit sentinels
-  (``icechunk.credentials.LocalFileSystemAccess``, ``HttpAccess``);
-  `no_credentials` gives the one the installed line takes.
-- a virtual chunk whose container the repository was not authorized to read:
-  both lines raise an ``IcechunkError`` saying so; `refused_virtual_access`
-  makes it a `StoreError` saying how to authorize.
-
-Sessions and stores are passed in; icechunk is imported only when one is used.
+`fork`/`merge_forks` (2.x: every task writes into a fork of its copy of the
+client's fork; 1.x cannot fork a fork with changes, so tasks write into the
+copies themselves), `no_credentials` (the "no credentials" sentinel the
+installed line takes) and `refused_virtual_access` (an unauthorized virtual
+chunk becomes a `StoreError` saying how to authorize). Why each differs: the
+architecture page, "Icechunk 1.x and 2.x". Sessions and stores are passed in;
+icechunk is imported only when one is used.
 """
 
 from __future__ import annotations

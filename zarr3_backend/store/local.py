@@ -176,6 +176,10 @@ class LocalStore(Store):
             mode = os.lstat(path).st_mode
         except (FileNotFoundError, NotADirectoryError):
             return False
+        except OSError as exc:  # a name too long for the file system exists nowhere (as realpath found)
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            return False
         if stat.S_ISLNK(mode):
             self._check_real(path, key)
         if os.path.isdir(path):  # only existing directories stay resolved

@@ -21,6 +21,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..codecs.sharding import ShardingCodec
+from ..coordination.records import PENDING_KEY
+from ..coordination.reservations import appending_key, describe, parse_reservations
+from ..coordination.unfinished import unfinished_group
 from ..core.metadata import (
     ArrayMetadata,
     GroupMetadata,
@@ -31,10 +34,7 @@ from ..core.metadata import (
 )
 from ..errors import MetadataError, NodeNameError, Zarr3Error
 from ..nodes.array import Array
-from ..nodes.consolidation import PENDING_KEY
 from ..nodes.paths import validate_node_name
-from ..nodes.reservations import appending_key, describe, parse_reservations
-from ..nodes.unfinished import unfinished_group
 from ..store import StoreLike, make_store
 from ..store.base import Store, plain_values
 from .base import (

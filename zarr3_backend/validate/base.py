@@ -17,10 +17,10 @@ import numpy as np
 from ..codecs.base import Buffer, ChunkSpec
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..core.storage_transformers import apply_storage_transformers
 from ..errors import InvalidKeyError, Zarr3Error
 from ..nodes.array import Array
 from ..store.base import Store, plain_values
+from ..store.storage_transformers import apply_storage_transformers
 
 Severity = Literal["error", "warning"]
 Check = Literal["metadata", "hierarchy", "consolidated", "keys", "integrity", "chunks"]

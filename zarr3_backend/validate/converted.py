@@ -1,6 +1,6 @@
 """``validate --deep`` of a store ``zarr3 convert`` wrote: every shard against the checksum convert recorded.
 
-See `zarr3_backend.nodes.converted`. A shard whose values differ (deleted,
+See `zarr3_backend.coordination.converted`. A shard whose values differ (deleted,
 replaced by another shard, or rewritten since) is reported as a warning, since
 writes after the convert (an append to the last shard) change shards legitimately.
 """
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..coordination.converted import checksum, parse_manifest
+from ..coordination.records import MANIFEST_KEY
 from ..errors import Zarr3Error
 from ..nodes.array import Array
-from ..nodes.converted import MANIFEST_KEY, checksum, parse_manifest
 from ..store.base import Store
 from .base import Problem
 

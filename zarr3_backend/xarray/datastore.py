@@ -24,14 +24,13 @@ from xarray.core import indexing
 from xarray.core.utils import Frozen, FrozenDict
 from xarray.core.variable import Variable
 
+from ..coordination.records import APPENDING_ATTRIBUTE, UNFINISHED_ATTRIBUTE
 from ..core.metadata.v2 import V2ArrayMetadata
 from ..errors import CodecError, UnknownExtensionError
 from ..nodes.array import Array
 from ..nodes.array_kinds import explain_stale
 from ..nodes.hierarchy import Group
 from ..nodes.reads import ReadResult, is_remote, read_many
-from ..nodes.reservations import HINT
-from ..nodes.unfinished import MARK_ATTRIBUTE
 from ..runtime import submit_io
 from .backend_array import Zarr3BackendArray, variable_dtype
 from .dims import DIMENSION_KEY, array_dims, group_dims
@@ -133,8 +132,8 @@ class Zarr3DataStore(AbstractDataStore):
     def get_attrs(self) -> dict[str, Any]:
         hidden = (
             "_nc",
-            MARK_ATTRIBUTE,
-            HINT,
+            UNFINISHED_ATTRIBUTE,
+            APPENDING_ATTRIBUTE,
         )  # netCDF internals; marks of unfinished writes (reported when opened)
         return {k: v for k, v in self.group.metadata.attributes.items() if not k.lower().startswith(hidden)}
 

@@ -21,8 +21,8 @@ from xarray.backends.common import BackendEntrypoint, datatree_from_dict_with_io
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
 
+from ..coordination.unfinished import check_opened
 from ..nodes.reads import fetches_in_flight
-from ..nodes.unfinished import check_opened
 from ..runtime import map_io
 from . import dask_slices
 from .datastore import Zarr3DataStore, load_index_coordinates

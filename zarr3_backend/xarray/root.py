@@ -15,19 +15,19 @@ from typing import Any, TypeAlias, TypeVar
 
 from xarray.backends.common import T_PathFileOrDataStore
 
+from ..coordination.pending import parse_pending
+from ..coordination.records import APPENDING_ATTRIBUTE, PENDING_KEY
+from ..coordination.reservations import reserved_rows_warning
+from ..coordination.unfinished import UnfinishedWriteWarning, check_opened
 from ..core.metadata.v2 import is_v2
-from ..core.stacklevel import caller_stacklevel
 from ..errors import GroupNotFoundError, MetadataError, NodeNotFoundError, UnknownExtensionError
 from ..nodes.array import Array
-from ..nodes.consolidation import PENDING_KEY
 from ..nodes.hierarchy import Group
 from ..nodes.opening import open_node_consolidated, open_node_listed
 from ..nodes.paths import normalize_path
-from ..nodes.pending import parse_pending
 from ..nodes.reads import is_remote
-from ..nodes.reservations import HINT, reserved_rows_warning
-from ..nodes.unfinished import UnfinishedWriteWarning, check_opened
 from ..runtime import submit_io
+from ..runtime.stacklevel import caller_stacklevel
 from ..store import StoreLike, make_store
 from ..store.base import Store, plain_values
 
@@ -119,7 +119,7 @@ def open_root_group(
     A store whose metadata publication was interrupted (a pending-write
     record) raises unless the group is read from consolidated metadata, and
     rows reserved by a deferred append not computed yet warn
-    (`zarr3_backend.nodes.reservations`).
+    (`zarr3_backend.coordination.reservations`).
 
     >>> import zarr3_backend
     >>> _ = zarr3_backend.create_group("memory://doc/root_group")
@@ -156,7 +156,7 @@ def open_root_group(
             _check_pending(record, where)
     elif pending is not None:
         pending.exception()  # unneeded: waited for (no request outlives the open), its outcome ignored
-    if HINT in node.metadata.attributes and (reserved := reserved_rows_warning(store, path)):
+    if APPENDING_ATTRIBUTE in node.metadata.attributes and (reserved := reserved_rows_warning(store, path)):
         warnings.warn(
             reserved,
             UnfinishedWriteWarning,

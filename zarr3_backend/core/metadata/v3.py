@@ -18,11 +18,10 @@ import numpy as np
 from ...errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error, with_location
 from ..chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from ..dtypes import DataType, Scalar, parse_data_type
-from ..extension import parse_extension
+from ..extension import STORAGE_TRANSFORMERS, parse_extension
 from ..grids import ChunkGrid, parse_chunk_grid
 from ..keys import segment_problem
 from ..rectilinear_grid import RectilinearChunkGrid
-from ..storage_transformers import is_registered
 from .common import check_chunk_bytes, decode_document, field_error, parse_attributes, parse_shape
 
 ARRAY_KEYS = frozenset(
@@ -70,7 +69,7 @@ def parse_extension_list(value: object, field_name: str, where: str) -> tuple[di
 def _check_storage_transformers(items: tuple[dict[str, Any], ...], where: str) -> tuple[dict[str, Any], ...]:
     """Refuse unregistered transformers unless optional; all are kept so rewrites preserve them."""
     for item in items:
-        if not is_registered(item["name"]) and item.get("must_understand", True) is not False:
+        if item["name"] not in STORAGE_TRANSFORMERS and item.get("must_understand", True) is not False:
             raise UnknownExtensionError(
                 f"{where}: storage transformer {item['name']!r} is not supported; "
                 "this array cannot be read correctly without it"

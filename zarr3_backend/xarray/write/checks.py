@@ -1,23 +1,11 @@
 """Refuse ``to_zarr3`` writes that would damage a store, before anything is written.
 
-Each check raises a `WriteError` (a
-``ValueError``) or `WriteTypeError` naming the
-variable and the fix:
-
-- variable names must be non-empty strings without ``/`` (a ``/`` would make
-  a nested group and the variable would vanish on reopen), and valid node
-  names by the spec's and the store's key rules
-  (`validate_node_name()`: not ``.``/``..``, no
-  backslash or NUL, none of these once percent-decoded, no ``__`` prefix);
-- an append must include every stored variable having the append dimension,
-  and bring no variable with it that the store lacks (else the store ends with
-  conflicting sizes), and needs something to append to;
-- fixed-length strings (``U``/``S``) must fit the stored length (numpy would
-  truncate them silently);
-- ``mode`` (with ``append_dim`` and ``region``), ``zarr_format`` and
-  ``progress`` take only the documented values;
-- an append without ``lock=`` needs a store that creates keys atomically
-  (`check_append_coordination()`), or one no other process can reach.
+Each check raises a `WriteError` (a ``ValueError``) or `WriteTypeError` naming
+the variable and the fix: variable names (valid node names without ``/``),
+appends (every stored variable with the append dimension, nothing the store
+lacks), fixed-length strings that would be truncated, and the values of
+``mode``, ``zarr_format`` and ``progress``. What a write coordinates with
+other writers is checked by `zarr3_backend.coordination.guards`.
 
 >>> import numpy as np, xarray as xr
 >>> check_names(xr.Dataset({"a/b": ("x", np.arange(2))}))
@@ -39,7 +27,6 @@ from ...errors import NodeNameError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.paths import validate_node_name
 from ...store.base import TMP_PREFIX, Store, is_temporary
-from ...store.fsspec_store import FsspecStore
 from ...store.local import LocalStore
 
 PROGRESS_VALUES = (False, True, "tqdm")
@@ -229,31 +216,3 @@ def check_progress(progress: object) -> None:
         raise WriteError(
             f"to_zarr3: progress must be False, True (dask's or distributed's bar) or 'tqdm', got {progress!r}"
         )
-
-
-def check_append_coordination(store: Store, append_dim: Hashable | None, lock: object) -> None:
-    """Refuse an append without ``lock=`` to a store other processes can reach and that cannot create keys atomically.
-
-    There no lease can keep two processes' appends from writing the same rows,
-    so the one that returned could lose its rows to the one that was refused;
-    a shared ``lock=`` (or a store with atomic create: local paths, obstore)
-    serialises them. In-process stores (``memory://``) need neither: threads
-    of one process take turns. A transactional store (an Icechunk session)
-    needs neither: its commit detects conflicting writers.
-    """
-    coordinated = lock is not None or store.atomic_create or store.transactional or _in_process(store)
-    if append_dim is None or coordinated:
-        return
-    raise WriteError(
-        f"to_zarr3: appending along {append_dim!r} to {store!r} needs lock=: this store cannot create a key "
-        "atomically, so appends from several processes cannot take turns by themselves and one could publish over "
-        "another's rows. Pass one lock shared by every writer of the store (e.g. lock=distributed.Lock('<store>'), "
-        "or a multiprocessing.Lock(); lock=threading.Lock() when this process is the only writer), or write "
-        "through a store with atomic create (a local path, or an object store through obstore, the default "
-        "for s3://, gs:// and az:// URLs)"
-    )
-
-
-def _in_process(store: Store) -> bool:
-    protocol = store.fs.protocol if isinstance(store, FsspecStore) else ()
-    return "memory" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))

@@ -19,20 +19,25 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ...coordination.pending import read_pending
+from ...coordination.records import PENDING_KEY
+from ...coordination.reservations import appending_key, hint_groups
 from ...core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
 from ...dask.write_graph import WriteStep
 from ...errors import ConcurrentWriteError
 from ...nodes.array import Array
-from ...nodes.consolidation import PENDING_KEY as PENDING_KEY
 from ...nodes.lookup import read_node_metadata
-from ...nodes.reservations import appending_key, hint_groups
-from ...nodes.shard_writes import ShardLock, clear_rows
+from ...nodes.shard_writes import clear_rows
+from ...runtime.locks import NO_LOCKS, KeyLocks
 from ...store import StoreLike, make_store
 from ...store.base import Store, plain_values
-from .pending import read_pending
+from .plan import WriteOptions
 from .publish import Documents, publish
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 SETTLE = (
     0.02  # seconds at least between writing the pending record and reading it back (a scheduler's time slice)
@@ -166,7 +171,7 @@ def finish_pending_write(store: StoreLike, *, storage_options: dict[str, Any] | 
 
 
 def roll_back(
-    store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], lock: ShardLock = None
+    store: Store, grown: list[tuple[Array, tuple[int, ...]]], created: list[str], locks: KeyLocks = NO_LOCKS
 ) -> None:
     """Undo the data of a write that failed before its commit point (best effort, never raises).
 
@@ -182,9 +187,16 @@ def roll_back(
             stored = read_node_metadata(store, array.path)
             if isinstance(stored, ArrayMetadata):
                 old_shape = tuple(max(o, n) for o, n in zip(old_shape, stored.shape))
-            clear_rows(array, old_shape, lock)
+            clear_rows(array, old_shape, locks)
         for path in created:
             if store.get(metadata_key(path)) is None:
                 store.delete_prefix(path + "/")
     except Exception:  # the original failure is what the caller must see
         return
+
+
+def request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
+    """A deterministic token of the write request (data included), to recognise a retry."""
+    from dask.base import tokenize
+
+    return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))

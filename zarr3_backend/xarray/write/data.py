@@ -1,7 +1,6 @@
-"""Running a ``to_zarr3`` plan: the lock a ``mode="a"`` write holds, and writing the planned data.
+"""Running a ``to_zarr3`` plan: writing the planned data under the write's guard.
 
-`writer_lock()` serialises ``mode="a"`` writes to one store (see
-`commit` for why appends need it); `write_data()` writes in-memory
+`write_data()` writes in-memory
 variables on the client, builds the dask graph of the rest ending in the
 write's last `WriteStep`, runs it, and rolls back a ``mode="a"`` write that
 failed before its commit point. `ReleaseReservation` is the step ending a
@@ -10,78 +9,30 @@ deferred append.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import uuid
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import xarray as xr
 
+from ...coordination.guards import writers_key
+from ...coordination.records import PENDING_KEY
+from ...coordination.reservations import Reservation, appending_key, drop_hint, release, reserve
 from ...dask.compute import compute_writes
 from ...dask.progress import ShardProgress
 from ...dask.write_graph import WriteRequest, WriteStep, store_graph
 from ...nodes.array import Array
-from ...nodes.reservations import Reservation, appending_key, drop_hint, release, reserve
-from ...nodes.shard_writes import (
-    Lock,
-    ShardLock,
-    local_lock,
-    shard_aligned_chunks,
-    shard_lock,
-    write_numpy_many,
-)
+from ...nodes.shard_writes import shard_aligned_chunks, write_numpy_many
+from ...runtime.locks import KeyLocks, local_lock
 from ...store.base import Store
-from .commit import PENDING_KEY, CommitMetadata, roll_back
-from .lease import RegionMark, StoreLease
+from .commit import CommitMetadata, roll_back
 from .plan import Shape, WritePlan
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
-
-
-@contextlib.contextmanager
-def writer_lock(store: Store, lock: ShardLock) -> Iterator[ShardLock]:
-    """Hold the locks serialising ``mode="a"`` writes to ``store``; yield the shard lock for this write's tasks.
-
-    Always this process's lock of the store (so threads appending at once
-    run one after the other); with ``lock=``, also the lock given (one lock,
-    or ``lock(PENDING_KEY)``), else the store's `StoreLease`
-    where the store creates keys atomically (it also waits for region
-    writes' marks): either serialises appends across processes. Elsewhere
-    appends without ``lock=`` are refused before this
-    (`check_append_coordination()`), and `CommitMetadata`
-    refuses other ``mode="a"`` writes that lost a race.
-    The tasks of the write then guard shards with ``lock`` (with this
-    process's per-shard locks when ``lock`` is the one lock held here, or none).
-    """
-    leased = lock is None and store.atomic_create and not store.transactional  # a transaction needs no lease
-    across = StoreLease(store) if leased else contextlib.nullcontext()
-    with shard_lock(local_lock, _writers_key(store)), shard_lock(lock, PENDING_KEY), across:
-        yield local_lock if lock is None or isinstance(lock, Lock) else lock
-
-
-@contextlib.contextmanager
-def region_lock(store: Store, lock: ShardLock, mode: str) -> Iterator[ShardLock]:
-    """What a ``mode="r+"``/``"w"``/``"w-"`` write holds: for ``"r+"`` without ``lock=`` on a store with atomic
-    create, a `RegionMark` (appends wait for it, and it for them); yield ``lock`` for its tasks.
-
-    With ``lock=``, the write's shards are merged under it instead, through
-    arrays rounded up to whole shards (so rows another writer appended into a
-    last shard are kept); elsewhere appends need ``lock=``, so none can run.
-    """
-    marked = mode == "r+" and lock is None and store.atomic_create
-    with RegionMark(store) if marked else contextlib.nullcontext():
-        yield lock
-
-
-def planning_lock(lock: ShardLock, mode: str) -> contextlib.AbstractContextManager[None]:
-    """What a ``mode="r+"`` write with ``lock=`` holds while it plans: the lock appends hold from planning to
-    commit (``lock`` itself, or ``lock(PENDING_KEY)``), so it never reads a half-published append or finishes
-    the publication of an append that still runs."""
-    return shard_lock(lock, PENDING_KEY) if mode == "r+" else contextlib.nullcontext()
 
 
 def has_dask_data(obj: xr.Dataset | xr.DataTree) -> bool:
@@ -90,16 +41,12 @@ def has_dask_data(obj: xr.Dataset | xr.DataTree) -> bool:
     return any(variable.chunks is not None for node in nodes for variable in node.variables.values())
 
 
-def _writers_key(store: Store) -> str:
-    return f"to_zarr3 {store!r}"
-
-
 def write_data(
     store: Store,
     plan: WritePlan,
     last_step: WriteStep | None,
     *,
-    lock: ShardLock,
+    locks: KeyLocks,
     compute: bool,
     progress: bool | Literal["tqdm"],
     reserve: tuple[str, Hashable, bool] | None,
@@ -111,7 +58,7 @@ def write_data(
     append (its group, ``append_dim``, and whether only this process writes,
     i.e. no ``lock=`` was given): its grown arrays are published before the
     graph is returned, so the rows are the write's; they are listed as not
-    written (`zarr3_backend.nodes.reservations`) until the graph's last step,
+    written (`zarr3_backend.coordination.reservations`) until the graph's last step,
     `ReleaseReservation`, has run.
     """
     commit = last_step if isinstance(last_step, CommitMetadata) else None  # not run yet: undone on failure
@@ -126,19 +73,19 @@ def write_data(
             if w.variable.chunks is None
         ]
         requests = [
-            WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, lock)
+            WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, locks)
             for w in plan.data
             if w.variable.chunks is not None
         ]
         counter = ShardProgress(0) if progress is True and not requests else None
-        write_numpy_many(in_memory, lock)
+        write_numpy_many(in_memory, locks)
         if counter is not None:
             _count_shards(counter, in_memory)
         if reserve is not None and commit is not None:
-            with shard_lock(lock, appending_key(reserve[0])):  # ReleaseReservation may run meanwhile
+            with locks.held(appending_key(reserve[0])):  # ReleaseReservation may run meanwhile
                 reserved = _reserve(store, plan, reserve[0], reserve[1])
             commit.run()
-            last_step = ReleaseReservation(store, reserve[0], reserved.id, lock, tidy=reserve[2])
+            last_step = ReleaseReservation(store, reserve[0], reserved.id, locks, tidy=reserve[2])
             commit = None
         if store.transactional and compute and not requests:  # no task: a writable session never leaves here
             if last_step is not None:
@@ -151,7 +98,7 @@ def write_data(
     except BaseException:
         # a first write stays marked unfinished instead; a transaction is discarded by its user
         if commit is not None and not store.transactional:
-            roll_back(store, list(plan.grown), list(plan.created), lock)
+            roll_back(store, list(plan.grown), list(plan.created), locks)
             if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved
         raise
@@ -197,14 +144,14 @@ class ReleaseReservation(WriteStep):
     store: Store
     path: str
     reservation_id: str
-    lock: ShardLock
+    locks: KeyLocks
     tidy: bool = False
 
     def run(self) -> None:
         """Release the reservation (under the group's appending lock), then maybe drop the hint."""
-        with shard_lock(self.lock, appending_key(self.path)):
+        with self.locks.held(appending_key(self.path)):
             left = release(self.store, self.path, self.reservation_id)
-        writers = local_lock(_writers_key(self.store))
+        writers = local_lock(writers_key(self.store))
         if (
             self.tidy and not left and writers.acquire(blocking=False)
         ):  # else the write holding it sets the hint right

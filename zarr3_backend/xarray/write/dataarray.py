@@ -1,9 +1,13 @@
-"""A DataArray written as the one-variable Dataset that ``xr.open_dataarray`` reads back with its name."""
+"""What ``to_zarr3`` writes of its input: a DataArray as the one-variable Dataset ``xr.open_dataarray`` reads back."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import xarray as xr
 from xarray.backends.api import DATAARRAY_NAME
+
+from ...errors import WriteNotImplementedError
 
 #: The node name of a DataArray whose own name cannot be a variable (xarray's placeholder starts with ``__``).
 DATAARRAY_VARIABLE = "xarray_dataarray_variable"
@@ -25,3 +29,15 @@ def dataarray_as_dataset(array: xr.DataArray) -> xr.Dataset:
     dataset = array.to_dataset(name=name)
     dataset.attrs[DATAARRAY_NAME] = array.name
     return dataset
+
+
+def as_written(
+    obj: xr.Dataset | xr.DataArray | xr.DataTree, append_dim: Hashable | None
+) -> xr.Dataset | xr.DataTree:
+    """``obj`` as the Dataset or DataTree written; a DataTree cannot be appended to."""
+    if isinstance(obj, xr.DataTree) and append_dim is not None:
+        raise WriteNotImplementedError(
+            f"to_zarr3: append_dim={append_dim!r} is not supported for a DataTree (nor by DataTree.to_zarr); "
+            "append each group's Dataset: tree[path].to_dataset().to_zarr3(store, group=path, append_dim=...)"
+        )
+    return dataarray_as_dataset(obj) if isinstance(obj, xr.DataArray) else obj

@@ -35,9 +35,9 @@ from ...codecs.chain import CodecChain
 from ...codecs.registry import codec_from_json
 from ...core.integers import is_int
 from ...core.metadata import ArrayMetadata
-from ...core.stacklevel import caller_stacklevel
 from ...errors import WriteError, WriteKeyError, WriteTypeError
 from ...nodes import creation
+from ...runtime.stacklevel import caller_stacklevel
 from ..read_encoding import codec_parts
 from .rectilinear import Lengths, is_rectilinear_request, rectilinear_chunking
 

@@ -29,31 +29,32 @@ import xarray as xr
 from xarray import conventions
 
 from ...api import WriteMode
+from ...coordination.guards import WriteGuard, write_guard
 from ...core.metadata import GroupMetadata
 from ...dask.compute import check_reachable
 from ...dask.forks import forked_for_tasks
 from ...dask.write_graph import WriteStep
-from ...errors import NodeExistsError, WriteError, WriteNotImplementedError
+from ...errors import NodeExistsError, WriteError
 from ...nodes.array import Array
 from ...nodes.lookup import read_node_metadata
 from ...nodes.paths import join_path, normalize_path
 from ...nodes.placement import missing_parents
-from ...nodes.shard_writes import ShardLock, whole_shard_view
+from ...nodes.shard_writes import whole_shard_view
+from ...runtime.locks import ShardLock
 from ...store import StoreLike, make_store
 from ...store.base import Store
 from .append_grid import AppendGrid, split_append_chunks
 from .checks import (
     check_append,
-    check_append_coordination,
     check_fits,
     check_format,
     check_names,
     check_progress,
     parse_mode,
 )
-from .commit import CommitMetadata, roll_forward
-from .data import has_dask_data, planning_lock, region_lock, write_data, writer_lock
-from .dataarray import dataarray_as_dataset
+from .commit import CommitMetadata, request_token, roll_forward
+from .data import has_dask_data, write_data
+from .dataarray import as_written
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .packed import check_packed
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
@@ -61,7 +62,7 @@ from .publish import Documents, group_document
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .self_read import read_own_target_first
 from .stored import existing_arrays, stored_encoding, unchanged
-from .target import check_target
+from .target import CheckedTarget, check_target
 from .times import encode_into, encode_variable
 
 if TYPE_CHECKING:
@@ -195,13 +196,7 @@ def to_zarr3(
     """
     check_format(zarr_format)
     check_progress(progress)
-    if isinstance(obj, xr.DataTree) and append_dim is not None:
-        raise WriteNotImplementedError(
-            f"to_zarr3: append_dim={append_dim!r} is not supported for a DataTree (nor by DataTree.to_zarr); "
-            "append each group's Dataset: tree[path].to_dataset().to_zarr3(store, group=path, append_dim=...)"
-        )
-    if isinstance(obj, xr.DataArray):
-        obj = dataarray_as_dataset(obj)
+    obj = as_written(obj, append_dim)
     options = WriteOptions(
         mode=parse_mode(mode, append_dim, region),
         append_dim=append_dim,
@@ -209,72 +204,82 @@ def to_zarr3(
         write_empty_chunks=write_empty_chunks,
         inherited_coords=write_inherited_coords,
     )
-    target = make_store(store, storage_options=storage_options)
-    check_append_coordination(target, append_dim, lock)
-    with forked_for_tasks(target, has_dask_data(obj)) as forks:  # a transaction written from other processes
-        target = forks.store if forks is not None else target
-        path = normalize_path(group)
-        appending = options.mode in ("a", "a-")
-        token = _request_token(obj, path, options, encoding) if appending else ""
-        with (
-            writer_lock(target, lock) if appending else region_lock(target, lock, options.mode) as shard_locks
-        ):
-            with planning_lock(
-                lock, options.mode
-            ):  # a region write with lock= plans while no append publishes
-                if (options.mode != "w" or path) and roll_forward(
-                    target, token or None, skip_broken=options.mode == "w"
-                ):
-                    return _done(compute)  # this exact request was committed by an earlier, interrupted call
-                start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
-                if isinstance(obj, xr.DataTree):
-                    plan = plan_tree(obj, target, path, encoding=encoding, options=options)
-                else:
-                    plan = plan_dataset(obj, target, path, encoding=encoding, options=options)
-            later = not compute and any(write.variable.chunks is not None for write in plan.data)
-            if region and lock is None and (reason := concurrent_writers(later)):
-                warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
-            if options.mode == "r+" and (lock is not None or later):  # appends may change the shape meanwhile
-                plan = replace(
-                    plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data)
-                )
-            plan = read_own_target_first(target, path, start.mode, plan)  # before anything is deleted
-            unconsolidated = options.mode == "r+" or target.transactional  # Icechunk: root would conflict
-            consolidate = bool(consolidated or (consolidated is None and not unconsolidated))
-            if any(write.variable.chunks is not None for write in plan.data):
-                check_reachable(target)
-            last_step: WriteStep | None = None
-            if start.first_write:  # metadata first, its groups marked unfinished until the last step
-                last_step = start.publish_first_write(dict(plan.documents), consolidate)
-            else:  # metadata last, all or nothing
-                start.take_over_templates()
-                if plan.documents:
-                    expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
-                    locked = lock is not None or target.atomic_create
-                    last_step = CommitMetadata(
-                        target, dict(plan.documents), consolidate, token, expected, locked=locked
-                    )
-            deferred = not compute and plan.grown and options.append_dim is not None
-            reserve = (path, options.append_dim, lock is None) if deferred else None
-            written = write_data(  # through forks: computed by forks.finish, which merges them back
-                target,
-                plan,
-                last_step,
-                lock=shard_locks,
-                compute=compute and forks is None,
-                progress=progress,
-                reserve=reserve,
-            )
+    given, path = make_store(store, storage_options=storage_options), normalize_path(group)
+    with (
+        forked_for_tasks(given, has_dask_data(obj)) as forks,  # a transaction written from other processes
+        write_guard(
+            forks.store if forks is not None else given, options.mode, lock, append_dim, region
+        ) as guard,
+    ):
+        target = guard.store
+        token = request_token(obj, path, options, encoding) if options.mode in ("a", "a-") else ""
+        with guard.planning():  # a region write with lock= plans while no append publishes
+            if (options.mode != "w" or path) and roll_forward(
+                target, token or None, skip_broken=options.mode == "w"
+            ):
+                return _done(compute)  # this exact request was committed by an earlier, interrupted call
+            start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
+            plan = _guarded(_plan(obj, target, path, encoding, options), guard, compute)
+        plan = read_own_target_first(target, path, start.mode, plan)  # before anything is deleted
+        if any(write.variable.chunks is not None for write in plan.data):
+            check_reachable(target)
+        consolidate = _consolidates(consolidated, options.mode, target)
+        last_step = _last_step(start, plan, guard, consolidate, token)
+        reserve = _reservation(plan, options, path, compute, guard)
+        now = compute and forks is None  # through forks: computed by forks.finish, which merges them back
+        written = write_data(
+            target, plan, last_step, locks=guard.locks, compute=now, progress=progress, reserve=reserve
+        )
         if forks is None or written is None:
             return written
         return forks.finish(written, compute, progress=bool(progress))
 
 
-def _request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
-    """A deterministic token of the write request (data included), to recognise a retry."""
-    from dask.base import tokenize
+def _consolidates(consolidated: bool | None, mode: str, target: Store) -> bool:
+    """Whether the write consolidates: by default not for region writes nor in Icechunk (the root would conflict)."""
+    return bool(consolidated or (consolidated is None and mode != "r+" and not target.transactional))
 
-    return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))
+
+def _reservation(
+    plan: WritePlan, options: WriteOptions, path: str, compute: bool, guard: WriteGuard
+) -> tuple[str, Hashable, bool] | None:
+    """What a deferred append reserves: its group, ``append_dim``, and whether only this process writes."""
+    deferred = not compute and plan.grown and options.append_dim is not None
+    return (path, options.append_dim, not guard.user_lock) if deferred else None
+
+
+def _plan(
+    obj: xr.Dataset | xr.DataTree, target: Store, path: str, encoding: object, options: WriteOptions
+) -> WritePlan:
+    if isinstance(obj, xr.DataTree):
+        return plan_tree(obj, target, path, encoding=encoding, options=options)
+    return plan_dataset(obj, target, path, encoding=encoding, options=options)
+
+
+def _guarded(plan: WritePlan, guard: WriteGuard, compute: bool) -> WritePlan:
+    """``plan`` as ``guard`` lets it run: a region write without ``lock=`` warns of partial shards other writers
+    may race; with ``lock=`` or deferred, it merges whole shards (appends may change the shape meanwhile)."""
+    later = not compute and any(write.variable.chunks is not None for write in plan.data)
+    if guard.unguarded_region and (reason := concurrent_writers(later)):
+        warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+    if guard.mode == "r+" and (guard.user_lock or later):
+        plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
+    return plan
+
+
+def _last_step(
+    start: CheckedTarget, plan: WritePlan, guard: WriteGuard, consolidate: bool, token: str
+) -> WriteStep | None:
+    """The step ending the write: a first write's metadata is published now, anything else's after its data."""
+    if start.first_write:  # metadata first, its groups marked unfinished until the last step
+        return start.publish_first_write(dict(plan.documents), consolidate)
+    start.take_over_templates()
+    if not plan.documents:
+        return None
+    expected = {**{a.path: old for a, old in plan.grown}, **dict.fromkeys(plan.created)}
+    return CommitMetadata(
+        guard.store, dict(plan.documents), consolidate, token, expected, locked=guard.serialised
+    )
 
 
 def _done(compute: bool) -> Delayed | None:

@@ -1,19 +1,12 @@
 """Publishing ``to_zarr3``'s metadata: the documents of a write, the store root's consolidated metadata first.
 
-Every ``to_zarr3`` call gathers the metadata documents it changes (new
-arrays, grown shapes, group attributes, missing ancestor groups) and
-publishes them together with `publish()`: first the store root's
-``zarr.json`` with refreshed consolidated metadata (when the call
-consolidates, or the root already did), then each node's own ``zarr.json``.
-The root is one atomic write, so readers that go through the consolidated
-root (both engines' default) switch from the old tree to the new one at
-once; nested groups carrying their own consolidated copy are patched after.
-
-Every write publishes through `publish()`: a first write before its
-data (`CheckedTarget.publish_first_write()`, after a dry run), any other
-after its data (`CommitMetadata`), and `roll_forward()` completes a
-publication that was interrupted. `group_document()` is the document of
-a group ``to_zarr3`` writes.
+`publish()` writes the documents a call changes: first the store root's
+``zarr.json`` with refreshed consolidated metadata (one atomic write, so
+readers of the consolidated root switch trees at once), then each node's own
+``zarr.json``. Every write publishes through it (a first write before its
+data, any other after it, `roll_forward()` an interrupted one; see the
+architecture page, "How a write commits"). `group_document()` is the
+document of a group ``to_zarr3`` writes.
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/publish")

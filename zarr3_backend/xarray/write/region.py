@@ -32,10 +32,10 @@ from xarray import conventions
 
 from ...core.chunk_grid import ChunkLengths
 from ...core.indexing import DimGrid
-from ...core.stacklevel import caller_stacklevel
 from ...errors import RegionKeyError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.shard_writes import PartialShardWarning, partial_shards
+from ...runtime.stacklevel import caller_stacklevel
 from .plan import Region, Shape
 
 

@@ -1,14 +1,11 @@
 """Where a ``to_zarr3`` call writes: refuse what would hide data, and keep first writes marked until they finish.
 
-`check_target` runs before planning, in one batched fetch of the target's and
-its ancestors' documents: ``mode="w-"`` writes only into an empty location
-(`NodeExistsError`, as ``engine="zarr"``), no v3 metadata goes into or above
-a v2 group, and a group marked unfinished takes only the same write again or
-``mode="w"`` (`UnfinishedWriteError`). It returns a `CheckedTarget`: its
-`CheckedTarget.publish_first_write()` publishes a first write after a dry run,
-every group document marked unfinished, and returns the `WriteStep` that
-ends it (`ClearUnfinishedMarks`, the data graph's last task); a later
-write takes over a template with `CheckedTarget.take_over_templates()`.
+`check_target` (one batched fetch) refuses ``mode="w-"`` into a non-empty
+location (`NodeExistsError`), v3 metadata into or above a v2 group, and any
+write but the same one or ``mode="w"`` into a group marked unfinished
+(`UnfinishedWriteError`). Its `CheckedTarget` publishes a first write
+(`publish_first_write()`, after a dry run, marked unfinished until its
+`ClearUnfinishedMarks` step) or takes over a template (`take_over_templates()`).
 
 >>> import numpy as np, xarray as xr
 >>> from zarr3_backend.store import make_store
@@ -29,10 +26,16 @@ from dataclasses import dataclass
 import xarray as xr
 
 from ...api import WriteMode
+from ...coordination.records import UNFINISHED_ATTRIBUTE
+from ...coordination.unfinished import (
+    groups_covering,
+    unfinished_group,
+    unfinished_mark,
+    unmark,
+)
 from ...core.metadata import NodeMetadata, parse_node_metadata
 from ...dask.write_graph import WriteStep
 from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
-from ...nodes.unfinished import MARK_ATTRIBUTE, groups_covering, unfinished_group, unfinished_mark, unmark
 from ...store.base import Store, plain_values
 from .dry_run import DryRunStore
 from .publish import Documents, publish
@@ -98,7 +101,7 @@ def _marked(document: dict[str, object], mark: dict[str, object]) -> dict[str, o
     attributes = document.get("attributes")
     return {
         **document,
-        "attributes": {**(attributes if isinstance(attributes, dict) else {}), MARK_ATTRIBUTE: mark},
+        "attributes": {**(attributes if isinstance(attributes, dict) else {}), UNFINISHED_ATTRIBUTE: mark},
     }
 
 

@@ -29,8 +29,8 @@ from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 from xarray.coding.times import CFDatetimeCoder, encode_cf_datetime, encode_cf_timedelta
 
-from ...core.stacklevel import caller_stacklevel
 from ...nodes.array import Array
+from ...runtime.stacklevel import caller_stacklevel
 from .time_values import StoredTime, check_calendar, given_times, holds_times, is_missing, same_times
 
 ROUND_FIX = (

@@ -6,7 +6,7 @@ same Store interface, possibly changing keys and bytes. Register a factory
 arrays whose metadata lists it then read and write chunks through it. An
 unregistered transformer is refused unless it says ``"must_understand": false``.
 
->>> from zarr3_backend.core.storage_transformers import is_registered
+>>> from zarr3_backend.store.storage_transformers import is_registered
 >>> is_registered("no-such-transformer")
 False
 """
@@ -14,18 +14,19 @@ False
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the interface lives with the stores; transformers only pass stores through
-    from ..store.base import Store
+from ..core.extension import STORAGE_TRANSFORMERS
+from .base import Store
 
-TransformerFactory = Callable[["Store", dict[str, Any]], "Store"]
+TransformerFactory = Callable[[Store, dict[str, Any]], Store]
 _factories: dict[str, TransformerFactory] = {}
 
 
 def register_storage_transformer(name: str, factory: TransformerFactory) -> None:
     """Make the storage transformer ``name`` available to arrays that list it."""
     _factories[name] = factory
+    STORAGE_TRANSFORMERS.add(name)
 
 
 def is_registered(name: str) -> bool:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import zarr3_backend
-from zarr3_backend.core.storage_transformers import register_storage_transformer
 from zarr3_backend.store import make_store
 from zarr3_backend.store.base import Store, Versioned, join_value
+from zarr3_backend.store.storage_transformers import register_storage_transformer
 
 
 class Inverting(Store):

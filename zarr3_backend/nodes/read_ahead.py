@@ -44,7 +44,7 @@ import numpy as np
 from ..core.chunk_grid import ChunkLengths
 from ..core.indexing import DimGrid, Selection
 from ..runtime import io_buffer_bytes, submit_io
-from .base import Buffer, ByteRange, Generation, Request, Store, Value, Versioned
+from ..store.base import Buffer, ByteRange, Generation, Request, Store, Value, Versioned
 
 #: Seconds without a read of a whole stored chunk after which values fetched ahead and not taken are dropped.
 IDLE_SECONDS = 2.0

@@ -1,16 +1,14 @@
-"""The store-wide lease that serialises ``to_zarr3`` appends from several processes, and region writes' marks.
+"""The one host/pid lease (`HostLease`: take, wait, take over a gone holder, release) and its two write uses.
 
-Contract: an append (``mode="a"``) without ``lock=`` holds a `StoreLease`
-(the key `LEASE_KEY`, created atomically, naming its holder) from planning
-to commit; a second writer waits up to ``ZARR3_BACKEND_LEASE_WAIT`` seconds
-(default 600), then raises `ConcurrentWriteError` naming the holder. A lease or
-mark whose holder process is gone, or is this process but no write of it
-holds that record any more, is taken over at once; a record we did not write
-(`parse_lease()`) raises `MetadataError` naming it. A region write without
-``lock=`` holds a `RegionMark` (its own key under `REGIONS_PREFIX`): marks do
-not wait for each other, a mark waits while the lease is held, and the lease
-waits until no mark is left. Why this ordering excludes both races is on the
-architecture page ("How a write commits").
+An append without ``lock=`` holds a `StoreLease` (`LEASE_KEY`) from planning
+to commit; a region write without ``lock=`` holds a `RegionMark` (its own key
+under `REGIONS_PREFIX`). Marks do not wait for each other, a mark waits while
+the lease is held, and the lease waits until no mark is left, each up to
+``ZARR3_BACKEND_LEASE_WAIT`` seconds (default 600), then `ConcurrentWriteError`
+names the holder. A record whose holder is gone, or is this process but no
+write of it holds it any more, is taken over; one we did not write raises
+`MetadataError`. Convert's run record is a `HostLease` too. Why the ordering
+excludes both races: the architecture page, "How a write commits".
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/lease")
@@ -29,15 +27,15 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from types import TracebackType
+from typing import Any
 
-from ...core.metadata import decode_document
-from ...errors import ConcurrentWriteError, MetadataError
-from ...runtime.settings import lease_wait
-from ...store.base import Store, plain_values
-
-LEASE_KEY = "__zarr3_backend_writing.json"
-REGIONS_PREFIX = "__zarr3_backend_regions/"
+from ..core.metadata import decode_document
+from ..errors import ConcurrentWriteError, MetadataError
+from ..runtime.settings import lease_wait
+from ..store.base import Store, plain_values
+from .records import LEASE_KEY, REGIONS_PREFIX
 
 
 def _wait_seconds(wait: float | None) -> float:
@@ -47,13 +45,78 @@ def _wait_seconds(wait: float | None) -> float:
 _held: set[str] = set()  # ids of the leases and marks this process holds now (added before they are written)
 
 
-def _holder_record() -> tuple[str, bytes]:
-    """A new holder's id, and its record."""
-    holder = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "id": uuid.uuid4().hex}
-    return holder["id"], json.dumps(holder).encode()  # type: ignore[return-value]  # the id is a str
+def holder_record(**fields: str) -> bytes:
+    """A lease's record: this host and process, the time, and ``fields`` (which make it unique)."""
+    return json.dumps(
+        {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), **fields}
+    ).encode()
 
 
-class _Backoff:
+def holder_gone(holder: Mapping[str, Any]) -> bool:
+    """Whether ``holder`` (a parsed record) was a process of this host that no longer runs, or this process
+    for a lease or mark it no longer holds (its ``id`` is not held)."""
+    pid = holder.get("pid")
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return "id" in holder and holder["id"] not in _held
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it runs, under another user
+        return False
+    return False
+
+
+class HostLease:
+    """The key ``key`` of ``store`` naming its holder: created atomically, taken over from a gone holder.
+
+    ``parse`` reads a record found there (raising `MetadataError` for one we
+    did not write); only the holder's own record is deleted on `release()`.
+    A lease with an ``id`` counts as held by this process from `take()` to `release()`.
+    """
+
+    def __init__(
+        self, store: Store, key: str, parse: Callable[[bytes], Mapping[str, Any]], **fields: str
+    ) -> None:
+        self.store, self.key, self.parse = store, key, parse
+        self.id = fields.get("id")
+        self.record = holder_record(**fields)
+
+    def gone(self, raw: bytes) -> bool:
+        return holder_gone(self.parse(raw))
+
+    def try_take(self) -> bytes | None:
+        """Take the key: ``None`` once held, else the record of the live holder that has it."""
+        while not self.store.create(self.key, self.record):
+            held = self.store.get(self.key)
+            if held is None:
+                continue  # released meanwhile
+            if not self.gone(held):
+                return held
+            self.store.delete(self.key)  # its holder is gone; the next create decides who takes it
+        return None
+
+    def take(self, deadline: float, refuse: Callable[[bytes], BaseException]) -> None:
+        """Take the key, waiting until ``deadline`` (`time.monotonic()`), then raise ``refuse(holder's record)``."""
+        if self.id is not None:
+            _held.add(self.id)
+        backoff = Backoff(deadline)
+        while (held := self.try_take()) is not None:
+            if backoff.expired():
+                raise refuse(held)
+            backoff.sleep()
+
+    def release(self) -> None:
+        try:
+            if self.store.get(self.key) == self.record:
+                self.store.delete(self.key)
+        finally:
+            _held.discard(self.id or "")
+
+
+class Backoff:
     """Pauses between tries until ``deadline`` (a `time.monotonic()` value): 10 ms, doubling up to 1 s."""
 
     def __init__(self, deadline: float) -> None:
@@ -74,38 +137,29 @@ class StoreLease:
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
         self.wait = _wait_seconds(wait)
-        self.id, self.record = _holder_record()
+        self.lease = HostLease(store, LEASE_KEY, parse_lease, id=uuid.uuid4().hex)
+        self.record = self.lease.record
 
     def __enter__(self) -> StoreLease:
         deadline = time.monotonic() + self.wait
-        _held.add(self.id)
         try:
-            self._take(deadline)
+            self.lease.take(deadline, self._refuse)  # a broken lease raises MetadataError here
             self._wait_for_region_writes(deadline)
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
-    def _take(self, deadline: float) -> None:
-        """Create `LEASE_KEY`, taking an abandoned one over, waiting until ``deadline`` while another is held."""
-        backoff = _Backoff(deadline)
-        while not self.store.create(LEASE_KEY, self.record):
-            held = self.store.get(LEASE_KEY)
-            if held is not None and _abandoned(held):  # a broken lease raises MetadataError here
-                self.store.delete(LEASE_KEY)  # its writer is gone; the next create decides who takes it
-                continue
-            if backoff.expired():
-                raise ConcurrentWriteError(
-                    f"to_zarr3: another append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
-                    f"({_describe(held)}); nothing of this write was done. If that writer no longer runs, delete "
-                    f"{LEASE_KEY} at the store root; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
-                )
-            backoff.sleep()
+    def _refuse(self, held: bytes) -> ConcurrentWriteError:
+        return ConcurrentWriteError(
+            f"to_zarr3: another append to {self.store!r} has held {LEASE_KEY} for longer than {self.wait:g} s "
+            f"({_describe(held)}); nothing of this write was done. If that writer no longer runs, delete "
+            f"{LEASE_KEY} at the store root; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
+        )
 
     def _wait_for_region_writes(self, deadline: float) -> None:
         """Hold the lease until no live `RegionMark` is left (marks of gone processes are removed)."""
-        backoff = _Backoff(deadline)
+        backoff = Backoff(deadline)
         while True:
             keys = list(self.store.list_prefix(REGIONS_PREFIX))
             marks = plain_values(self.store.get_many_versioned([(key, None) for key in keys]))
@@ -127,11 +181,7 @@ class StoreLease:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
-        try:
-            if self.store.get(LEASE_KEY) == self.record:
-                self.store.delete(LEASE_KEY)
-        finally:
-            _held.discard(self.id)
+        self.lease.release()
 
 
 class RegionMark:
@@ -145,11 +195,12 @@ class RegionMark:
     def __init__(self, store: Store, wait: float | None = None) -> None:
         self.store = store
         self.wait = _wait_seconds(wait)
-        self.id, self.record = _holder_record()
+        self.id = uuid.uuid4().hex
+        self.record = holder_record(id=self.id)
         self.key = f"{REGIONS_PREFIX}{uuid.uuid4().hex}.json"
 
     def __enter__(self) -> RegionMark:
-        backoff = _Backoff(time.monotonic() + self.wait)
+        backoff = Backoff(time.monotonic() + self.wait)
         while True:
             held = self._live_lease()  # refuses (a broken lease) before any mark is written
             if held is None:
@@ -223,19 +274,7 @@ def _broken(problem: str) -> MetadataError:
 def _abandoned(raw: bytes) -> bool:
     """Whether the lease or mark ``raw`` was taken by a process of this host that no longer runs, or by this
     process for a write it no longer runs (its id is not held)."""
-    holder = parse_lease(raw)
-    pid = holder["pid"]
-    if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
-        return False
-    if pid == os.getpid():
-        return holder["id"] not in _held
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it runs, under another user
-        return False
-    return False
+    return holder_gone(parse_lease(raw))
 
 
 def _describe(raw: bytes | None) -> str:

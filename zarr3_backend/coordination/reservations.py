@@ -1,20 +1,10 @@
-"""Rows reserved by deferred appends, and not written yet.
+"""Rows reserved by deferred appends (``compute=False``), and not written yet.
 
-``to_zarr3(..., append_dim=dim, compute=False)`` grows the arrays when it is
-called, as ``engine="zarr"`` does, so every later write plans after its rows;
-they are written when the delayed object it returned is computed. Until
-then they read as fill values. So that this is never silent, the call lists
-its rows in the group's ``__zarr3_backend_appending.json`` before growing
-the arrays, and the last task of its computation takes them off. Every
-``to_zarr3`` commit sets the group attribute ``_zarr3_backend_appending``
-(`HINT`) while the list holds rows (and drops it once it is empty),
-so readers fetch the list only for such groups. While it holds rows,
-opening the group with ``engine="zarr3"`` warns
-(`UnfinishedWriteWarning`; ``engine="zarr"``
-shows the attribute) and ``validate`` reports them (`describe()` says
-which rows and what to do).
-
-Names starting with ``__`` are reserved for extensions: other readers skip the list.
+Such an append grows the arrays when called, as ``engine="zarr"`` does, and
+lists its rows in the group's `APPENDING_KEY` first; the last task of its
+computation takes them off. Every commit sets `APPENDING_ATTRIBUTE` while the
+list holds rows, so readers fetch it only then: ``engine="zarr3"`` warns and
+``validate`` reports them (`describe()`).
 
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/reservations")
@@ -34,11 +24,10 @@ from typing import Any
 
 from ..core.metadata import GroupMetadata, decode_document, encode_metadata, metadata_key, parse_node_metadata
 from ..errors import MetadataError
+from ..nodes.consolidation import Change, consolidated_entry, refresh_consolidated
 from ..store.base import Store
-from .consolidation import Change, consolidated_entry, refresh_consolidated
-
-APPENDING = "__zarr3_backend_appending.json"
-HINT = "_zarr3_backend_appending"  # the group attribute: rows may be reserved, read the list
+from .records import APPENDING_ATTRIBUTE as HINT
+from .records import APPENDING_KEY as APPENDING
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ import pytest
 from forking import in_forked_child
 
 import zarr3_backend
-from zarr3_backend.core.scratch import borrow, in_use
 from zarr3_backend.errors import ScratchBufferError, Zarr3Error
+from zarr3_backend.runtime.scratch import borrow, in_use
 
 INT32 = np.dtype("int32")
 

@@ -1,24 +1,11 @@
 """Unfinished first writes: the mark ``to_zarr3`` keeps on the groups it writes until all their data is stored.
 
-A first write (``mode="w"``/``"w-"``) publishes its metadata before its data
-(so that ``compute=False`` leaves an openable template). Stopped half way
-(Ctrl-C, a failed task, a killed process) it would read as complete, with
-the missing chunks as fill values. So every group document it publishes
-carries the attribute ``_zarr3_backend_unfinished`` (also in the consolidated
-copies), and its last data task removes it (`unmark()`). Readers find it
-in documents they fetch anyway, so checking costs no request. While a group
-carries it:
-
-- opening it (``open``, ``open_group``, ``engine="zarr3"``, DataTrees
-  included) raises `UnfinishedWriteError` naming
-  the fix; a *template* (a ``compute=False`` write, whose data the delayed it
-  returned or region writes are to fill), or a group opened for writing (to
-  repair it), only warns, with `UnfinishedWriteWarning`.
-  ``engine="zarr"`` shows the attribute;
-- ``validate`` reports it (an error; a warning for a template).
-
-Arrays carry no mark (that would cost a write per array at the end), so
-``open_array`` of one array inside a marked group is not checked.
+Every group document a first write (``mode="w"``/``"w-"``) publishes carries
+`UNFINISHED_ATTRIBUTE` until its last data task removes it (`unmark()`).
+While it does, opening the group raises `UnfinishedWriteError` (a template or
+a group opened for writing only warns, `UnfinishedWriteWarning`) and
+``validate`` reports it. Why, and what it costs: the architecture page,
+"What a write keeps in the store".
 
 >>> from zarr3_backend.core.metadata import GroupMetadata
 >>> group = GroupMetadata(attributes={MARK_ATTRIBUTE: {"template": True, "fingerprint": "f0"}})
@@ -34,14 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key, parse_node_metadata
-from ..core.stacklevel import caller_stacklevel
 from ..errors import UnfinishedWriteError
+from ..nodes.array import Array
+from ..nodes.consolidation import Change, consolidated_entry, refresh_consolidated
+from ..nodes.hierarchy import Group
+from ..runtime.stacklevel import caller_stacklevel
 from ..store.base import Store, plain_values
-from .array import Array
-from .consolidation import Change, consolidated_entry, refresh_consolidated
-from .hierarchy import Group
-
-MARK_ATTRIBUTE = "_zarr3_backend_unfinished"
+from .records import UNFINISHED_ATTRIBUTE as MARK_ATTRIBUTE
 
 
 class UnfinishedWriteWarning(UserWarning):

@@ -21,8 +21,8 @@ from typing import Any
 
 from ..core.metadata import decode_document, metadata_key, node_metadata_from_json
 from ..errors import MetadataError, Zarr3Error
-from .consolidation import PENDING_KEY
-from .paths import normalize_path
+from ..nodes.paths import normalize_path
+from .records import PENDING_KEY
 
 
 @dataclass(frozen=True)

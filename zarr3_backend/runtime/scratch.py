@@ -1,24 +1,10 @@
 """Scratch arrays lent to one thread at a time: reused from chunk to chunk, never aliased.
 
-Decoding a chunk that lands in the output only in part, filling a chunk that
-is written only in part, or making a strided chunk contiguous for a
-compressor each need a chunk-sized temporary. Allocating one per chunk costs
-page faults (badly so on dask workers, which return freed memory eagerly),
-so each thread keeps its temporaries and lends them out::
-
-    with borrow(spec.shape, spec.dtype) as chunk:
-        decode_into(data, chunk)
-        out[...] = chunk[selection]   # copy out before the block ends
-
-A thread has one loan at a time: borrowing again before the ``with`` block
-ends raises `ScratchBufferError` instead of
-handing out memory that is still in use. Nothing may keep a view of the
-array after the block. A copy that only saves an allocation (a chain making
-a strided chunk contiguous) checks `in_use()` and does without the
-scratch array while it is lent. Arrays of object data types are never
-reused (they hold references). A forked child keeps the forking thread's
-arrays and loan state (the fork copies that thread's stack, ``with`` block
-included); other threads' arrays do not exist in the child.
+Each thread keeps its chunk-sized temporaries (allocating one per chunk costs
+page faults) and lends one at a time with `borrow()`; borrowing again before
+the ``with`` block ends raises `ScratchBufferError`. Nothing may keep a view
+after the block; a copy that only saves an allocation checks `in_use()`.
+Object arrays are never reused. More: the architecture page, "Memory".
 
 >>> with borrow((2, 3), np.dtype("int16")) as chunk:
 ...     chunk.shape, chunk.dtype.name

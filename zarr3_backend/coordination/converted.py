@@ -18,8 +18,8 @@ from crc32c import crc32c
 
 from ..core.metadata import decode_document
 from ..errors import MetadataError
+from .records import MANIFEST_KEY
 
-MANIFEST_KEY = "__zarr3_backend_converted.json"
 Manifest = dict[str, dict[str, str]]
 
 
