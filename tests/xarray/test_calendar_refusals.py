@@ -182,6 +182,18 @@ def test_packed_values_outside_the_dtype_are_refused(
     np.testing.assert_allclose(xr.open_dataset(path, engine="zarr3").t2m.values, [2.0, 4.0])
 
 
+def test_a_dask_region_write_of_packed_values_is_refused_before_any_shard_is_written(tmp_path: Path) -> None:
+    """One shard per row: the task of the row that fits must not write before the other's fails."""
+    path = tmp_path / "packed.zarr"
+    ds = xr.Dataset({"t2m": ("time", [2.0, 4.0])}, coords={"time": [0, 1]})
+    ds.to_zarr3(
+        path, encoding={"t2m": {"dtype": "int8", "scale_factor": 1.0, "chunks": (1,), "shards": (1,)}}
+    )
+    region = xr.Dataset({"t2m": ("time", [6.0, 300.0])}).chunk(time=1)
+    assert "its value 300.0" in refused(path, region, region={"time": slice(0, 2)})
+    np.testing.assert_allclose(xr.open_dataset(path, engine="zarr3").t2m.values, [2.0, 4.0])
+
+
 def test_packed_values_that_fit_and_missing_ones_with_a_fill_value_land(tmp_path: Path) -> None:
     path = tmp_path / "packed.zarr"
     ds = xr.Dataset({"t2m": ("time", [1.0, 2.0])}, coords={"time": [0, 1]})

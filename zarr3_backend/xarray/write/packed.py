@@ -76,25 +76,38 @@ class Packing:
         return f"{ends[0]:g} to {ends[1]:g}{aside}"
 
 
-def check_packed(name: str, var: xr.Variable, stored_dtype: np.dtype | None) -> xr.Variable:
+def check_packed(
+    name: str, var: xr.Variable, stored_dtype: np.dtype | None, *, in_place: bool = False
+) -> xr.Variable:
     """``var`` (before CF encoding, carrying the stored encoding), refused when a value would not pack.
 
     Checked: numbers going into an integer array (``stored_dtype``, or for a
     new array the encoding's ``dtype``) that are packed
     (``scale_factor``/``add_offset``) or of another dtype. In-memory values are
-    checked now; dask-backed ones are returned wrapped so that each block is
-    checked in its write task, before it is cast (the write then fails; an
-    append is rolled back).
+    checked now, and so are dask-backed ones written ``in_place`` (over stored
+    values: a failing write task would leave the others' blocks written), by
+    computing them once for the check. Other dask-backed ones (appended rows,
+    new arrays) are returned wrapped so that each block is checked in its
+    write task, before it is cast (the write then fails; an append is rolled back).
     """
     packing = Packing.of({**var.encoding, "dtype": stored_dtype or var.encoding.get("dtype")})
     kind = var.dtype.kind if isinstance(var.dtype, np.dtype) else "O"
     if packing is None or kind not in "iuf" or not _packs(var, packing):
         return var
-    if var.chunks is not None:
+    if var.chunks is not None and not in_place:
         checked = var.data.map_blocks(_checked, name, packing, dtype=var.dtype)
         return var.copy(data=checked, deep=False)
+    if var.chunks is not None:
+        ones = tuple((1,) * len(sizes) for sizes in var.data.chunks)
+        var.data.map_blocks(_fits, name, packing, chunks=ones, dtype=bool).compute()  # nothing is held
+        return var
     _checked(np.asarray(var.values), name, packing)
     return var
+
+
+def _fits(block: np.ndarray, name: str, packing: Packing) -> np.ndarray:
+    _checked(block, name, packing)
+    return np.ones((1,) * block.ndim, dtype=bool)
 
 
 def _packs(var: xr.Variable, packing: Packing) -> bool:

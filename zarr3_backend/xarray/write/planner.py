@@ -4,9 +4,8 @@ Checks the call (`checks`, `target`), plans each group without changing the
 store (`encodings`, `stored`, `region`: the result is a plain `WritePlan`),
 then publishes the metadata (`publish`, `commit`) and writes the data
 (`data`); no step calls back up. CF encoding is xarray's own, as for
-``zarr_format=3``, so the output opens identically with ``engine="zarr3"``
-and ``engine="zarr"``. docs/architecture.md ("How a write commits") gives
-the order of publication and why.
+``zarr_format=3``, so the output opens identically with both engines.
+docs/architecture.md ("How a write commits") gives the order of publication.
 
 >>> import xarray as xr, zarr3_backend
 >>> ds = xr.Dataset({"t": ("x", [1.0, 2.0, 3.0])})
@@ -404,7 +403,8 @@ class _GroupWrite:
             return _VariableWrite(new, created=True)
         if self._keeps(name, variable, array):
             return None
-        fitted = check_packed(name, check_fits(name, variable, array), array.dtype)
+        in_place = self.options.append_dim not in variable.dims  # not appended: over stored values
+        fitted = check_packed(name, check_fits(name, variable, array), array.dtype, in_place=in_place)
         encoded = encode_into(name, fitted, array)
         placement = place(name, encoded, array, region=self.region, append_dim=self.options.append_dim)
         encoded = encoded.transpose(*placement.dims)
