@@ -3,7 +3,9 @@ and the listing's progress (``listed``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from zarr3_backend.cli.check import Listing
 from zarr3_backend.store import make_store
 from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.validate import validate_store
+from zarr3_backend.validate.base import check_chunk_keys
 
 
 def two_arrays(root: Path) -> Path:
@@ -77,3 +80,51 @@ def test_the_command_checks_named_arrays(tmp_path: Path) -> None:
     assert f"validating {root}, arrays w" in result.stdout and "w/notes.txt" in result.stdout
     assert "v/c/99" not in result.stdout and result.stderr.split() == ["listed", "3", "keys"]
     assert zarr3("validate", root, "--array", "v").returncode == 1  # the chunk outside the grid
+
+
+def test_the_whole_store_listing_is_checked_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys are checked as the listing streams in: never more than a batch listed and not yet checked."""
+    array = zarr3_backend.create_array(tmp_path / "s.zarr", "v", shape=(50,), dtype="int8", chunks=(1,))
+    array[:] = 1
+    store = make_store(tmp_path / "s.zarr", read_only=True)
+    pulled, checked, waiting = [0], [0], []
+    listing = store.list
+
+    def counting_list() -> Iterator[str]:
+        pulled[0] = 0  # counted per listing
+        for key in listing():
+            pulled[0] += 1
+            yield key
+
+    def counting_check(array: Any, keys: list[str], problems: list[Any]) -> list[str]:
+        waiting.append(pulled[0] - checked[0])
+        checked[0] += len(keys)
+        return check_chunk_keys(array, keys, problems)
+
+    monkeypatch.setattr(store, "list", counting_list)
+    monkeypatch.setattr("zarr3_backend.validate.BATCH", 10)
+    monkeypatch.setattr("zarr3_backend.validate.KEPT", 20, raising=False)  # past 20 keys, listed again
+    monkeypatch.setattr("zarr3_backend.validate.check_chunk_keys", counting_check)
+    assert validate_store(store, deep=True) == []
+    assert checked[0] == 50 and len(waiting) == 5 and max(waiting) <= 10 + 2  # 2 zarr.json may go by too
+
+
+def test_a_store_of_fewer_keys_than_kept_is_listed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zarr3_backend.create_array(tmp_path / "s.zarr", "v", shape=(50,), dtype="int8", chunks=(1,))[:] = 1
+    store = make_store(tmp_path / "s.zarr", read_only=True)
+    calls: list[int] = []
+    listing = store.list
+
+    def counted() -> Iterator[str]:
+        calls.append(1)
+        return listing()
+
+    monkeypatch.setattr(store, "list", counted)
+    monkeypatch.setattr("zarr3_backend.validate.KEPT", 50)
+    assert validate_store(store, deep=True) == [] and calls == [1]
+    monkeypatch.setattr("zarr3_backend.validate.KEPT", 49)
+    assert validate_store(store, deep=True) == [] and calls == [1, 1, 1]

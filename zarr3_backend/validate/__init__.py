@@ -71,6 +71,9 @@ __all__ = [
 
 STALE = "stale: re-run consolidate_metadata"
 
+#: Keys other than ``zarr.json`` the first listing keeps; past this many they are listed again, in batches.
+KEPT = 1_000_000
+
 
 def validate_store(
     store: StoreLike,
@@ -103,7 +106,8 @@ def validate_store(
         Options for an fsspec URL's file system (credentials, endpoint).
     progress : callable, optional
         ``progress(total)`` is called once before the deep chunk checks with
-        the number of stored chunks and returns an object with ``update(n)``
+        the number of keys that may be chunks (the listing's keys other than
+        ``zarr.json``, an upper bound of the stored chunks) and returns an object with ``update(n)``
         and ``close()`` (for example ``tqdm.tqdm``).
     arrays : sequence of str, optional
         Check only these arrays (paths in the store): their ``zarr.json``,
@@ -111,7 +115,11 @@ def validate_store(
         keys, in batches (`zarr3_backend.validate.scoped`).
     listed : callable, optional
         ``listed(n)`` is called as the listing streams in, with the number of
-        keys listed so far (every 10,000 keys, and at the end).
+        keys listed so far (every 10,000 keys, and at the end). Past `KEPT`
+        other keys, the listing keeps only the ``zarr.json`` keys and the
+        store is listed a second time, its keys checked in batches as they
+        stream in, so memory stays bounded whatever the number of chunks;
+        ``listed`` counts the first listing.
 
     Returns
     -------
@@ -130,30 +138,31 @@ def validate_store(
     store = make_store(store, storage_options=storage_options, read_only=True)
     if arrays is not None:
         return validate_arrays(store, arrays, deep=deep, progress=progress, listed=listed)
-    keys = sorted(k for k in _counted(store.list(), listed) if not is_reserved(k))
+    metadata_keys, others, kept = _metadata_keys(store, listed)
     documents = dict(
         zip(
-            (node_path(k) for k in keys if is_metadata_key(k)),
-            plain_values(store.get_many_versioned([(k, None) for k in keys if is_metadata_key(k)])),
+            (node_path(k) for k in metadata_keys),
+            plain_values(store.get_many_versioned([(k, None) for k in metadata_keys])),
         )
     )
     if not documents:
+        keys = sorted(k for k in store.list() if not is_reserved(k))
         if any(map(is_v2_metadata_key, keys)):
             return validate_v2(store, keys, deep=deep, progress=progress)
-        return [_no_metadata(keys)]
+        return [_no_metadata(len(keys))]
     problems: list[Problem] = []
     nodes = _parse_nodes(store, documents, problems)
     problems += _check_unfinished(nodes)
     problems += _check_tree(documents, nodes)
     problems += _check_consolidated(documents, nodes)
-    chunk_keys = _check_keys([k for k in keys if not is_metadata_key(k)], nodes, documents, problems)
+    bar = progress(others) if progress is not None and deep else None
+    _check_listing(store, nodes, documents, problems, kept, bar=bar, deep=deep)
     problems += [
         _unchecked(path, node)
         for path, node in nodes.items()
         if isinstance(node, Array) and not node.codecs.detects_corruption()
     ]
     if deep:
-        problems += check_chunks(store, nodes, chunk_keys, progress)
         problems += check_converted(store, {p: n for p, n in nodes.items() if isinstance(n, Array)})
     problems += _reserved_rows(
         store, [path for path, node in nodes.items() if isinstance(node, GroupMetadata)]
@@ -161,6 +170,50 @@ def validate_store(
     if store.exists(PENDING_KEY):
         problems = _while_pending(problems)
     return sorted(problems, key=lambda p: p.key)
+
+
+def _metadata_keys(store: Store, listed: Listed | None) -> tuple[list[str], int, list[str] | None]:
+    """The sorted ``zarr.json`` keys of a streamed listing, how many other (not reserved) keys it held, and
+    those keys while they number at most `KEPT` (None past that: they are listed again, in batches)."""
+    found: list[str] = []
+    kept: list[str] | None = []
+    others = 0
+    for key in _counted(store.list(), listed):
+        if is_metadata_key(key):
+            found.append(key)
+        elif not is_reserved(key):
+            others += 1
+            if kept is not None:
+                kept.append(key)
+                kept = kept if len(kept) <= KEPT else None
+    return sorted(k for k in found if not is_reserved(k)), others, kept
+
+
+def _check_listing(
+    store: Store,
+    nodes: dict[str, Array | NodeMetadata],
+    documents: dict[str, Any],
+    problems: list[Problem],
+    kept: list[str] | None,
+    *,
+    bar: Progress | None,
+    deep: bool,
+) -> None:
+    """Check every key that is neither a ``zarr.json`` nor reserved (and, with ``deep``, every chunk) in
+    batches: ``kept``, or when the first listing held too many to keep, the store listed again, streamed."""
+    keys = iter(kept) if kept is not None else _other_keys(store)
+    for batch in batches(keys, BATCH):
+        chunk_keys = _check_keys(batch, nodes, documents, problems)
+        if deep:
+            problems += check_chunks(store, nodes, chunk_keys, None)
+            if bar is not None:
+                bar.update(sum(map(len, chunk_keys.values())))
+    if bar is not None:
+        bar.close()
+
+
+def _other_keys(store: Store) -> Iterator[str]:
+    return (k for k in store.list() if not is_metadata_key(k) and not is_reserved(k))
 
 
 def _counted(keys: Iterator[str], listed: Listed | None) -> Iterator[str]:
@@ -225,10 +278,8 @@ def node_path(key: str) -> str:
     return key.removesuffix("zarr.json").rstrip("/")
 
 
-def _no_metadata(keys: list[str]) -> Problem:
-    message = (
-        f"no zarr.json, .zgroup or .zarray anywhere in the store ({len(keys)} other keys): not a Zarr store"
-    )
+def _no_metadata(count: int) -> Problem:
+    message = f"no zarr.json, .zgroup or .zarray anywhere in the store ({count} other keys): not a Zarr store"
     return Problem("zarr.json", "metadata", message)
 
 
