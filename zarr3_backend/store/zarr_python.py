@@ -251,7 +251,7 @@ class ZarrPythonStore(Store):
 def is_reserved(key: str) -> bool:
     """Whether the last name of ``key`` starts with ``__``: reserved by Zarr v3, so never a Zarr node or chunk.
 
-    >>> is_reserved("a/__zarr3_backend_pending.json"), is_reserved("a/zarr.json")
+    >>> is_reserved("a/__reserved.json"), is_reserved("a/zarr.json")
     (True, False)
     """
     return key.rpartition("/")[2].startswith("__")

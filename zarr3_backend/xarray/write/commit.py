@@ -155,7 +155,7 @@ def roll_forward(store: Store, token: str | None, *, skip_broken: bool = False) 
 def finish_pending_write(store: StoreLike, *, storage_options: dict[str, Any] | None = None) -> bool:
     """Complete the metadata publication an interrupted ``to_zarr3`` left pending; whether one was pending.
 
-    Until then the store holds ``__zarr3_backend_pending.json``, readers that
+    Until then the store holds the pending record (`PENDING_KEY`), readers that
     do not use consolidated metadata refuse to open it, and
     `consolidate_metadata()` must not be run (it would copy
     half-published documents into the consolidated metadata). Any later

@@ -170,7 +170,7 @@ def to_zarr3(
         when other writers may run alongside (``compute=False`` with dask data,
         a call from a thread other than the main one or from a child process);
         one call never races itself.
-        ``mode="a"``/``"a-"`` writes also hold it (or ``lock("__zarr3_backend_pending.json")``)
+        ``mode="a"``/``"a-"`` writes also hold it (or ``lock(PENDING_KEY)``, the key of the pending record, from `zarr3_backend.coordination.records`)
         from planning to publishing (a deferred append: while it reserves its
         rows), and ``mode="r+"`` writes while planning, so writers sharing it
         never collide. Without it, stores with atomic create serialise appends
