@@ -36,7 +36,7 @@ from ...errors import RegionKeyError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.shard_writes import PartialShardWarning, partial_shards
 from ...runtime.stacklevel import caller_stacklevel
-from .plan import Region, Shape
+from ...writes.plan import Region, Shape
 
 
 @dataclass(frozen=True)
