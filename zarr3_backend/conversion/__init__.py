@@ -39,7 +39,7 @@ from ..store import StoreLike, make_store
 from ..store.base import Store
 from ..writes.executor import Executor, executor_for
 from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
-from .record import Done, Record
+from .progress_record import Done, Record
 from .shards import ShardCopy, ShardResume, shard_copies
 
 __all__ = ["ConvertSummary", "convert", "default_shards"]

@@ -20,7 +20,7 @@ from ..errors import ChecksumError
 from ..nodes.array import Array
 from ..nodes.shard_writes import write_block
 from ..store.base import ByteRange, Versioned
-from .record import Done, Record, checksum
+from .progress_record import Done, Record, checksum
 
 
 @dataclass(frozen=True)
