@@ -1,23 +1,20 @@
 """The Cubed `Executor`: a write's shard tasks as one Cubed plan, under Cubed's ``allowed_mem``.
 
 `CUBED` is what `zarr3_backend.writes.executor.executor_for()` returns for
-Cubed arrays (``ds.chunk(..., chunked_array_type="cubed")``, or a store opened
-with ``chunked_array_type="cubed"``). Each request's data is brought to the
-stored chunk grid by Cubed (`cubed.rechunk` when that grid is regular, a
-selection of whole input blocks per shard when a region or an append starts
-inside a shard), then one Cubed task per shard assembles the whole shard and
-its index and writes it with one store ``set``
-(`zarr3_backend.nodes.shard_writes.write_block()`), exactly as a dask shard
-task does, so both write the same bytes. The tasks' results (the bytes each
-wrote) are Cubed's own small intermediate array; the write's `WriteStep`
-runs in this process once the plan has run, never if a task failed.
+Cubed arrays (``chunked_array_type="cubed"``). Cubed brings each request's
+data to the stored chunk grid (`cubed.rechunk` when that grid is regular;
+when a region or an append starts inside a shard, a selection of the input
+blocks each shard needs), then one Cubed task per shard assembles the whole
+shard and its index and writes it with one store ``set``
+(`zarr3_backend.nodes.shard_writes.write_block()`), as a dask shard task
+does: both write the same bytes. The write's `WriteStep` runs in this
+process once the plan has run, never if a task failed.
 
-Cubed checks every task's projected memory against ``allowed_mem`` before it
-runs anything (a shard must fit in it). Its single-machine executors
-(``threads``, ``processes``) are tested; executors running tasks on other
-machines (Lithops, Modal, Coiled, Ray, Spark, dask) need a store they reach
-(object stores; never ``memory://``). Writing into an Icechunk session is
-refused: use Cubed's own ``cubed.icechunk.store_icechunk``.
+Cubed checks every task's projected memory against ``allowed_mem`` before
+it runs anything (a shard must fit in it). Its ``threads`` and ``processes``
+executors are tested; those running tasks elsewhere (Lithops, Modal, Coiled,
+Ray, Spark, dask) need a store every worker reaches (never ``memory://``).
+An Icechunk session is refused: use ``cubed.icechunk.store_icechunk``.
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ from .errors import WriteError
 from .nodes.array import Array
 from .nodes.shard_writes import shard_aligned_chunks, write_block
 from .runtime.locks import NO_LOCKS, KeyLocks
-from .store import FsspecStore
 from .store.base import Store
 from .writes.executor import Deferred, Forked, ShardTask
 from .writes.tasks import ShardProgress, WriteRequest, WriteStep, inputs_per_block
@@ -186,10 +182,7 @@ def _run_task(tasks: tuple[ShardTask, ...], block_id: tuple[int, ...] | None = N
 
 
 def _refuse_process_local(store: Store, executor: object) -> None:
-    if executor in IN_PROCESS or not isinstance(store, FsspecStore):
-        return
-    protocol = store.fs.protocol
-    if "memory" in ({protocol} if isinstance(protocol, str) else set(protocol)):
+    if executor not in IN_PROCESS and store.process_local:
         raise WriteError(
             f"the store {store!r} lives in this process's memory, but Cubed's {executor!r} executor runs tasks "
             "in other processes, whose writes would be lost; write to a path or an object store instead"

@@ -87,6 +87,11 @@ class Store(ABC):
         return False
 
     @property
+    def process_local(self) -> bool:
+        """Whether the data lives in this process's memory (``memory://``): other processes never see it."""
+        return False
+
+    @property
     def transactional(self) -> bool:
         """Whether writes land in a transaction the user commits (an Icechunk session).
 

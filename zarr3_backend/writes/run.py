@@ -9,6 +9,7 @@ point. `ReleaseReservation` is the step ending a deferred append.
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from collections.abc import Hashable
@@ -16,12 +17,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..coordination.guards import WriteGuard, writers_key
+from ..coordination.guards import WriteGuard, when_no_write_runs
 from ..coordination.records import PENDING_KEY
 from ..coordination.reservations import Reservation, appending_key, drop_hint, release, reserve
 from ..nodes.array import Array
 from ..nodes.shard_writes import shard_aligned_chunks, write_numpy_many
-from ..runtime.locks import KeyLocks, local_lock
+from ..runtime.locks import KeyLocks
 from ..store.base import Store
 from .commit import CommitMetadata, roll_back
 from .executor import Deferred, Executor, Forked, Progress
@@ -169,11 +170,5 @@ class ReleaseReservation(WriteStep):
         """Release the reservation (under the group's appending lock), then maybe drop the hint."""
         with self.locks.held(appending_key(self.path)):
             left = release(self.store, self.path, self.reservation_id)
-        writers = local_lock(writers_key(self.store))
-        if (
-            self.tidy and not left and writers.acquire(blocking=False)
-        ):  # else the write holding it sets the hint right
-            try:
-                drop_hint(self.store, self.path)
-            finally:
-                writers.release()
+        if self.tidy and not left:  # else the write of this process under way sets the hint right
+            when_no_write_runs(self.store, functools.partial(drop_hint, self.store, self.path))
