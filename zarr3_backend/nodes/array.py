@@ -62,13 +62,9 @@ class Array:
         self.read_only = read_only or store.read_only
         self._chain = array_chain(metadata, f"array {self.name!r} ({metadata_key(path)})")
         self._spec_of: tuple[ArrayMetadata, ChunkSpec] | None = None  # the chunk spec of these metadata
+        self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
-
-    @functools.cached_property
-    def _read_unit(self) -> tuple[int, ...] | None:
-        """The shape of independently readable pieces of a chunk (``None``: only whole chunks), found on first use."""
-        return self._chain.read_unit(self.chunk_spec)
 
     @functools.cached_property
     def _read_ahead(self) -> ReadAhead:
