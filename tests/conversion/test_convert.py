@@ -214,7 +214,7 @@ def test_existing_dst_is_refused_unless_overwrite(source: Path, tmp_path: Path) 
     dst = tmp_path / "dst.zarr"
     zarr3_backend.create_array(dst, "keep", shape=(3,), dtype="int8")[:] = 7
     before = fingerprint(dst)
-    with pytest.raises(NodeExistsError, match="not empty; convert writes only into an empty DST"):
+    with pytest.raises(NodeExistsError, match=r"not empty; convert writes only into an empty DST \(pass overwrite=True"):
         convert(source, dst)
     assert fingerprint(dst) == before
     convert(source, dst, overwrite=True, shards=SHARDS)
@@ -340,7 +340,9 @@ def test_cli_convert_resumes_after_a_killed_run_and_validates(
     )  # the earlier run's shards checked, the rest copied
     xr.testing.assert_identical(opened(dst), opened(source))
     assert main(["validate", "--deep", str(dst)]) == 0 and "valid: 0 errors" in capsys.readouterr().out
-    assert main(["convert", str(source), str(dst)]) == 1 and "not empty" in capsys.readouterr().err
+    assert main(["convert", str(source), str(dst)]) == 1
+    refused = capsys.readouterr().err
+    assert "not empty" in refused and "pass --overwrite to delete" in refused and "overwrite=True" not in refused
 
 
 KILLED_AFTER_3 = textwrap.dedent("""
