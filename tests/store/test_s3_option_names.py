@@ -43,7 +43,9 @@ def test_obstore_spellings_of_region_endpoint_and_credentials_reach_the_server(
 
 
 def test_a_region_reaches_s3fs_as_its_client_region() -> None:
-    store = make_store("s3://bucket/x", storage_options={"anon": True, "region": "eu-west-1", "backend": "fsspec"})
+    store = make_store(
+        "s3://bucket/x", storage_options={"anon": True, "region": "eu-west-1", "backend": "fsspec"}
+    )
     assert isinstance(store, FsspecStore)
     assert store.fs.client_kwargs == {"region_name": "eu-west-1"}
 

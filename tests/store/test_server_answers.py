@@ -42,5 +42,7 @@ def test_a_refused_write_names_its_code_and_key(denying_server: LatencyS3Server,
         "s3://b/a", mode="r+", storage_options={**denying_server.storage_options, "backend": backend}
     )
     denying_server.denied_prefix = "a/"
-    with pytest.raises(StoreError, match=r"^AccessDenied \(HTTP 403\): Access Denied -- could not write key 'c/0'"):
+    with pytest.raises(
+        StoreError, match=r"^AccessDenied \(HTTP 403\): Access Denied -- could not write key 'c/0'"
+    ):
         array[:2] = 7

@@ -105,7 +105,9 @@ def store_failure(url: str, storage_options: Mapping[str, Any], what: str, exc: 
     return StoreError(f"{what}: {type(exc).__name__}: {message}")
 
 
-_XML_ERROR = re.compile(r"<Error>.*?<Code>(?P<code>[^<]*)</Code>(?:.*?<Message>(?P<message>[^<]*)</Message>)?", re.DOTALL)
+_XML_ERROR = re.compile(
+    r"<Error>.*?<Code>(?P<code>[^<]*)</Code>(?:.*?<Message>(?P<message>[^<]*)</Message>)?", re.DOTALL
+)
 #: the status line obstore writes just before the answer's body: "... 403 Forbidden: <Error>..."
 _STATUS = re.compile(r"\b(?P<status>[1-5]\d\d) [A-Za-z][A-Za-z -]*:\s*<Error>")
 

@@ -194,7 +194,9 @@ class FsspecStore(Store):
             return None
         if is_unsatisfiable(result):
             return b""
-        raise store_failure(self.url, self.fs.storage_options, f"could not read key {key!r} from {self.url}", result) from result
+        raise store_failure(
+            self.url, self.fs.storage_options, f"could not read key {key!r} from {self.url}", result
+        ) from result
 
     async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes | bytearray:
         fs: Any = self.fs
@@ -335,7 +337,9 @@ class FsspecStore(Store):
             results = [capture(self.fs.pipe_file, path, data) for _, path, data in pairs]
         for (key, _, _), result in zip(pairs, results, strict=True):
             if isinstance(result, BaseException):
-                raise store_failure(self.url, self.fs.storage_options, f"could not write key {key!r} to {self.url}", result) from result
+                raise store_failure(
+                    self.url, self.fs.storage_options, f"could not write key {key!r} to {self.url}", result
+                ) from result
 
     def delete(self, key: str) -> None:
         self.delete_many([key])
@@ -349,7 +353,9 @@ class FsspecStore(Store):
             results = [capture(self.fs.rm_file, path) for _, path in pairs]
         for (key, _), result in zip(pairs, results, strict=True):
             if isinstance(result, BaseException) and not _is_missing(result):
-                raise store_failure(self.url, self.fs.storage_options, f"could not delete key {key!r} from {self.url}", result) from result
+                raise store_failure(
+                    self.url, self.fs.storage_options, f"could not delete key {key!r} from {self.url}", result
+                ) from result
 
     def delete_prefix(self, prefix: str) -> None:
         """Erase every key under ``prefix``, leftover temporary files (e.g. copied from a local store) included."""
