@@ -39,7 +39,7 @@ from ..nodes.creation import CodecLike
 from ..store import StoreLike, make_store
 from ..store.base import Store
 from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
-from .record import Done, Record
+from .record import OVERWRITE_OPTION, Done, Record
 from .shards import ShardCopy, ShardResume, convert_graph, shard_copies
 
 __all__ = ["ConvertSummary", "convert", "default_shards"]
@@ -216,8 +216,8 @@ def _start(record: Record, plan: Plan, overwrite: bool) -> dict[str, Done | None
         if recorded is None:
             if any(not key.startswith(CONVERT_PREFIX) for key in store.list_prefix("")):
                 raise NodeExistsError(
-                    f"{store!r} is not empty; convert writes only into an empty DST (pass overwrite=True "
-                    "to delete what is there)"
+                    f"{store!r} is not empty; convert writes only into an empty DST (pass "
+                    f"{OVERWRITE_OPTION.get()} to delete what is there)"
                 )
             if record.start(plan.to_json()):
                 return {}
@@ -226,7 +226,7 @@ def _start(record: Record, plan: Plan, overwrite: bool) -> dict[str, Done | None
         if difference is not None:
             raise ArgumentError(
                 f"{store!r} holds an unfinished convert with another plan ({difference}); run the same convert "
-                "again (same SRC and settings) to finish it, or pass overwrite=True to start again"
+                f"again (same SRC and settings) to finish it, or pass {OVERWRITE_OPTION.get()} to start again"
             )
         return record.done()
     except BaseException:
