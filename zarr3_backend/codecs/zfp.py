@@ -118,7 +118,10 @@ class ZfpCodec(ArrayBytesCodec):
     def decode(self, data: Buffer, spec: ChunkSpec) -> np.ndarray:
         field_dtype = _field_dtype(spec.data_type.name)
         header, header_bits = _header(self, _field_shape(spec.shape), field_dtype.str)
-        payload = bytes(memoryview(data).cast("B")) + bytes(8)  # a zero word: zfp reads whole words
+        payload = bytes(memoryview(data).cast("B"))
+        # zfp reads its stream without bounds checks: zero-pad a short (truncated, hostile) chunk to more
+        # than any field of this size can need, so decoding never reads past the buffer
+        payload += bytes(max(8, 2 * spec.size * field_dtype.itemsize + 1024 - len(payload)))
         if header_bits == _SHORT_HEADER_BITS:
             stream = header.to_bytes(12, "little") + payload
         else:  # a 148-bit header: shift the stream behind it
