@@ -17,7 +17,7 @@ filters such as shuffle). Conditional codecs may nest, but no deeper than
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ..errors import CodecError, MetadataError
 from .base import Buffer, BytesBytesCodec, ChunkSpec, decoded_too_large
@@ -71,7 +71,9 @@ class ConditionalCodec(BytesBytesCodec):
         return configuration
 
     def evolve(self, spec: ChunkSpec) -> ConditionalCodec:
-        return ConditionalCodec(tuple(c.evolve(spec) for c in self.codecs), self.header_bits)  # type: ignore[arg-type]
+        return ConditionalCodec(
+            tuple(cast(BytesBytesCodec, c.evolve(spec)) for c in self.codecs), self.header_bits
+        )
 
     def validate(self, spec: ChunkSpec) -> None:
         for codec in self.codecs:

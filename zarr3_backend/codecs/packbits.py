@@ -90,8 +90,10 @@ class PackBitsCodec(ArrayBytesCodec):
 
     @classmethod
     def from_json(cls, configuration: dict[str, Any]) -> PackBitsCodec:
-        renamed = {_SCHEMA_NAMES.get(k, k): _SCHEMA_NAMES.get(v, v) if isinstance(v, str) else v
-                   for k, v in configuration.items()}  # fmt: skip
+        renamed: dict[str, Any] = {
+            _SCHEMA_NAMES.get(k, k): _SCHEMA_NAMES.get(v, v) if isinstance(v, str) else v
+            for k, v in configuration.items()
+        }
         extra = sorted(set(renamed) - {"padding_encoding", "first_bit", "last_bit"})
         if extra:
             raise MetadataError(

@@ -169,7 +169,7 @@ def _demote(values: np.ndarray, name: str) -> np.ndarray:
     bits, unsigned = _PROMOTED[name], name.startswith("u")
     shifted = (values >> (31 - bits)) + (1 << (bits - 1) if unsigned else 0)
     low, high = (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-    return np.clip(shifted, low, high)
+    return np.asarray(np.clip(shifted, low, high))
 
 
 @lru_cache(maxsize=64)
