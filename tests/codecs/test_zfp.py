@@ -125,7 +125,9 @@ def test_a_truncated_chunk_decodes_within_its_buffer(configuration: dict) -> Non
     [(MODES[1], {"mode": 2, "rate": 12}), (MODES[2], {"mode": 3, "precision": 18}), (MODES[3], {"mode": 4, "tolerance": 0.01})],
     ids=["fixed_rate", "fixed_precision", "fixed_accuracy"],
 )  # fmt: skip
-def test_numcodecs_zfpy_chunks_are_ours_behind_a_header(configuration: dict, numcodecs_arguments: dict) -> None:
+def test_numcodecs_zfpy_chunks_are_ours_behind_a_header(
+    configuration: dict, numcodecs_arguments: dict
+) -> None:
     """numcodecs' ZFPY writes zfp's 96-bit header then the same bit stream: ours is its bits after the header
     (the two differ only in the zero padding that ends each at a 64-bit word)."""
     numcodecs = pytest.importorskip("numcodecs")
@@ -134,4 +136,6 @@ def test_numcodecs_zfpy_chunks_are_ours_behind_a_header(configuration: dict, num
     theirs = bytes(numcodecs.ZFPY(**numcodecs_arguments).encode(values))
     ours = bytes(codec.encode(values, spec))
     assert int.from_bytes(theirs, "little") >> 96 == int.from_bytes(ours, "little")
-    assert np.array_equal(codec.decode(ours, spec), numcodecs.ZFPY(**numcodecs_arguments).decode(theirs).reshape(values.shape))
+    assert np.array_equal(
+        codec.decode(ours, spec), numcodecs.ZFPY(**numcodecs_arguments).decode(theirs).reshape(values.shape)
+    )

@@ -75,7 +75,11 @@ def _args(tmp_path: Path, name: str) -> dict[str, Any]:
 
 
 def _chunks(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file() and p.name != "zarr.json"}
+    return {
+        str(p.relative_to(path)): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != "zarr.json"
+    }
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -84,7 +88,9 @@ def test_zarr_python_writes_we_read(name: str, tmp_path: Path, oracle: Path) -> 
         pytest.importorskip("zfpy")
     arguments = _args(tmp_path, name)
     theirs = tmp_path / "theirs.zarr"
-    run_oracle(oracle, ORACLE, path=str(theirs), read=str(theirs), out=str(tmp_path / "read.npy"), **arguments)
+    run_oracle(
+        oracle, ORACLE, path=str(theirs), read=str(theirs), out=str(tmp_path / "read.npy"), **arguments
+    )
     assert_same(zarr3_backend.open_array(str(theirs))[...], np.load(tmp_path / "read.npy"), name)
 
 
@@ -99,7 +105,14 @@ def test_we_write_zarr_python_reads_the_same_bytes(name: str, tmp_path: Path, or
                                       dtype=arguments["dtype"], fill_value=0, codecs=codecs)  # fmt: skip
     ours[:] = data
     theirs = tmp_path / "theirs.zarr"
-    run_oracle(oracle, ORACLE, path=str(theirs), read=str(tmp_path / "ours.zarr"), out=str(tmp_path / "read.npy"), **arguments)
+    run_oracle(
+        oracle,
+        ORACLE,
+        path=str(theirs),
+        read=str(tmp_path / "ours.zarr"),
+        out=str(tmp_path / "read.npy"),
+        **arguments,
+    )
     assert_same(np.load(tmp_path / "read.npy"), ours[...], name)
     assert _chunks(tmp_path / "ours.zarr") == _chunks(theirs)
 
