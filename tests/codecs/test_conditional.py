@@ -111,3 +111,15 @@ def test_json_keeps_header_bits_only_when_given() -> None:
         )[0]
         == 1
     )
+
+
+def test_a_codec_another_writer_applied_though_it_grew_the_chunk_still_decodes() -> None:
+    """The spec leaves the choice to the writer: gzip applied to noise (growing it), then crc32c."""
+    codec, spec = conditional([GZIP, CRC]), chunk_spec("uint8", (64,))
+    noise = os.urandom(64)
+    grown = gzip_module.compress(noise)
+    assert len(grown) > 64
+    stored = b"\x03" + bytes(codec_from_json(CRC).encode(grown, spec))
+    limit = codec.max_encoded_size(64, spec)
+    assert limit is not None and len(stored) <= limit
+    assert bytes(codec.decode_bounded(stored, spec, 64)) == noise

@@ -80,11 +80,10 @@ class ConditionalCodec(BytesBytesCodec):
             codec.validate(spec)
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
-        size: int | None = input_size  # any writer may have applied any codecs, even ones that grew the chunk
-        for codec in self.codecs:
-            bound = None if size is None else codec.max_encoded_size(size, spec)
-            size = None if bound is None or size is None else max(size, bound)
-        return None if size is None else size + self.header_size
+        """Any writer may have applied any of the codecs, even ones that grew the chunk."""
+        size = self._input_limits(input_size, spec)[-1] if self.codecs else input_size
+        last = self.codecs[-1].max_encoded_size(size, spec) if self.codecs and size is not None else size
+        return None if size is None or last is None else max(size, last) + self.header_size
 
     def encode(self, data: Buffer, spec: ChunkSpec) -> Buffer:
         mask = 0
@@ -111,12 +110,23 @@ class ConditionalCodec(BytesBytesCodec):
                 f"{len(self.codecs)} codecs (corrupt data, or written with more codecs than configured)"
             )
         payload: Buffer = view[self.header_size :]
+        limits = self._input_limits(max_size, spec)
         for i in reversed(range(len(self.codecs))):
             if mask >> i & 1:
-                payload = self.codecs[i].decode_bounded(payload, spec, max_size)
+                payload = self.codecs[i].decode_bounded(payload, spec, limits[i])
         if max_size is not None and memoryview(payload).nbytes > max_size:
             raise decoded_too_large(self.name, memoryview(payload).nbytes, max_size)
         return payload
+
+    def _input_limits(self, max_size: int | None, spec: ChunkSpec) -> list[int | None]:
+        """The most each inner codec's input may be, when the chunk decodes to at most ``max_size`` bytes."""
+        limits: list[int | None] = []
+        size = max_size
+        for codec in self.codecs:
+            limits.append(size)
+            bound = None if size is None else codec.max_encoded_size(size, spec)
+            size = None if bound is None or size is None else max(size, bound)
+        return limits
 
 
 def _bytes_codec(obj: object) -> BytesBytesCodec:
