@@ -3,6 +3,8 @@ sample data for floats and integers, hostile ``keepbits``, and round-trip proper
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numcodecs
 import numpy as np
 import pytest
@@ -10,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+import zarr3_backend
 from zarr3_backend.codecs import BitroundCodec, NumcodecsBitroundCodec, codec_from_json
 from zarr3_backend.errors import CodecError, MetadataError
+from zarr3_backend.store import LocalStore
 from zarr3_backend.testing.codecs import CodecContract, chunk_spec
+from zarr3_backend.testing.stores import CountingStore
 
 
 class TestBitroundContract(CodecContract):
@@ -119,3 +124,24 @@ def test_nat_stays_nat() -> None:
     spec = chunk_spec({"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}, (2,))
     rounded = BitroundCodec(8).encode(values, spec)
     assert np.isnat(rounded[0]) and abs(int(rounded[1].astype("i8")) - int(values[1].astype("i8"))) < 2**24
+
+
+def test_partial_reads_pass_through_to_the_shards_inner_chunks(tmp_path: Path) -> None:
+    """bitround decodes as the identity, so a read behind it fetches the shard index and one inner chunk."""
+    codecs = [
+        {"name": "bitround", "configuration": {"keepbits": 10}},
+        {"name": "sharding_indexed", "configuration": {"chunk_shape": [4, 4], "codecs": [{"name": "bytes"}],
+                                                       "index_codecs": [{"name": "bytes"}]}},
+    ]  # fmt: skip
+    data = np.random.default_rng(2).normal(size=(16, 16)).astype("float32")
+    zarr3_backend.create_array(
+        str(tmp_path), shape=data.shape, chunks=(16, 16), dtype="float32", codecs=codecs
+    )[...] = data
+    counting = CountingStore(LocalStore(tmp_path))
+    array = zarr3_backend.open_array(counting)
+    counting.reset()
+    value = array[5, 9]
+    assert value == BitroundCodec(10).encode(data, chunk_spec("float32", data.shape))[5, 9]
+    ranges = [r for _, r in counting.requests]
+    assert len(ranges) == 2 and ranges[0].is_suffix  # the index, then one inner chunk of 64 bytes
+    assert ranges[1].end - ranges[1].start == 4 * 4 * 4

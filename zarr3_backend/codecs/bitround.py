@@ -10,7 +10,8 @@ is the registry's alias for it and is written back under that name. Integers
 keep ``keepbits`` bits from their most significant set bit, rounding half to
 even and saturating at the type's maximum (the registry's ``uint8`` sample:
 ``123 -> 128``, ``255 -> 224``); a signed integer is rounded by its magnitude
-and keeps its sign. Decoding is the identity. ``keepbits`` beyond the
+and keeps its sign. Decoding is the identity, so partial reads (of a shard's
+inner chunks, say) pass straight through this codec. ``keepbits`` beyond the
 mantissa (or the integer width) is a `CodecError` for the data type at hand.
 """
 
@@ -57,6 +58,9 @@ class BitroundCodec(ArrayArrayCodec):
 
     def decode(self, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         return chunk
+
+    def decodes_as_identity(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
