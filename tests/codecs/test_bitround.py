@@ -145,3 +145,14 @@ def test_partial_reads_pass_through_to_the_shards_inner_chunks(tmp_path: Path) -
     ranges = [r for _, r in counting.requests]
     assert len(ranges) == 2 and ranges[0].is_suffix  # the index, then one inner chunk of 64 bytes
     assert ranges[1].end - ranges[1].start == 4 * 4 * 4
+
+
+def test_complex_parts_are_rounded_like_floats_also_from_a_strided_view() -> None:
+    values = (
+        (np.arange(12.0) + 0.1j * np.arange(12.0)).astype("complex64").reshape(3, 4).T
+    )  # not C-contiguous
+    rounded = BitroundCodec(4).encode(values, chunk_spec("complex64", values.shape))
+    expected = BitroundCodec(4).encode(
+        np.ascontiguousarray(values).view("float32"), chunk_spec("float32", (4, 6))
+    )
+    assert rounded.view("float32").tobytes() == expected.tobytes()

@@ -52,7 +52,7 @@ class BitroundCodec(ArrayArrayCodec):
         if chunk.dtype.kind == "f":
             return round_float_bits(chunk, self.keepbits, available)
         if chunk.dtype.kind == "c":
-            parts = chunk.view(chunk.real.dtype)
+            parts = np.ascontiguousarray(chunk).view(chunk.real.dtype)
             return round_float_bits(parts, self.keepbits, available).view(chunk.dtype)
         return round_int_bits(chunk, self.keepbits)
 
