@@ -9,7 +9,10 @@ blosc zstd clevel 3 shuffle; ``--quick``: (146, 361, 720), else (730, 361, 720) 
   ``session.commit``, ``icechunk.xarray.to_icechunk`` + ``session.commit`` (a fresh repository each
   call, made untimed), ``ds.to_zarr3`` into a fresh local directory;
 - the same writes on ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)``, the data
-  persisted on the workers first.
+  persisted on the workers first;
+- append + commit on that cluster: the second half of the time steps appended along ``time`` to a
+  repository holding the first half (written and committed untimed), by ``to_zarr3(append_dim=...)`` and
+  by ``to_icechunk(append_dim=...)``.
 Ratios: ours / theirs on Icechunk, and ours on Icechunk / ours on a plain store (the adapter's cost).
 
 ``python benchmarks/bench_icechunk.py --quick``
@@ -73,6 +76,16 @@ class Fresh:
     def directory(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
+    def holding(self, first: xr.Dataset) -> None:
+        """A new repository holding ``first`` (committed), and a writable session on it."""
+        self.repo()
+        first.to_zarr(self.session.store, zarr_format=3, consolidated=False, encoding=encoding())  # type: ignore[attr-defined]
+        self.session.commit("first half")  # type: ignore[attr-defined]
+        import icechunk
+
+        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(str(self.path)))
+        self.session = repo.writable_session("main")
+
 
 def icechunk_on_this_xarray() -> None:
     """icechunk 1.1's ``to_icechunk`` passes ``synchronizer``/``zarr_version``, which xarray 2026.9's
@@ -114,6 +127,26 @@ def write_cases(ds: xr.Dataset, label: str) -> dict[str, Case]:
         "to_zarr3, plain store": Case(
             lambda: ds.to_zarr3(plain.path, encoding=encoding()), setup=plain.directory
         ),
+    }
+
+
+def append_cases(first: xr.Dataset, second: xr.Dataset) -> dict[str, Case]:
+    from icechunk.xarray import to_icechunk
+
+    icechunk_on_this_xarray()
+    ours, theirs = Fresh("a-ours"), Fresh("a-theirs")
+
+    def run_ours() -> None:
+        second.to_zarr3(ours.session.store, append_dim="time")
+        ours.session.commit("ours")
+
+    def run_theirs() -> None:
+        to_icechunk(second, theirs.session, append_dim="time")
+        theirs.session.commit("theirs")
+
+    return {
+        "to_zarr3 append + commit": Case(run_ours, setup=lambda: ours.holding(first.load())),
+        "to_icechunk append + commit": Case(run_theirs, setup=lambda: theirs.holding(first.load())),
     }
 
 
@@ -191,7 +224,17 @@ def main(argv: list[str] | None = None) -> None:
         persisted = lazy.persist()
         wait(persisted)
         timings = time_interleaved(write_cases(persisted, "-cluster"), repeats=args.repeats)
+        half = shape[0] // 2 // SHARDS[0] * SHARDS[0] or shape[0] // 2
+        appends = time_interleaved(
+            append_cases(persisted.isel(time=slice(0, half)), persisted.isel(time=slice(half, None))),
+            repeats=args.repeats,
+        )
     report("write, LocalCluster 2 procs x 1 thread", timings, write_ratios)
+    report(
+        "append + commit, LocalCluster 2 procs x 1 thread",
+        appends,
+        [("to_zarr3 append + commit", "to_icechunk append + commit")],
+    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Used for what zarr-python 3.1 (our in-process oracle) cannot do: rectilinear chu
 and the ``scale_offset`` / ``cast_value`` codecs and ``struct`` data type (zarr >= 3.4; ``cast_value``
 needs the ``cast-value-rs`` package too). The interpreter is ``$ZARR3_ZARR_ORACLE`` (or the older
 ``$ZARR3_RECTILINEAR_ORACLE``), else the venv ``~/.cache/zarr3_backend/oracle-zarr``, built once from
-pyenv's ``python3.12`` with ``pip install "zarr>=3.4" cast-value-rs``. Where there is none,
+pyenv's ``python3.12`` with ``pip install "zarr>=3.4" cast-value-rs zfpy`` (zfpy for ``numcodecs.zfpy``). Where there is none,
 :func:`oracle_python` returns ``None`` and the tests skip.
 """
 
@@ -48,7 +48,16 @@ def oracle_python(minimum: tuple[int, int] = (3, 2), modules: tuple[str, ...] = 
             [str(PYENV_PYTHONS[0]), "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=300
         )
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "zarr>=3.4", "cast-value-rs"],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "zarr>=3.4",
+                "cast-value-rs",
+                "zfpy>=1.0.1,!=1.0.1.post0,<1.1",
+            ],
             check=True,
             capture_output=True,
             timeout=900,

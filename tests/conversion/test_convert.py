@@ -214,7 +214,9 @@ def test_existing_dst_is_refused_unless_overwrite(source: Path, tmp_path: Path) 
     dst = tmp_path / "dst.zarr"
     zarr3_backend.create_array(dst, "keep", shape=(3,), dtype="int8")[:] = 7
     before = fingerprint(dst)
-    with pytest.raises(NodeExistsError, match="not empty; convert writes only into an empty DST"):
+    with pytest.raises(
+        NodeExistsError, match=r"not empty; convert writes only into an empty DST \(pass overwrite=True"
+    ):
         convert(source, dst)
     assert fingerprint(dst) == before
     convert(source, dst, overwrite=True, shards=SHARDS)
@@ -340,7 +342,11 @@ def test_cli_convert_resumes_after_a_killed_run_and_validates(
     )  # the earlier run's shards checked, the rest copied
     xr.testing.assert_identical(opened(dst), opened(source))
     assert main(["validate", "--deep", str(dst)]) == 0 and "valid: 0 errors" in capsys.readouterr().out
-    assert main(["convert", str(source), str(dst)]) == 1 and "not empty" in capsys.readouterr().err
+    assert main(["convert", str(source), str(dst)]) == 1
+    refused = capsys.readouterr().err
+    assert (
+        "not empty" in refused and "pass --overwrite to delete" in refused and "overwrite=True" not in refused
+    )
 
 
 KILLED_AFTER_3 = textwrap.dedent("""
@@ -413,3 +419,29 @@ def test_default_shards_hold_whole_chunks_of_half_to_all_of_the_target(
     assert size > target // 2 or whole or shards == chunks
     leading = next((d for d, (s, c) in enumerate(zip(shards, chunks)) if s > c), None)  # grown dims come last
     assert leading is None or all(s >= n for s, n in zip(shards[leading + 1 :], shape[leading + 1 :]))
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 3000), st.integers(1, 300)), min_size=1, max_size=3),
+    st.sampled_from([1, 4, 8]),
+)
+def test_a_small_array_gets_enough_shards_for_dask_and_none_smaller_than_the_floor(
+    dims: list[tuple[int, int]], item_size: int
+) -> None:
+    """Fewer than MIN_SHARDS default-size shards: at least MIN_SHARDS shards where the floor allows it."""
+    from zarr3_backend.conversion.plan import MIN_SHARD_BYTES, MIN_SHARDS
+
+    shape, chunks = tuple(n for n, _ in dims), tuple(min(c, n) for n, c in dims)
+    shards = default_shards(shape, chunks, item_size)
+    count = math.prod(-(-n // s) for n, s in zip(shape, shards))
+    size, chunk = math.prod(shards) * item_size, math.prod(chunks) * item_size
+    assert size <= max(MIN_SHARD_BYTES, math.prod(shape) * item_size // MIN_SHARDS, chunk)
+    if math.prod(shape) * item_size >= 2 * MIN_SHARDS * MIN_SHARD_BYTES and chunk <= MIN_SHARD_BYTES:
+        assert count >= MIN_SHARDS // 2  # each shard holds half to all of its budget: at least half as many
+
+
+def test_a_small_ensemble_converts_to_a_shard_per_member_for_dask(tmp_path: Path) -> None:
+    """153 MB of 10 members: one shard each (10 dask tasks), where 128 MiB shards made one task for all."""
+    assert default_shards((10, 365, 73, 144), (1, 365, 73, 144), 4) == (1, 365, 73, 144)
+    assert default_shards((8, 1000, 1000), (1, 100, 1000), 8) == (1, 1000, 1000)  # 64 MB: 8 of 8 MB
+    assert default_shards((4, 100, 100), (1, 100, 100), 8) == (4, 100, 100)  # 320 kB: one shard, as before

@@ -95,3 +95,34 @@ def test_we_write_zarr_python_reads(oracle: Path, tmp_path: Path, chunks: list, 
     np.testing.assert_array_equal(np.asarray(got["all"], dtype="float32"), expected)
     np.testing.assert_array_equal(np.asarray(got["sel"], dtype="float32"), expected[rows])
     assert tuple(map(tuple, got["sizes"])) == array.chunk_sizes
+
+
+def test_zarr_python_3_1_reads_what_to_zarr3_writes_unless_calendar_chunks_are_asked_for(
+    tmp_path: Path,
+) -> None:
+    """The README's install reads calendar chunks; a colleague on zarr-python 3.1 reads only regular grids.
+
+    ``to_zarr3`` writes a rectilinear grid only when an encoding asks (monthly dask chunks alone do not), so
+    what it writes by default opens in zarr-python 3.1 (in-process, the 3.11 test oracle), while an asked-for
+    grid fails there with the error the calendar-chunks page quotes.
+    """
+    zarr = pytest.importorskip("zarr")
+    if tuple(map(int, zarr.__version__.split(".")[:2])) >= (3, 2):
+        pytest.skip("zarr-python >= 3.2 reads rectilinear grids behind a flag")
+    import warnings
+
+    import pandas as pd
+    from xarray.groupers import TimeResampler
+
+    daily = xr.Dataset(
+        {"v": (("time", "x"), np.arange(365 * 4.0).reshape(365, 4))},
+        coords={"time": pd.date_range("2021-01-01", periods=365)},
+    )
+    monthly = daily.chunk(time=TimeResampler("ME"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the rechunk-to-the-shard-grid warning
+        monthly.to_zarr3(tmp_path / "default.zarr")
+    np.testing.assert_array_equal(zarr.open_array(tmp_path / "default.zarr", path="v")[:], daily.v.values)
+    monthly.to_zarr3(tmp_path / "months.zarr", encoding={"v": {"chunks": "dask"}})
+    with pytest.raises(Exception, match="(?i)unknown chunk grid.*rectilinear"):
+        zarr.open_array(tmp_path / "months.zarr", path="v")

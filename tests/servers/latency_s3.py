@@ -221,6 +221,9 @@ class LatencyS3Server(ThreadingHTTPServer):
         #: For tests: every object stored from now on has an ETag made of its key's name alone (constant across
         #: rewrites, different for every key) and a fixed Last-Modified (1970).
         self.etag_per_key = False
+        #: For tests: every object request whose key starts with this prefix is refused with S3's 403
+        #: ``AccessDenied``, as S3 answers a client whose policy does not allow it.
+        self.denied_prefix: str | None = None
         self.stats = RequestStats()
         self.ca_file = tls.ca_file if tls else None
         self._lock = threading.Lock()
@@ -436,6 +439,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._bucket_call(method, bucket, objects, query, body)
         elif objects is None:
             self._error(HTTPStatus.NOT_FOUND, "NoSuchBucket", f"no bucket {bucket!r}", method)
+        elif self.server.denied_prefix is not None and key.startswith(self.server.denied_prefix):
+            self._error(HTTPStatus.FORBIDDEN, "AccessDenied", "Access Denied", method)
         elif method in ("GET", "HEAD"):
             self._get(objects, key, method == "HEAD")
         elif method == "PUT":

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..conversion import convert
+from ..conversion.progress_record import OVERWRITE_OPTION
 from ..core.json_types import JSON
 from ..errors import ArgumentError
 from .options import storage_options
@@ -83,16 +84,20 @@ def run_convert(args: argparse.Namespace) -> int:
         "codecs": per_array("--codecs", args.codecs, parse_codecs),
     }
     print(f"converting {args.src} -> {args.dst}", flush=True)
-    with scheduler(args.scheduler):
-        summary = convert(
-            args.src,
-            args.dst,
-            overwrite=args.overwrite,
-            progress=not args.quiet,
-            storage_options=storage_options(args),
-            dst_storage_options=dst_options,
-            **settings,
-        )
+    spelling = OVERWRITE_OPTION.set("--overwrite")  # the flag the user typed, in every message that names it
+    try:
+        with scheduler(args.scheduler):
+            summary = convert(
+                args.src,
+                args.dst,
+                overwrite=args.overwrite,
+                progress=not args.quiet,
+                storage_options=storage_options(args),
+                dst_storage_options=dst_options,
+                **settings,
+            )
+    finally:
+        OVERWRITE_OPTION.reset(spelling)
     print(
         f"converted {summary.arrays} array{'s' * (summary.arrays != 1)}: {summary.shards} shards, "
         f"{summary.copied} written and verified ({summary.nbytes / 1e6:.0f} MB)"

@@ -9,17 +9,21 @@ with `register_codec()` or the entry-point group ``zarr3_backend.codecs``.
 """
 
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkCodec, ChunkSpec, Codec
+from .bitround import BitroundCodec, NumcodecsBitroundCodec
 from .blosc import BloscCodec
 from .bytes import BytesCodec
 from .cast_value import CastValueCodec
+from .conditional import ConditionalCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec
+from .n5_default import N5DefaultCodec
 from .numcodecs_adapter import (
     NumcodecsArrayArrayCodec,
     NumcodecsArrayBytesCodec,
     NumcodecsBytesBytesCodec,
     numcodecs_codec_class,
 )
+from .packbits import PackBitsCodec
 from .registry import (
     allow_unsafe_codecs,
     codec_from_json,
@@ -28,14 +32,23 @@ from .registry import (
     register_codec,
     register_codec_family,
 )
+from .reshape import ReshapeCodec
 from .scale_offset import ScaleOffsetCodec
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
 from .v2 import V2FilterCodec
 from .vlen_utf8 import VLenBytesCodec, VLenUTF8Codec
+from .zfp import ZfpCodec
 from .zstd import ZstdCodec
 
 __all__ = [
+    "BitroundCodec",
+    "ConditionalCodec",
+    "N5DefaultCodec",
+    "NumcodecsBitroundCodec",
+    "PackBitsCodec",
+    "ReshapeCodec",
+    "ZfpCodec",
     "ArrayArrayCodec",
     "ArrayBytesCodec",
     "BloscCodec",

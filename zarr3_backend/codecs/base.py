@@ -119,6 +119,14 @@ class ArrayArrayCodec(Codec):
     def compute_encoded_size(self, input_size: int, spec: ChunkSpec) -> int:
         return input_size
 
+    def decodes_as_identity(self) -> bool:
+        """Whether ``decode(a, spec)`` is ``a`` and ``resolve_spec(spec)`` is ``spec`` (e.g. ``bitround``).
+
+        A chain then plans partial reads past this codec, straight to its
+        array -> bytes codec (a shard's inner chunks). Default ``False``.
+        """
+        return False
+
 
 class ArrayBytesCodec(Codec):
     """ndarray -> bytes. ``decode(encode(a, spec), spec) == a``."""

@@ -248,22 +248,27 @@ class CodecChain:
         if key not in self._into_cache:
             _, bytes_spec = self._specs(spec)
             steps = None
-            if not self.array_array and self.array_bytes.is_native_layout(bytes_spec):
+            if self._decodes_past_array_codecs() and self.array_bytes.is_native_layout(bytes_spec):
                 pairs = list(zip(self.bytes_bytes, self._limits(spec)))
                 steps = (bytes_spec, tuple(reversed(pairs[1:])), pairs[0] if pairs else None)
             self._into_cache[key] = steps
         return self._into_cache[key]
 
     # -- partial reads ---------------------------------------------------
+    def _decodes_past_array_codecs(self) -> bool:
+        """Whether decoding may skip the array -> array codecs: there are none, or each decodes as the identity."""
+        return all(codec.decodes_as_identity() for codec in self.array_array)
+
     def read_unit(self, spec: ChunkSpec) -> tuple[int, ...] | None:
         """Shape of independently readable pieces of a chunk; ``None``: only the whole chunk."""
-        if self.array_array or self.bytes_bytes:
+        if self.bytes_bytes or not self._decodes_past_array_codecs():
             return None
         return self.array_bytes.read_unit(spec)
 
     def plan_read(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
-        """Sans-I/O read of ``reads`` from the chunk stored under ``ctx.key`` (the codec's own plan, not a wrapper of it)."""
-        if not (self.array_array or self.bytes_bytes):
+        """Sans-I/O read of ``reads`` from the chunk stored under ``ctx.key`` (the codec's own plan, not a wrapper
+        of it, also behind array -> array codecs that decode as the identity)."""
+        if not self.bytes_bytes and self._decodes_past_array_codecs():
             return self.array_bytes.plan_read(spec, reads, ctx)
         return whole_chunk_plan(self, spec, reads, ctx)
 

@@ -43,7 +43,13 @@ from ..core.dtypes.v2 import parse_v2_dtype, v2_dtype_json
 from ..core.metadata.v2 import V2_FILTERS_CODEC
 from ..errors import CodecError, MetadataError, ReadOnlyError
 from .base import ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, decoded_too_large
-from .numcodecs_adapter import PREFIX
+from .numcodecs_adapter import (
+    PREFIX,
+    NumcodecsArrayArrayCodec,
+    NumcodecsArrayBytesCodec,
+    NumcodecsBytesBytesCodec,
+    numcodecs_codec_class,
+)
 from .registry import codec_from_json, register_codec
 
 #: Object codecs: their encoding starts with a 4-byte little-endian item count.
@@ -85,11 +91,9 @@ class V2FilterCodec(ArrayBytesCodec):
         filters = configuration["filters"]
         if not isinstance(filters, list):
             raise MetadataError(f"{where}.filters: expected a list of codec objects, got {filters!r}")
-        codecs = tuple(codec_from_json(item) for item in filters)
-        if any(c is None or not c.name.startswith(PREFIX) for c in codecs):
-            raise MetadataError(f"{where}.filters: expected numcodecs codecs, got {filters!r}")
+        codecs = tuple(_numcodecs_filter(item, f"{where}.filters", filters) for item in filters)
         stored = parse_v2_dtype(configuration["dtype"], None, where).stored
-        return cls(stored, configuration["order"], tuple(c for c in codecs if c is not None))
+        return cls(stored, configuration["order"], codecs)
 
     def _configuration(self) -> dict[str, Any]:
         return {
@@ -181,6 +185,20 @@ class V2FilterCodec(ArrayBytesCodec):
         if limit is not None and nbytes is not None and nbytes > limit:
             raise decoded_too_large(codec_id, nbytes, limit)
         return decoded
+
+
+_ADAPTERS = (NumcodecsArrayArrayCodec, NumcodecsArrayBytesCodec, NumcodecsBytesBytesCodec)
+
+
+def _numcodecs_filter(item: object, where: str, filters: object) -> Codec:
+    """A v2 filter as numcodecs runs it, also where we register a codec of ours under its name (``numcodecs.bitround``)."""
+    codec = codec_from_json(item)  # validates the object and refuses unsafe codecs
+    if codec is None or not codec.name.startswith(PREFIX):
+        raise MetadataError(f"{where}: expected numcodecs codecs, got {filters!r}")
+    adapter = numcodecs_codec_class(codec.name)
+    if isinstance(codec, _ADAPTERS) or adapter is None:
+        return codec
+    return adapter(codec.to_json().get("configuration", {}))
 
 
 register_codec(V2FilterCodec)

@@ -39,7 +39,7 @@ from ..store import StoreLike, make_store
 from ..store.base import Store
 from ..writes.executor import Executor, executor_for
 from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
-from .progress_record import Done, Record
+from .progress_record import OVERWRITE_OPTION, Done, Record
 from .shards import ShardCopy, ShardResume, shard_copies
 
 __all__ = ["ConvertSummary", "convert", "default_shards"]
@@ -217,8 +217,8 @@ def _start(record: Record, plan: Plan, overwrite: bool) -> dict[str, Done | None
         if recorded is None:
             if any(not key.startswith(CONVERT_PREFIX) for key in store.list_prefix("")):
                 raise NodeExistsError(
-                    f"{store!r} is not empty; convert writes only into an empty DST (pass overwrite=True "
-                    "to delete what is there)"
+                    f"{store!r} is not empty; convert writes only into an empty DST (pass "
+                    f"{OVERWRITE_OPTION.get()} to delete what is there)"
                 )
             if record.start(plan.to_json()):
                 return {}
@@ -227,7 +227,7 @@ def _start(record: Record, plan: Plan, overwrite: bool) -> dict[str, Done | None
         if difference is not None:
             raise ArgumentError(
                 f"{store!r} holds an unfinished convert with another plan ({difference}); run the same convert "
-                "again (same SRC and settings) to finish it, or pass overwrite=True to start again"
+                f"again (same SRC and settings) to finish it, or pass {OVERWRITE_OPTION.get()} to start again"
             )
         return record.done()
     except BaseException:

@@ -48,6 +48,11 @@ from .codecs import carried_codecs
 #: The decoded size `default_shards()` aims at (shards hold at most this, and at least half of it
 #: unless the array is smaller or one inner chunk is larger).
 SHARD_TARGET_BYTES = 128 << 20
+#: A small array is cut into at least this many shards where each still holds `MIN_SHARD_BYTES` (and whole
+#: inner chunks), so that a dask computation over it has two tasks per core on up to 8 cores, not one in all.
+#: A constant, not the machine's core count: the plan of a convert must not change with the machine resuming it.
+MIN_SHARDS = 16
+MIN_SHARD_BYTES = 8 << 20
 VARIABLE_ITEM_BYTES = 16  # the size assumed for an element of a variable-length type
 DIMENSION_KEY = "_ARRAY_DIMENSIONS"
 
@@ -110,19 +115,24 @@ def default_shards(
     """The shard shape ``convert`` gives an array of ``shape`` with inner ``chunks``.
 
     A shard holds whole inner chunks, at most ``target`` bytes decoded (at
-    least one chunk). It grows along the last dimension first, up to the
-    array's extent, then along the one before, and so on, so that shards are
-    slabs of the leading dimension (time, usually) covering the other
-    dimensions whole whenever such a slab fits. Each shard then holds between
-    half of ``target`` and ``target``, unless the array is smaller or one
-    chunk is larger.
+    least one chunk); an array smaller than `MIN_SHARDS` such shards gets
+    smaller ones, one `MIN_SHARDS`-th of the array but at least
+    `MIN_SHARD_BYTES`, so that dask has enough tasks. A shard grows along the
+    last dimension first, up to the array's extent, then along the one
+    before, and so on, so that shards are slabs of the leading dimension
+    (time, usually) covering the other dimensions whole whenever such a slab
+    fits. Each shard then holds between half of that size and all of it,
+    unless the array is smaller or one chunk is larger.
 
     >>> default_shards((8760, 721, 1440), (1, 721, 1440), 4)  # 32 hourly fields: 133 MB
     (32, 721, 1440)
     >>> default_shards((100, 1000, 1000), (10, 100, 100), 8, target=16 << 20)
     (10, 200, 1000)
+    >>> default_shards((10, 365, 73, 144), (1, 365, 73, 144), 4)  # 10 members, 153 MB: 10 shards, not 1
+    (1, 365, 73, 144)
     """
-    budget = max(1, target // max(1, math.prod(chunks) * item_size))
+    small = max(MIN_SHARD_BYTES, math.prod(shape) * item_size // MIN_SHARDS)
+    budget = max(1, min(target, small) // max(1, math.prod(chunks) * item_size))
     counts = [max(1, -(-n // c)) for n, c in zip(shape, chunks)]
     multiples = [1] * len(chunks)
     for dim in reversed(range(len(chunks))):

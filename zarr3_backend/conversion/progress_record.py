@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,11 @@ from ..core.metadata import decode_document
 from ..errors import ConcurrentWriteError, MetadataError
 from ..store.base import Store, plain_values
 
-__all__ = ["DONE", "PLAN_KEY", "RUNNING_KEY", "Done", "Record", "checksum"]
+__all__ = ["DONE", "OVERWRITE_OPTION", "PLAN_KEY", "RUNNING_KEY", "Done", "Record", "checksum"]
+
+#: How the front end running a convert spells its overwrite option, for the messages that name it:
+#: ``overwrite=True`` for the Python API; the ``zarr3 convert`` command sets ``--overwrite``.
+OVERWRITE_OPTION: ContextVar[str] = ContextVar("OVERWRITE_OPTION", default="overwrite=True")
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,7 @@ class Record:
 def _broken(key: str, problem: str) -> MetadataError:
     return MetadataError(
         f"{key}: {problem} (this is not the record of an unfinished zarr3 convert; convert again with "
-        "overwrite=True / --overwrite to start afresh)"
+        f"{OVERWRITE_OPTION.get()} to start afresh)"
     )
 
 

@@ -33,6 +33,7 @@ from .local import LocalStore
 from .obstore_options import UnsupportedOptionError
 from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
 from .obstore_store import ObstoreStore, clear_store_cache
+from .s3_names import canonical_s3_options, check_s3_options
 from .streamed_reads import stream_reads
 from .zarr_python import ZarrPythonStore
 
@@ -72,6 +73,7 @@ __all__ = [
 ]
 
 _READ_ONLY_PROTOCOLS = frozenset({"http", "https", "zip"})
+S3_PROTOCOLS = frozenset({"s3", "s3a"})
 
 
 def make_store(
@@ -121,6 +123,9 @@ def make_store(
     protocol = fsspec.core.split_protocol(url)[0] or ""
     options = dict(storage_options or {})
     backend = options.pop("backend", None)
+    if protocol in S3_PROTOCOLS:
+        options = canonical_s3_options(options)
+        check_s3_options(options)
     if backend not in (None, "obstore", "fsspec"):
         raise ArgumentTypeError(f"storage_options 'backend' must be 'obstore' or 'fsspec', not {backend!r}")
     if (

@@ -1,4 +1,5 @@
-"""A clear "no credentials found" for S3 when none are configured, instead of the last source's failure.
+"""Failures of object storage said plainly: "no credentials found" for S3 when none are configured, instead
+of the last source's failure, and a server's error answer as its code and message, not its raw XML body.
 
 With no credentials configured, obstore (and botocore, under s3fs) fall
 through to the EC2 instance metadata service at ``169.254.169.254``; off EC2
@@ -10,14 +11,17 @@ the fixes.
 >>> missing_credentials("s3://b/x.zarr", {}, "PUT http://169.254.169.254/latest/api/token: 403", {}) is None
 False
 >>> missing_credentials("s3://b/x.zarr", {"anon": True}, "PUT http://169.254.169.254/latest/api/token: 403", {})
+>>> server_answer(OSError("403 Forbidden: <Error><Code>AccessDenied</Code><Message>Denied</Message></Error>"))
+'AccessDenied (HTTP 403): Denied'
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import StoreError
 
@@ -87,17 +91,51 @@ def credentials_configured(
     )
 
 
-class _Remote(Protocol):
-    url: str
-    storage_options: dict[str, Any]
+def store_failure(url: str, storage_options: Mapping[str, Any], what: str, exc: BaseException) -> StoreError:
+    """``what`` failed on the store at ``url`` with obstore's or fsspec's ``exc``: the error to raise.
 
-
-def store_failure(store: _Remote, what: str, exc: BaseException) -> StoreError:
-    """``what`` failed on ``store`` with obstore's ``exc``: the error to raise (its debug trailer cut off)."""
+    A server's error answer comes first, as its code and message (see `server_answer`), then ``what``;
+    any other failure follows ``what``, with obstore's debug trailer cut off.
+    """
     message = str(exc).split("\n\nDebug source", 1)[0].strip()
-    return missing_credentials(store.url, store.storage_options, message) or StoreError(
-        f"{what}: {type(exc).__name__}: {message}"
-    )
+    if missing := missing_credentials(url, storage_options, message):
+        return missing
+    if answer := server_answer(exc):
+        return StoreError(f"{answer} -- {what}")
+    return StoreError(f"{what}: {type(exc).__name__}: {message}")
+
+
+_XML_ERROR = re.compile(
+    r"<Error>.*?<Code>(?P<code>[^<]*)</Code>(?:.*?<Message>(?P<message>[^<]*)</Message>)?", re.DOTALL
+)
+#: the status line obstore writes just before the answer's body: "... 403 Forbidden: <Error>..."
+_STATUS = re.compile(r"\b(?P<status>[1-5]\d\d) [A-Za-z][A-Za-z -]*:\s*<Error>")
+
+
+def server_answer(exc: BaseException) -> str | None:
+    """A storage server's error answer in ``exc`` (or its causes) as ``"Code (HTTP status): message"``.
+
+    obstore puts the answer's status and XML body in its message; s3fs
+    raises a builtin error caused by botocore's ``ClientError``, whose
+    ``response`` holds the parsed answer. ``None`` when ``exc`` carries no
+    server answer.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        response = getattr(seen, "response", None)  # botocore's ClientError, a public attribute
+        if isinstance(response, dict) and isinstance(response.get("Error"), dict):
+            error, status = response["Error"], response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return _answer(str(error.get("Code", "")), status, error.get("Message"))
+        if found := _XML_ERROR.search(text := str(seen)):
+            status = _STATUS.search(text)
+            return _answer(found["code"], status and status["status"], found["message"])
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _answer(code: str, status: object, message: str | None) -> str:
+    text = f"{code} (HTTP {status})" if status else code
+    return f"{text}: {message}" if message else text
 
 
 def _credential_files(environ: Mapping[str, str]) -> list[Path]:

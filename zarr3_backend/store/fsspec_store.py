@@ -53,7 +53,7 @@ from .base import (
     validate_key,
     validate_prefix,
 )
-from .credentials import missing_credentials
+from .credentials import store_failure
 from .fsspec_s3 import is_s3, plain_bucket, s3_generation, s3_with_retries, single_get_kwargs
 from .ranged_reads import (
     check_content_range,
@@ -200,8 +200,9 @@ class FsspecStore(Store):
             return None
         if is_unsatisfiable(result):
             return b""
-        failed = StoreError(f"could not read key {key!r} from {self.url}: {result}")
-        raise missing_credentials(self.url, self.fs.storage_options, str(result)) or failed from result
+        raise store_failure(
+            self.url, self.fs.storage_options, f"could not read key {key!r} from {self.url}", result
+        ) from result
 
     async def _fetch_async(self, path: str, byte_range: ByteRange | None) -> bytes | bytearray:
         fs: Any = self.fs
@@ -342,7 +343,9 @@ class FsspecStore(Store):
             results = [capture(self.fs.pipe_file, path, data) for _, path, data in pairs]
         for (key, _, _), result in zip(pairs, results, strict=True):
             if isinstance(result, BaseException):
-                raise StoreError(f"could not write key {key!r} to {self.url}: {result}") from result
+                raise store_failure(
+                    self.url, self.fs.storage_options, f"could not write key {key!r} to {self.url}", result
+                ) from result
 
     def delete(self, key: str) -> None:
         self.delete_many([key])
@@ -356,7 +359,9 @@ class FsspecStore(Store):
             results = [capture(self.fs.rm_file, path) for _, path in pairs]
         for (key, _), result in zip(pairs, results, strict=True):
             if isinstance(result, BaseException) and not _is_missing(result):
-                raise StoreError(f"could not delete key {key!r} from {self.url}: {result}") from result
+                raise store_failure(
+                    self.url, self.fs.storage_options, f"could not delete key {key!r} from {self.url}", result
+                ) from result
 
     def delete_prefix(self, prefix: str) -> None:
         """Erase every key under ``prefix``, leftover temporary files (e.g. copied from a local store) included."""

@@ -184,7 +184,9 @@ class ObstoreStore(Store):
         )
 
     def _failed(self, doing: str, key: str, exc: BaseException) -> StoreError:
-        return store_failure(self, f"could not {doing} key {key!r} of {self.url}", exc)
+        return store_failure(
+            self.url, self.storage_options, f"could not {doing} key {key!r} of {self.url}", exc
+        )
 
     # -- reads ------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ class WriteOptions:
     region: Region = None
     write_empty_chunks: bool | None = None
     inherited_coords: bool = False
+    repeated_index: bool = False
 
 
 @dataclass(frozen=True)

@@ -43,20 +43,13 @@ from ...writes.publish import documents_of, group_plan
 from ...writes.run import Run, consolidates, run_plan
 from ...writes.tasks import WriteStep
 from .append_grid import AppendGrid, split_append_chunks
-from .checks import (
-    check_append,
-    check_fits,
-    check_format,
-    check_names,
-    check_progress,
-    parse_mode,
-)
+from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
 from .dataarray import as_written, chunked_arrays
 from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
 from .packed import check_packed
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .self_read import read_own_target_first
-from .stored import existing_arrays, stored_encoding, unchanged
+from .stored import check_no_repeats, existing_arrays, stored_encoding, unchanged
 from .target import CheckedTarget, check_target, request_token
 from .times import encode_into, encode_variable
 
@@ -80,6 +73,7 @@ def to_zarr3(
     progress: bool | Literal["tqdm"] = False,
     write_inherited_coords: bool = False,
     lock: ShardLock = None,
+    allow_repeated_index: bool = False,
 ) -> Deferred | None:
     """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one task per shard (on dask or Cubed).
 
@@ -136,7 +130,7 @@ def to_zarr3(
         unless ``mode="r+"`` or into a transaction (Icechunk).
     append_dim : hashable, optional
         Grow the stored arrays along this dimension. Every stored variable
-        having it must be in the dataset.
+        having it must be in the dataset, and none of its stored labels.
     region : dict or "auto", optional
         ``{dim: slice(start, stop)}`` (step 1) or ``"auto"`` per dimension
         (found from the stored coordinate); the stored arrays must cover it.
@@ -195,6 +189,7 @@ def to_zarr3(
         region=region,
         write_empty_chunks=write_empty_chunks,
         inherited_coords=write_inherited_coords,
+        repeated_index=allow_repeated_index,
     )
     given, path = make_store(store, storage_options=storage_options), normalize_path(group)
     chunked = chunked_arrays(obj)
@@ -294,6 +289,7 @@ def plan_dataset(
     ds, region = resolve_region(ds, options.region, existing, options.append_dim)
     if options.append_dim is not None:
         check_append(ds, existing, options.append_dim, where)
+        check_no_repeats(ds, existing, options, where)
     variables, attrs = _encoded_coordinates(ds, explicit, existing, options.mode)
     attributes = encode_attributes(attrs, f"the attributes of {where}")
     grid = AppendGrid.of(ds, existing, options.append_dim, appended_chunks)
@@ -320,7 +316,7 @@ def _encoded_coordinates(
     if mode == "r+" and (new := sorted(set(variables) - set(existing))):
         raise WriteError(f"to_zarr3: mode='r+' only writes existing variables; {new} are new (use mode='a')")
     for name in set(variables) & set(existing):
-        variables[name].encoding = stored_encoding(str(name), existing[str(name)])
+        variables[name].encoding = stored_encoding(str(name), existing[str(name)], variables[name].attrs)
     return variables, attrs
 
 

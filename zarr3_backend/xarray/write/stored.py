@@ -1,4 +1,5 @@
-"""What ``to_zarr3`` finds in the store before writing: the group's arrays and their CF encoding.
+"""What ``to_zarr3`` finds in the store before writing: the group's arrays and their CF encoding, and the
+stored index an append must not repeat.
 
 For ``mode="a"``, ``"a-"`` and ``"r+"`` the variables already stored are
 written with the encoding they were stored with (``dtype``, ``_FillValue``,
@@ -13,7 +14,7 @@ variable alone when its values did not change (`unchanged()`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -22,13 +23,17 @@ from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 
 from ...api import WriteMode
-from ...errors import GroupNotFoundError
+from ...errors import GroupNotFoundError, WriteError
 from ...nodes.array import Array
 from ...nodes.hierarchy import Group, open_node
 from ...store.base import Store
+from ...writes.plan import WriteOptions
 from ..backend_array import variable_dtype
 from ..read_encoding import decode_fill_value
 from .time_values import CF_TIME_ATTRIBUTES, is_datetime_units
+
+#: CF's packing keys, which a variable opened without decoding carries as attributes instead of encoding
+_PACKING = frozenset({"scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned"})
 
 #: mode="a" compares an existing variable's stored and new values this many bytes at a time.
 UNCHANGED_CHECK_BYTES = 64 << 20
@@ -58,8 +63,17 @@ def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array
     return fresh.arrays()
 
 
-def stored_encoding(name: str, array: Array) -> dict[str, Any]:
-    """The CF encoding of an existing array (``units``, ``dtype``, ``_FillValue`` ...), as xarray derives it."""
+def stored_encoding(
+    name: str, array: Array, new_attrs: Mapping[Hashable, object] | None = None
+) -> dict[str, Any]:
+    """The CF encoding of an existing array (``units``, ``dtype``, ``_FillValue`` ...), as xarray derives it.
+
+    Keys that the new variable's ``new_attrs`` already carry (values written
+    packed, as rioxarray opens them: ``scale_factor``, ``add_offset``,
+    ``_FillValue`` in the attributes) are left out, so the values are written
+    as they are, as the first write stored them; such an attribute that
+    differs from the stored encoding is refused with `WriteError`.
+    """
     attrs = dict(array.metadata.attributes)
     if "_FillValue" in attrs:
         attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
@@ -69,7 +83,15 @@ def stored_encoding(name: str, array: Array) -> dict[str, Any]:
     decoded = conventions.decode_cf_variable(name, empty, decode_times=not times)
     encoding = dict(decoded.encoding)
     encoding.update({k: decoded.attrs[k] for k in CF_TIME_ATTRIBUTES if times and k in decoded.attrs})
-    return encoding
+    given = {str(k): v for k, v in (new_attrs or {}).items() if k in _PACKING and k in encoding}
+    if differing := [k for k, v in given.items() if not _same_value(v, encoding[k])]:
+        shown = ", ".join(f"{k}={given[k]!r} (stored: {encoding[k]!r})" for k in differing)
+        raise WriteError(
+            f"to_zarr3: variable {name!r} carries the packing attributes {shown}, which differ from how it is "
+            "stored; its values would read back as other numbers. Decode them first (open with "
+            "mask_and_scale=True), or write them with the stored attributes"
+        )
+    return {k: v for k, v in encoding.items() if k not in given}
 
 
 def unchanged(variable: xr.Variable, name: str, array: Array, append_dim: Hashable | None) -> bool:
@@ -112,3 +134,60 @@ def _same(stored: np.ndarray, new: np.ndarray) -> bool:
         return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
     except (TypeError, ValueError):
         return bool(np.array_equal(stored.astype(object), new.astype(object)))
+
+
+def check_no_repeats(ds: xr.Dataset, existing: dict[str, Array], options: WriteOptions, where: str) -> None:
+    """Refuse an append whose index along ``append_dim`` repeats stored values (the same year appended twice).
+
+    Nothing to check for other writes, with ``allow_repeated_index=True``,
+    or without a stored and an appended coordinate of that name. The stored coordinate is read whole and CF-decoded, then each
+    appended value is looked up in it: a binary search where the stored
+    values increase, as time axes do, else a set-membership test.
+    """
+    append_dim = options.append_dim
+    array = None if append_dim is None or options.repeated_index else existing.get(str(append_dim))
+    if array is None or append_dim not in ds.coords or ds.sizes[append_dim] == 0:
+        return
+    stored = np.asarray(_decoded(str(append_dim), array).values)
+    appended = np.asarray(ds.coords[append_dim].values)
+    try:
+        repeated = _found_in(appended, stored)
+    except TypeError:  # values that do not compare with the stored ones: the time checks say why
+        return
+    if repeated.any():
+        first, last = (_label(v) for v in (appended[repeated][0], appended[repeated][-1]))
+        raise WriteError(
+            f"to_zarr3: the append along {append_dim!r} repeats {int(repeated.sum())} index values stored in "
+            f"{where}, from {first} to {last} (stored: {_label(stored[0])} to {_label(stored[-1])}); nothing was written. Append "
+            f"only the new steps, write the overlap with region='auto', or pass allow_repeated_index=True to "
+            "append them anyway"
+        )
+
+
+def _decoded(name: str, array: Array) -> xr.Variable:
+    """The stored ``array`` read whole and CF-decoded, as ``engine="zarr3"`` opens it."""
+    attrs = dict(array.metadata.attributes)
+    if "_FillValue" in attrs:
+        attrs["_FillValue"] = decode_fill_value(attrs["_FillValue"], array)
+    raw = xr.Variable(tuple(array.dimension_names or (name,)), np.asarray(array[...]), attrs)
+    return conventions.decode_cf_variable(name, raw)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Whether two attribute values are equal (NaN equal to NaN)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
+
+
+def _label(value: Any) -> str:
+    return str(np.datetime_as_string(value, unit="auto")) if isinstance(value, np.datetime64) else str(value)
+
+
+def _found_in(values: np.ndarray, stored: np.ndarray) -> np.ndarray:
+    """Which of ``values`` are among ``stored``."""
+    if stored.size == 0:
+        return np.zeros(values.shape, bool)
+    if stored.dtype.kind in "mMiuf" and stored.size > 1 and bool(np.all(stored[1:] > stored[:-1])):
+        at = np.searchsorted(stored, values).clip(0, stored.size - 1)
+        return np.asarray(stored[at] == values)
+    return np.isin(values, stored)
