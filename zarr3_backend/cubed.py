@@ -112,7 +112,7 @@ class CubedWrite:
     last_step: WriteStep | None
     progress: bool = False
 
-    def compute(self, **kwargs: Any) -> None:
+    def compute(self, **kwargs: object) -> None:
         """Run the shard tasks (``kwargs`` go to ``cubed.compute``, e.g. ``executor=``), then the last step."""
         import cubed
 

@@ -43,7 +43,7 @@ ShardTask = Callable[[], int]  # one shard's whole work, picklable; returns the 
 class Deferred(Protocol):
     """A write not run yet (``compute=False``): ``compute()`` runs it (a ``dask.delayed`` on dask)."""
 
-    def compute(self, **kwargs: Any) -> Any:
+    def compute(self, **kwargs: object) -> object:
         """Run the write."""
 
 
