@@ -121,7 +121,8 @@ class CubedWrite:
             for request in self.requests:
                 executor = kwargs.get("executor", request.data.spec.executor)
                 _refuse_process_local(request.array.store, getattr(executor, "name", executor))
-            with _progress(outputs, self.progress) as callbacks:
+            nbytes = sum(r.data.nbytes for r in self.requests)
+            with _progress(outputs, nbytes, self.progress) as callbacks:
                 cubed.compute(*outputs, callbacks=callbacks, **kwargs)
         if self.last_step is not None:
             self.last_step.run()
@@ -190,19 +191,23 @@ def _refuse_process_local(store: Store, executor: object) -> None:
 
 
 @contextlib.contextmanager
-def _progress(outputs: list[Any], show: bool) -> Iterator[list[Any] | None]:
-    """Cubed callbacks printing `ShardProgress` for the shard tasks of ``outputs`` (``None`` without ``show``)."""
+def _progress(outputs: list[Any], nbytes: int, show: bool) -> Iterator[list[Any] | None]:
+    """Cubed callbacks printing `ShardProgress` for the shard tasks of ``outputs`` (``None`` without ``show``).
+
+    Cubed's events carry no task result, so each shard counts as an equal share of the ``nbytes`` written.
+    """
     if not show:
         yield None
         return
     from cubed import Callback
 
-    counter = ShardProgress(sum(int(np.prod(o.numblocks)) for o in outputs))
+    counter = ShardProgress(total := sum(int(np.prod(o.numblocks)) for o in outputs))
+    shard_ops = {op for o in outputs for op in o.plan().dag.predecessors(o.name)}  # the steps writing shards
 
     class _Shards(Callback):  # type: ignore[misc]  # cubed is untyped
         def on_task_end(self, event: Any) -> None:
-            for _ in range(event.num_tasks):
-                counter.update(0)
+            for _ in range(event.num_tasks if event.name in shard_ops else 0):
+                counter.update(nbytes // max(total, 1))
 
     try:
         yield [_Shards()]

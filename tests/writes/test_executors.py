@@ -168,3 +168,13 @@ def test_cubed_refuses_shards_over_allowed_mem(tmp_path: pathlib.Path) -> None:
     with pytest.raises(ValueError, match="allowed_mem|exceeds"):
         chunked(dataset(), "cubed", spec=spec).to_zarr3(tmp_path / "s", encoding=ENCODING)
     assert not (tmp_path / "s" / "t" / "c").exists()
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+@pytest.mark.parametrize("rows", [10, 7])
+def test_progress_counts_shard_tasks_only(
+    tmp_path: pathlib.Path, executor: str, rows: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chunked(dataset(), executor, rows).to_zarr3(tmp_path / "out", encoding=ENCODING, progress=True)
+    lines = capsys.readouterr().out.replace("\r", "\n").split()
+    assert "3/3" in lines and not any(line.startswith("4/") for line in lines)
