@@ -1,0 +1,210 @@
+"""The CRS travels: CF grid mappings through ``encoding=``, GeoZarr ``spatial:``/``proj:`` metadata, lazy x/y.
+
+The source is a GeoTIFF rasterio writes in the test, opened with rioxarray; for
+CF behaviour ``engine="zarr"`` on the same dataset is the oracle, and where we
+differ on purpose (the grid mapping kept when ``encoding=`` replaces
+rioxarray's, and made a coordinate under the default ``decode_coords=True``)
+the test says so.
+"""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import zarr3_backend
+import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
+
+rasterio = pytest.importorskip("rasterio")
+rioxarray = pytest.importorskip("rioxarray")
+pyproj = pytest.importorskip("pyproj")
+from rasterio.transform import from_origin  # noqa: E402
+from xarray.conventions import CF_RELATED_DATA  # noqa: E402
+from xarray.indexes import CoordinateTransformIndex  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning"
+)
+TRANSFORM = from_origin(500000.0, 5000000.0, 10.0, 10.0)  # a UTM 33N scene, 10 m pixels
+CRS = "EPSG:32633"
+BANDS = ["blue", "green", "red"]
+
+
+def scene(tmp_path: Path) -> xr.Dataset:
+    """A 3-band uint16 GeoTIFF written with rasterio, opened with rioxarray, one variable per band."""
+    data = np.arange(3 * 40 * 60, dtype="uint16").reshape(3, 40, 60)
+    path = tmp_path / "scene.tif"
+    with rasterio.open(
+        path, "w", driver="GTiff", height=40, width=60, count=3, dtype="uint16", crs=CRS, transform=TRANSFORM
+    ) as dst:
+        dst.write(data)
+    ds = rioxarray.open_rasterio(path).to_dataset(dim="band")
+    return ds.rename(dict(zip([1, 2, 3], BANDS))).load()
+
+
+def sharded(names: list[str], **extra: object) -> dict[str, dict[str, object]]:
+    """The encoding the guide recommends: map-tile inner chunks in one shard per band; no grid_mapping."""
+    return {name: {"chunks": (20, 30), "shards": (40, 60), **extra} for name in names}
+
+
+def attributes(store: Path, name: str) -> dict[str, object]:
+    return dict(json.loads((store / name / "zarr.json").read_text())["attributes"])
+
+
+def test_rioxarray_round_trip_keeps_crs_and_transform(tmp_path: Path) -> None:
+    ds = scene(tmp_path)
+    ds.to_zarr3(tmp_path / "s.zarr", mode="w", encoding=sharded(BANDS))
+    back = xr.open_dataset(tmp_path / "s.zarr", engine="zarr3")
+    assert back.rio.crs == ds.rio.crs == rasterio.crs.CRS.from_string(CRS)
+    assert back.rio.transform() == ds.rio.transform() == TRANSFORM
+    for band in BANDS:
+        assert back[band].rio.crs == ds.rio.crs and back[band].rio.transform() == TRANSFORM
+    xr.testing.assert_equal(back[BANDS].load(), ds[BANDS])
+
+
+@pytest.mark.parametrize("key", CF_RELATED_DATA)
+def test_cf_encoding_keys_accepted_as_engine_zarr_accepts_them(tmp_path: Path, key: str) -> None:
+    """Each CF key naming other variables is written as the attribute ``engine="zarr"`` writes."""
+    ds = scene(tmp_path).drop_vars("spatial_ref")
+    value = {"grid_mapping": "crs", "bounds": "x_bnds", "cell_measures": "area: area"}.get(key, "area")
+    ds = ds.assign(crs=((), 0), area=(("y", "x"), np.ones((40, 60))), x_bnds=(("x", "nv"), np.zeros((60, 2))))
+    for name in BANDS:
+        ds[name].encoding = {}
+    encoding = {"blue": {"chunks": (20, 30), key: value}}
+    ds.to_zarr(tmp_path / "oracle.zarr", mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+    ds.to_zarr3(tmp_path / "ours.zarr", mode="w", encoding=encoding)
+    ours, oracle = attributes(tmp_path / "ours.zarr", "blue"), attributes(tmp_path / "oracle.zarr", "blue")
+    assert ours.get(key) == oracle.get(key) == value
+
+
+def test_grid_mapping_kept_when_encoding_replaces_rioxarrays(tmp_path: Path) -> None:
+    """``engine="zarr"`` replaces the variable's encoding and loses ``grid_mapping`` with it; we keep it."""
+    ds = scene(tmp_path)
+    assert ds.blue.encoding["grid_mapping"] == "spatial_ref"
+    encoding = {"blue": {"chunks": (20, 30)}}
+    ds.to_zarr(tmp_path / "oracle.zarr", mode="w", zarr_format=3, consolidated=False, encoding=encoding)
+    ds.to_zarr3(tmp_path / "ours.zarr", mode="w", encoding=encoding)
+    assert "grid_mapping" not in attributes(tmp_path / "oracle.zarr", "blue")  # what engine="zarr" does
+    assert attributes(tmp_path / "ours.zarr", "blue")["grid_mapping"] == "spatial_ref"
+    assert attributes(tmp_path / "ours.zarr", "green")["grid_mapping"] == "spatial_ref"
+    ours = xr.open_dataset(tmp_path / "ours.zarr", engine="zarr3", decode_coords="all")
+    assert ours.blue.encoding["grid_mapping"] == "spatial_ref" and ours.blue.rio.crs == CRS
+
+
+def test_decode_coords_against_engine_zarr(tmp_path: Path) -> None:
+    """``decode_coords="all"``: as ``engine="zarr"``; the default: the grid mapping a coordinate (zarr: a data variable)."""
+    ds = scene(tmp_path)
+    ds.to_zarr3(tmp_path / "s.zarr", mode="w", encoding=sharded(BANDS, grid_mapping="spatial_ref"))
+    opened = {
+        (engine, coords): xr.open_dataset(tmp_path / "s.zarr", engine=engine, decode_coords=coords)
+        for engine in ("zarr", "zarr3")
+        for coords in (True, "all")
+    }
+    xr.testing.assert_identical(opened["zarr3", "all"].load(), opened["zarr", "all"].load())
+    assert "spatial_ref" in opened["zarr", True].data_vars and opened["zarr", True].rio.crs is None
+    assert "spatial_ref" in opened["zarr3", True].coords and opened["zarr3", True].rio.crs == CRS
+    xr.testing.assert_identical(
+        opened["zarr3", True].load(), opened["zarr", True].set_coords("spatial_ref").load()
+    )
+    plain = xr.open_dataset(tmp_path / "s.zarr", engine="zarr3", decode_coords=False)
+    xr.testing.assert_identical(
+        plain.load(), xr.open_dataset(tmp_path / "s.zarr", engine="zarr", decode_coords=False).load()
+    )
+
+
+def test_geozarr_metadata_written(tmp_path: Path) -> None:
+    ds = scene(tmp_path)
+    ds.to_zarr3(tmp_path / "s.zarr", mode="w", encoding=sharded(BANDS))
+    attrs = attributes(tmp_path / "s.zarr", "red")
+    assert attrs["spatial:dimensions"] == ["y", "x"]
+    assert attrs["spatial:transform"] == list(TRANSFORM)[:6]
+    assert attrs["spatial:shape"] == [40, 60]
+    assert attrs["spatial:bbox"] == [500000.0, 4999600.0, 500600.0, 5000000.0]
+    assert attrs["proj:code"] == CRS
+    assert pyproj.CRS.from_wkt(attrs["proj:wkt2"]) == pyproj.CRS.from_user_input(CRS)
+    names = {c["name"]: c["uuid"] for c in attrs["zarr_conventions"]}
+    assert names == {
+        "spatial:": "689b58e2-cf7b-45e0-9fff-9cfc0883d6b4",
+        "proj:": "f17cb550-5864-4468-aeb7-f3180cfb622f",
+    }
+    assert "spatial:dimensions" not in attributes(tmp_path / "s.zarr", "spatial_ref")
+    assert "spatial:dimensions" not in attributes(tmp_path / "s.zarr", "x")
+
+
+def foreign_store(path: Path, shape: tuple[int, int], **extra: object) -> tuple[float, ...]:
+    """A GeoZarr store as another writer makes it: one band, no x/y arrays, no CF grid mapping."""
+    transform = (20.0, 0.0, 300000.0, 0.0, -20.0, 6000000.0)
+    group = zarr3_backend.create_group(str(path))
+    group.create_array(
+        "band",
+        shape=shape,
+        dtype="uint8",
+        chunks=(min(shape[0], 1000), min(shape[1], 1000)),
+        dimension_names=["y", "x"],
+        attributes={
+            "zarr_conventions": [{"uuid": "689b58e2-cf7b-45e0-9fff-9cfc0883d6b4", "name": "spatial:"}],
+            "spatial:dimensions": ["y", "x"],
+            "spatial:transform": list(transform),
+            "proj:code": "EPSG:32632",
+            **extra,
+        },
+    )
+    return transform
+
+
+def test_foreign_geozarr_store_gives_back_crs_and_transform(tmp_path: Path) -> None:
+    transform = foreign_store(tmp_path / "f.zarr", (30, 50))
+    ds = xr.open_dataset(tmp_path / "f.zarr", engine="zarr3")
+    assert ds.rio.crs == "EPSG:32632" and ds.band.rio.crs == "EPSG:32632"
+    assert tuple(ds.rio.transform())[:6] == transform
+    np.testing.assert_array_equal(ds.x.values, 300000.0 + 20.0 * (np.arange(50) + 0.5))
+    np.testing.assert_array_equal(ds.y.values, 6000000.0 - 20.0 * (np.arange(30) + 0.5))
+    assert "x" not in xr.open_dataset(tmp_path / "f.zarr", engine="zarr3", decode_coords=False).coords
+
+
+def test_node_registration_puts_coordinates_on_the_transform_points(tmp_path: Path) -> None:
+    foreign_store(tmp_path / "f.zarr", (3, 4), **{"spatial:registration": "node"})
+    ds = xr.open_dataset(tmp_path / "f.zarr", engine="zarr3")
+    np.testing.assert_array_equal(ds.x.values, 300000.0 + 20.0 * np.arange(4))
+
+
+def test_lazy_coordinates_select_as_materialised_ones(tmp_path: Path) -> None:
+    foreign_store(tmp_path / "f.zarr", (300, 500))
+    lazy = xr.open_dataset(tmp_path / "f.zarr", engine="zarr3")
+    assert isinstance(lazy.xindexes["x"], CoordinateTransformIndex)
+    materialised = lazy.assign_coords(x=lazy.x.values, y=lazy.y.values)
+    selections = [
+        {"x": slice(301000, 305000), "y": slice(5999000, 5996000)},
+        {"x": 302010.0, "y": 5998990.0},
+        {"x": [300010.0, 309990.0], "y": [5999990.0]},
+    ]
+    for sel in selections:
+        xr.testing.assert_equal(
+            lazy.sel(sel).band.load().reset_coords(drop=True),
+            materialised.sel(sel).band.load().reset_coords(drop=True),
+        )
+        np.testing.assert_array_equal(lazy.sel(sel).x.values, materialised.sel(sel).x.values)
+    near = {"x": 302013.0, "y": 5998987.0}
+    xr.testing.assert_equal(
+        lazy.sel(near, method="nearest").band.reset_coords(drop=True),
+        materialised.sel(near, method="nearest").band.reset_coords(drop=True),
+    )
+
+
+def test_a_100000_by_100000_scene_opens_without_allocating_coordinates(tmp_path: Path) -> None:
+    foreign_store(tmp_path / "big.zarr", (100_000, 100_000))
+    tracemalloc.start()
+    try:
+        ds = xr.open_dataset(tmp_path / "big.zarr", engine="zarr3")
+        window = ds.sel(x=slice(300000 + 20 * 5000, 300000 + 20 * 5010), y=slice(6000000 - 20 * 7000, None))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 400_000, f"opening allocated {peak} bytes; one coordinate alone is 800,000"
+    assert window.sizes["x"] == 10 and window.sizes["y"] == 93_000
+    assert ds.rio.crs == "EPSG:32632"
