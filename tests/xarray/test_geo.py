@@ -23,6 +23,7 @@ import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 rasterio = pytest.importorskip("rasterio")
 rioxarray = pytest.importorskip("rioxarray")
 pyproj = pytest.importorskip("pyproj")
+from geotiff import BANDS, CRS, TRANSFORM_ARGS, scene  # noqa: E402
 from rasterio.transform import from_origin  # noqa: E402
 from xarray.conventions import CF_RELATED_DATA  # noqa: E402
 from xarray.indexes import CoordinateTransformIndex  # noqa: E402
@@ -30,21 +31,7 @@ from xarray.indexes import CoordinateTransformIndex  # noqa: E402
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning"
 )
-TRANSFORM = from_origin(500000.0, 5000000.0, 10.0, 10.0)  # a UTM 33N scene, 10 m pixels
-CRS = "EPSG:32633"
-BANDS = ["blue", "green", "red"]
-
-
-def scene(tmp_path: Path) -> xr.Dataset:
-    """A 3-band uint16 GeoTIFF written with rasterio, opened with rioxarray, one variable per band."""
-    data = np.arange(3 * 40 * 60, dtype="uint16").reshape(3, 40, 60)
-    path = tmp_path / "scene.tif"
-    with rasterio.open(
-        path, "w", driver="GTiff", height=40, width=60, count=3, dtype="uint16", crs=CRS, transform=TRANSFORM
-    ) as dst:
-        dst.write(data)
-    ds = rioxarray.open_rasterio(path).to_dataset(dim="band")
-    return ds.rename(dict(zip([1, 2, 3], BANDS))).load()
+TRANSFORM = from_origin(*TRANSFORM_ARGS)
 
 
 def sharded(names: list[str], **extra: object) -> dict[str, dict[str, object]]:
@@ -106,7 +93,7 @@ def test_decode_coords_against_engine_zarr(tmp_path: Path) -> None:
         for coords in (True, "all")
     }
     xr.testing.assert_identical(opened["zarr3", "all"].load(), opened["zarr", "all"].load())
-    assert "spatial_ref" in opened["zarr", True].data_vars and opened["zarr", True].rio.crs is None
+    assert "spatial_ref" in opened["zarr", True].data_vars  # (rioxarray 0.19 then finds no CRS, 0.23 does)
     assert "spatial_ref" in opened["zarr3", True].coords and opened["zarr3", True].rio.crs == CRS
     xr.testing.assert_identical(
         opened["zarr3", True].load(), opened["zarr", True].set_coords("spatial_ref").load()
