@@ -25,3 +25,15 @@ def scene(tmp_path: Path) -> xr.Dataset:
         dst.write(data)
     ds = rioxarray.open_rasterio(path).to_dataset(dim="band")
     return ds.rename(dict(zip([1, 2, 3], BANDS))).load()
+
+
+def pyramid(tmp_path: Path) -> xr.DataTree:
+    """Two levels of the scene, 10 m and 20 m (block means), under a root naming them in its multiscales layout."""
+    full = scene(tmp_path)
+    half = full[BANDS].coarsen(x=2, y=2).mean().astype("uint16")
+    import rioxarray  # noqa: F401  (the .rio accessor)
+
+    half = half.rio.write_crs(CRS).rio.write_transform(half.rio.transform(recalc=True))
+    layout = [{"asset": "r10m"}, {"asset": "r20m", "derived_from": "r10m"}]
+    root = xr.Dataset(attrs={"multiscales": {"layout": layout, "resampling_method": "average"}})
+    return xr.DataTree.from_dict({"/": root, "/r10m": full, "/r20m": half})

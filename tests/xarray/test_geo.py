@@ -23,7 +23,7 @@ import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 rasterio = pytest.importorskip("rasterio")
 rioxarray = pytest.importorskip("rioxarray")
 pyproj = pytest.importorskip("pyproj")
-from geotiff import BANDS, CRS, TRANSFORM_ARGS, scene  # noqa: E402
+from geotiff import BANDS, CRS, TRANSFORM_ARGS, pyramid, scene  # noqa: E402
 from rasterio.transform import from_origin  # noqa: E402
 from xarray.conventions import CF_RELATED_DATA  # noqa: E402
 from xarray.indexes import CoordinateTransformIndex  # noqa: E402
@@ -195,3 +195,50 @@ def test_a_100000_by_100000_scene_opens_without_allocating_coordinates(tmp_path:
     assert peak < 400_000, f"opening allocated {peak} bytes; one coordinate alone is 800,000"
     assert window.sizes["x"] == 10 and window.sizes["y"] == 93_000
     assert ds.rio.crs == "EPSG:32632"
+
+
+def test_multiscales_layout_written_and_levels_read_back(tmp_path: Path) -> None:
+    tree = pyramid(tmp_path)
+    tree.to_zarr3(tmp_path / "p.zarr", mode="w")
+    root = json.loads((tmp_path / "p.zarr" / "zarr.json").read_text())["attributes"]
+    levels = root["multiscales"]["layout"]
+    assert [level["spatial:shape"] for level in levels] == [[40, 60], [20, 30]]
+    assert levels[1]["spatial:transform"] == [20.0, 0.0, 500000.0, 0.0, -20.0, 5000000.0]
+    assert (
+        levels[1]["transform"] == {"scale": [2.0, 2.0], "translation": [0.0, 0.0]}
+        and "transform" not in levels[0]
+    )
+    assert "d35379db-88df-4056-af3a-620245f8e347" in {c["uuid"] for c in root["zarr_conventions"]}
+    back = xr.open_datatree(tmp_path / "p.zarr", engine="zarr3")
+    assert sorted(back.children) == ["r10m", "r20m"]
+    assert back["r20m"].to_dataset().rio.crs == CRS
+    assert back["r20m"].to_dataset().rio.transform() == from_origin(500000.0, 5000000.0, 20.0, 20.0)
+    assert back.attrs["multiscales"]["layout"] == levels
+
+
+def test_multiscales_level_without_its_own_metadata_takes_the_layouts(tmp_path: Path) -> None:
+    """A level's ``spatial:transform`` in its parent's layout and the parent's ``proj:code`` georeference it."""
+    layout = [
+        {"asset": str(i), "spatial:transform": [10.0 * 2**i, 0.0, 0.0, 0.0, -10.0 * 2**i, 800.0]}
+        for i in range(2)
+    ]
+    root = zarr3_backend.create_group(
+        str(tmp_path / "m.zarr"), attributes={"multiscales": {"layout": layout}, "proj:code": CRS}
+    )
+    for i in range(2):
+        root.create_group(str(i)).create_array(
+            "band", shape=(80 >> i, 40 >> i), dtype="uint8", dimension_names=["y", "x"]
+        )
+    tree = xr.open_datatree(tmp_path / "m.zarr", engine="zarr3")
+    level = tree["1"].to_dataset()
+    assert level.rio.crs == CRS and level.rio.transform() == from_origin(0.0, 800.0, 20.0, 20.0)
+    np.testing.assert_array_equal(level.x.values, 10.0 + 20.0 * np.arange(20))
+    assert isinstance(level.xindexes["x"], CoordinateTransformIndex)
+
+
+def test_multiscales_layout_naming_a_missing_group_is_refused(tmp_path: Path) -> None:
+    tree = pyramid(tmp_path)
+    tree.attrs = {"multiscales": {"layout": [{"asset": "r10m"}, {"asset": "r40m"}]}}
+    with pytest.raises(zarr3_backend.errors.WriteError, match="r40m"):
+        tree.to_zarr3(tmp_path / "p.zarr", mode="w")
+    assert not (tmp_path / "p.zarr").exists()

@@ -17,7 +17,7 @@ import zarr3_backend.xarray.write.planner  # noqa: F401  (registers .to_zarr3)
 toolkit = pytest.importorskip("geozarr_toolkit")
 pytest.importorskip("rioxarray")
 zarr = pytest.importorskip("zarr")
-from geotiff import BANDS, scene  # noqa: E402
+from geotiff import BANDS, pyramid, scene  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:Failed to open Zarr store with consolidated metadata:RuntimeWarning"
@@ -53,3 +53,18 @@ def test_a_store_the_toolkit_describes_gives_back_crs_and_transform(tmp_path: Pa
     assert ds.rio.crs == "EPSG:32618" and list(ds.rio.transform())[:6] == transform
     np.testing.assert_array_equal(ds.x.values, 399960.0 + 30.0 * (np.arange(25) + 0.5))
     assert int(ds.band.sel(x=399975.0, y=4499985.0)) == 0
+
+
+def test_multiscales_layout_passes_the_toolkit_validators(tmp_path: Path) -> None:
+    pyramid(tmp_path).to_zarr3(tmp_path / "p.zarr", mode="w")
+    group = zarr.open_group(tmp_path / "p.zarr", mode="r")
+    assert toolkit.validate_group(group) == {"multiscales": [], "zarr_conventions": []}
+    from geozarr_toolkit.helpers.validation import validate_multiscales_structure
+
+    assert validate_multiscales_structure(group) == (True, [])
+    for level in ("r10m", "r20m"):
+        assert toolkit.validate_attrs(dict(group[level]["red"].attrs)) == {
+            "spatial": [],
+            "proj": [],
+            "zarr_conventions": [],
+        }

@@ -26,7 +26,7 @@ from ..nodes.reads import fetches_in_flight
 from ..runtime import map_io
 from . import dask_slices
 from .datastore import Zarr3DataStore, load_index_coordinates
-from .georeference import georeference
+from .georeference import georeference, multiscale_levels
 from .read_encoding import PreferredChunks, check_preferred_chunks
 from .root import Location, ReadOptions, holds_zarr_metadata, normalize_location, open_root_group
 
@@ -150,13 +150,12 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
                 check_opened(found.group)
         load_index_coordinates(list(stores.values()))
         entry = StoreBackendEntrypoint()
-        return {
-            path: georeference(
-                entry.open_dataset(s, drop_variables=drop_variables, **decode),
-                decode.get("decode_coords", True),
-            )
-            for path, s in stores.items()
+        opened = {
+            path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()
         }
+        levels = multiscale_levels({path: ds.attrs for path, ds in opened.items()})
+        coords = decode.get("decode_coords", True)
+        return {path: georeference(ds, coords, levels.get(path)) for path, ds in opened.items()}
 
     def open_datatree(
         self,

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..errors import WriteError
+
 SPATIAL_CONVENTION = {
     "uuid": "689b58e2-cf7b-45e0-9fff-9cfc0883d6b4",
     "name": "spatial:",
@@ -157,3 +159,62 @@ def proj_attributes(cf: Mapping[Hashable, object]) -> dict[str, str] | None:
     if (authority := crs.to_authority()) is not None:
         attrs["proj:code"] = ":".join(authority)
     return attrs
+
+
+MULTISCALES_CONVENTION = {
+    "uuid": "d35379db-88df-4056-af3a-620245f8e347",
+    "name": "multiscales",
+    "schema_url": "https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/schema.json",
+    "spec_url": "https://github.com/zarr-conventions/multiscales/blob/v1/README.md",
+    "description": "Multiscale layout of zarr datasets",
+}
+
+
+def with_multiscales(ds: xr.Dataset, node: xr.DataTree) -> xr.Dataset:
+    """``ds`` (the group of ``node``) with its ``multiscales`` layout completed, when its attrs have one.
+
+    Each level's ``asset`` must be a group below ``node``; a georeferenced
+    level gets ``spatial:shape`` and ``spatial:transform``, a level
+    ``derived_from`` another without a ``transform`` gets the ``scale`` of
+    its pixel size over the other's, and ``zarr_conventions`` registers the
+    convention (https://github.com/zarr-conventions/multiscales).
+    """
+    multiscales = ds.attrs.get("multiscales")
+    if not isinstance(multiscales, Mapping) or not isinstance(multiscales.get("layout"), list):
+        return ds
+    levels = {}
+    for level in multiscales["layout"]:
+        asset = level.get("asset") if isinstance(level, Mapping) else None
+        if not isinstance(asset, str) or asset.startswith("/") or asset not in node:
+            raise WriteError(
+                f"to_zarr3: multiscales layout level {level!r} names no group of the DataTree "
+                f"(its groups: {sorted(node.children)}); each level's 'asset' is a relative path to one"
+            )
+        levels[asset] = {**_level_geometry(node[asset]), **level}
+    for entry in levels.values():
+        source = levels.get(entry.get("derived_from", ""), {})
+        if "transform" not in entry and "spatial:transform" in entry and "spatial:transform" in source:
+            a, e, a0, e0 = (
+                t[i] for t in (entry["spatial:transform"], source["spatial:transform"]) for i in (0, 4)
+            )
+            entry["transform"] = {"scale": [e / e0, a / a0], "translation": [0.0, 0.0]}
+    out = ds.copy()
+    given = [c for c in ds.attrs.get("zarr_conventions", []) if isinstance(c, Mapping)]
+    registered = given + [MULTISCALES_CONVENTION] * all(
+        c.get("uuid") != MULTISCALES_CONVENTION["uuid"] for c in given
+    )
+    out.attrs = {
+        **ds.attrs,
+        "multiscales": {**multiscales, "layout": list(levels.values())},
+        "zarr_conventions": registered,
+    }
+    return out
+
+
+def _level_geometry(level: object) -> dict[str, Any]:
+    """``spatial:shape`` and ``spatial:transform`` of a level's first georeferenced variable (none: empty)."""
+    if not isinstance(level, xr.DataTree):
+        return {}
+    for attrs in geozarr_attributes(level.to_dataset().variables).values():
+        return {key: attrs[key] for key in ("spatial:shape", "spatial:transform")}
+    return {}

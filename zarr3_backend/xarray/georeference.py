@@ -36,19 +36,25 @@ from typing import Any
 import xarray as xr
 
 from .axis_index import AxisIndex, AxisTransform
-from .geo import affine_to_gdal
+from .geo import affine_to_gdal, spatial_dims
 
 GRID_MAPPING_NAME = "spatial_ref"
 
 
-def georeference(ds: xr.Dataset, decode_coords: object) -> xr.Dataset:
-    """``ds`` with its grid mappings as coordinates and its GeoZarr transform and CRS decoded (see above)."""
+def georeference(
+    ds: xr.Dataset, decode_coords: object, defaults: Mapping[str, object] | None = None
+) -> xr.Dataset:
+    """``ds`` with its grid mappings as coordinates and its GeoZarr transform and CRS decoded (see above).
+
+    ``defaults``: GeoZarr keys under the group's and its variables' own (a
+    multiscales level's, from `multiscale_levels()`).
+    """
     if not decode_coords:
         return ds
     if decode_coords is True or decode_coords == "coordinates":
         ds = ds.set_coords([n for n in _grid_mapping_names(ds) if n in ds.data_vars and ds[n].ndim == 0])
     for name in list(ds.data_vars):
-        attrs = {**_group_spatial(ds.attrs), **ds[name].attrs}
+        attrs = {**(defaults or {}), **_group_spatial(ds.attrs), **ds[name].attrs}
         if (affine := _affine(attrs, ds[name].dims)) is None:
             continue
         (y, x), transform = affine
@@ -59,13 +65,31 @@ def georeference(ds: xr.Dataset, decode_coords: object) -> xr.Dataset:
     return ds
 
 
+def multiscale_levels(groups: Mapping[str, Mapping[Hashable, object]]) -> dict[str, dict[str, object]]:
+    """The GeoZarr defaults of each multiscales level among ``groups`` (attributes by ``/``-path).
+
+    A level's ``spatial:`` keys in its parent's ``multiscales`` layout, over
+    the parent's own ``spatial:``/``proj:`` keys (its CRS, typically).
+    """
+    levels: dict[str, dict[str, object]] = {}
+    for path, attrs in groups.items():
+        multiscales = attrs.get("multiscales")
+        layout = multiscales.get("layout") if isinstance(multiscales, Mapping) else None
+        for level in layout if isinstance(layout, list) else []:
+            if isinstance(level, Mapping) and isinstance(asset := level.get("asset"), str):
+                own = {str(k): v for k, v in level.items() if str(k).startswith("spatial:")}
+                inherited = {str(k): v for k, v in _group_spatial(attrs).items()}
+                levels[f"{path.rstrip('/')}/{asset}"] = {**inherited, **own}
+    return levels
+
+
 def _grid_mapping_names(ds: xr.Dataset) -> set[Hashable]:
     return {
         v.attrs["grid_mapping"] for v in ds.data_vars.values() if isinstance(v.attrs.get("grid_mapping"), str)
     }
 
 
-def _group_spatial(attrs: Mapping[Hashable, Any]) -> dict[Hashable, Any]:
+def _group_spatial(attrs: Mapping[Hashable, object]) -> dict[Hashable, Any]:
     """A group's GeoZarr keys, the defaults of its arrays' own."""
     return {k: v for k, v in attrs.items() if isinstance(k, str) and k.startswith(("spatial:", "proj:"))}
 
@@ -74,11 +98,13 @@ def _affine(
     attrs: Mapping[Hashable, Any], var_dims: tuple[Hashable, ...]
 ) -> tuple[tuple[str, str], list[float]] | None:
     """((y, x), transform) of well-formed affine ``spatial:`` keys over dimensions of the variable, else None."""
-    dims, transform = attrs.get("spatial:dimensions"), attrs.get("spatial:transform")
+    dims, transform = attrs.get("spatial:dimensions", spatial_dims(var_dims)), attrs.get("spatial:transform")
     if attrs.get("spatial:transform_type", "affine") != "affine":
         return None
     if not (
-        isinstance(dims, list) and len(dims) == 2 and all(isinstance(d, str) and d in var_dims for d in dims)
+        isinstance(dims, list | tuple)
+        and len(dims) == 2
+        and all(isinstance(d, str) and d in var_dims for d in dims)
     ):
         return None
     if not (isinstance(transform, list) and len(transform) == 6):

@@ -42,6 +42,7 @@ from ...nodes.shard_writes import whole_shard_view
 from ...runtime.locks import ShardLock
 from ...store import StoreLike, make_store
 from ...store.base import Store
+from ..geo import with_multiscales
 from .append_grid import AppendGrid, split_append_chunks
 from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
 from .commit import CommitMetadata, request_token, roll_forward
@@ -295,7 +296,7 @@ def plan_tree(
     encodings = parse_tree_encodings(encoding, tree.groups)
     plan = WritePlan()
     for relative, node in tree.subtree_with_keys:
-        dataset = node.to_dataset(inherit=options.inherited_coords or node is tree)
+        dataset = with_multiscales(node.to_dataset(inherit=options.inherited_coords or node is tree), node)
         node_path = normalize_path(join_path(path, relative) if relative != "." else path)
         node_plan = plan_dataset(
             dataset,
