@@ -242,3 +242,15 @@ def test_multiscales_layout_naming_a_missing_group_is_refused(tmp_path: Path) ->
     with pytest.raises(zarr3_backend.errors.WriteError, match="r40m"):
         tree.to_zarr3(tmp_path / "p.zarr", mode="w")
     assert not (tmp_path / "p.zarr").exists()
+
+
+def test_a_rotated_grid_gets_rasterix_coordinates(tmp_path: Path) -> None:
+    pytest.importorskip("rasterix")
+    from affine import Affine
+
+    rotated = Affine(10.0, 2.0, 500000.0, 1.0, -10.0, 5000000.0)
+    foreign_store(tmp_path / "r.zarr", (30, 40), **{"spatial:transform": list(rotated)[:6]})
+    ds = xr.open_dataset(tmp_path / "r.zarr", engine="zarr3")
+    assert type(ds.xindexes["xc"]).__name__ == "RasterIndex" and ds.xc.dims == ("y", "x")
+    assert (float(ds.xc[3, 5]), float(ds.yc[3, 5])) == rotated * (5.5, 3.5)
+    assert ds.rio.transform() == rotated and ds.rio.crs == "EPSG:32632"
