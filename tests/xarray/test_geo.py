@@ -254,3 +254,11 @@ def test_a_rotated_grid_gets_rasterix_coordinates(tmp_path: Path) -> None:
     assert type(ds.xindexes["xc"]).__name__ == "RasterIndex" and ds.xc.dims == ("y", "x")
     assert (float(ds.xc[3, 5]), float(ds.yc[3, 5])) == rotated * (5.5, 3.5)
     assert ds.rio.transform() == rotated and ds.rio.crs == "EPSG:32632"
+
+
+def test_a_geotransform_left_stale_by_isel_gives_way_to_the_coordinates(tmp_path: Path) -> None:
+    window = scene(tmp_path).isel(x=slice(10, 50), y=slice(5, 25))  # rioxarray keeps the scene's GeoTransform
+    window.to_zarr3(tmp_path / "w.zarr", mode="w")
+    attrs = attributes(tmp_path / "w.zarr", "red")
+    assert attrs["spatial:transform"] == list(window.rio.transform(recalc=True))[:6]
+    assert attrs["spatial:transform"] == [10.0, 0.0, 500100.0, 0.0, -10.0, 4999950.0]

@@ -94,11 +94,29 @@ def affine_to_gdal(transform: Sequence[float]) -> str:
 def _transform(
     grid_mapping: xr.Variable, variables: Mapping[Hashable, xr.Variable], dims: tuple[str, str]
 ) -> list[float] | None:
-    """The grid mapping's ``GeoTransform``, else the transform of regular 1-D ``y``/``x`` coordinates."""
-    if isinstance(geotransform := grid_mapping.attrs.get("GeoTransform"), str):
-        values = geotransform.split()
-        if len(values) == 6:
-            return gdal_to_affine([float(v) for v in values])
+    """The transform of regular 1-D ``y``/``x`` coordinates, else the grid mapping's ``GeoTransform``.
+
+    The ``GeoTransform`` is kept when it agrees with the coordinates (to a
+    millionth of a pixel: its digits are exact) or is rotated (which 1-D
+    coordinates cannot say); one left stale by ``isel`` or ``coarsen`` is not.
+    """
+    stored = _geotransform(grid_mapping)
+    derived = _coordinate_transform(variables, dims)
+    if derived is None or (stored is not None and (stored[1] or stored[3] or _agree(stored, derived))):
+        return stored
+    return derived
+
+
+def _geotransform(grid_mapping: xr.Variable) -> list[float] | None:
+    values = grid_mapping.attrs.get("GeoTransform")
+    if not isinstance(values, str) or len(values.split()) != 6:
+        return None
+    return gdal_to_affine([float(v) for v in values.split()])
+
+
+def _coordinate_transform(
+    variables: Mapping[Hashable, xr.Variable], dims: tuple[str, str]
+) -> list[float] | None:
     y, x = (variables.get(d) for d in dims)
     if x is None or y is None or x.ndim != 1 or y.ndim != 1 or min(x.size, y.size) < 2:
         return None
@@ -107,6 +125,10 @@ def _transform(
         return None
     (x0, dx), (y0, dy) = steps[0], steps[1]
     return [dx, 0.0, x0 - dx / 2, 0.0, dy, y0 - dy / 2]
+
+
+def _agree(stored: list[float], derived: list[float]) -> bool:
+    return bool(np.allclose(stored, derived, rtol=0, atol=1e-6 * min(abs(stored[0]), abs(stored[4]))))
 
 
 def _step(values: np.ndarray) -> tuple[float, float] | None:
