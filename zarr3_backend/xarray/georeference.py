@@ -51,8 +51,9 @@ def georeference(
     """
     if not decode_coords:
         return ds
-    if decode_coords is True or decode_coords == "coordinates":
-        ds = ds.set_coords([n for n in _grid_mapping_names(ds) if n in ds.data_vars and ds[n].ndim == 0])
+    grid_mappings = [n for n in _grid_mapping_names(ds) if n in ds.data_vars and ds[n].ndim == 0]
+    if grid_mappings and (decode_coords is True or decode_coords == "coordinates"):
+        ds = ds.set_coords(grid_mappings)
     for name in list(ds.data_vars):
         attrs = {**(defaults or {}), **_group_spatial(ds.attrs), **ds[name].attrs}
         if (affine := _affine(attrs, ds[name].dims)) is None:
