@@ -20,7 +20,7 @@ docs/architecture.md ("How a write commits") gives the order of publication.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -42,15 +42,22 @@ from ...nodes.shard_writes import whole_shard_view
 from ...runtime.locks import ShardLock
 from ...store import StoreLike, make_store
 from ...store.base import Store
+from ..geo import with_multiscales
 from .append_grid import AppendGrid, split_append_chunks
 from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
 from .commit import CommitMetadata, request_token, roll_forward
 from .data import has_dask_data, write_data
 from .dataarray import as_written
-from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
+from .encodings import (
+    apply_encodings,
+    encode_attributes,
+    new_array_metadata,
+    parse_encodings,
+    parse_tree_encodings,
+)
 from .packed import check_packed
 from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
-from .publish import Documents, group_document
+from .publish import Documents, array_documents, group_document
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .self_read import read_own_target_first
 from .stored import check_no_repeats, existing_arrays, stored_encoding, unchanged
@@ -291,7 +298,7 @@ def plan_tree(
     encodings = parse_tree_encodings(encoding, tree.groups)
     plan = WritePlan()
     for relative, node in tree.subtree_with_keys:
-        dataset = node.to_dataset(inherit=options.inherited_coords or node is tree)
+        dataset = with_multiscales(node.to_dataset(inherit=options.inherited_coords or node is tree), node)
         node_path = normalize_path(join_path(path, relative) if relative != "." else path)
         node_plan = plan_dataset(
             dataset,
@@ -330,10 +337,10 @@ def plan_dataset(
     writes = [w for name, var in variables.items() if (w := group.plan_variable(str(name), var)) is not None]
     grown = tuple((w.grown, w.grown_from) for w in writes if w.grown is not None and w.grown_from is not None)
     created = tuple(w.data.array for w in writes if w.created)
-    data = WritePlan(tuple(w.data for w in writes), _documents(a for a, _ in grown), grown=grown)
+    data = WritePlan(tuple(w.data for w in writes), array_documents(a for a, _ in grown), grown=grown)
     if options.mode != "r+":
         data = data.then(_group_plan(store, path, options.mode, attributes, nested))
-    return data.then(WritePlan(documents=_documents(created), created=tuple(a.path for a in created)))
+    return data.then(WritePlan(documents=array_documents(created), created=tuple(a.path for a in created)))
 
 
 def _encoded_coordinates(
@@ -344,17 +351,12 @@ def _encoded_coordinates(
 ) -> tuple[dict[Hashable, xr.Variable], dict[Hashable, Any]]:
     """xarray's coordinate encoding of ``ds``, each variable carrying the encoding it is written with."""
     variables, attrs = conventions.encode_dataset_coordinates(ds)
-    for name, enc in explicit.items():
-        variables[name].encoding = enc
+    apply_encodings(variables, explicit, existing)
     if mode == "r+" and (new := sorted(set(variables) - set(existing))):
         raise WriteError(f"to_zarr3: mode='r+' only writes existing variables; {new} are new (use mode='a')")
     for name in set(variables) & set(existing):
         variables[name].encoding = stored_encoding(str(name), existing[str(name)], variables[name].attrs)
     return variables, attrs
-
-
-def _documents(arrays: Iterable[Array]) -> dict[str, dict[str, Any]]:
-    return {array.path: array.metadata.to_json() for array in arrays}
 
 
 @dataclass(frozen=True)

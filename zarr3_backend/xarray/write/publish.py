@@ -17,6 +17,7 @@ document of a group ``to_zarr3`` writes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ...core.metadata import (
@@ -26,6 +27,7 @@ from ...core.metadata import (
     node_metadata_from_json,
     parse_node_metadata,
 )
+from ...nodes.array import Array
 from ...nodes.consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
 from ...nodes.hierarchy import Group
 from ...nodes.tree_consolidation import tree_documents
@@ -58,6 +60,11 @@ def publish(store: Store, documents: Documents, consolidate: bool) -> None:
             )
     nested = [c for c in changes if any(a for a in ancestors(c.path))]
     refresh_consolidated(store, nested, skip_root=True)
+
+
+def array_documents(arrays: Iterable[Array]) -> Documents:
+    """The ``zarr.json`` documents of ``arrays``, by path."""
+    return {array.path: array.metadata.to_json() for array in arrays}
 
 
 def group_document(metadata: GroupMetadata | None, attributes: dict[str, Any]) -> dict[str, Any]:
