@@ -98,6 +98,19 @@ ALLOWED_ANY: dict[tuple[str, str], str] = {
         "zarr3_backend.xarray.methods",
         "open_zarr3",
     ): "keywords passed on to xarray.open_dataset, each of its own type",
+    **{
+        (
+            "zarr3_backend.xarray.axis_index",
+            name,
+        ): "xarray's CoordinateTransform and Index protocols, typed with Any"
+        for name in (
+            "AxisTransform.forward",
+            "AxisTransform.reverse",
+            "AxisTransform.equals",
+            "AxisIndex.sel",
+            "AxisIndex.isel",
+        )
+    },
 }
 UNCHECKED = ("testing", "synthetic")  # test helpers and data generators, not the package's interface
 

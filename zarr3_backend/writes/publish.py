@@ -69,15 +69,15 @@ def publish(store: Store, documents: Documents, consolidate: bool) -> None:
     refresh_consolidated(store, nested, skip_root=True)
 
 
+def array_documents(arrays: Iterable[Array]) -> Documents:
+    """The ``zarr.json`` documents of ``arrays``, by path."""
+    return {array.path: array.metadata.to_json() for array in arrays}
+
+
 def group_document(metadata: GroupMetadata | None, attributes: dict[str, Any]) -> dict[str, Any]:
     """The ``zarr.json`` of a group written by ``to_zarr3``: its attributes replaced, no consolidated copy."""
     base = metadata or GroupMetadata()
     return consolidated_entry(base.with_consolidated(None).with_attributes(attributes).to_json())
-
-
-def documents_of(arrays: Iterable[Array]) -> dict[str, dict[str, Any]]:
-    """The ``zarr.json`` documents of ``arrays``, by path."""
-    return {array.path: array.metadata.to_json() for array in arrays}
 
 
 def group_plan(

@@ -26,6 +26,7 @@ from ..nodes.reads import fetches_in_flight
 from ..runtime import map_io
 from . import dask_slices
 from .datastore import Zarr3DataStore, load_index_coordinates
+from .georeference import georeference, multiscale_levels
 from .read_encoding import PreferredChunks, check_preferred_chunks
 from .root import Location, ReadOptions, holds_zarr_metadata, normalize_location, open_root_group
 
@@ -103,7 +104,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
         )
         store = Zarr3DataStore(root, _names(drop_variables), options.mask_for(root))
         store.preferred = check_preferred_chunks(preferred_chunks, store.get_dimensions())
-        return StoreBackendEntrypoint().open_dataset(
+        opened = StoreBackendEntrypoint().open_dataset(
             store,
             drop_variables=drop_variables,
             mask_and_scale=mask_and_scale,
@@ -113,6 +114,7 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
             concat_characters=concat_characters,
             decode_coords=decode_coords,
         )
+        return georeference(opened, decode_coords)
 
     def open_groups_as_dict(
         self,
@@ -148,9 +150,12 @@ class Zarr3BackendEntrypoint(BackendEntrypoint):
                 check_opened(found.group)
         load_index_coordinates(list(stores.values()))
         entry = StoreBackendEntrypoint()
-        return {
+        opened = {
             path: entry.open_dataset(s, drop_variables=drop_variables, **decode) for path, s in stores.items()
         }
+        levels = multiscale_levels({path: ds.attrs for path, ds in opened.items()})
+        coords = decode.get("decode_coords", True)
+        return {path: georeference(ds, coords, levels.get(path)) for path, ds in opened.items()}
 
     def open_datatree(
         self,

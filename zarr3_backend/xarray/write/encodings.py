@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Container, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import xarray as xr
 from xarray.backends.zarr import FillValueCoder, encode_zarr_attr_value
+from xarray.conventions import CF_RELATED_DATA
 
 from ...codecs.adapters import codec_document
 from ...codecs.base import Codec
@@ -38,6 +39,7 @@ from ...core.metadata import ArrayMetadata
 from ...errors import WriteError, WriteKeyError, WriteTypeError
 from ...nodes import creation
 from ...runtime.stacklevel import caller_stacklevel
+from ..geo import geozarr_attributes
 from ..read_encoding import codec_parts
 from .rectilinear import Lengths, is_rectilinear_request, rectilinear_chunking
 
@@ -61,6 +63,9 @@ CF_ENCODING = frozenset(
 IGNORED_ENCODING = frozenset(
     {"source", "original_shape", "preferred_chunks", "dimension_names", "dtype", "coordinates"}
 )
+#: CF attributes naming other variables (``grid_mapping``, ``bounds``, ...), which xarray's encoder moves
+#: from ``encoding`` to ``attrs``; ``engine="zarr"`` accepts them in ``encoding=`` (``coordinates``: see above).
+CF_RELATED = frozenset(CF_RELATED_DATA)
 
 
 class InnerChunksWarning(UserWarning):
@@ -84,14 +89,39 @@ def parse_encodings(
                 f"to_zarr3: encoding given for {name!r}, which is not a variable of the dataset {sorted(map(str, variables))}"
             )
         keys = _as_dict(name, keys)
-        unknown = sorted(set(keys) - VALID_ENCODING - CF_ENCODING - IGNORED_ENCODING)
+        unknown = sorted(set(keys) - VALID_ENCODING - CF_ENCODING - CF_RELATED - IGNORED_ENCODING)
         if unknown:
             raise WriteError(
                 f"to_zarr3: unexpected encoding keys for {name!r}: {unknown}; valid are "
-                f"{sorted(VALID_ENCODING)} and the CF keys {sorted(CF_ENCODING)}"
+                f"{sorted(VALID_ENCODING)} and the CF keys {sorted(CF_ENCODING | CF_RELATED)}"
             )
         parsed[name] = keys
     return parsed
+
+
+def apply_encodings(
+    variables: Mapping[Hashable, xr.Variable],
+    explicit: Mapping[Hashable, dict[str, Any]],
+    existing: Container[str],
+) -> None:
+    """Give the CF-encoded ``variables`` the user's ``explicit`` encodings, and new ones their GeoZarr attributes.
+
+    A ``grid_mapping`` (or ``bounds``, ...) that rioxarray or an opened store
+    put in a variable's encoding survives an ``encoding=`` that does not name
+    it (``engine="zarr"`` drops it, and the CRS with it); one in the
+    variable's ``attrs`` or in the user's encoding wins. Variables not in
+    ``existing`` that `geozarr_attributes()` finds georeferenced get its
+    ``spatial:``/``proj:`` attributes.
+    """
+    for name, given in explicit.items():
+        var = variables[name]
+        kept = {
+            k: v for k, v in var.encoding.items() if k in CF_RELATED and k not in var.attrs and k not in given
+        }
+        var.encoding = {**kept, **given}
+    for name, geo in geozarr_attributes(variables).items():
+        if str(name) not in existing:
+            variables[name].attrs = {**variables[name].attrs, **geo}
 
 
 def parse_tree_encodings(encoding: object, groups: Iterable[str]) -> dict[str, Any]:

@@ -39,13 +39,20 @@ from ...store.base import Store
 from ...writes.commit import CommitMetadata, roll_forward
 from ...writes.executor import Deferred, executor_for
 from ...writes.plan import DataWrite, Region, Shape, WriteOptions, WritePlan
-from ...writes.publish import documents_of, group_plan
+from ...writes.publish import array_documents, group_plan
 from ...writes.run import Run, consolidates, run_plan
 from ...writes.tasks import WriteStep
+from ..geo import with_multiscales
 from .append_grid import AppendGrid, split_append_chunks
 from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
 from .dataarray import as_written, chunked_arrays
-from .encodings import encode_attributes, new_array_metadata, parse_encodings, parse_tree_encodings
+from .encodings import (
+    apply_encodings,
+    encode_attributes,
+    new_array_metadata,
+    parse_encodings,
+    parse_tree_encodings,
+)
 from .packed import check_packed
 from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
 from .self_read import read_own_target_first
@@ -258,7 +265,7 @@ def plan_tree(
     encodings = parse_tree_encodings(encoding, tree.groups)
     plan = WritePlan()
     for relative, node in tree.subtree_with_keys:
-        dataset = node.to_dataset(inherit=options.inherited_coords or node is tree)
+        dataset = with_multiscales(node.to_dataset(inherit=options.inherited_coords or node is tree), node)
         node_path = normalize_path(join_path(path, relative) if relative != "." else path)
         node_plan = plan_dataset(
             dataset,
@@ -297,10 +304,10 @@ def plan_dataset(
     writes = [w for name, var in variables.items() if (w := group.plan_variable(str(name), var)) is not None]
     grown = tuple((w.grown, w.grown_from) for w in writes if w.grown is not None and w.grown_from is not None)
     created = tuple(w.data.array for w in writes if w.created)
-    data = WritePlan(tuple(w.data for w in writes), documents_of(a for a, _ in grown), grown=grown)
+    data = WritePlan(tuple(w.data for w in writes), array_documents(a for a, _ in grown), grown=grown)
     if options.mode != "r+":
         data = data.then(group_plan(store, path, options.mode, attributes, nested))
-    return data.then(WritePlan(documents=documents_of(created), created=tuple(a.path for a in created)))
+    return data.then(WritePlan(documents=array_documents(created), created=tuple(a.path for a in created)))
 
 
 def _encoded_coordinates(
@@ -311,8 +318,7 @@ def _encoded_coordinates(
 ) -> tuple[dict[Hashable, xr.Variable], dict[Hashable, Any]]:
     """xarray's coordinate encoding of ``ds``, each variable carrying the encoding it is written with."""
     variables, attrs = conventions.encode_dataset_coordinates(ds)
-    for name, enc in explicit.items():
-        variables[name].encoding = enc
+    apply_encodings(variables, explicit, existing)
     if mode == "r+" and (new := sorted(set(variables) - set(existing))):
         raise WriteError(f"to_zarr3: mode='r+' only writes existing variables; {new} are new (use mode='a')")
     for name in set(variables) & set(existing):
