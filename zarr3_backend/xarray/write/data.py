@@ -13,7 +13,7 @@ import math
 import uuid
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 import xarray as xr
@@ -32,6 +32,7 @@ from .commit import CommitMetadata, roll_back
 from .plan import Shape, WritePlan
 
 if TYPE_CHECKING:
+    from dask.array import Array as DaskArray
     from dask.delayed import Delayed
 
 
@@ -67,15 +68,16 @@ def write_data(
         if store.transactional and commit is not None:
             commit.run()  # metadata first: the user's commit publishes all at once (and chunks must fit the shape)
             commit = last_step = None
+        gate = _gate(plan)
         in_memory = [
             (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
             for w in plan.data
-            if w.variable.chunks is None
+            if w.variable.chunks is None and not gate
         ]
         requests = [
-            WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, locks)
+            WriteRequest(_lazy(w.variable.data), w.array, w.origin, w.write_empty, w.name, locks)
             for w in plan.data
-            if w.variable.chunks is not None
+            if w.variable.chunks is not None or gate
         ]
         counter = ShardProgress(0) if progress is True and not requests else None
         write_numpy_many(in_memory, locks)
@@ -91,7 +93,7 @@ def write_data(
             if last_step is not None:
                 last_step.run()
             return None
-        delayed = store_graph(requests, last_step)
+        delayed = store_graph(requests, last_step, gate)
         if not compute:
             return delayed
         compute_writes(delayed, progress if requests else False)  # no shard tasks: nothing to report
@@ -103,6 +105,28 @@ def write_data(
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved
         raise
     return None
+
+
+def _gate(plan: WritePlan) -> list[DaskArray]:
+    """What every shard of a write over stored packed values waits for: each block of the write checked.
+
+    Empty when no dask-backed packed variable is written over stored
+    values: then each block is checked in its own write task (a failed
+    append or new array is rolled back, a first write stays unfinished).
+    """
+    if not any(w.gated and w.fits is not None for w in plan.data):
+        return []
+    return [w.fits for w in plan.data if w.fits is not None]
+
+
+def _lazy(data: object) -> DaskArray:
+    """``data`` as a dask array: in-memory values written by tasks too, behind a write's gate."""
+    import dask.array as da
+
+    if isinstance(data, da.Array):
+        return data
+    values = np.asarray(data)
+    return cast("DaskArray", da.from_array(values, chunks=values.shape or ()))
 
 
 def _count_shards(counter: ShardProgress, writes: list[tuple[Array, Shape, np.ndarray, bool]]) -> None:
