@@ -23,6 +23,7 @@ server (``tests.servers.latency_s3``, a child process; ``--latency`` 0.02 s per 
     python benchmarks/bench_archive_open.py --quick
     python benchmarks/bench_archive_open.py                 # 271 variables x 750,000 hours
     python benchmarks/bench_archive_open.py --s3 --only-consolidated
+    python benchmarks/bench_archive_open.py --imports 7     # import xarray vs import zarr3_backend
 """
 
 from __future__ import annotations
@@ -206,6 +207,28 @@ def print_rows(title: str, rows: list[tuple[dict[str, Any], dict[str, Any]]]) ->
             )
 
 
+def time_imports(repeats: int) -> None:
+    """Wall and CPU seconds of ``import xarray`` and ``import zarr3_backend`` (which imports xarray), fresh processes."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    code = (
+        "import time; t = time.perf_counter(); import {}; print(time.perf_counter() - t, time.process_time())"
+    )
+    got: dict[str, list[tuple[float, float]]] = {"xarray": [], "zarr3_backend": []}
+    for _ in range(repeats):  # alternating, so drift hits both alike
+        for module in got:
+            out = subprocess.run([sys.executable, "-c", code.format(module)], capture_output=True, text=True,
+                                 env=env, cwd="/", check=True).stdout.split()  # fmt: skip
+            got[module].append((float(out[0]), float(out[1])))
+    print(f"fresh-process imports, median of {repeats}   (load average {os.getloadavg()[0]:.2f})")
+    for module, runs in got.items():
+        print(
+            f"  import {module:<14} wall {np.median([w for w, _ in runs]):.3f} s   cpu {np.median([c for _, c in runs]):.3f} s"
+        )
+
+
 def variable_names(variables: int, levels: int) -> list[str]:
     return [f"{'pl' if i < levels else 'sl'}_{i:03d}" for i in range(variables)]
 
@@ -222,9 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.02, help="seconds per request on --s3")
     parser.add_argument("--only-consolidated", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
+    parser.add_argument(
+        "--imports", type=int, default=0, metavar="N", help="only time imports, N fresh processes each"
+    )
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
+        return 0
+    if args.imports:
+        time_imports(args.imports)
         return 0
     variables, levels, hours = QUICK if args.quick else FULL
     names = variable_names(variables, levels)

@@ -15,6 +15,8 @@ import pytest
 import xarray as xr
 
 import zarr3_backend
+from zarr3_backend.store import LocalStore
+from zarr3_backend.testing.stores import CountingStore
 from zarr3_backend.xarray import read_encoding
 
 HOURS = 24 * 40  # 40 days
@@ -24,7 +26,7 @@ NAMES = ("t2m", "tp", "u10", "t")  # "t" on pressure levels
 @pytest.fixture
 def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The clone, with every 7th hour written; a time axis of `HOURS` chunks counts as long."""
-    monkeypatch.setattr(read_encoding, "SHARED_SIZES_FROM", 100)
+    monkeypatch.setattr(read_encoding, "SHARED_SIZES_FROM", 100, raising=False)  # (absent before #61)
     group = zarr3_backend.create_group(tmp_path / "era5.zarr")
     time = group.create_array("time", shape=(HOURS,), dtype="int64", dimension_names=["time"],
                               attributes={"units": "hours since 2000-01-01", "calendar": "proleptic_gregorian"})  # fmt: skip
@@ -85,3 +87,14 @@ def test_a_monthly_groupby_equals_engine_zarr(archive: Path) -> None:
 def test_a_point_series_on_worker_processes_equals_engine_zarr(archive: Path, client: object) -> None:
     ours, theirs = both(archive)
     np.testing.assert_array_equal(ours.u10.isel(y=0, x=3).compute().values, theirs.u10.isel(y=0, x=3).values)
+
+
+def test_opening_reads_no_data_and_the_coordinates_in_one_batch(archive: Path) -> None:
+    store = CountingStore(LocalStore(archive, read_only=True))
+    ds = xr.open_dataset(store, engine="zarr3", chunks={}, consolidated=False)
+    read = [key for key, _ in store.requests]
+    assert not [key for key in read if key.split("/")[0] in NAMES and not key.endswith("zarr.json")]
+    coordinates = [key for key in read if not key.endswith(".json")]  # (the pending-write record is looked for)
+    assert sorted(coordinates) == ["level/c/0", "time/c/0"]
+    assert store.counts["get_many"] <= 3  # the group, the members' documents, the coordinates
+    assert ds.t2m.data.numblocks[0] == HOURS
