@@ -94,7 +94,9 @@ def test_opening_reads_no_data_and_the_coordinates_in_one_batch(archive: Path) -
     ds = xr.open_dataset(store, engine="zarr3", chunks={}, consolidated=False)
     read = [key for key, _ in store.requests]
     assert not [key for key in read if key.split("/")[0] in NAMES and not key.endswith("zarr.json")]
-    coordinates = [key for key in read if not key.endswith(".json")]  # (the pending-write record is looked for)
+    coordinates = [
+        key for key in read if not key.endswith(".json")
+    ]  # (the pending-write record is looked for)
     assert sorted(coordinates) == ["level/c/0", "time/c/0"]
     assert store.counts["get_many"] <= 3  # the group, the members' documents, the coordinates
     assert ds.t2m.data.numblocks[0] == HOURS
