@@ -19,6 +19,8 @@ chunks (73, 91, 180), blosc zstd; plus a group of 200 small variables, not conso
 - full read, ``chunks={}``: ``xr.open_dataset(..., chunks={}).t2m.values`` (not tensorstore), with the
   time of dask's last task, which concatenates the blocks (no engine has a part in it);
 - open + point series: open the array and read ``[:, 180, 360]`` (one inner chunk per shard);
+- point series, long-lived reader: that read, then (timed) ``[:, 181, 361]`` through the same open array,
+  whose shard indexes ours has cached (and checks again beside the chunks, in the same round);
 - xarray open + point series (and ``, consolidated``: a copy of the store with consolidated
   metadata): ``xr.open_dataset(...).t2m[:, 180, 360]``, both engines; tensorstore as above;
 - open a 200-variable group: ``xr.open_dataset(..., consolidated=False)``, both engines
@@ -52,6 +54,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 from bench_xarray_open import CACHE, N_VARS, climate_store, many_variables  # noqa: E402
 from common import print_machine_info, write_results  # noqa: E402
 from floor import FULL_SHAPE, POINT, QUICK_SHAPE  # noqa: E402
+
+NEXT_POINT = (slice(None), POINT[1] + 1, POINT[2] + 1)  # in the same inner chunks as POINT
 
 import zarr3_backend  # noqa: E402
 from tests.servers.latency_s3 import RemoteServer, latency_s3_process  # noqa: E402
@@ -160,6 +164,33 @@ def point_series(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Cal
     }  # fmt: skip
 
 
+def warm_point_series(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+    """A long-lived reader's second point series (setup opens the array and reads one, untimed)."""
+    import tensorstore as ts
+    import zarr
+
+    import zarr3_backend
+
+    def warmed(array: Any) -> Any:
+        array[POINT]
+        return array
+
+    def warmed_ts(array: Any) -> Any:
+        array[POINT].read().result()
+        return array
+
+    return {
+        OURS: (lambda: warmed(zarr3_backend.open_array(fresh_store(server, "t2m.zarr"), "t2m")),
+               lambda array: array[NEXT_POINT]),
+        ZARR: (lambda: warmed(zarr.open_array(
+                   zarr.storage.FsspecStore(fresh_fs(server), path=f"{BUCKET}/t2m.zarr", read_only=True),
+                   path="t2m", mode="r")),
+               lambda array: array[NEXT_POINT]),
+        TS: (lambda: warmed_ts(ts.open(ts_spec(server, "t2m.zarr/t2m"), context=ts.Context()).result()),
+             lambda array: array[NEXT_POINT].read().result()),
+    }  # fmt: skip
+
+
 def open_many(server: RemoteServer) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
     import tensorstore as ts
     import zarr
@@ -261,6 +292,7 @@ WORKLOADS = {
     "full read, no dask": full_read,
     "full read, chunks={}": full_read_dask,
     "open + point series": point_series,
+    "point series, long-lived reader": warm_point_series,
     "xarray open + point series": xarray_point_series("t2m.zarr", consolidated=False),
     "xarray open + point series, consolidated": xarray_point_series(
         "t2m_consolidated.zarr", consolidated=True

@@ -340,3 +340,20 @@ class TestCastValueContract(CodecContract):
     @pytest.fixture
     def spec(self, case: tuple[CastValueCodec, str, bool]) -> ChunkSpec:
         return chunk_spec(case[1], (3, 4))
+
+
+def test_a_repeated_scalar_map_input_reads_its_first_pair_and_is_not_written_back() -> None:
+    """Spec: "readers MUST use the first occurrence", "writers SHOULD NOT repeat the same input scalar"."""
+    codec = cast_value("uint8", scalar_map={"decode": [[1, 5], [2, 6], [1, 7]], "encode": [[5, 1], [5.0, 2]]})
+    spec = ChunkSpec((3,), parse_data_type("float64"), np.float64(0.0))
+    assert codec.decode(np.array([1, 2, 3], np.uint8), spec).tolist() == [5.0, 6.0, 3.0]
+    assert codec.encode(np.array([5.0, 6.0]), spec).tolist() == [1, 6]
+    assert codec.to_json()["configuration"]["scalar_map"] == {"encode": [[5, 1]], "decode": [[1, 5], [2, 6]]}
+
+
+def test_a_fill_value_the_map_changes_is_refused_citing_the_spec_and_zarr_python() -> None:
+    spec = ChunkSpec((2,), parse_data_type("float64"), np.float64(0.0))
+    with pytest.raises(CodecError, match="becomes 0 in 'uint8' and decodes to nan") as raised:
+        cast_value("uint8", scalar_map=NAN_MAP).validate(spec)
+    assert "specification says" in str(raised.value) and "MUST be treated as an error" in str(raised.value)
+    assert "zarr-python 3.4 writes such arrays" in str(raised.value)

@@ -171,3 +171,26 @@ def test_arrays_of_records_read_back_bit_for_bit(tmp_path_factory, data, endian,
     assert reopened[...].tobytes() == data.tobytes()
     if fill.size:
         assert reopened.fill_value.tobytes() == fill[0].tobytes()
+
+
+class CountedName(str):
+    """A field name that counts the comparisons made with it."""
+
+    compared = 0
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        CountedName.compared += 1
+        return str.__eq__(self, other)
+
+
+def test_a_struct_of_many_fields_is_parsed_in_time_linear_in_their_count() -> None:
+    """Field names are compared a bounded number of times each (not each with every other: 17.7 s for 32,000)."""
+    n = 4000
+    fields = [{"name": CountedName(f"f{i}"), "data_type": "int8"} for i in range(n)]
+    CountedName.compared = 0
+    parsed = parse_data_type({"name": "struct", "configuration": {"fields": fields}})
+    assert parsed.numpy.itemsize == n and parsed.numpy.names[-1] == f"f{n - 1}"
+    assert CountedName.compared <= 4 * n
+    with pytest.raises(MetadataError, match=r"duplicate field names \['f1'\]"):
+        parse_data_type({"name": "struct", "configuration": {"fields": [*fields, fields[1]]}})

@@ -10,6 +10,7 @@ case is marked with the reason.
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +260,33 @@ def test_where_zarr_python_leaves_the_spec_we_refuse(
             fill_value=fill,
             codecs=[*filters, {"name": "bytes"}],
         )[...] = np.array(data, data_type)
+
+
+READ_ONLY = """
+print(json.dumps(zarr.open_array(ARGS["path"], mode="r")[...].tolist()))
+"""
+
+
+def test_a_repeated_scalar_map_input_reads_its_first_pair_and_we_never_write_one(
+    tmp_path: Path, cast_oracle: Path
+) -> None:
+    """Spec wins: "readers MUST use the first occurrence" of a repeated input; zarr-python 3.4 uses the last
+    (5.0 here, 7.0 there). Arrays we write carry the first pair alone, so both read them alike."""
+    repeated = [cast_value("uint8", scalar_map={"decode": [[1, 5.0], [1, 7.0]]})]
+    ours = zarr3_backend.create_array(
+        str(tmp_path / "ours.zarr"), shape=(2,), dtype="float64", fill_value=0.0, filters=repeated,
+        compressors=[],
+    )  # fmt: skip
+    ours[...] = [1.0, 2.0]  # 1.0 is stored as 1, which the map decodes as 5.0
+    assert ours[...].tolist() == [5.0, 2.0]
+    assert run_oracle(cast_oracle, READ_ONLY, path=str(tmp_path / "ours.zarr")) == [5.0, 2.0]
+    document = json.loads((tmp_path / "ours.zarr" / "zarr.json").read_text())
+    scalar_map = document["codecs"][0]["configuration"]["scalar_map"]
+    scalar_map["decode"] = [[1, 5.0], [1, 7.0]]  # as another writer may write it
+    (tmp_path / "ours.zarr" / "zarr.json").write_text(json.dumps(document))
+    assert zarr3_backend.open_array(str(tmp_path / "ours.zarr"))[...].tolist() == [5.0, 2.0]
+    theirs = run_oracle(cast_oracle, READ_ONLY, path=str(tmp_path / "ours.zarr"))
+    assert theirs == [7.0, 2.0], "zarr-python 3.4 takes the last pair (the spec: the first); spec wins"
 
 
 CAST = """

@@ -224,6 +224,10 @@ class LatencyS3Server(ThreadingHTTPServer):
         #: For tests: every object request whose key starts with this prefix is refused with S3's 403
         #: ``AccessDenied``, as S3 answers a client whose policy does not allow it.
         self.denied_prefix: str | None = None
+        #: For tests: every object stored from now on has the ETag nginx and other HTTP servers send, its
+        #: Last-Modified second and its size in hex, with the clock stopped at this second (a same-size rewrite
+        #: keeps its ETag and time).
+        self.mtime_size_etags: int | None = None
         self.stats = RequestStats()
         self.ca_file = tls.ca_file if tls else None
         self._lock = threading.Lock()
@@ -593,6 +597,8 @@ class _Handler(BaseHTTPRequestHandler):
                     stored.etag, stored.modified = self.server.constant_etag, 0.0
                 elif self.server.etag_per_key:  # a poor server: one ETag per name, whatever the content
                     stored.etag, stored.modified = f'"{hashlib.md5(key.encode()).hexdigest()}"', 0.0
+                elif (second := self.server.mtime_size_etags) is not None:
+                    stored.etag, stored.modified = f'"{second:x}-{len(body):x}"', float(second)
         if failed:
             self._error(
                 HTTPStatus.PRECONDITION_FAILED, "PreconditionFailed", f"precondition failed for {key!r}"

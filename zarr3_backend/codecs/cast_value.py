@@ -9,8 +9,12 @@ Encoding converts each value to ``data_type`` by its numerical value
 (`zarr3_backend.codecs.casting`); decoding converts back to the chunk's
 data type by the same rules. ``scalar_map`` pairs are fill values of the
 input and output types (``decode`` pairs the other way round); the first
-pair for a value wins. The fill value is cast like the elements and must
-come back unchanged, else the array is refused.
+pair for a value wins ("readers MUST use the first occurrence"), and a
+later pair for the same input is dropped, so metadata written back never
+repeats one ("writers SHOULD NOT"; zarr-python 3.4 reads the last). The
+fill value is cast like the elements and must come back unchanged, else the
+array is refused: the spec says such a fill value "MUST" be an error, though
+zarr-python 3.4 writes arrays with one (fill 0.0, ``decode [[0, "NaN"]]``).
 """
 
 from __future__ import annotations
@@ -89,8 +93,11 @@ class CastValueCodec(ArrayArrayCodec):
         if not (back == fill or (np.isnan(back) and np.isnan(fill))):
             raise CodecError(
                 f"codec 'cast_value': the fill value {fill.item()!r} becomes {encoded.item()!r} in "
-                f"{self.data_type.name!r} and decodes to {back.item()!r}; choose a fill value that survives "
-                "the cast, or map it with configuration.scalar_map"
+                f"{self.data_type.name!r} and decodes to {back.item()!r}; the cast_value specification says a "
+                "fill value that cannot survive the round trip MUST be treated as an error (zarr-python 3.4 "
+                'writes such arrays, e.g. fill 0.0 with scalar_map.decode [[0, "NaN"]], where a written 0.0 '
+                "reads back as NaN and an unwritten one as 0.0). Choose a fill value that survives the cast, "
+                "or map it with configuration.scalar_map"
             )
 
     def _maps(self, source: DataType) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
@@ -152,8 +159,21 @@ def _parse_scalar_map(value: object) -> tuple[Pairs, Pairs]:
             raise MetadataError(
                 f"{where}.{direction}: expected a list of [input, output] pairs, got {pairs!r}"
             )
-        maps.append(tuple((p[0], p[1]) for p in pairs))
+        maps.append(_first_of_each(tuple((p[0], p[1]) for p in pairs)))
     return maps[0], maps[1]
+
+
+def _first_of_each(pairs: Pairs) -> Pairs:
+    """``pairs`` without those whose input repeats an earlier one: readers use the first (spec), writers do not repeat.
+
+    >>> _first_of_each(((1, 5), (2, 6), (1, 7)))
+    ((1, 5), (2, 6))
+    """
+    kept: list[tuple[Any, Any]] = []
+    for pair in pairs:
+        if not any(pair[0] == earlier for earlier, _ in kept):
+            kept.append(pair)
+    return tuple(kept)
 
 
 @lru_cache(maxsize=256)

@@ -9,14 +9,14 @@ Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/ ::
                                         {"name": "crc32c"}],
                        "index_location": "end"}}
 
-Partial reads fetch the index (cached per shard key with its shard's
-generation), then only the inner chunks needed, as coalesced byte ranges;
-reading every inner chunk of a shard is one request for the whole value. Ranges whose generation differs
-from their index's mean the shard was rewritten: the index is read again.
-A server may keep a generation across a rewrite (a constant ETag per key):
-an inner chunk a cached index located that fails to decode (its crc32c)
-raises `StaleIndexError`, and the reader reads again from fresh indexes
-once before it calls the chunk corrupt.
+Partial reads fetch the index (cached per shard key with its generation), then the
+inner chunks needed as coalesced ranges; every inner chunk is one request for the
+whole value. Ranges of another generation than their index mean a rewrite: the
+index is read again. A cached index is used as is only under a generation that
+proves the shard unchanged (a version id); else (an ETag some servers keep across
+rewrites, a file's size and time) it is read again beside the chunks it locates,
+and a changed one locates them again. A chunk located by a cached index that fails
+to decode raises `StaleIndexError`: the reader reads once more from fresh indexes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ..core.buffers import ByteRange, Value, Versioned, join_value
+from ..core.buffers import ByteRange, Value, Versioned, join_value, proves_unchanged
 from ..core.dtypes import is_fill, parse_data_type
 from ..core.indexing import ChunkSelection, plan_selection
 from ..errors import (
@@ -285,49 +285,73 @@ class ShardingCodec(ArrayBytesCodec):
         range is checked against the generation of the index that located
         it: a shard rewritten in between is read again from its new index, at
         most ``ctx.attempts`` times. Indexes of unknown generation are not cached.
+        A cached index is trusted only when its generation proves the shard
+        unchanged (`proves_unchanged()`); otherwise the index is read again in
+        the same round as the chunks it locates and compared (one more request,
+        no more rounds), and chunks it no longer locates are read again from the new one.
         """
         geometry = self._geometry_of(spec)
         whole = len({r.coords for r in reads}) == geometry.cells
         whole = whole and (ctx.whole_up_to is None or spec.size * spec.dtype.itemsize <= ctx.whole_up_to)
+        index: ShardIndex | None = ctx.cache.get(ctx.key)
+        fresh = index is None
         for _ in range(ctx.attempts):
-            index: ShardIndex | None = ctx.cache.get(ctx.key)
-            fresh = index is None
-            if index is None and whole:  # one request for everything: index and chunks of one version
-                (got,) = yield [None]
-                if got.value is None:
-                    return self._fill_jobs(spec, reads, ctx)
-                data = got.value
-                index = _remember(ctx, self.decode_index(data, spec, ctx.key), got.generation)
-                whole_shard = memoryview(data)
-                return self._jobs(spec, reads, index, lambda rng: whole_shard[rng[0] : rng[1]], ctx)  # noqa: B023 (returned at once)
+            if whole and (index is None or not fresh and not proves_unchanged(index.generation)):
+                return (yield from self._read_whole(spec, reads, ctx))
             if index is None:
-                size = geometry.index_size
-                (got,) = yield [
-                    ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)
-                ]
+                (got,) = yield [self._index_range(geometry)]
                 if got.value is None:
                     return self._fill_jobs(spec, reads, ctx)
                 index = _remember(ctx, self._parse_index(got.value, spec, ctx.key), got.generation)
-            jobs = yield from self._fetch_inner(spec, reads, index, ctx, fresh)
-            if jobs is not None:
-                return jobs
-            ctx.cache.pop(ctx.key, None)  # the shard changed since its index was read
+                fresh = True
+            outcome = yield from self._fetch_inner(spec, reads, index, ctx, fresh)
+            if isinstance(outcome, list):
+                return outcome
+            if outcome is None:  # the shard changed since its index was read: read it again
+                ctx.cache.pop(ctx.key, None)
+            index, fresh = outcome, outcome is not None  # or its current index, read along
         raise ConcurrentModificationError(
             f"{ctx.key}: the shard changed between reading its index and its inner chunks on {ctx.attempts} "
             "attempts in a row; another writer keeps rewriting it, read again once it is done"
         )
 
+    def _index_range(self, geometry: _Geometry) -> ByteRange:
+        size = geometry.index_size
+        return ByteRange(0, size) if self.index_location == "start" else ByteRange.suffix(size)
+
+    def _read_whole(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> ReadPlan:
+        """One request for everything: the index and the chunks of one version."""
+        (got,) = yield [None]
+        if got.value is None:
+            return self._fill_jobs(spec, reads, ctx)
+        data = got.value
+        index = _remember(ctx, self.decode_index(data, spec, ctx.key), got.generation)
+        whole_shard = memoryview(data)
+        return self._jobs(spec, reads, index, lambda rng: whole_shard[rng[0] : rng[1]], ctx)
+
     def _fetch_inner(
         self, spec: ChunkSpec, reads: list[SubRead], index: ShardIndex, ctx: ReadContext, fresh: bool
-    ) -> Generator[list[ByteRange | None], list[Versioned], list[DecodeJob] | None]:
-        """Fetch the coalesced ranges ``reads`` need; ``None`` if they are not of the index's generation."""
+    ) -> Generator[list[ByteRange | None], list[Versioned], list[DecodeJob] | ShardIndex | None]:
+        """Fetch the coalesced ranges ``reads`` need, with the index again if a cached one needs checking.
+
+        Returns the decode jobs; or, when the ranges are not of the index's
+        version, the shard's current index (if it was read along) or ``None``.
+        """
         ranges = sorted({rng for r in reads if (rng := index.chunk_range(r.coords)) is not None})
         blocks = coalesce_ranges(ranges, ctx.max_gap, ctx.max_block)
         located: dict[tuple[int, int], memoryview] = {}
         if not blocks and fresh:
             return self._jobs(spec, reads, index, located.__getitem__, ctx)
-        # a cached index that finds nothing stored still needs the shard's current generation: read 0 bytes
-        fetched = yield [ByteRange(b.start, b.end) for b in blocks] if blocks else [ByteRange(0, 0)]
+        check = not fresh and not proves_unchanged(index.generation)
+        requests: list[ByteRange | None] = [ByteRange(b.start, b.end) for b in blocks]
+        if check or not requests:  # a cached index needs the shard's current version: 0 bytes, or its index
+            requests.append(self._index_range(self._geometry_of(spec)) if check else ByteRange(0, 0))
+        fetched = yield requests
+        if check:
+            current = self._current_index(spec, ctx, fetched[-1])
+            if current is None or not np.array_equal(current.entries, index.entries):
+                return current
+            index = current
         if index.generation is not None and any(got.generation != index.generation for got in fetched):
             return None
         for block, got in zip(blocks, fetched):
@@ -344,6 +368,13 @@ class ShardingCodec(ArrayBytesCodec):
                 start, end = ranges[member]
                 located[(start, end)] = memoryview(value)[start - block.start : end - block.start]
         return self._jobs(spec, reads, index, located.__getitem__, ctx, cached=not fresh)
+
+    def _current_index(self, spec: ChunkSpec, ctx: ReadContext, got: Versioned) -> ShardIndex | None:
+        """The index read along with a cached one's chunks, remembered in its place; ``None`` if the shard is gone."""
+        ctx.cache.pop(ctx.key, None)
+        if got.value is None:
+            return None
+        return _remember(ctx, self._parse_index(got.value, spec, ctx.key), got.generation)
 
     def _jobs(
         self,

@@ -87,12 +87,23 @@ class HostLease:
     def gone(self, raw: bytes) -> bool:
         return holder_gone(self.parse(raw))
 
-    def try_take(self) -> bytes | None:
-        """Take the key: ``None`` once held, else the record of the live holder that has it."""
+    def try_take(self, backoff: Backoff) -> bytes | None:
+        """Take the key: ``None`` once held, else the record of the live holder that has it.
+
+        A key that cannot be created and holds no record (a directory there, a
+        store that refuses it) is tried again until ``backoff`` expires, then
+        raises `MetadataError` naming the key: a broken lease.
+        """
         while not self.store.create(self.key, self.record):
             held = self.store.get(self.key)
-            if held is None:
-                continue  # released meanwhile
+            if held is None:  # released meanwhile, or nothing readable there
+                if backoff.expired():
+                    raise MetadataError(
+                        f"{self.key}: a broken lease: it cannot be created, and no record can be read there "
+                        f"(a directory or another object that is not a lease?) in {self.store!r}; remove it"
+                    )
+                backoff.sleep()
+                continue
             if not self.gone(held):
                 return held
             self.store.delete(self.key)  # its holder is gone; the next create decides who takes it
@@ -103,7 +114,7 @@ class HostLease:
         if self.id is not None:
             _held.add(self.id)
         backoff = Backoff(deadline)
-        while (held := self.try_take()) is not None:
+        while (held := self.try_take(backoff)) is not None:
             if backoff.expired():
                 raise refuse(held)
             backoff.sleep()
@@ -164,7 +175,7 @@ class StoreLease:
             keys = list(self.store.list_prefix(REGIONS_PREFIX))
             marks = plain_values(self.store.get_many_versioned([(key, None) for key in keys]))
             found = [(k, m) for k, m in zip(keys, marks) if m is not None]
-            gone = {k for k, m in found if _abandoned(m)}
+            gone = {k for k, m in found if _abandoned(m, k)}
             for key in gone:
                 self.store.delete(key)
             live = [(k, m) for k, m in found if k not in gone]
@@ -173,7 +184,7 @@ class StoreLease:
             if backoff.expired():
                 raise ConcurrentWriteError(
                     f"to_zarr3: a region write to {self.store!r} has run for longer than {self.wait:g} s "
-                    f"({_describe(live[0][1])}, {live[0][0]}); nothing of this write was done. If that writer no "
+                    f"({_describe(live[0][1], live[0][0])}, {live[0][0]}); nothing of this write was done. If that writer no "
                     f"longer runs, delete {live[0][0]}; ZARR3_BACKEND_LEASE_WAIT sets how long to wait"
                 )
             backoff.sleep()
@@ -236,8 +247,9 @@ class RegionMark:
             _held.discard(self.id)
 
 
-def parse_lease(raw: bytes) -> dict[str, object]:
-    """The holder a lease names; `MetadataError` naming `LEASE_KEY` if it is not one we write.
+def parse_lease(raw: bytes, key: str = LEASE_KEY) -> dict[str, object]:
+    """The holder a lease or region mark stored under ``key`` names; `MetadataError` naming ``key`` if it is not
+    one we write.
 
     >>> parse_lease(b'{"host": "h", "pid": 1e999, "since": 0, "id": "x"}')
     Traceback (most recent call last):
@@ -245,9 +257,9 @@ def parse_lease(raw: bytes) -> dict[str, object]:
     zarr3_backend.errors.MetadataError: __zarr3_backend_writing.json: expected {"host": str, "pid": int, "since": time, "id": str}, got {'host': 'h', 'pid': inf, 'since': 0, 'id': 'x'} (this is not a lease a to_zarr3 append took; if no append to this store is running, delete it)
     """
     try:
-        holder = decode_document(raw, LEASE_KEY)
+        holder = decode_document(raw, key)
     except MetadataError as exc:
-        raise _broken(str(exc).removeprefix(f"{LEASE_KEY}: ")) from exc
+        raise _broken(key, str(exc).removeprefix(f"{key}: ")) from exc
     if (
         not isinstance(holder, dict)
         or not isinstance(holder.get("host"), str)
@@ -259,26 +271,28 @@ def parse_lease(raw: bytes) -> dict[str, object]:
         or not 0 <= holder["since"] < 2**40
     ):
         raise _broken(
-            'expected {"host": str, "pid": int, "since": time, "id": str}, got ' + repr(holder)[:200]
+            key, 'expected {"host": str, "pid": int, "since": time, "id": str}, got ' + repr(holder)[:200]
         )
     return holder
 
 
-def _broken(problem: str) -> MetadataError:
-    return MetadataError(
-        f"{LEASE_KEY}: {problem} (this is not a lease a to_zarr3 append took; if no append to this store is "
-        "running, delete it)"
+def _broken(key: str, problem: str) -> MetadataError:
+    what = (
+        "a lease a to_zarr3 append took; if no append to this store is running"
+        if key == LEASE_KEY
+        else "a mark a to_zarr3 region write made; if no region write to this store is running"
     )
+    return MetadataError(f"{key}: {problem} (this is not {what}, delete it)")
 
 
-def _abandoned(raw: bytes) -> bool:
-    """Whether the lease or mark ``raw`` was taken by a process of this host that no longer runs, or by this
-    process for a write it no longer runs (its id is not held)."""
-    return holder_gone(parse_lease(raw))
+def _abandoned(raw: bytes, key: str = LEASE_KEY) -> bool:
+    """Whether the lease or mark ``raw`` (stored under ``key``) was taken by a process of this host that no longer
+    runs, or by this process for a write it no longer runs (its id is not held)."""
+    return holder_gone(parse_lease(raw, key))
 
 
-def _describe(raw: bytes | None) -> str:
-    holder = parse_lease(raw) if raw is not None else {}
+def _describe(raw: bytes | None, key: str = LEASE_KEY) -> str:
+    holder = parse_lease(raw, key) if raw is not None else {}
     since = holder.get("since")
     when = (
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since))

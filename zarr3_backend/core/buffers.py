@@ -64,6 +64,27 @@ class ByteRange:
 
 
 @dataclass(frozen=True)
+class UniqueGeneration:
+    """A generation that no other write of its key ever has (an object version id): equal ones prove the bytes unchanged.
+
+    Other generations may be reused by a rewrite (an ETag per key, a size with a
+    one-second time), so equal ones only make "unchanged" likely; a reader that
+    keeps what it learnt of a value (a shard index) checks it against the value
+    again unless its generation is one of these (see `proves_unchanged()`).
+
+    >>> proves_unchanged(UniqueGeneration("v1")), proves_unchanged(("etag", 5))
+    (True, False)
+    """
+
+    token: Hashable
+
+
+def proves_unchanged(generation: Generation | None) -> bool:
+    """Whether two reads of a key with the equal generation ``generation`` surely read the same bytes."""
+    return isinstance(generation, UniqueGeneration)
+
+
+@dataclass(frozen=True)
 class Versioned:
     """A value (or a range of it) together with the generation of the object it was read from.
 

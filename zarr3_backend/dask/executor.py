@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, cast
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal, cast
+
+import numpy as np
 
 from ..store.base import Store
 from ..writes.executor import Deferred, Forked, ShardTask
@@ -21,6 +23,9 @@ from ..writes.tasks import WriteRequest, WriteStep
 from .compute import check_reachable, compute_writes
 from .forks import forked_for_tasks
 from .write_graph import store_graph
+
+if TYPE_CHECKING:
+    from dask.array import Array as DaskArray
 
 
 @dataclass(frozen=True)
@@ -42,9 +47,11 @@ class DaskExecutor:
         *,
         compute: bool,
         progress: bool | Literal["tqdm"],
+        gate: Sequence[object] = (),
     ) -> Deferred | None:
-        """The graph of ``requests`` then ``last_step``: computed (``None``), or returned as a ``dask.delayed``."""
-        delayed = store_graph(requests, last_step)
+        """The graph of ``requests`` then ``last_step`` (behind ``gate``): computed (``None``), or a ``dask.delayed``."""
+        lazy = [replace(r, data=_lazy(r.data)) for r in requests]
+        delayed = store_graph(lazy, last_step, cast("list[DaskArray]", list(gate)))
         if not compute:
             return delayed
         compute_writes(delayed, progress if requests else False)  # no shard tasks: nothing to report
@@ -79,3 +86,13 @@ class DaskExecutor:
 
 
 DASK = DaskExecutor()
+
+
+def _lazy(data: object) -> DaskArray:
+    """``data`` as a dask array: in-memory values written by tasks too, behind a write's gate."""
+    import dask.array as da
+
+    if isinstance(data, da.Array):
+        return data
+    values = np.asarray(data)
+    return cast("DaskArray", da.from_array(values, chunks=values.shape or ()))

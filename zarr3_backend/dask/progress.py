@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from dask.callbacks import Callback
-from dask.delayed import Delayed
-
 from ..writes.tasks import ShardProgress
 
-if TYPE_CHECKING:  # distributed is optional: imported where a client is used
+if TYPE_CHECKING:  # dask is imported where a graph is computed; distributed where a client is used
+    from dask.callbacks import Callback
+    from dask.delayed import Delayed
     from distributed import Client
 
 #: Name prefix of the shard tasks' keys.
@@ -44,7 +43,7 @@ def compute_with_progress(delayed: Delayed, label: str = "to_zarr3", **options: 
     """
     progress = ShardProgress(len(shard_keys(delayed)), label)
     try:
-        with _ShardCallback(progress):
+        with _shard_callback(progress):
             return delayed.compute(**options)
     finally:
         progress.close()
@@ -82,13 +81,12 @@ def compute_on_cluster(
             counter.close()
 
 
-class _ShardCallback(Callback):
-    """A dask callback counting finished shard tasks of local schedulers."""
+def _shard_callback(progress: ShardProgress) -> Callback:
+    """A dask callback counting the finished shard tasks of local schedulers into ``progress``."""
+    from dask.callbacks import Callback
 
-    def __init__(self, progress: ShardProgress) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]  # dask leaves Callback.__init__ unannotated
-        self.progress = progress
-
-    def _posttask(self, key: Hashable, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
+    def posttask(key: Hashable, result: Any, dsk: Any, state: Any, worker_id: Any) -> None:
         if is_shard_key(key):
-            self.progress.update(result)
+            progress.update(result)
+
+    return Callback(posttask=posttask)

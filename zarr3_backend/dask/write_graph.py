@@ -87,8 +87,15 @@ def _describe(chunks: Sequence[Sequence[int]]) -> str:
     )
 
 
-def store_graph(requests: Sequence[WriteRequest], last_step: WriteStep | None = None) -> Delayed:
+def store_graph(
+    requests: Sequence[WriteRequest], last_step: WriteStep | None = None, gate: Sequence[DaskArray] = ()
+) -> Delayed:
     """A ``dask.delayed`` running every write request, one task per shard, then ``last_step``.
+
+    With a ``gate`` (dask arrays computed with the data, e.g. one check per
+    block) no shard task runs before all of it is computed: a check that
+    fails leaves the store unchanged, and the blocks written are the blocks
+    checked, computed once (dask holds them until the gate opens).
 
     Each shard task (keyed ``("zarr3-write-shard-<token>", i, ...)``, see
     `zarr3_backend.dask.progress`) writes one shard-aligned block and
@@ -100,23 +107,44 @@ def store_graph(requests: Sequence[WriteRequest], last_step: WriteStep | None = 
     from dask.delayed import delayed
 
     written, names = [], []
+    opened = _opened(gate) if gate else None
     for request in requests:
         if request.data.size:  # aligned here: the alignment warning points at store_graph's caller
             aligned = align_to_shards(request.data, request.array, request.origin, request.name)
-            written.append(_shard_tasks(request, aligned))
+            written.append(_shard_tasks(request, aligned, opened))
             names.append(request.name or request.array.path)
+    parts: list[object] = list(written) if opened is None else _one_graph(written)
     return cast(
-        "Delayed", delayed(_after, pure=False)(written, last_step, names)
+        "Delayed", delayed(_after, pure=False)(parts, last_step, names)
     )  # dask's delayed is unannotated
 
 
-def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
+def _opened(gate: Sequence[DaskArray]) -> DaskArray:
+    """A 0-d dask array computed once every array of ``gate`` is (a failed check raises instead)."""
+    import dask.array as da
+
+    return cast("DaskArray", da.stack([a.all() for a in gate]).all())
+
+
+def _one_graph(written: Sequence[DaskArray]) -> list[object]:
+    """``written`` optimized as one graph, as blocks of delayed values: the gate and what it checks computed once.
+
+    Handed to ``delayed`` one by one, each array would be optimized (and its
+    keys renamed) apart, computing what they share once per array.
+    """
+    from dask.base import optimize
+
+    return [a.to_delayed(optimize_graph=False).tolist() for a in optimize(*written)]
+
+
+def _shard_tasks(request: WriteRequest, aligned: DaskArray, opened: DaskArray | None = None) -> DaskArray:
     """One task per block of ``aligned`` writing it to its shard; a dask array of the bytes each wrote.
 
     The graph holds the request's `_ShardWriter` once, under its own key
     (on ``dask.distributed`` it travels to each worker once); a shard task
     carries a reference to it, its block's slices and its block, so its size
-    does not grow with the number of shards.
+    does not grow with the number of shards. With ``opened`` (the gate of
+    `store_graph()`) every shard task waits for it.
     """
     import dask.array as da
     from dask.base import tokenize
@@ -131,6 +159,7 @@ def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
     writer = _ShardWriter(request.array, request.origin, request.write_empty_chunks, request.locks)
     shared = delayed(writer, name=WRITER_PREFIX + token, traverse=False)
     index = tuple(range(aligned.ndim))
+    gated = () if opened is None else (opened, ())
     blocks = da.blockwise(
         _write_shard,
         index,
@@ -140,6 +169,7 @@ def _shard_tasks(request: WriteRequest, aligned: DaskArray) -> DaskArray:
         index,
         aligned,
         index,
+        *gated,
         adjust_chunks=dict.fromkeys(index, 1),
         align_arrays=False,
         name=SHARD_TASK_PREFIX + token,
@@ -162,17 +192,25 @@ class _ShardWriter:
     locks: KeyLocks = NO_LOCKS
 
 
-def _write_shard(writer: _ShardWriter, where: tuple[slice, ...], block: np.ndarray) -> np.ndarray:
-    """Write ``block`` (at ``where`` in the request's data) to its shard; an array holding its byte count."""
+def _write_shard(
+    writer: _ShardWriter, where: tuple[slice, ...], block: np.ndarray, opened: object = True
+) -> np.ndarray:
+    """Write ``block`` (at ``where`` in the request's data) to its shard; an array holding its byte count.
+
+    ``opened``: the gate of `store_graph()`, if any (computed: every block checked).
+    """
     start = tuple(o + int(s.start) for o, s in zip(writer.origin, where))
     with task_forks(writer.array.store) as forks:  # writes into an Icechunk fork return it as the result
         write_block(writer.array, start, block, writer.write_empty_chunks, writer.locks)
     return task_result(np.asarray(block).nbytes, forks, len(start))
 
 
-def _after(written: list[np.ndarray], last_step: WriteStep | None, names: list[str]) -> ForkWrite | None:
-    """Run ``last_step``; return the forks every task wrote into (see `zarr3_backend.dask.forks`), if any."""
+def _after(written: list[object], last_step: WriteStep | None, names: list[str]) -> ForkWrite | None:
+    """Run ``last_step``; return the forks every task wrote into (see `zarr3_backend.dask.forks`), if any.
+
+    ``written``: per request, its shard tasks' results (an array, or nested lists of blocks).
+    """
     with task_forks() as forks:
         if last_step is not None:
             last_step.run()
-    return gathered(written, names, forks)
+    return gathered([np.block(w) if isinstance(w, list) else np.asarray(w) for w in written], names, forks)

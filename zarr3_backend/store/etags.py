@@ -11,7 +11,9 @@ size, as S3's MD5 ETags of identical objects are), proves it; from then on
 that endpoint's answers carry no ETag generation (a generation of ``None``
 is "unknown": nothing is cached on it), and this is logged once at debug
 level on the ``zarr3_backend.store`` logger. A version id (S3 versioning)
-is trusted either way.
+is trusted either way: it is the one token that proves an object unchanged
+(a `UniqueGeneration`); anything kept under an ETag generation is checked
+against the object again when it is used (see ``codecs/sharding.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import logging
 import re
 import threading
 from collections.abc import Hashable
+
+from ..core.buffers import UniqueGeneration
 
 logger = logging.getLogger("zarr3_backend.store")
 
@@ -101,6 +105,7 @@ def object_generation(
     """
     if etag is not None and not watch(endpoint).check(key, etag, size):
         etag = None
-    if etag is None and version is None:
-        return None
-    return ("object", etag, version, size, None if modified is None else str(modified))
+    token = ("object", etag, version, size, None if modified is None else str(modified))
+    if version is not None and version != "null":  # "null": the one version of an unversioned write, reused
+        return UniqueGeneration(token)
+    return None if etag is None else token

@@ -75,9 +75,13 @@ class Executor(Protocol):
         *,
         compute: bool,
         progress: Progress,
+        gate: Sequence[object] = (),
     ) -> Deferred | None:
         """Write every request, one task per shard, then ``last_step``; with ``compute=False`` a deferred
-        write (its ``compute()`` does it). Returns only once every task is finished or cancelled."""
+        write (its ``compute()`` does it). Returns only once every task is finished or cancelled.
+
+        With a ``gate`` (checks of the write's blocks, arrays of this executor) a request's data may be in
+        memory, and no shard task runs before all of the gate is computed."""
 
     def run_tasks(self, tasks: Sequence[ShardTask], *, progress: bool, label: str) -> list[int]:
         """Run ``tasks`` (independent, one per shard) and return their results, in order."""

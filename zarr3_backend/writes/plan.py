@@ -38,17 +38,28 @@ class WriteOptions:
     write_empty_chunks: bool | None = None
     inherited_coords: bool = False
     repeated_index: bool = False
+    replaces: bool = (
+        False  # mode="w" over a group that holds something: it is deleted before the data is written
+    )
 
 
 @dataclass(frozen=True)
 class DataWrite:
-    """Write ``variable`` (CF-encoded, in the array's dimension order) into ``array`` at ``origin``."""
+    """Write ``variable`` (CF-encoded, in the array's dimension order) into ``array`` at ``origin``.
+
+    ``fits``: for dask-backed packed values, one bool per block, computed as
+    each block is checked (`packed.check_packed`); ``gated``: the write goes
+    over stored values, so no shard of the whole write may be written before
+    every ``fits`` of it is computed.
+    """
 
     name: str
     array: Array
     origin: Shape
     variable: xr.Variable
     write_empty: bool
+    fits: Any = None  # a dask array (dask is optional here)
+    gated: bool = False
 
 
 @dataclass(frozen=True)

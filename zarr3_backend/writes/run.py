@@ -87,15 +87,16 @@ def write_data(
         if store.transactional and commit is not None:
             commit.run()  # metadata first: the user's commit publishes all at once (and chunks must fit the shape)
             commit = last_step = None
+        gate = _gate(plan)
         in_memory = [
             (w.array, w.origin, np.asarray(w.variable.data), w.write_empty)
             for w in plan.data
-            if w.variable.chunks is None
+            if w.variable.chunks is None and not gate
         ]
         requests = [
             WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, locks)
             for w in plan.data
-            if w.variable.chunks is not None
+            if w.variable.chunks is not None or gate
         ]
         counter = ShardProgress(0) if run.progress is True and not requests else None
         write_numpy_many(in_memory, locks)
@@ -113,7 +114,7 @@ def write_data(
             if last_step is not None:
                 last_step.run()
             return None
-        return run.executor.run(requests, last_step, compute=run.compute, progress=run.progress)
+        return run.executor.run(requests, last_step, compute=run.compute, progress=run.progress, gate=gate)
     except BaseException:
         # a first write stays marked unfinished instead; a transaction is discarded by its user
         if commit is not None and not store.transactional:
@@ -121,7 +122,18 @@ def write_data(
             if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved
         raise
-    return None
+
+
+def _gate(plan: WritePlan) -> list[object]:
+    """What every shard of a write over stored packed values waits for: each block of the write checked.
+
+    Empty when no dask-backed packed variable is written over stored
+    values: then each block is checked in its own write task (a failed
+    append or new array is rolled back, a first write stays unfinished).
+    """
+    if not any(w.gated and w.fits is not None for w in plan.data):
+        return []
+    return [w.fits for w in plan.data if w.fits is not None]
 
 
 def _count_shards(counter: ShardProgress, writes: list[tuple[Array, Shape, np.ndarray, bool]]) -> None:

@@ -69,7 +69,8 @@ def push_selections(dsk: Any, keys: Sequence[Any]) -> Any:
     makes) and every task there reading the block is a ``getitem`` with
     basic indices: otherwise the whole block may be needed anyway, and is
     read once and sliced. Selections of selections are composed. Only the
-    layers concerned are materialized. Returns ``dsk`` itself when nothing
+    layers concerned are materialized, and of a getter layer only the
+    blocks those selections read. Returns ``dsk`` itself when nothing
     changes (any other kind of graph too), else a ``HighLevelGraph`` whose
     changed layers are materialized.
 
@@ -100,12 +101,19 @@ def push_selections(dsk: Any, keys: Sequence[Any]) -> Any:
         consumers = readers.get(name, set())
         if not consumers or not all(_selection_layer(dsk.layers[c], c) for c in consumers):
             continue  # a write, a reduction, ...: the whole block is needed, and its layer is not scanned
-        blocks = tasks.setdefault(name, dict(dsk.layers[name]))
+        consumed = {c: tasks.setdefault(c, dict(dsk.layers[c])) for c in consumers}
+        needed = {
+            d
+            for found in consumed.values()
+            for node in found.values()
+            for d in getattr(node, "dependencies", ())
+        }
+        blocks = tasks.setdefault(name, _tasks_of(dsk.layers[name], needed))
         uses: dict[
             Hashable, list[tuple[str, Hashable, tuple[Any, ...] | None]]
         ] = {}  # block -> tasks reading it
         for consumer in consumers:
-            for key, node in tasks.setdefault(consumer, dict(dsk.layers[consumer])).items():
+            for key, node in consumed[consumer].items():
                 for dependency in getattr(node, "dependencies", ()):
                     if dependency in blocks:
                         uses.setdefault(dependency, []).append(
@@ -148,6 +156,20 @@ def _push(
     for layer, key, index in fused:
         tasks[layer][key] = Task(key, function, array, DataNode(None, index), *rest)
         changed.setdefault(layer, set()).update(read)
+
+
+def _tasks_of(layer: Any, needed: set[Hashable]) -> dict[Hashable, Any]:
+    """The tasks of ``layer``: all of a materialized layer's, only the ``needed`` ones of another (a blockwise getter).
+
+    A getter layer of 750,000 blocks (an hourly variable) is not built whole
+    for the few thousand blocks a selection reads (`Layer.cull`).
+    """
+    from dask.highlevelgraph import MaterializedLayer
+
+    if isinstance(layer, MaterializedLayer):
+        return dict(layer)
+    culled, _ = layer.cull(needed, needed)
+    return dict(culled)
 
 
 def _selection_layer(layer: Any, name: str) -> bool:

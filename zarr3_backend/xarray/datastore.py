@@ -38,6 +38,7 @@ from .read_encoding import (
     PreferredChunks,
     decode_fill_value,
     preferred_chunks,
+    shared_chunk_sizes,
     shared_v2_task_chunks,
     variable_encoding,
 )
@@ -105,8 +106,9 @@ class Zarr3DataStore(AbstractDataStore):
             del attrs[DIMENSION_KEY]
         encoding = variable_encoding(array, dims.names)
         shared = self.shared_v2_chunks.get(name) if self.preferred == "shard" else None
-        encoding["preferred_chunks"] = (
-            dict(zip(dims.names, shared)) if shared else preferred_chunks(array, dims.names, self.preferred)
+        encoding["preferred_chunks"] = shared_chunk_sizes(
+            dict(zip(dims.names, shared)) if shared else preferred_chunks(array, dims.names, self.preferred),
+            dict(zip(dims.names, array.shape)),
         )
         if isinstance(array.metadata, V2ArrayMetadata):
             _v2_fill_value(array.metadata, array, attrs, self.fill_value_as_mask)

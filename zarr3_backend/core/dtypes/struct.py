@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -97,8 +98,8 @@ def build_struct(name: str, configuration: dict[str, Any], parse: Callable[[obje
             f"data_type {name!r}: configuration.fields: expected a non-empty list, got {fields!r}"
         )
     parsed = tuple(_parse_field(name, index, item, parse) for index, item in enumerate(fields))
-    names = [field_name for field_name, _ in parsed]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    counts = Counter(field_name for field_name, _ in parsed)
+    duplicates = sorted(n for n, count in counts.items() if count > 1)
     if duplicates:
         raise MetadataError(f"data_type {name!r}: configuration.fields: duplicate field names {duplicates}")
     numpy = np.dtype([(field_name, field_type.numpy) for field_name, field_type in parsed])

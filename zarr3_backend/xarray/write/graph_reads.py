@@ -1,9 +1,11 @@
 """Which parts of which stored arrays a dask graph reads, found from the xarray lazy arrays inside it.
 
-Every lazy array xarray builds over our backend array (``LazilyIndexedArray``
-and its wrappers, held by key or inline in a getter task) names its store
-and array path; its selection and each getter task's block tell the part
-read. Stores are named by `Store.location`, asked once per store. Used by
+Every stored array a graph holds (by key or inline in a getter task) names
+its store and array path: ours (`Array`, what ``da.from_array`` of one
+holds), zarr-python's (``da.from_zarr``), and xarray's lazy wrappers
+(``LazilyIndexedArray`` and the rest) around our backend array or around
+``engine="zarr"``'s; the wrappers' selection and each getter task's block
+tell the part read. Stores are named by `Store.location`, asked once per store. Used by
 `self_read` to find a write that reads its own target.
 """
 
@@ -11,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from dask._task_spec import DataNode, GraphNode, Task, TaskRef  # the graph format has no public path
@@ -25,6 +29,8 @@ from dask.layers import ArraySliceDep
 from dask.typing import Key
 from xarray.core import indexing
 
+from ...nodes.array import Array
+from ...store import make_store
 from ...store.base import Store
 from ..backend_array import Zarr3BackendArray
 
@@ -57,6 +63,7 @@ class GraphReads:
     def __init__(self) -> None:
         self._locations: dict[int, str] = {}
         self._unlocated: list[Store] = []
+        self._stores: dict[int, Store] = {}
 
     def where(self, store: Store, path: str) -> str:
         """The store's location joined with ``path``; stores without one are told apart by `Store.same_keys`."""
@@ -78,19 +85,9 @@ class GraphReads:
         A blockwise layer holds its constants among its ``indices`` (an inline
         array) and in its one task template; other layers are read whole.
         """
-        seen: set[Hashable] = set()
-        for array in arrays:
-            graph = array.__dask_graph__()
-            layers = graph.layers if isinstance(graph, HighLevelGraph) else {id(graph): graph}
-            for name, layer in layers.items():
-                if name in seen:
-                    continue
-                seen.add(name)
-                if isinstance(layer, Blockwise):
-                    values = [v for v, index in layer.indices if index is None] + [layer.task]
-                else:
-                    values = list(layer.values())
-                yield from (source for value in values if (source := self._held_by(value)) is not None)
+        for value in layer_values(arrays):
+            if (source := self._held_by(value)) is not None:
+                yield source
 
     def _held_by(self, value: object) -> StoredRead | None:
         if isinstance(value, Task) and value.args and isinstance(value.args[0], DataNode):
@@ -138,22 +135,75 @@ class GraphReads:
             yield from (_narrowed(found[0], block) for block in blocks)
 
     def source(self, value: object) -> StoredRead | None:
-        """The stored array under xarray's lazy wrappers of ``value``, with the part its lazy selection covers."""
+        """The stored array under xarray's lazy wrappers of ``value``, with the part its lazy selection covers.
+
+        Stored arrays: ours (`Array`, and the backend array of ``engine="zarr3"``)
+        and zarr-python's (``Array``, ``AsyncArray``, and xarray's
+        ``ZarrArrayWrapper`` of ``engine="zarr"``), named by their store.
+        """
         key = None
-        while isinstance(value, _WRAPPERS) and not isinstance(value, Zarr3BackendArray):
+        while (located := self._located(value)) is None and isinstance(value, _WRAPPERS):
             if isinstance(value, indexing.LazilyIndexedArray):
                 key = value.key
             elif isinstance(value, indexing.LazilyVectorizedIndexedArray):
                 key = None
             value = getattr(value, "array", None)  # xarray's wrappers each hold the wrapped array as .array
-        if not isinstance(value, Zarr3BackendArray):
+        if located is None:
             return None
-        array = value.zarr_array
+        where, shape = located
         items = key.tuple if isinstance(key, indexing.ExplicitIndexer) else ()
         exact = key is None or (
-            len(items) == array.ndim and all(isinstance(i, slice) and i.step in (None, 1) for i in items)
+            len(items) == len(shape) and all(isinstance(i, slice) and i.step in (None, 1) for i in items)
         )
-        return StoredRead(self.where(array.store, array.path), _box(key, array.shape), exact)
+        return StoredRead(where, _box(key, shape), exact)
+
+    def _located(self, value: object) -> tuple[str, tuple[int, ...]] | None:
+        """Where a stored array is (`where`) and its shape; ``None`` for anything else."""
+        if isinstance(value, Zarr3BackendArray):
+            value = value.zarr_array
+        if isinstance(value, Array):
+            return self.where(value.store, value.path), value.shape
+        zarr_array = _zarr_python_array(value)
+        if zarr_array is None:
+            return None
+        store_path = zarr_array.store_path
+        return self.where(self._adapted(store_path.store), store_path.path), tuple(zarr_array.shape)
+
+    def _adapted(self, zarr_store: object) -> Store:
+        """Our view of a zarr-python store (its location names the same store), made once per store."""
+        adapted = self._stores.get(id(zarr_store))
+        if adapted is None:
+            adapted = self._stores[id(zarr_store)] = make_store(zarr_store, read_only=True)
+        return adapted
+
+
+def layer_values(arrays: Iterable[DaskArray]) -> Iterator[object]:
+    """What each layer of the graphs of ``arrays`` holds, each layer once: a blockwise layer's constants and
+    task template (unexpanded), any other layer's tasks."""
+    seen: set[Hashable] = set()
+    for array in arrays:
+        graph = array.__dask_graph__()
+        layers = graph.layers if isinstance(graph, HighLevelGraph) else {id(graph): graph}
+        for name, layer in layers.items():
+            if name in seen:
+                continue
+            seen.add(name)
+            if isinstance(layer, Blockwise):
+                yield from [v for v, index in layer.indices if index is None] + [layer.task]
+            else:
+                yield from layer.values()
+
+
+def _zarr_python_array(value: object) -> Any:
+    """zarr-python's ``Array``/``AsyncArray`` in ``value`` (itself, or under xarray's ``ZarrArrayWrapper``).
+
+    Neither is looked for unless its module is imported: nothing can hold one otherwise.
+    """
+    wrappers = sys.modules.get("xarray.backends.zarr")
+    if wrappers is not None and isinstance(value, wrappers.ZarrArrayWrapper):
+        value = value.get_array()
+    zarr = sys.modules.get("zarr")
+    return value if zarr is not None and isinstance(value, (zarr.Array, zarr.AsyncArray)) else None
 
 
 def _node_reads(

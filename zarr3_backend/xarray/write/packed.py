@@ -18,12 +18,15 @@ naming the variable, the values that fit and the first that does not.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 
 from ...errors import WriteError
+
+if TYPE_CHECKING:
+    from dask.array import Array as DaskArray
 
 PACKING_KEYS = ("scale_factor", "add_offset")
 
@@ -77,42 +80,68 @@ class Packing:
 
 
 def check_packed(
-    name: str, var: xr.Variable, stored_dtype: np.dtype | None, *, in_place: bool = False
-) -> xr.Variable:
+    name: str, var: xr.Variable, stored_dtype: np.dtype | None, *, now: bool = False
+) -> tuple[xr.Variable, DaskArray | None]:
     """``var`` (before CF encoding, carrying the stored encoding), refused when a value would not pack.
 
     Checked: numbers going into an integer array (``stored_dtype``, or for a
     new array the encoding's ``dtype``) that are packed
-    (``scale_factor``/``add_offset``) or of another dtype. In-memory values are
-    checked now, and so are dask-backed ones written ``in_place`` (over stored
-    values: a failing write task would leave the others' blocks written), by
-    computing them once for the check. Other dask-backed ones (appended rows,
-    new arrays) are returned wrapped so that each block is checked in its
-    write task, before it is cast (the write then fails; an append is rolled back).
+    (``scale_factor``/``add_offset``) or of another dtype; complex values
+    into any integer array, and bools into a packed one, are refused
+    outright. In-memory values are checked now. Dask-backed ones are
+    returned wrapped so that each block is checked in the task computing
+    it, before it is cast, and with a dask array of one bool per block
+    (``None`` for in-memory values): a write that must not start before
+    every block fits (over stored values) waits for it, so the blocks
+    checked are the blocks written, computed once. ``now`` (a
+    ``mode="w"`` that deletes the group before writing) also checks them
+    before returning, by computing them once more.
     """
     packing = Packing.of({**var.encoding, "dtype": stored_dtype or var.encoding.get("dtype")})
     kind = var.dtype.kind if isinstance(var.dtype, np.dtype) else "O"
+    if packing is not None and (kind == "c" or (kind == "b" and _scaled(var))):
+        raise WriteError(_kind_message(name, var, packing))
     if packing is None or kind not in "iuf" or not _packs(var, packing):
-        return var
-    if var.chunks is not None and not in_place:
-        checked = var.data.map_blocks(_checked, name, packing, dtype=var.dtype)
-        return var.copy(data=checked, deep=False)
-    if var.chunks is not None:
-        ones = tuple((1,) * len(sizes) for sizes in var.data.chunks)
-        var.data.map_blocks(_fits, name, packing, chunks=ones, dtype=bool).compute()  # nothing is held
-        return var
-    _checked(np.asarray(var.values), name, packing)
-    return var
+        return var, None
+    if var.chunks is None:
+        _checked(np.asarray(var.values), name, packing)
+        return var, None
+    checked = var.data.map_blocks(_checked, name, packing, dtype=var.dtype)
+    ones = tuple((1,) * len(sizes) for sizes in var.data.chunks)
+    fits = checked.map_blocks(_fits, chunks=ones, dtype=bool)
+    if now:
+        var.data.map_blocks(_checked_fits, name, packing, chunks=ones, dtype=bool).compute()
+    return var.copy(data=checked, deep=False), fits
 
 
-def _fits(block: np.ndarray, name: str, packing: Packing) -> np.ndarray:
-    _checked(block, name, packing)
+def _checked_fits(block: np.ndarray, name: str, packing: Packing) -> np.ndarray:
+    return _fits(_checked(block, name, packing))
+
+
+def _fits(block: np.ndarray) -> np.ndarray:
+    """A checked block's mark: one ``True`` per dimension (nothing of the block is held)."""
     return np.ones((1,) * block.ndim, dtype=bool)
 
 
 def _packs(var: xr.Variable, packing: Packing) -> bool:
     """Whether encoding changes ``var``'s numbers: packed, or cast to another dtype."""
-    return any(k in var.encoding for k in PACKING_KEYS) or var.dtype != packing.dtype
+    return _scaled(var) or var.dtype != packing.dtype
+
+
+def _scaled(var: xr.Variable) -> bool:
+    return any(k in var.encoding for k in PACKING_KEYS)
+
+
+def _kind_message(name: str, var: xr.Variable, packing: Packing) -> str:
+    kind = "complex" if var.dtype.kind == "c" else "bool"
+    fix = "ds[name].real (or abs(...))" if kind == "complex" else "ds[name].astype('float64')"
+    return (
+        f"to_zarr3: variable {name!r} holds {kind} values ({var.dtype}), but is stored as {packing.dtype} "
+        f"(scale_factor={packing.scale_factor!r}, add_offset={packing.add_offset!r}), which cannot hold them "
+        f"(xarray would store {'their real part, wrapped around' if kind == 'complex' else 'nothing: it fails'}). "
+        f"Nothing was written. Convert them first ({fix}), or write the variable elsewhere "
+        "with a dtype that holds them (encoding=...)"
+    )
 
 
 def _checked(block: np.ndarray, name: str, packing: Packing) -> np.ndarray:

@@ -32,7 +32,6 @@ from ...coordination.guards import WriteGuard, write_guard
 from ...errors import WriteError
 from ...nodes.array import Array
 from ...nodes.paths import join_path, normalize_path
-from ...nodes.shard_writes import whole_shard_view
 from ...runtime.locks import ShardLock
 from ...store import StoreLike, make_store
 from ...store.base import Store
@@ -54,7 +53,7 @@ from .encodings import (
     parse_tree_encodings,
 )
 from .packed import check_packed
-from .region import append_view, concurrent_writers, place, resolve_region, warn_partial
+from .region import append_view, guarded, place, resolve_region
 from .self_read import read_own_target_first
 from .stored import check_no_repeats, existing_arrays, stored_encoding, unchanged
 from .target import CheckedTarget, check_target, request_token
@@ -216,8 +215,11 @@ def to_zarr3(
             ):  # this exact request was committed by an earlier, interrupted call
                 return None if compute else executor.run([], None, compute=False, progress=False)
             start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
-            plan = _guarded(_plan(obj, target, path, encoding, options), guard, compute)
-        plan = read_own_target_first(target, path, start.mode, plan)  # before anything is deleted
+            options = replace(options, replaces=start.replaces)
+            plan = guarded(_plan(obj, target, path, encoding, options), guard, compute)
+        plan = read_own_target_first(
+            target, path, start.mode, plan, replaces=start.replaces
+        )  # nothing deleted yet
         if any(write.variable.chunks is not None for write in plan.data):
             executor.check_reachable(target)
         consolidate = consolidates(consolidated, options.mode, target)
@@ -230,17 +232,6 @@ def _plan(
     if isinstance(obj, xr.DataTree):
         return plan_tree(obj, target, path, encoding=encoding, options=options)
     return plan_dataset(obj, target, path, encoding=encoding, options=options)
-
-
-def _guarded(plan: WritePlan, guard: WriteGuard, compute: bool) -> WritePlan:
-    """``plan`` as ``guard`` lets it run: a region write without ``lock=`` warns of partial shards other writers
-    may race; with ``lock=`` or deferred, it merges whole shards (appends may change the shape meanwhile)."""
-    later = not compute and any(write.variable.chunks is not None for write in plan.data)
-    if guard.unguarded_region and (reason := concurrent_writers(later)):
-        warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
-    if guard.mode == "r+" and (guard.user_lock or later):
-        plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
-    return plan
 
 
 def _last_step(
@@ -357,24 +348,27 @@ class _GroupWrite:
             write_empty = bool(variable.encoding.get("write_empty_chunks", False))
         array = self.existing.get(name)
         if array is None:
-            encoded = encode_variable(check_packed(name, variable, None), name)
+            checked, fits = check_packed(name, variable, None, now=self.options.replaces)
+            encoded = encode_variable(checked, name)
             path = join_path(self.path, name)
             metadata = new_array_metadata(
                 name, encoded, path=path, explicit=name in self.explicit, where=self.where
             )
             new = DataWrite(
-                name, Array(self.store, path, metadata), (0,) * encoded.ndim, encoded, write_empty
+                name, Array(self.store, path, metadata), (0,) * encoded.ndim, encoded, write_empty, fits
             )
             return _VariableWrite(new, created=True)
         if self._keeps(name, variable, array):
             return None
         in_place = self.options.append_dim not in variable.dims  # not appended: over stored values
-        fitted = check_packed(name, check_fits(name, variable, array), array.dtype, in_place=in_place)
+        fitted, fits = check_packed(name, check_fits(name, variable, array), array.dtype)
         encoded = encode_into(name, fitted, array)
         placement = place(name, encoded, array, region=self.region, append_dim=self.options.append_dim)
         encoded = encoded.transpose(*placement.dims)
         if placement.shape == array.shape:
-            return _VariableWrite(DataWrite(name, array, placement.origin, encoded, write_empty))
+            return _VariableWrite(
+                DataWrite(name, array, placement.origin, encoded, write_empty, fits, in_place)
+            )
         grown = Array(
             array.store,
             array.path,
@@ -384,7 +378,9 @@ class _GroupWrite:
         )
         view = append_view(grown, array.shape)
         return _VariableWrite(
-            DataWrite(name, view, placement.origin, encoded, write_empty), grown_from=array.shape, grown=grown
+            DataWrite(name, view, placement.origin, encoded, write_empty, fits, in_place),
+            grown_from=array.shape,
+            grown=grown,
         )
 
     def _keeps(self, name: str, variable: xr.Variable, array: Array) -> bool:

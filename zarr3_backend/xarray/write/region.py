@@ -23,7 +23,8 @@ import multiprocessing
 import threading
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -34,9 +35,12 @@ from ...core.chunk_grid import ChunkLengths
 from ...core.indexing import DimGrid
 from ...errors import RegionKeyError, WriteError, WriteTypeError
 from ...nodes.array import Array
-from ...nodes.shard_writes import PartialShardWarning, partial_shards
+from ...nodes.shard_writes import PartialShardWarning, partial_shards, whole_shard_view
 from ...runtime.stacklevel import caller_stacklevel
-from ...writes.plan import Region, Shape
+from ...writes.plan import Region, Shape, WritePlan
+
+if TYPE_CHECKING:
+    from ...coordination.guards import WriteGuard
 
 
 @dataclass(frozen=True)
@@ -223,3 +227,14 @@ def warn_partial(writes: Sequence[tuple[str, Array, Shape, Shape]], reason: str)
         PartialShardWarning,
         stacklevel=caller_stacklevel("zarr3_backend"),
     )
+
+
+def guarded(plan: WritePlan, guard: WriteGuard, compute: bool) -> WritePlan:
+    """``plan`` as ``guard`` lets it run: a region write without ``lock=`` warns of partial shards other writers
+    may race; with ``lock=`` or deferred, it merges whole shards (appends may change the shape meanwhile)."""
+    later = not compute and any(write.variable.chunks is not None for write in plan.data)
+    if guard.unguarded_region and (reason := concurrent_writers(later)):
+        warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+    if guard.mode == "r+" and (guard.user_lock or later):
+        plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
+    return plan

@@ -34,9 +34,11 @@ if TYPE_CHECKING:
     from .graph_reads import Box, GraphReads, StoredRead
 
 
-def read_own_target_first(store: Store, path: str, mode: WriteMode, plan: WritePlan) -> WritePlan:
+def read_own_target_first(
+    store: Store, path: str, mode: WriteMode, plan: WritePlan, *, replaces: bool = False
+) -> WritePlan:
     """``plan`` ready to change the store: `check_self_reads`, then for ``mode="w"`` `load_lazy_variables`."""
-    check_self_reads(store, path, mode, plan)
+    check_self_reads(store, path, mode, plan, replaces=replaces)
     return load_lazy_variables(plan) if mode == "w" else plan
 
 
@@ -48,12 +50,17 @@ def load_lazy_variables(plan: WritePlan) -> WritePlan:
     return replace(plan, data=data)
 
 
-def check_self_reads(store: Store, path: str, mode: WriteMode, plan: WritePlan) -> None:
+def check_self_reads(
+    store: Store, path: str, mode: WriteMode, plan: WritePlan, *, replaces: bool = False
+) -> None:
     """Raise `WriteError` if a dask variable of ``plan`` reads data this write deletes or overwrites.
 
     The stored arrays a graph holds are found without expanding it; only
     when one of them is overwritten (``mode="a"``, ``"r+"``) do the
-    variable's blocks tell which rows it reads.
+    variable's blocks tell which rows it reads. A ``mode="w"`` that
+    ``replaces`` a group holding something also refuses graphs whose reads
+    cannot be seen (`opaque.first_opaque`): a function of other code or an
+    unknown array-like, which may read the group once it is deleted.
     """
     lazy = [w for w in plan.data if w.variable.chunks is not None]
     if not lazy:
@@ -72,6 +79,24 @@ def check_self_reads(store: Store, path: str, mode: WriteMode, plan: WritePlan) 
     touching += [w for w in others if any(map(target.meets, plan_reads(finder, w.variable.data)))]
     if touching:
         raise WriteError(_message(sorted({w.array.path for w in touching}), store, path, mode))
+    if mode == "w" and replaces:
+        _refuse_opaque(finder, store, path, lazy)
+
+
+def _refuse_opaque(finder: GraphReads, store: Store, path: str, lazy: list[DataWrite]) -> None:
+    from .opaque import first_opaque
+
+    for write in lazy:
+        found = first_opaque([write.variable.data], finder)
+        if found is not None:
+            where = f"group {path!r} of {store!r}" if path else repr(store)
+            raise WriteError(
+                f"to_zarr3 (mode='w'): the dask data of {write.array.path!r} calls {found}, and this write "
+                f"cannot see what that reads; {where} holds data that this write deletes before any task runs, "
+                "so a task reading it would find it gone. Nothing was written. Load the data first "
+                "(ds = ds.load()), write to another location and move it in place afterwards, or delete the "
+                "old group yourself first if nothing reads it"
+            )
 
 
 @dataclass(frozen=True)

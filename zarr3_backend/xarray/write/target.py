@@ -68,6 +68,7 @@ class CheckedTarget:
     fingerprint: str = ""
     template: bool = False
     taken_over: tuple[str, ...] = ()  # the template groups whose mark this region write or append removes
+    replaces: bool = False  # mode="w" over a group holding something, which it deletes before writing
 
     @property
     def first_write(self) -> bool:
@@ -136,7 +137,8 @@ def check_target(
         mode = "w"  # the same write again: it replaces what its unfinished run left
     elif mode == "w-":
         _refuse_occupied(store, path, found[path])
-    return CheckedTarget(store, path, mode, request, template=not compute)
+    replaces = mode == "w" and (bool(found[path]) or _first_key(store, path) is not None)
+    return CheckedTarget(store, path, mode, request, template=not compute, replaces=replaces)
 
 
 def _parsed(path: str, raw: bytes | None) -> NodeMetadata | None:
@@ -189,15 +191,20 @@ def _refuse_occupied(store: Store, path: str, found: dict[str, bytes]) -> None:
             "writes only into an empty location. Write somewhere else, or pass mode='w' to delete the Zarr v2 store "
             "and write a Zarr v3 one in its place"
         )
-    prefix = f"{path}/" if path else ""
-    keys, prefixes = store.list_dir(prefix)
-    example = keys[0] if keys else next(iter(store.list_prefix(prefix)), None) if prefixes else None
+    example = _first_key(store, path)
     if example is not None:
         raise NodeExistsError(
             f"to_zarr3: {where} is not empty (it holds {example!r}, but no zarr.json); mode='w-' (the default) writes "
             "only into an empty location, as engine='zarr' does. Write somewhere else (or into a new group: "
             "group='name'), or pass mode='w' to delete everything there and write in its place"
         )
+
+
+def _first_key(store: Store, path: str) -> str | None:
+    """A key below the group at ``path``, or ``None`` if it holds none."""
+    prefix = f"{path}/" if path else ""
+    keys, prefixes = store.list_dir(prefix)
+    return keys[0] if keys else next(iter(store.list_prefix(prefix)), None) if prefixes else None
 
 
 def _v2_message(store: Store, group: str, path: str, key: str) -> str:

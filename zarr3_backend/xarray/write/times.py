@@ -40,7 +40,12 @@ ROUND_FIX = (
 
 
 def encode_variable(variable: xr.Variable, name: str) -> xr.Variable:
-    """xarray's zarr v3 encoding of ``variable``; xarray's warnings are re-issued naming the user's line."""
+    """xarray's zarr v3 encoding of ``variable``; xarray's warnings are re-issued naming the user's line.
+
+    Dask-backed Python objects (``datetime.timedelta``, strings) are computed
+    first: xarray infers their type only in memory.
+    """
+    variable = _objects_loaded(variable)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         encoded: xr.Variable = encode_zarr_variable(variable, name=name, zarr_format=3)
@@ -58,6 +63,7 @@ def encode_into(name: str, variable: xr.Variable, array: Array) -> xr.Variable:
     times are computed for the check, so the refusal comes before any write.
     """
     stored = StoredTime.of(name, array)
+    variable = _objects_loaded(variable)
     if not holds_times(variable, stored.units):
         return encode_variable(variable, name)
     loaded = variable.load() if variable.chunks is None else variable.compute()
@@ -67,8 +73,8 @@ def encode_into(name: str, variable: xr.Variable, array: Array) -> xr.Variable:
         warnings.simplefilter("ignore")  # a misfit is refused below, so xarray's unit-switch warning is noise
         try:
             encoded: xr.Variable = encode_zarr_variable(loaded.copy(data=given), name=name, zarr_format=3)
-        except (OverflowError, ValueError, TypeError) as exc:
-            index, value = first_misfit(given, _in_stored_units(given, stored), stored) or (0, given.flat[0])
+        except (OverflowError, ValueError, TypeError, AttributeError) as exc:  # cftime's, past year 9999
+            index, value = _first_unencodable(given, stored)
             what = f"its value {value} (position {index}) cannot be encoded in them ({exc})"
             raise stored.refusal(what, ROUND_FIX) from exc
     misfit = first_misfit(given, np.asarray(encoded.values), stored)
@@ -92,6 +98,20 @@ def _why(count: float, stored: StoredTime) -> str:
     return "does not read back the same"
 
 
+def _first_unencodable(given: np.ndarray, stored: StoredTime) -> tuple[int, object]:
+    """(flat position, value) of the first of ``given`` that does not fit or that xarray (or cftime) cannot
+    encode at all (a year past 9999 under a ``"days since"`` axis)."""
+    flat = given.ravel()
+    try:
+        found = first_misfit(given, _in_stored_units(given, stored), stored)
+    except (OverflowError, ValueError, TypeError, AttributeError):
+        found = None
+    for index in range(flat.size) if found is None else ():
+        if np.isnan(_in_stored_units(flat[index : index + 1], stored)).all():
+            return index, flat[index]
+    return found or (0, flat[0])
+
+
 def _in_stored_units(given: np.ndarray, stored: StoredTime) -> np.ndarray:
     """``given`` as float counts of the stored units (never switched to finer ones), NaN where none exists."""
     with warnings.catch_warnings():
@@ -101,7 +121,7 @@ def _in_stored_units(given: np.ndarray, stored: StoredTime) -> np.ndarray:
                 return np.asarray(encode_cf_timedelta(given, stored.units, dtype=np.dtype("float64"))[0])
             float64 = np.dtype("float64")
             return np.asarray(encode_cf_datetime(given, stored.units, stored.calendar, dtype=float64)[0])
-        except (OverflowError, ValueError, TypeError):
+        except (OverflowError, ValueError, TypeError, AttributeError):  # AttributeError: cftime's, past 9999
             return np.full(given.shape, np.nan)
 
 
@@ -156,3 +176,11 @@ def _in_range(numbers: np.ndarray, stored_dtype: np.dtype) -> np.ndarray:
                 np.isfinite(numbers) & (numbers >= info.min) & (numbers <= info.max), dtype=bool
             )
     return np.asarray((numbers >= info.min) & (numbers <= info.max), dtype=bool)
+
+
+def _objects_loaded(variable: xr.Variable) -> xr.Variable:
+    """``variable`` computed if it holds Python objects under dask, made as xarray makes in-memory values
+    (``datetime.timedelta`` objects become ``timedelta64``, as they do in memory)."""
+    if variable.chunks is None or variable.dtype.kind != "O":
+        return variable
+    return xr.Variable(variable.dims, variable.values, variable.attrs, variable.encoding)

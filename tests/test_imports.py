@@ -1,0 +1,56 @@
+"""What ``import zarr3_backend`` imports (issue 61): the engine and ``to_zarr3``, not dask, distributed or obstore.
+
+Each check runs in a fresh interpreter, with this checkout first on the path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAZY = ("dask", "distributed", "obstore", "s3fs", "zarr3_backend.xarray.write.graph_reads")
+
+
+def fresh(code: str) -> object:
+    """The JSON ``code`` prints, run in a new interpreter."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_package_imports_no_dask_distributed_or_obstore() -> None:
+    imported = fresh(
+        f"import json, sys, zarr3_backend; print(json.dumps([m for m in {LAZY!r} if m in sys.modules]))"
+    )
+    assert imported == []
+
+
+def test_the_engine_and_to_zarr3_are_there_without_dask_imported() -> None:
+    pytest.importorskip("xarray")
+    found = fresh(
+        "import json, sys, xarray as xr, zarr3_backend\n"
+        "found = [hasattr(xr.Dataset, 'to_zarr3'), hasattr(xr.DataArray, 'to_zarr3'), "
+        "callable(zarr3_backend.to_zarr3), 'dask' in sys.modules]\n"
+        "print(json.dumps([*found, 'zarr3' in xr.backends.list_engines()]))"  # (other engines may import dask)
+    )
+    assert found == [True, True, True, False, True]
+
+
+def test_a_write_with_progress_imports_dask_when_it_runs(tmp_path: Path) -> None:
+    pytest.importorskip("dask")
+    found = fresh(
+        "import json, sys, numpy as np, xarray as xr, zarr3_backend\n"
+        f"xr.Dataset({{'v': ('x', np.arange(4.0))}}).chunk(x=2).to_zarr3({str(tmp_path / 'a.zarr')!r}, progress=True)\n"
+        f"print(json.dumps(xr.open_dataset({str(tmp_path / 'a.zarr')!r}, engine='zarr3').v.values.tolist()))"
+    )
+    assert found == [0.0, 1.0, 2.0, 3.0]
