@@ -113,9 +113,10 @@ def store_graph(
             aligned = align_to_shards(request.data, request.array, request.origin, request.name)
             written.append(_shard_tasks(request, aligned, opened))
             names.append(request.name or request.array.path)
-    parts: list[object] = list(written) if opened is None else _one_graph(written)
+    parts: object = written if opened is None else _one_graph(written)
+    shapes = None if opened is None else [a.shape for a in written]
     return cast(
-        "Delayed", delayed(_after, pure=False)(parts, last_step, names)
+        "Delayed", delayed(_after, pure=False)(parts, last_step, names, shapes)
     )  # dask's delayed is unannotated
 
 
@@ -126,15 +127,20 @@ def _opened(gate: Sequence[DaskArray]) -> DaskArray:
     return cast("DaskArray", da.stack([a.all() for a in gate]).all())
 
 
-def _one_graph(written: Sequence[DaskArray]) -> list[object]:
-    """``written`` optimized as one graph, as blocks of delayed values: the gate and what it checks computed once.
+def _one_graph(written: Sequence[DaskArray]) -> DaskArray:
+    """``written`` as one dask array (each array's results raveled, then joined): one collection.
 
     Handed to ``delayed`` one by one, each array would be optimized (and its
-    keys renamed) apart, computing what they share once per array.
+    keys renamed) apart, computing what they share (the gate, the blocks it
+    checks) once per array.
     """
-    from dask.base import optimize
+    import dask.array as da
 
-    return [a.to_delayed(optimize_graph=False).tolist() for a in optimize(*written)]
+    return (
+        written[0].ravel()
+        if len(written) == 1
+        else cast("DaskArray", da.concatenate([a.ravel() for a in written]))
+    )
 
 
 def _shard_tasks(request: WriteRequest, aligned: DaskArray, opened: DaskArray | None = None) -> DaskArray:
@@ -205,12 +211,25 @@ def _write_shard(
     return task_result(np.asarray(block).nbytes, forks, len(start))
 
 
-def _after(written: list[object], last_step: WriteStep | None, names: list[str]) -> ForkWrite | None:
+def _after(
+    written: Sequence[np.ndarray] | np.ndarray,
+    last_step: WriteStep | None,
+    names: list[str],
+    shapes: list[tuple[int, ...]] | None = None,
+) -> ForkWrite | None:
     """Run ``last_step``; return the forks every task wrote into (see `zarr3_backend.dask.forks`), if any.
 
-    ``written``: per request, its shard tasks' results (an array, or nested lists of blocks).
+    ``written``: per request, its shard tasks' results; with ``shapes``, all
+    of them joined in one flat array (`_one_graph`), split here again.
     """
+    if shapes is not None:
+        ends = np.cumsum([int(np.prod(shape)) for shape in shapes])
+        flat = np.asarray(written)
+        written = [
+            flat[end - size : end].reshape(shape)
+            for end, size, shape in zip(ends, map(np.prod, shapes), shapes)
+        ]
     with task_forks() as forks:
         if last_step is not None:
             last_step.run()
-    return gathered([np.block(w) if isinstance(w, list) else np.asarray(w) for w in written], names, forks)
+    return gathered(list(written), names, forks)

@@ -80,6 +80,10 @@ def write_data(
     deferred write is returned, so the rows are the write's; they are listed as not
     written (`zarr3_backend.coordination.reservations`) until its last step,
     `ReleaseReservation`, has run.
+
+    A write over stored packed values (`DataWrite.gated`) writes no shard,
+    in-memory variables included, before every block of its packed dask
+    values is checked (the gate of `store_graph()`).
     """
     commit = last_step if isinstance(last_step, CommitMetadata) else None  # not run yet: undone on failure
     reserved = None

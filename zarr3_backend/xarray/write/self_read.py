@@ -9,7 +9,11 @@ already overwritten. Before any change to the store:
   memory (`load_lazy_variables`): the write holds them in memory anyway;
 - a dask (or Cubed) variable whose graph reads a stored array where this write deletes
   or overwrites data raises `WriteError` (`check_self_reads`), naming the
-  variables and the two fixes: ``.load()`` first, or write elsewhere and move.
+  variables and the two fixes: ``.load()`` first, or write elsewhere and move;
+- a ``mode="w"`` replacing a group that holds something also refuses a dask
+  graph whose reads cannot be seen (`opaque`): a function of other code, an
+  unknown array-like. Refused rather than written beside and swapped in:
+  object stores have no rename, so a swap would copy the whole group.
 
 The reads come from the dask graph or the Cubed plan (`graph_reads`), stores are compared by
 `Store.location`, so every spelling of one store (relative, ``file://``, a
