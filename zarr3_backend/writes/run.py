@@ -83,7 +83,7 @@ def write_data(
 
     A write over stored packed values (`DataWrite.gated`) writes no shard,
     in-memory variables included, before every block of its packed dask
-    values is checked (the gate of `store_graph()`).
+    values is checked (the `gate` of `Executor.run`).
     """
     commit = last_step if isinstance(last_step, CommitMetadata) else None  # not run yet: undone on failure
     reserved = None
