@@ -36,7 +36,10 @@ With ``--only s3`` both writers write to a local S3-compatible server.
 Every output is verified after the warm-up (read back by zarr3_backend and
 zarr-python and compared with the data).
 
-Run ``python benchmarks/bench_write.py --quick`` for a smoke test.
+``--executors dask,cubed`` runs only the executor table (``executors.py``):
+to_zarr3 on dask and on Cubed's threads and processes executors, beside
+xarray's to_zarr on Cubed. Run ``python benchmarks/bench_write.py --quick``
+for a smoke test.
 """
 
 from __future__ import annotations
@@ -313,6 +316,12 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the main table to this JSON file")
     parser.add_argument(
+        "--executors",
+        default=None,
+        help="comma-separated executors (dask,cubed): to_zarr3 on each beside xarray's to_zarr on Cubed "
+        "(executors.py); runs only that section",
+    )
+    parser.add_argument(
         "--latency", type=float, default=0.05, help="seconds added to every S3 request (--only s3)"
     )
     args = parser.parse_args()
@@ -327,7 +336,11 @@ def main() -> int:
     ds, data = make_dataset(shape)
     failures: list[str] = []
     try:
-        sections = args.only or ["main", "scaling", "memory"]
+        sections = args.only or ([] if args.executors else ["main", "scaling", "memory"])
+        if args.executors:
+            from executors import run_executors
+
+            run_executors(ds, data, out, failures, args.repeats, args.executors.split(","))
         if "main" in sections:
             load_before = os.getloadavg()[0]
             table = run_main_table(ds, data, out, failures, args.repeats)

@@ -33,9 +33,9 @@ DEFERRED: dict[tuple[str, str], str] = {
         "zarr3_backend.dask.progress",
     ): "progress imports dask at module level; compute stays importable without dask",
     (
-        "zarr3_backend.conversion.shards",
+        "zarr3_backend.dask.executor",
         "zarr3_backend.dask.progress",
-    ): "progress imports dask at module level; conversion (and the zarr3 command) stay importable without dask",
+    ): "progress imports dask at module level; the executor registry loads the dask executor without dask",
     (
         "zarr3_backend.xarray.write.self_read",
         "zarr3_backend.xarray.write.graph_reads",

@@ -54,6 +54,10 @@ ALLOWED_FORMS = re.compile(r"\bnp\.\w+\[Any\]|\bNDArray\[Any\]|\bndarray\[Any, |
 
 # Public signatures that keep a bare Any, each with the third-party type or protocol that forces it.
 ALLOWED_ANY: dict[tuple[str, str], str] = {
+    (
+        "zarr3_backend.writes.executor",
+        "Forked.finish",
+    ): "each executor's own deferred write (dask's Delayed, which dask leaves unannotated) comes back to it",
     **{
         (
             "zarr3_backend.nodes.attributes",

@@ -46,12 +46,12 @@ from .nodes.array import Array
 from .nodes.hierarchy import Group
 from .nodes.tree_consolidation import consolidate_metadata
 from .store import clear_store_cache
+from .writes.commit import finish_pending_write
 
 __version__ = "0.1.0"
 
 if importlib.util.find_spec("xarray") is not None:
     from .xarray.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
-    from .xarray.write.commit import finish_pending_write
     from .xarray.write.planner import to_zarr3
 
 __all__ = [

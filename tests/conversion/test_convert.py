@@ -27,7 +27,7 @@ from zarr3_backend import ConvertSummary, convert
 from zarr3_backend.cli import main
 from zarr3_backend.conversion import default_shards
 from zarr3_backend.conversion import shards as shard_tasks
-from zarr3_backend.conversion.record import DONE, Done, checksum
+from zarr3_backend.conversion.progress_record import DONE, Done, checksum
 from zarr3_backend.errors import (
     ArgumentError,
     ChecksumError,

@@ -21,7 +21,7 @@ from command import zarr3
 import zarr3_backend
 from zarr3_backend import conversion, convert
 from zarr3_backend.conversion import shards as shard_tasks
-from zarr3_backend.conversion.record import DONE, PLAN_KEY, RUNNING_KEY
+from zarr3_backend.conversion.progress_record import DONE, PLAN_KEY, RUNNING_KEY
 from zarr3_backend.coordination.records import MANIFEST_KEY
 from zarr3_backend.errors import ConcurrentWriteError, MetadataError
 from zarr3_backend.store import make_store

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarr3_backend
-from zarr3_backend.conversion.record import PLAN_KEY, Record
+from zarr3_backend.conversion.progress_record import PLAN_KEY, Record
 from zarr3_backend.coordination.lease import LEASE_KEY, StoreLease, parse_lease
 from zarr3_backend.coordination.pending import parse_pending
 from zarr3_backend.coordination.reservations import APPENDING, HINT, Reservation, parse_reservations

@@ -26,10 +26,10 @@ from zarr3_backend.errors import MetadataError
 from zarr3_backend.nodes.creation import TARGET_CHUNK_BYTES, default_chunks
 from zarr3_backend.nodes.shard_writes import PartialShardWarning
 from zarr3_backend.store import make_store
+from zarr3_backend.writes.plan import WriteOptions, WritePlan
 from zarr3_backend.xarray.read_encoding import decode_fill_value
 from zarr3_backend.xarray.root import normalize_location
 from zarr3_backend.xarray.write.encodings import InnerChunksWarning
-from zarr3_backend.xarray.write.plan import WriteOptions, WritePlan
 from zarr3_backend.xarray.write.planner import plan_dataset, to_zarr3
 
 ADAPTER = Path(zarr3_backend.__file__).parent / "xarray_backend"

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..conversion import convert
-from ..conversion.record import OVERWRITE_OPTION
+from ..conversion.progress_record import OVERWRITE_OPTION
 from ..core.json_types import JSON
 from ..errors import ArgumentError
 from .options import storage_options

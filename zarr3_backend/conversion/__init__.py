@@ -31,16 +31,16 @@ from ..api import open as open_node
 from ..coordination.converted import Manifest, encode_manifest
 from ..coordination.records import CONVERT_DONE_PREFIX, CONVERT_PREFIX, MANIFEST_KEY
 from ..core.metadata import GroupMetadata, NodeMetadata, encode_metadata, metadata_key
-from ..dask.compute import check_reachable, compute_writes
 from ..errors import ArgumentError, ConcurrentWriteError, MetadataError, NodeExistsError, WriteError
 from ..nodes.array import Array
 from ..nodes.consolidation import consolidated_entry
 from ..nodes.creation import CodecLike
 from ..store import StoreLike, make_store
 from ..store.base import Store
+from ..writes.executor import Executor, executor_for
 from .plan import PerArray, Plan, default_shards, describe_source, make_plan, past_the_extent
-from .record import OVERWRITE_OPTION, Done, Record
-from .shards import ShardCopy, ShardResume, convert_graph, shard_copies
+from .progress_record import OVERWRITE_OPTION, Done, Record
+from .shards import ShardCopy, ShardResume, shard_copies
 
 __all__ = ["ConvertSummary", "convert", "default_shards"]
 
@@ -154,9 +154,10 @@ def convert(
             for task in shard_copies(a.source, Array(target, a.path, a.metadata), record, done)
         ]
         if tasks:
-            _check_readable(source_store)
-            check_reachable(target)
-            compute_writes(convert_graph(tasks), progress, label="convert")
+            executor = executor_for([])  # the data is read by the tasks: the default executor (dask)
+            _check_readable(executor, source_store)
+            executor.check_reachable(target)
+            executor.run_tasks(tasks, progress=progress, label="convert")
         entries = record.done()
         manifest = _manifest(plan, tasks, entries)
         _finish(target, plan, manifest)
@@ -248,10 +249,10 @@ def _finish(store: Store, plan: Plan, manifest: Manifest) -> None:
     store.set(metadata_key(""), encode_metadata(root))
 
 
-def _check_readable(store: Store) -> None:
+def _check_readable(executor: Executor, store: Store) -> None:
     """Refuse a process-local SRC when the tasks run in other processes (they would read fill values)."""
     try:
-        check_reachable(store)
+        executor.check_reachable(store)
     except WriteError as exc:
         raise ArgumentError(
             f"SRC {store!r} lives in this process's memory, which the dask workers (other processes) "

@@ -1,20 +1,18 @@
-"""The data of a convert: one dask task per output shard, which reads, writes and verifies that shard.
+"""The data of a convert: one task per output shard, which reads, writes and verifies that shard.
 
 A task (`ShardCopy`) reads its shard's source region, takes its `checksum()`,
 writes the shard with one store ``set`` (`write_block()`), reads it back and
 compares checksums (`ChecksumError` on a mismatch), then records the shard as
 done with its stored generation. A resumed run (`ShardResume`) copies again
 each shard recorded as done whose stored shard or source values changed. A
-task holds about one shard of decoded values at a time. The tasks' keys are
-those of write graphs, so `compute_writes()` runs them with the same progress line.
+task holds about one shard of decoded values at a time. Each task is a
+shard task of the executor seam (`zarr3_backend.writes.executor.Executor.run_tasks()`).
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,10 +20,7 @@ from ..errors import ChecksumError
 from ..nodes.array import Array
 from ..nodes.shard_writes import write_block
 from ..store.base import ByteRange, Versioned
-from .record import Done, Record, checksum
-
-if TYPE_CHECKING:  # dask is optional: imported where the graph is built
-    from dask.delayed import Delayed
+from .progress_record import Done, Record, checksum
 
 
 @dataclass(frozen=True)
@@ -124,21 +119,3 @@ def shard_copies(
         copy = ShardCopy(source, target, tuple(coords), record)
         entry = done.get(copy.key)
         yield copy if entry is None else ShardResume(copy, entry)
-
-
-def convert_graph(copies: Sequence[ShardCopy | ShardResume]) -> Delayed:
-    """A ``dask.delayed`` running every copy (one task each, keyed as a write graph's shard tasks)."""
-    from dask.delayed import Delayed
-
-    from ..dask.progress import SHARD_TASK_PREFIX
-
-    token = uuid.uuid4().hex
-    name = f"{SHARD_TASK_PREFIX}convert-{token}"
-    graph: dict[object, object] = {(name, i): (copy,) for i, copy in enumerate(copies)}
-    final = f"zarr3-convert-{token}"
-    graph[final] = (_total, list(graph))
-    return Delayed(final, graph)
-
-
-def _total(copied: list[int]) -> int:
-    return sum(copied)

@@ -13,13 +13,12 @@ Why each is needed: the architecture page, "How a write commits".
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
 from ..errors import WriteError
 from ..runtime.locks import LOCAL_LOCKS, KeyLocks, ShardLock, local_lock
 from ..store.base import Store
-from ..store.fsspec_store import FsspecStore
 from .lease import RegionMark, StoreLease
 from .records import PENDING_KEY
 
@@ -94,7 +93,7 @@ def check_append_coordination(store: Store, append_dim: Hashable | None, lock: o
     in-process stores (``memory://``) and transactions (an Icechunk session,
     whose commit detects conflicting writers) need neither.
     """
-    coordinated = lock is not None or store.atomic_create or store.transactional or _in_process(store)
+    coordinated = lock is not None or store.atomic_create or store.transactional or store.process_local
     if append_dim is None or coordinated:
         return
     raise WriteError(
@@ -107,6 +106,16 @@ def check_append_coordination(store: Store, append_dim: Hashable | None, lock: o
     )
 
 
-def _in_process(store: Store) -> bool:
-    protocol = store.fs.protocol if isinstance(store, FsspecStore) else ()
-    return "memory" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))
+def when_no_write_runs(store: Store, action: Callable[[], None]) -> bool:
+    """Run ``action`` unless a write of this process to ``store`` holds its writers' lock; whether it ran.
+
+    The lock is never waited for: the write holding it sets things right at its own commit.
+    """
+    writers = local_lock(writers_key(store))
+    if not writers.acquire(blocking=False):
+        return False
+    try:
+        action()
+    finally:
+        writers.release()
+    return True

@@ -102,7 +102,7 @@ RECORDS: tuple[StoredName, ...] = (
     StoredName(
         CONVERT_PREFIX,
         "prefix",
-        "conversion.record",
+        "conversion.progress_record",
         "a convert's plan, its running holder and its shards done",
         "skipped (a reserved `__` name); deleted when the convert finishes",
     ),

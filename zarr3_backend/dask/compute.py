@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import WriteError
 from ..runtime import TrackedExecutor, current_pool, private_pool, shared_pool
-from ..store import FsspecStore
 from ..store.base import Store
 
 if TYPE_CHECKING:  # dask and distributed are optional: this module imports them where it uses them
@@ -42,7 +41,7 @@ def _distributed_client() -> Client | None:
 
 def check_reachable(store: Store) -> None:
     """Refuse a process-local (``memory://``) store when the writes would run in other processes."""
-    if not isinstance(store, FsspecStore) or "memory" not in _protocols(store):
+    if not store.process_local:
         return
     import dask.base
     import dask.multiprocessing
@@ -54,11 +53,6 @@ def check_reachable(store: Store) -> None:
             f"the store {store!r} lives in this process's memory, but the dask scheduler runs tasks in "
             "other processes, whose writes would be lost; write to a path or an object store (s3://, gs://) instead"
         )
-
-
-def _protocols(store: FsspecStore) -> set[str]:
-    protocol = store.fs.protocol
-    return {protocol} if isinstance(protocol, str) else set(protocol)
 
 
 def compute_writes(delayed: Delayed, progress: bool | str = False, *, label: str = "to_zarr3") -> object:

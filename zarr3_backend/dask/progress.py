@@ -12,13 +12,10 @@ finish. The line is rewritten in place and ends with the totals::
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+from ..writes.tasks import ShardProgress
 
 if TYPE_CHECKING:  # dask is imported where a graph is computed; distributed where a client is used
     from dask.callbacks import Callback
@@ -32,39 +29,6 @@ SHARD_TASK_PREFIX = "zarr3-write-shard-"
 def is_shard_key(key: Hashable) -> bool:
     """Whether ``key`` names a shard task of a write graph."""
     return isinstance(key, tuple) and isinstance(key[0], str) and key[0].startswith(SHARD_TASK_PREFIX)
-
-
-class ShardProgress:
-    """Prints ``label: done/total shards (pct%), MB, MB/s`` to ``stream`` as shards complete."""
-
-    def __init__(self, total: int, label: str = "to_zarr3", stream: TextIO | None = None) -> None:
-        self.total = total
-        self.label = label
-        self.stream = stream if stream is not None else sys.stdout
-        self.done = 0
-        self.nbytes = 0
-        self.started = time.perf_counter()
-
-    def line(self) -> str:
-        """The current progress line."""
-        elapsed = max(time.perf_counter() - self.started, 1e-9)
-        percent = 100 * self.done // self.total if self.total else 100
-        return (
-            f"{self.label}: {self.done}/{self.total} shards ({percent}%), "
-            f"{self.nbytes / 1e6:.0f} MB, {self.nbytes / 1e6 / elapsed:.1f} MB/s"
-        )
-
-    def update(self, written: npt.ArrayLike) -> None:
-        """Count one finished shard task that wrote ``written`` bytes (an int or a one-element array)."""
-        self.done += 1
-        self.nbytes += int(np.sum(written))
-        self.stream.write("\r" + self.line())
-        self.stream.flush()
-
-    def close(self) -> None:
-        """End the line (printing it once if no shard was written)."""
-        self.stream.write(("\r" + self.line() if not self.done else "") + "\n")
-        self.stream.flush()
 
 
 def shard_keys(delayed: Delayed) -> list[Hashable]:

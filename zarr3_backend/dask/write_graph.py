@@ -12,7 +12,7 @@ partial shards are read, merged and rewritten, under the write's ``locks``)
 and returns the bytes it wrote (counted by ``progress=True``, see
 `zarr3_backend.dask.progress`), with the Icechunk forks it wrote into, if
 any (`zarr3_backend.dask.forks`); the graph's last task runs the write's
-`WriteStep`, if any.
+`WriteStep`, if any (the contract: `zarr3_backend.writes.tasks`).
 `zarr3_backend.dask.compute` runs the graph.
 
 Everything in the graph pickles (``Array`` is store + path + metadata), so
@@ -33,7 +33,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from ..nodes.array import Array
 from ..nodes.shard_writes import shard_aligned_chunks, write_block
 from ..runtime.locks import NO_LOCKS, KeyLocks
 from ..runtime.stacklevel import caller_stacklevel
+from ..writes.tasks import WriteRequest, WriteStep, inputs_per_block
 from .forks import ForkWrite, gathered, task_forks, task_result
 
 if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
@@ -50,20 +51,6 @@ if TYPE_CHECKING:  # dask is optional: this module imports it where it uses it
 
 class ShardAlignmentWarning(UserWarning):
     """Dask chunks were rechunked to the shard grid; the message states what that costs."""
-
-
-class WriteStep(Protocol):
-    """A step of a write that takes no argument and returns nothing: `run()` does it, once.
-
-    `store_graph()` runs one as its last task, after every shard task
-    succeeded (never if one failed), so it must pickle: it may run on a
-    ``dask.distributed`` worker. A step that fails raises, and the write
-    fails with its error. The steps of ``to_zarr3``: docs/architecture.md,
-    "How a write commits".
-    """
-
-    def run(self) -> None:
-        """Do the step (raise to fail the write)."""
 
 
 def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: str = "") -> DaskArray:
@@ -76,7 +63,7 @@ def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: 
     target = shard_aligned_chunks(data.shape, origin, array.metadata.chunk_grid.dim_grids)
     if tuple(map(tuple, data.chunks)) == target:
         return data
-    gathered = [_inputs_per_block(have, want) for have, want in zip(data.chunks, target)]
+    gathered = [inputs_per_block(have, want) for have, want in zip(data.chunks, target)]
     if any(g > 1 for g in gathered):
         moved = data.nbytes if data.nbytes else 0
         warnings.warn(
@@ -92,33 +79,12 @@ def align_to_shards(data: DaskArray, array: Array, origin: Sequence[int], name: 
     return cast("DaskArray", data.rechunk(target))  # dask leaves Array.rechunk unannotated
 
 
-def _inputs_per_block(have: Sequence[int], want: Sequence[int]) -> int:
-    """The largest number of ``have`` blocks any ``want`` block overlaps (1-d)."""
-    have_edges = np.cumsum([0, *have])
-    want_edges = np.cumsum([0, *want])
-    firsts = np.searchsorted(have_edges, want_edges[:-1], side="right")
-    lasts = np.searchsorted(have_edges, want_edges[1:], side="left")
-    return int(max(lasts - firsts + 1, default=1))
-
-
 def _describe(chunks: Sequence[Sequence[int]]) -> str:
     return (
         "("
         + ", ".join(str(c[0]) if len(set(c[:-1])) <= 1 and c[-1] <= c[0] else "irregular" for c in chunks)
         + ")"
     )
-
-
-@dataclass(frozen=True)
-class WriteRequest:
-    """Write ``data`` (a dask array) into ``array`` starting at ``origin``."""
-
-    data: DaskArray
-    array: Array
-    origin: tuple[int, ...]
-    write_empty_chunks: bool = False
-    name: str = ""
-    locks: KeyLocks = NO_LOCKS
 
 
 def store_graph(

@@ -11,6 +11,7 @@ value are deleted instead of stored.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast, overload
@@ -64,7 +65,11 @@ class Array:
         self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
-        self._read_ahead = ReadAhead(self._chunk_store, math.prod(metadata.chunk_shape) * self.dtype.itemsize)
+
+    @functools.cached_property
+    def _read_ahead(self) -> ReadAhead:
+        """The read-ahead of whole-shard scans, built on the first read (writes never build it)."""
+        return ReadAhead(self._chunk_store, math.prod(self.metadata.chunk_shape) * self.dtype.itemsize)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})

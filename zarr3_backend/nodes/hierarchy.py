@@ -33,7 +33,7 @@ from ..core.metadata.v2 import READ_ONLY_HINT, V2ArrayMetadata, V2GroupMetadata
 from ..errors import NodeExistsError, NodeNameError, NodeNotFoundError, ReadOnlyError
 from ..store import make_store
 from ..store.base import Store
-from ..store.streaming import stream_reads
+from ..store.streamed_reads import stream_reads
 from .array import Array
 from .array_kinds import ConsolidatedArray, V2Array
 from .attributes import Attributes

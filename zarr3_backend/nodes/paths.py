@@ -7,7 +7,7 @@ from a caller normalizes it here before any key is built from it.
 
 from __future__ import annotations
 
-from ..core.keys import segment_problem
+from ..core.key_checks import segment_problem
 from ..errors import NodeNameError
 
 

@@ -34,7 +34,7 @@ from .obstore_options import UnsupportedOptionError
 from .obstore_store import PROTOCOLS as OBSTORE_PROTOCOLS
 from .obstore_store import ObstoreStore, clear_store_cache
 from .s3_names import canonical_s3_options, check_s3_options
-from .streaming import stream_reads
+from .streamed_reads import stream_reads
 from .zarr_python import ZarrPythonStore
 
 #: What every ``store`` argument of the API accepts (see `make_store()`): a `Store`, a

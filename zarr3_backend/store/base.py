@@ -9,7 +9,7 @@ The value types (`ByteRange`, `Versioned`, ``Value``) live in
 Reading many keys has one method, [`Store.get_many_versioned`][zarr3_backend.store.base.Store.get_many_versioned]:
 a concurrent batch, every value with its generation (``None`` where unknown). It replaced (#44)
 ``get_many`` (use [`plain_values`][zarr3_backend.store.base.plain_values] of it),
-``fetch_each``/``prefer`` (use [`stream_reads`][zarr3_backend.store.streaming.stream_reads] and
+``fetch_each``/``prefer`` (use [`stream_reads`][zarr3_backend.store.streamed_reads.stream_reads] and
 ``send_first``), and ``event_loop``/``get_many_versioned_async`` (gone: a store runs its event loop
 inside its methods, if it has one).
 """
@@ -26,8 +26,8 @@ from ..core.buffers import Value as Value
 from ..core.buffers import Versioned as Versioned
 from ..core.buffers import as_bytes
 from ..core.buffers import join_value as join_value
-from ..core.keys import validate_key as validate_key
-from ..core.keys import validate_prefix as validate_prefix
+from ..core.key_checks import validate_key as validate_key
+from ..core.key_checks import validate_prefix as validate_prefix
 from ..errors import ReadOnlyError
 
 Request = tuple[str, ByteRange | None]
@@ -84,6 +84,11 @@ class Store(ABC):
     @property
     def atomic_create(self) -> bool:
         """Whether `create()` is atomic: of writers creating one key at once, exactly one succeeds."""
+        return False
+
+    @property
+    def process_local(self) -> bool:
+        """Whether the data lives in this process's memory (``memory://``): other processes never see it."""
         return False
 
     @property

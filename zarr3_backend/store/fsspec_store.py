@@ -122,6 +122,12 @@ class FsspecStore(Store):
         )  # the bucket of every key, where plain
 
     @property
+    def process_local(self) -> bool:
+        """Whether the file system is fsspec's in-memory one (``memory://``), private to this process."""
+        protocol = self.fs.protocol
+        return "memory" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))
+
+    @property
     def io_concurrency(self) -> int:
         """Requests in flight at once: the setting on asynchronous file systems, 1 on synchronous ones."""
         if not self.fs.async_impl:

@@ -28,7 +28,7 @@ import pytest
 from ..core.buffers import as_bytes
 from ..errors import InvalidKeyError, ReadOnlyError
 from ..store.base import ByteRange, Request, Store, Value, Versioned, plain_values
-from ..store.streaming import stream_reads
+from ..store.streamed_reads import stream_reads
 
 __all__ = ["BAD_KEYS", "BAD_PREFIXES", "SAMPLE", "CountingStore", "ReadOnlyStoreContract", "StoreContract"]
 

@@ -50,7 +50,7 @@ from .base import (
     describe_error,
     is_reserved,
 )
-from .converted import check_converted
+from .manifest_checks import check_converted
 from .scoped import BATCH, Listed, batches, validate_arrays
 from .v2 import is_v2_metadata_key, validate_v2
 

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import xarray as xr
 
+from ..writes.executor import Deferred
 from .root import Location
 from .write.planner import to_zarr3
 
 if TYPE_CHECKING:
-    from dask.delayed import Delayed
     from xarray.backends.common import T_PathFileOrDataStore
 
 _PARAMETERS = list(inspect.signature(to_zarr3).parameters.values())[1:]
@@ -54,7 +54,7 @@ class ToZarr3:
     def __init__(self, obj: xr.Dataset | xr.DataArray | xr.DataTree) -> None:
         self._obj = obj
 
-    def __call__(self, *args: object, **kwargs: object) -> Delayed | None:
+    def __call__(self, *args: object, **kwargs: object) -> Deferred | None:
         signature = inspect.signature(type(self).__call__)  # the __signature__ _document gave it
         arguments = signature.bind(self, *args, **kwargs).arguments
         del arguments["self"]
@@ -66,7 +66,7 @@ class DataTreeToZarr3(ToZarr3):
 
     order = ("store", "mode", "encoding", "consolidated", "group", "write_inherited_coords", "compute")
 
-    def __call__(self, *args: object, **kwargs: object) -> Delayed | None:
+    def __call__(self, *args: object, **kwargs: object) -> Deferred | None:
         return super().__call__(*args, **kwargs)
 
 

@@ -41,7 +41,7 @@ from ..chunk_keys import Separator, V2ChunkKeyEncoding
 from ..dtypes.base import needs_endian
 from ..dtypes.v2 import V2DataType, parse_v2_dtype, parse_v2_fill_value, v2_dtype_json
 from ..json_types import JSON
-from ..keys import segment_problem
+from ..key_checks import segment_problem
 from .common import check_chunk_bytes, parse_attributes, parse_shape
 from .v3 import ArrayMetadata, GroupMetadata, NodeMetadata
 

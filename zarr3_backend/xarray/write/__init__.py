@@ -1,20 +1,17 @@
-"""``to_zarr3``: a write, one module per step, called in order by `planner`.
+"""``to_zarr3``: the translation of an xarray object into a write plan, one module per step, called by `planner`.
 
-- `planner` the entry, `to_zarr3()`: checks the request, plans every group, runs the plan;
+- `planner` the entry, `to_zarr3()`: checks the request, plans every group, hands the plan to ``zarr3_backend.writes``;
 - `checks` the arguments, the variable names, appends and stored string lengths;
 - `target` refuses a target where the write would hide data, and publishes first writes marked unfinished;
 - `encodings` the user's ``encoding``, and each new array's metadata (chunks and shards included);
 - `stored` the arrays already stored, and the encoding they were stored with;
 - `region` where data lands in stored arrays: ``region=`` and appends;
-- `plan` the plan, plain data;
-- `data` runs the plan: in-memory data on the client, the dask graph of the rest;
-- `commit` makes ``mode="a"`` writes all-or-nothing, and rolls them back or forward;
-- `publish` writes the metadata documents, the root's consolidated metadata first;
-- `lease`, `dry_run`, `pending`: the store-wide append lease, a dry run of a
-  publication, and the pending-write record.
+- `times`, `time_values`, `packed` CF encoding checked against what the stored encoding gives back;
+- `self_read` (with `graph_reads`) refuses chunked data reading what the write replaces;
+- `append_grid`, `rectilinear`, `dataarray` calendar grids, and a DataArray as a Dataset.
 
-Each step imports only the steps below it (an import-linter contract in ``pyproject.toml``).
-A write ends with at most one `WriteStep` (`zarr3_backend.dask.write_graph`), the
-last task of its data graph: `target.ClearUnfinishedMarks`, `commit.CommitMetadata`
-or `data.ReleaseReservation` (docs/architecture.md, "How a write commits").
+Each step imports only the steps below it, and none imports an executor
+(import-linter contracts in ``pyproject.toml``). The plan, its publication,
+commit and roll-back live in ``zarr3_backend.writes``; the executor running
+the shard tasks (dask or Cubed) is picked from the data.
 """

@@ -41,3 +41,9 @@ def as_written(
             "append each group's Dataset: tree[path].to_dataset().to_zarr3(store, group=path, append_dim=...)"
         )
     return dataarray_as_dataset(obj) if isinstance(obj, xr.DataArray) else obj
+
+
+def chunked_arrays(obj: xr.Dataset | xr.DataTree) -> list[object]:
+    """The chunked arrays (dask, Cubed, ...) of ``obj``'s variables, every group of a DataTree's included."""
+    nodes = obj.subtree if isinstance(obj, xr.DataTree) else [obj]
+    return [v.data for node in nodes for v in node.variables.values() if v.chunks is not None]

@@ -11,6 +11,7 @@ tell the part read. Stores are named by `Store.location`, asked once per store. 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 from collections.abc import Hashable, Iterable, Iterator, Mapping
@@ -263,3 +264,23 @@ def _extent(item: object, n: int) -> tuple[int, int]:
         return (min(span), max(span) + 1) if span else (0, 0)
     values = np.asarray(item).ravel() % max(n, 1)
     return (int(values.min()), int(values.max()) + 1) if values.size else (0, 0)
+
+
+def plan_reads(finder: GraphReads, data: object) -> Iterator[StoredRead]:
+    """The stored arrays a Cubed array's plan reads: the lazy arrays its ``from_array`` steps hold, whole selections.
+
+    Cubed holds each input array as a keyword of its step's function (a
+    ``functools.partial`` in the step's pipeline config), so the plan
+    (``data.plan()``, unoptimised: every step) names each one; a step's
+    blocks are not told apart, so a region is compared with the whole
+    selection it reads.
+    """
+    import cubed
+
+    if not isinstance(data, cubed.Array):
+        return
+    for _, node in data.plan(optimize_graph=False).dag.nodes(data=True):
+        pipeline = node.get("pipeline")
+        function = None if pipeline is None or pipeline.config is None else pipeline.config.function
+        if isinstance(function, functools.partial):
+            yield from (read for value in function.keywords.values() if (read := finder.source(value)))

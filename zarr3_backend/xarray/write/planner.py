@@ -22,31 +22,29 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal
 
 import xarray as xr
 from xarray import conventions
 
 from ...api import WriteMode
 from ...coordination.guards import WriteGuard, write_guard
-from ...core.metadata import GroupMetadata
-from ...dask.compute import check_reachable
-from ...dask.forks import forked_for_tasks
-from ...dask.write_graph import WriteStep
-from ...errors import NodeExistsError, WriteError
+from ...errors import WriteError
 from ...nodes.array import Array
-from ...nodes.lookup import read_node_metadata
 from ...nodes.paths import join_path, normalize_path
-from ...nodes.placement import missing_parents
 from ...runtime.locks import ShardLock
 from ...store import StoreLike, make_store
 from ...store.base import Store
+from ...writes.commit import CommitMetadata, roll_forward
+from ...writes.executor import Deferred, executor_for
+from ...writes.plan import DataWrite, Region, Shape, WriteOptions, WritePlan
+from ...writes.publish import array_documents, group_plan
+from ...writes.run import Run, consolidates, run_plan
+from ...writes.tasks import WriteStep
 from ..geo import with_multiscales
 from .append_grid import AppendGrid, split_append_chunks
 from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
-from .commit import CommitMetadata, request_token, roll_forward
-from .data import has_dask_data, write_data
-from .dataarray import as_written
+from .dataarray import as_written, chunked_arrays
 from .encodings import (
     apply_encodings,
     encode_attributes,
@@ -55,16 +53,11 @@ from .encodings import (
     parse_tree_encodings,
 )
 from .packed import check_packed
-from .plan import DataWrite, Region, Shape, WriteOptions, WritePlan
-from .publish import Documents, array_documents, group_document
 from .region import append_view, guarded, place, resolve_region
 from .self_read import read_own_target_first
 from .stored import check_no_repeats, existing_arrays, stored_encoding, unchanged
-from .target import CheckedTarget, check_target
+from .target import CheckedTarget, check_target, request_token
 from .times import encode_into, encode_variable
-
-if TYPE_CHECKING:
-    from dask.delayed import Delayed
 
 
 def to_zarr3(
@@ -87,8 +80,8 @@ def to_zarr3(
     write_inherited_coords: bool = False,
     lock: ShardLock = None,
     allow_repeated_index: bool = False,
-) -> Delayed | None:
-    """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one dask task per shard.
+) -> Deferred | None:
+    """Write a Dataset, DataArray or DataTree to a Zarr v3 store, one task per shard (on dask or Cubed).
 
     The arguments and their order follow `xarray.Dataset.to_zarr()`; all
     checks run before anything is written.
@@ -178,7 +171,7 @@ def to_zarr3(
 
     Returns
     -------
-    None, or with ``compute=False`` a ``dask.delayed`` object.
+    None, or with ``compute=False`` the deferred write (on dask a ``dask.delayed``), run by its ``compute()``.
 
     Examples
     --------
@@ -205,19 +198,22 @@ def to_zarr3(
         repeated_index=allow_repeated_index,
     )
     given, path = make_store(store, storage_options=storage_options), normalize_path(group)
+    chunked = chunked_arrays(obj)
+    executor = executor_for(chunked)  # dask, Cubed, ...: as xarray's get_chunked_array_type picks
     with (
-        forked_for_tasks(given, has_dask_data(obj)) as forks,  # a transaction written from other processes
+        executor.forked(given, bool(chunked)) as forks,  # a transaction written from other processes
         write_guard(
             forks.store if forks is not None else given, options.mode, lock, append_dim, region
         ) as guard,
     ):
         target = guard.store
-        token = request_token(obj, path, options, encoding) if options.mode in ("a", "a-") else ""
+        token = request_token(executor, obj, path, options, encoding) if options.mode in ("a", "a-") else ""
+        run = Run(executor, guard, forks, compute, progress)
         with guard.planning():  # a region write with lock= plans while no append publishes
             if (options.mode != "w" or path) and roll_forward(
                 target, token or None, skip_broken=options.mode == "w"
-            ):
-                return _done(compute)  # this exact request was committed by an earlier, interrupted call
+            ):  # this exact request was committed by an earlier, interrupted call
+                return None if compute else executor.run([], None, compute=False, progress=False)
             start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
             options = replace(options, replaces=start.replaces)
             plan = guarded(_plan(obj, target, path, encoding, options), guard, compute)
@@ -225,30 +221,9 @@ def to_zarr3(
             target, path, start.mode, plan, replaces=start.replaces
         )  # nothing deleted yet
         if any(write.variable.chunks is not None for write in plan.data):
-            check_reachable(target)
-        consolidate = _consolidates(consolidated, options.mode, target)
-        last_step = _last_step(start, plan, guard, consolidate, token)
-        reserve = _reservation(plan, options, path, compute, guard)
-        now = compute and forks is None  # through forks: computed by forks.finish, which merges them back
-        written = write_data(
-            target, plan, last_step, locks=guard.locks, compute=now, progress=progress, reserve=reserve
-        )
-        if forks is None or written is None:
-            return written
-        return forks.finish(written, compute, progress=bool(progress))
-
-
-def _consolidates(consolidated: bool | None, mode: str, target: Store) -> bool:
-    """Whether the write consolidates: by default not for region writes nor in Icechunk (the root would conflict)."""
-    return bool(consolidated or (consolidated is None and mode != "r+" and not target.transactional))
-
-
-def _reservation(
-    plan: WritePlan, options: WriteOptions, path: str, compute: bool, guard: WriteGuard
-) -> tuple[str, Hashable, bool] | None:
-    """What a deferred append reserves: its group, ``append_dim``, and whether only this process writes."""
-    deferred = not compute and plan.grown and options.append_dim is not None
-    return (path, options.append_dim, not guard.user_lock) if deferred else None
+            executor.check_reachable(target)
+        consolidate = consolidates(consolidated, options.mode, target)
+        return run_plan(run, plan, _last_step(start, plan, guard, consolidate, token), options, path)
 
 
 def _plan(
@@ -272,14 +247,6 @@ def _last_step(
     return CommitMetadata(
         guard.store, dict(plan.documents), consolidate, token, expected, locked=guard.serialised
     )
-
-
-def _done(compute: bool) -> Delayed | None:
-    if compute:
-        return None
-    from dask.delayed import delayed
-
-    return cast("Delayed", delayed(None))  # dask's delayed is unannotated
 
 
 def plan_tree(
@@ -330,7 +297,7 @@ def plan_dataset(
     created = tuple(w.data.array for w in writes if w.created)
     data = WritePlan(tuple(w.data for w in writes), array_documents(a for a, _ in grown), grown=grown)
     if options.mode != "r+":
-        data = data.then(_group_plan(store, path, options.mode, attributes, nested))
+        data = data.then(group_plan(store, path, options.mode, attributes, nested))
     return data.then(WritePlan(documents=array_documents(created), created=tuple(a.path for a in created)))
 
 
@@ -422,23 +389,3 @@ class _GroupWrite:
         if mode not in ("a", "a-") or self.region or append_dim in variable.dims:
             return False
         return (mode == "a-" and append_dim is not None) or unchanged(variable, name, array, append_dim)
-
-
-def _group_plan(
-    store: Store, path: str, mode: WriteMode, attributes: dict[str, Any], nested: bool
-) -> WritePlan:
-    """The group's document and its missing ancestors' (defaults; the tree plans a ``nested`` group's parents).
-
-    What is at ``path`` is read for ``mode="a"``/``"a-"`` only: ``mode="w"``
-    replaces whatever is there (valid or not), ``mode="w-"`` writes only where
-    nothing is (both checked by `target`).
-    """
-    existing = read_node_metadata(store, path) if mode in ("a", "a-") else None
-    if existing is not None and not isinstance(existing, GroupMetadata):
-        raise NodeExistsError(
-            f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups"
-        )
-    parents = missing_parents(store, path) if path and not nested else []
-    documents: Documents = {parent: GroupMetadata().to_json() for parent in parents}
-    documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
-    return WritePlan(documents=documents, defaults=frozenset(parents))

@@ -37,7 +37,7 @@ from ...errors import RegionKeyError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.shard_writes import PartialShardWarning, partial_shards, whole_shard_view
 from ...runtime.stacklevel import caller_stacklevel
-from .plan import Region, Shape, WritePlan
+from ...writes.plan import Region, Shape, WritePlan
 
 if TYPE_CHECKING:
     from ...coordination.guards import WriteGuard

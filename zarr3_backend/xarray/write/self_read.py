@@ -7,7 +7,7 @@ already overwritten. Before any change to the store:
 
 - lazy variables without dask (opened with ``chunks=None``) are read into
   memory (`load_lazy_variables`): the write holds them in memory anyway;
-- a dask variable whose graph reads a stored array where this write deletes
+- a dask (or Cubed) variable whose graph reads a stored array where this write deletes
   or overwrites data raises `WriteError` (`check_self_reads`), naming the
   variables and the two fixes: ``.load()`` first, or write elsewhere and move;
 - a ``mode="w"`` replacing a group that holds something also refuses a dask
@@ -15,7 +15,7 @@ already overwritten. Before any change to the store:
   unknown array-like. Refused rather than written beside and swapped in:
   object stores have no rename, so a swap would copy the whole group.
 
-The reads come from the dask graph (`graph_reads`), stores are compared by
+The reads come from the dask graph or the Cubed plan (`graph_reads`), stores are compared by
 `Store.location`, so every spelling of one store (relative, ``file://``, a
 trailing slash, a symbolic link, fsspec or obstore on one bucket) is the
 same. An append reads its stored rows freely: it writes only new rows (a
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from ...api import WriteMode
 from ...errors import WriteError
 from ...store.base import Store
-from .plan import DataWrite, WritePlan
+from ...writes.plan import DataWrite, WritePlan
 
 if TYPE_CHECKING:
     from .graph_reads import Box, GraphReads, StoredRead
@@ -69,13 +69,18 @@ def check_self_reads(
     lazy = [w for w in plan.data if w.variable.chunks is not None]
     if not lazy:
         return
-    from .graph_reads import GraphReads
+    from dask.base import is_dask_collection
+
+    from .graph_reads import GraphReads, plan_reads
 
     finder = GraphReads()
     target = _Target(mode, finder.where(store, path), _replaced(finder, plan))
-    touching = [w for w in lazy if any(map(target.meets, finder.held([w.variable.data])))]
+    dask_data = [w for w in lazy if is_dask_collection(w.variable.data)]
+    touching = [w for w in dask_data if any(map(target.meets, finder.held([w.variable.data])))]
     if mode != "w":  # what the blocks read, not the whole arrays: they may read other rows
         touching = [w for w in touching if any(map(target.meets, finder.reads(w.variable.data)))]
+    others = [w for w in lazy if w not in dask_data]  # Cubed: its plan's inputs, each read whole
+    touching += [w for w in others if any(map(target.meets, plan_reads(finder, w.variable.data)))]
     if touching:
         raise WriteError(_message(sorted({w.array.path for w in touching}), store, path, mode))
     if mode == "w" and replaces:

@@ -27,9 +27,9 @@ from ...errors import GroupNotFoundError, WriteError
 from ...nodes.array import Array
 from ...nodes.hierarchy import Group, open_node
 from ...store.base import Store
+from ...writes.plan import WriteOptions
 from ..backend_array import variable_dtype
 from ..read_encoding import decode_fill_value
-from .plan import WriteOptions
 from .time_values import CF_TIME_ATTRIBUTES, is_datetime_units
 
 #: CF's packing keys, which a variable opened without decoding carries as attributes instead of encoding

@@ -34,11 +34,13 @@ from ...coordination.unfinished import (
     unmark,
 )
 from ...core.metadata import NodeMetadata, parse_node_metadata
-from ...dask.write_graph import WriteStep
 from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
 from ...store.base import Store, plain_values
-from .dry_run import DryRunStore
-from .publish import Documents, publish
+from ...writes.dry_run import DryRunStore
+from ...writes.executor import Executor
+from ...writes.plan import WriteOptions
+from ...writes.publish import Documents, publish
+from ...writes.tasks import WriteStep
 
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 PROBES = ("zarr.json", *V2_KEYS)
@@ -166,6 +168,13 @@ def fingerprint(obj: xr.Dataset | xr.DataTree, path: str) -> str:
         ),
     ]
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:32]
+
+
+def request_token(
+    executor: Executor, obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object
+) -> str:
+    """A deterministic token of the write request (data included), to recognise a retry."""
+    return executor.token(obj, path, options.mode, options.append_dim, options.region, encoding)
 
 
 def _refuse_occupied(store: Store, path: str, found: dict[str, bytes]) -> None:

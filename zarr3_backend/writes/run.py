@@ -1,45 +1,65 @@
-"""Running a ``to_zarr3`` plan: writing the planned data under the write's guard.
+"""Running a write plan on its executor, under the write's guard: commit, roll back, release.
 
-`write_data()` writes in-memory
-variables on the client, builds the dask graph of the rest ending in the
-write's last `WriteStep`, runs it, and rolls back a ``mode="a"`` write that
-failed before its commit point. `ReleaseReservation` is the step ending a
-deferred append.
+`run_plan()` is the engine-independent end of every ``to_zarr3``: it writes in-memory
+variables on the client, hands the chunked rest to the `Executor` (one task
+per shard, ending in the write's last `WriteStep`), merges Icechunk forks
+back, and rolls back a ``mode="a"`` write that failed before its commit
+point. `ReleaseReservation` is the step ending a deferred append.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from collections.abc import Hashable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from dataclasses import dataclass, replace
 
 import numpy as np
-import xarray as xr
 
-from ...coordination.guards import writers_key
-from ...coordination.records import PENDING_KEY
-from ...coordination.reservations import Reservation, appending_key, drop_hint, release, reserve
-from ...dask.compute import compute_writes
-from ...dask.progress import ShardProgress
-from ...dask.write_graph import WriteRequest, WriteStep, store_graph
-from ...nodes.array import Array
-from ...nodes.shard_writes import shard_aligned_chunks, write_numpy_many
-from ...runtime.locks import KeyLocks, local_lock
-from ...store.base import Store
+from ..coordination.guards import WriteGuard, when_no_write_runs
+from ..coordination.records import PENDING_KEY
+from ..coordination.reservations import Reservation, appending_key, drop_hint, release, reserve
+from ..nodes.array import Array
+from ..nodes.shard_writes import shard_aligned_chunks, write_numpy_many
+from ..runtime.locks import KeyLocks
+from ..store.base import Store
 from .commit import CommitMetadata, roll_back
-from .plan import Shape, WritePlan
-
-if TYPE_CHECKING:
-    from dask.array import Array as DaskArray
-    from dask.delayed import Delayed
+from .executor import Deferred, Executor, Forked, Progress
+from .plan import Shape, WriteOptions, WritePlan
+from .tasks import ShardProgress, WriteRequest, WriteStep
 
 
-def has_dask_data(obj: xr.Dataset | xr.DataTree) -> bool:
-    """Whether any variable of ``obj`` (any group of a DataTree) holds a dask array."""
-    nodes = obj.subtree if isinstance(obj, xr.DataTree) else [obj]
-    return any(variable.chunks is not None for node in nodes for variable in node.variables.values())
+@dataclass(frozen=True)
+class Run:
+    """How a planned write runs: on ``executor``, under ``guard``, through ``forks`` (an Icechunk fork) if any."""
+
+    executor: Executor
+    guard: WriteGuard
+    forks: Forked | None
+    compute: bool
+    progress: Progress
+
+
+def run_plan(
+    run: Run, plan: WritePlan, last_step: WriteStep | None, options: WriteOptions, path: str
+) -> Deferred | None:
+    """Write ``plan``'s data, then ``last_step``: ``None``, or with ``compute=False`` the deferred write."""
+    store = run.guard.store
+    deferred = not run.compute and plan.grown and options.append_dim is not None
+    reserve = (path, options.append_dim, not run.guard.user_lock) if deferred else None
+    now = run.compute and run.forks is None  # through forks: computed by forks.finish, which merges them back
+    written = write_data(
+        store, plan, last_step, run=replace(run, compute=now), locks=run.guard.locks, reserve=reserve
+    )
+    if run.forks is None or written is None:
+        return written
+    return run.forks.finish(written, run.compute, progress=bool(run.progress))
+
+
+def consolidates(consolidated: bool | None, mode: str, target: Store) -> bool:
+    """Whether the write consolidates: by default not for region writes nor in Icechunk (the root would conflict)."""
+    return bool(consolidated or (consolidated is None and mode != "r+" and not target.transactional))
 
 
 def write_data(
@@ -47,24 +67,23 @@ def write_data(
     plan: WritePlan,
     last_step: WriteStep | None,
     *,
+    run: Run,
     locks: KeyLocks,
-    compute: bool,
-    progress: bool | Literal["tqdm"],
     reserve: tuple[str, Hashable, bool] | None,
-) -> Delayed | None:
-    """In-memory data, then the dask graph ending in ``last_step``; a failed uncommitted write is rolled back.
+) -> Deferred | None:
+    """In-memory data, then the executor's shard tasks ending in ``last_step``; a failed uncommitted write is rolled back.
 
-    A `CommitMetadata` runs before the dask data instead in a transaction
+    A `CommitMetadata` runs before the chunked data instead in a transaction
     (the user's commit publishes all at once) and for ``reserve``, a deferred
     append (its group, ``append_dim``, and whether only this process writes,
     i.e. no ``lock=`` was given): its grown arrays are published before the
-    graph is returned, so the rows are the write's; they are listed as not
-    written (`zarr3_backend.coordination.reservations`) until the graph's last step,
+    deferred write is returned, so the rows are the write's; they are listed as not
+    written (`zarr3_backend.coordination.reservations`) until its last step,
     `ReleaseReservation`, has run.
 
     A write over stored packed values (`DataWrite.gated`) writes no shard,
     in-memory variables included, before every block of its packed dask
-    values is checked (the gate of `store_graph()`).
+    values is checked (the `gate` of `Executor.run`).
     """
     commit = last_step if isinstance(last_step, CommitMetadata) else None  # not run yet: undone on failure
     reserved = None
@@ -79,11 +98,11 @@ def write_data(
             if w.variable.chunks is None and not gate
         ]
         requests = [
-            WriteRequest(_lazy(w.variable.data), w.array, w.origin, w.write_empty, w.name, locks)
+            WriteRequest(w.variable.data, w.array, w.origin, w.write_empty, w.name, locks)
             for w in plan.data
             if w.variable.chunks is not None or gate
         ]
-        counter = ShardProgress(0) if progress is True and not requests else None
+        counter = ShardProgress(0) if run.progress is True and not requests else None
         write_numpy_many(in_memory, locks)
         if counter is not None:
             _count_shards(counter, in_memory)
@@ -93,14 +112,13 @@ def write_data(
             commit.run()
             last_step = ReleaseReservation(store, reserve[0], reserved.id, locks, tidy=reserve[2])
             commit = None
-        if store.transactional and compute and not requests:  # no task: a writable session never leaves here
+        if (
+            store.transactional and run.compute and not requests
+        ):  # no task: a writable session never leaves here
             if last_step is not None:
                 last_step.run()
             return None
-        delayed = store_graph(requests, last_step, gate)
-        if not compute:
-            return delayed
-        compute_writes(delayed, progress if requests else False)  # no shard tasks: nothing to report
+        return run.executor.run(requests, last_step, compute=run.compute, progress=run.progress, gate=gate)
     except BaseException:
         # a first write stays marked unfinished instead; a transaction is discarded by its user
         if commit is not None and not store.transactional:
@@ -108,10 +126,9 @@ def write_data(
             if reserved is not None and reserve is not None and not store.exists(PENDING_KEY):
                 release(store, reserve[0], reserved.id)  # not published: nothing reserved
         raise
-    return None
 
 
-def _gate(plan: WritePlan) -> list[DaskArray]:
+def _gate(plan: WritePlan) -> list[object]:
     """What every shard of a write over stored packed values waits for: each block of the write checked.
 
     Empty when no dask-backed packed variable is written over stored
@@ -121,16 +138,6 @@ def _gate(plan: WritePlan) -> list[DaskArray]:
     if not any(w.gated and w.fits is not None for w in plan.data):
         return []
     return [w.fits for w in plan.data if w.fits is not None]
-
-
-def _lazy(data: object) -> DaskArray:
-    """``data`` as a dask array: in-memory values written by tasks too, behind a write's gate."""
-    import dask.array as da
-
-    if isinstance(data, da.Array):
-        return data
-    values = np.asarray(data)
-    return cast("DaskArray", da.from_array(values, chunks=values.shape or ()))
 
 
 def _count_shards(counter: ShardProgress, writes: list[tuple[Array, Shape, np.ndarray, bool]]) -> None:
@@ -179,11 +186,5 @@ class ReleaseReservation(WriteStep):
         """Release the reservation (under the group's appending lock), then maybe drop the hint."""
         with self.locks.held(appending_key(self.path)):
             left = release(self.store, self.path, self.reservation_id)
-        writers = local_lock(writers_key(self.store))
-        if (
-            self.tidy and not left and writers.acquire(blocking=False)
-        ):  # else the write holding it sets the hint right
-            try:
-                drop_hint(self.store, self.path)
-            finally:
-                writers.release()
+        if self.tidy and not left:  # else the write of this process under way sets the hint right
+            when_no_write_runs(self.store, functools.partial(drop_hint, self.store, self.path))

@@ -18,20 +18,27 @@ document of a group ``to_zarr3`` writes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...core.metadata import (
+from ..core.metadata import (
     GroupMetadata,
     encode_metadata,
     metadata_key,
     node_metadata_from_json,
     parse_node_metadata,
 )
-from ...nodes.array import Array
-from ...nodes.consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
-from ...nodes.hierarchy import Group
-from ...nodes.tree_consolidation import tree_documents
-from ...store.base import Store
+from ..errors import NodeExistsError
+from ..nodes.consolidation import Change, ancestors, apply_changes, consolidated_entry, refresh_consolidated
+from ..nodes.hierarchy import Group
+from ..nodes.lookup import read_node_metadata
+from ..nodes.placement import missing_parents
+from ..nodes.tree_consolidation import tree_documents
+from ..store.base import Store
+from .plan import WritePlan
+
+if TYPE_CHECKING:
+    from ..api import WriteMode
+    from ..nodes.array import Array
 
 Documents = dict[str, dict[str, Any]]
 
@@ -71,3 +78,23 @@ def group_document(metadata: GroupMetadata | None, attributes: dict[str, Any]) -
     """The ``zarr.json`` of a group written by ``to_zarr3``: its attributes replaced, no consolidated copy."""
     base = metadata or GroupMetadata()
     return consolidated_entry(base.with_consolidated(None).with_attributes(attributes).to_json())
+
+
+def group_plan(
+    store: Store, path: str, mode: WriteMode, attributes: dict[str, Any], nested: bool
+) -> WritePlan:
+    """The group's document and its missing ancestors' (defaults; a DataTree plans a ``nested`` group's parents).
+
+    What is at ``path`` is read for ``mode="a"``/``"a-"`` only: ``mode="w"``
+    replaces whatever is there (valid or not), ``mode="w-"`` writes only where
+    nothing is (both checked by ``zarr3_backend.xarray.write.target``).
+    """
+    existing = read_node_metadata(store, path) if mode in ("a", "a-") else None
+    if existing is not None and not isinstance(existing, GroupMetadata):
+        raise NodeExistsError(
+            f"{path or '/'!r} in {store!r} is an array, not a group; to_zarr3 writes groups"
+        )
+    parents = missing_parents(store, path) if path and not nested else []
+    documents: Documents = {parent: GroupMetadata().to_json() for parent in parents}
+    documents[path] = group_document(existing if isinstance(existing, GroupMetadata) else None, attributes)
+    return WritePlan(documents=documents, defaults=frozenset(parents))

@@ -19,25 +19,21 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...coordination.pending import read_pending
-from ...coordination.records import PENDING_KEY
-from ...coordination.reservations import appending_key, hint_groups
-from ...core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
-from ...dask.write_graph import WriteStep
-from ...errors import ConcurrentWriteError
-from ...nodes.array import Array
-from ...nodes.lookup import read_node_metadata
-from ...nodes.shard_writes import clear_rows
-from ...runtime.locks import NO_LOCKS, KeyLocks
-from ...store import StoreLike, make_store
-from ...store.base import Store, plain_values
-from .plan import WriteOptions
+from ..coordination.pending import read_pending
+from ..coordination.records import PENDING_KEY
+from ..coordination.reservations import appending_key, hint_groups
+from ..core.metadata import ArrayMetadata, metadata_key, parse_node_metadata
+from ..errors import ConcurrentWriteError
+from ..nodes.array import Array
+from ..nodes.lookup import read_node_metadata
+from ..nodes.shard_writes import clear_rows
+from ..runtime.locks import NO_LOCKS, KeyLocks
+from ..store import StoreLike, make_store
+from ..store.base import Store, plain_values
 from .publish import Documents, publish
-
-if TYPE_CHECKING:
-    import xarray as xr
+from .tasks import WriteStep
 
 SETTLE = (
     0.02  # seconds at least between writing the pending record and reading it back (a scheduler's time slice)
@@ -193,10 +189,3 @@ def roll_back(
                 store.delete_prefix(path + "/")
     except Exception:  # the original failure is what the caller must see
         return
-
-
-def request_token(obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object) -> str:
-    """A deterministic token of the write request (data included), to recognise a retry."""
-    from dask.base import tokenize
-
-    return str(tokenize(obj, path, options.mode, options.append_dim, options.region, encoding))

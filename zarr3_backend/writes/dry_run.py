@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ...store.base import Request, Store, Value, Versioned, join_value
+from ..store.base import Request, Store, Value, Versioned, join_value
 
 
 @dataclass(repr=False)

@@ -1,7 +1,7 @@
 """A ``to_zarr3`` write as plain data: the options every group is planned with, and the plan they give.
 
-`planner` makes a `WritePlan` (one per group, combined with
-`WritePlan.then()`); `data` runs it. The plan holds the variables
+``zarr3_backend.xarray.write.planner`` makes a `WritePlan` (one per group, combined with
+`WritePlan.then()`); `zarr3_backend.writes.run` runs it. The plan holds the variables
 to write and where (`DataWrite`), the ``zarr.json`` documents to
 publish, and the arrays an append grows or the call creates (what a failed
 ``mode="a"`` write rolls back).
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import xarray as xr
+from ..api import WriteMode
+from ..nodes.array import Array
 
-from ...api import WriteMode
-from ...nodes.array import Array
+if TYPE_CHECKING:  # the plan holds xarray's variables; the write layer never calls xarray
+    import xarray as xr
 
 Shape = tuple[int, ...]
 Region = Mapping[Hashable, slice | Literal["auto"]] | Literal["auto"] | None  # to_zarr3's region=, unchecked

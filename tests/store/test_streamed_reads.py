@@ -13,7 +13,7 @@ from tests.servers.latency_s3 import latency_s3_server
 from zarr3_backend.runtime import Stream
 from zarr3_backend.store import FsspecStore
 from zarr3_backend.store.base import ByteRange, plain_values
-from zarr3_backend.store.streaming import stream_reads
+from zarr3_backend.store.streamed_reads import stream_reads
 
 
 class Calls:
