@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ...core.dtypes.kinds import is_integer, is_numpy_real_number
 from ...errors import WriteError
 
 PACKING_KEYS = ("scale_factor", "add_offset")
@@ -42,7 +43,7 @@ class Packing:
     def of(cls, encoding: dict[str, Any]) -> Packing | None:
         """The packing an encoding (the stored one) gives an integer ``dtype``; ``None`` for any other."""
         dtype = encoding.get("dtype")
-        if dtype is None or np.dtype(dtype).kind not in "iu":
+        if dtype is None or not is_integer(np.dtype(dtype)):
             return None
         dtype = np.dtype(dtype)
         fill = encoding.get("_FillValue", encoding.get("missing_value"))
@@ -91,8 +92,8 @@ def check_packed(
     write task, before it is cast (the write then fails; an append is rolled back).
     """
     packing = Packing.of({**var.encoding, "dtype": stored_dtype or var.encoding.get("dtype")})
-    kind = var.dtype.kind if isinstance(var.dtype, np.dtype) else "O"
-    if packing is None or kind not in "iuf" or not _packs(var, packing):
+    numeric = isinstance(var.dtype, np.dtype) and is_numpy_real_number(var.dtype)
+    if packing is None or not numeric or not _packs(var, packing):
         return var
     if var.chunks is not None and not in_place:
         checked = var.data.map_blocks(_checked, name, packing, dtype=var.dtype)

@@ -22,6 +22,7 @@ from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 
 from ...api import WriteMode
+from ...core.dtypes.kinds import is_inexact
 from ...errors import GroupNotFoundError
 from ...nodes.array import Array
 from ...nodes.hierarchy import Group, open_node
@@ -109,6 +110,6 @@ def _row_blocks(shape: tuple[int, ...], itemsize: int) -> list[Any]:
 
 def _same(stored: np.ndarray, new: np.ndarray) -> bool:
     try:
-        return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
+        return bool(np.array_equal(stored, new, equal_nan=is_inexact(new.dtype)))
     except (TypeError, ValueError):
         return bool(np.array_equal(stored.astype(object), new.astype(object)))
