@@ -130,3 +130,44 @@ def test_fill_value_json_both_ways(name: str, tmp_path: Path) -> None:
     ours = zarr3_backend.open_array(str(tmp_path / "a"))
     theirs = ts.open(_spec(tmp_path / "a"), open=True).result()
     assert _bits(np.asarray(ours.fill_value, ours.dtype)) == _bits(np.asarray(theirs.fill_value))
+
+
+SHARDED = [
+    {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [7],
+            "codecs": [
+                {"name": "bytes", "configuration": {"endian": "big"}},
+                {"name": "zstd", "configuration": {"level": 3}},
+            ],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end",
+        },
+    }
+]
+
+
+@pytest.mark.parametrize("writer", ["tensorstore", "ours"])
+@pytest.mark.parametrize("name", ["bfloat16", "int4", "float4_e2m1fn", "float8_e4m3fnuz"])
+def test_sharded_and_compressed_both_ways(name: str, writer: str, tmp_path: Path) -> None:
+    values = _patterns(name)
+    meta = {**_metadata(name, values.size, "big"), "codecs": SHARDED}
+    meta["chunk_grid"] = {"name": "regular", "configuration": {"chunk_shape": [21]}}
+    if writer == "tensorstore":
+        ts.open(_spec(tmp_path / "a", meta), create=True).result()[: values.size].write(values).result()
+    else:
+        ours = zarr3_backend.create_array(
+            str(tmp_path / "a"), shape=tuple(meta["shape"]), chunks=(7,), shards=(21,), dtype=name,
+            fill_value=TYPES[name], serializer=SHARDED[0]["configuration"]["codecs"][0],
+            compressors=SHARDED[0]["configuration"]["codecs"][1:],
+        )  # fmt: skip
+        ours[: values.size] = values
+    theirs = ts.open(_spec(tmp_path / "a"), open=True).result().read().result()
+    got = zarr3_backend.open_array(str(tmp_path / "a"))[...]
+    assert np.array_equal(_bits(got), _bits(theirs)) and np.array_equal(
+        _bits(got[: values.size]), _bits(values)
+    )
+    assert np.array_equal(
+        _bits(got[values.size :]), _bits(np.full(7, parse_data_type(name).parse_fill_value(TYPES[name])))
+    )
