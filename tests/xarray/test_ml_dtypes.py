@@ -63,3 +63,11 @@ def test_a_bfloat16_region_write_keeps_the_other_values(tmp_path: Path) -> None:
     update.to_zarr3(str(tmp_path / "a.zarr"), region={"y": slice(1, 2), "x": slice(0, 3)})
     back = xr.open_dataset(str(tmp_path / "a.zarr"), engine="zarr3").w.values
     assert np.array_equal(_bits(back[0]), _bits(values[0])) and back[1].tolist() == [7.0, 7.0, 7.0]
+
+
+def test_a_fill_value_encoding_on_bfloat16_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    """xarray's CF encoder cannot mask ml_dtypes' types (it fails with a bare TypeError); we name the variable."""
+    ds = xr.Dataset({"w": ("x", np.array([1.5, np.nan], ml_dtypes.bfloat16))})
+    with pytest.raises(zarr3_backend.errors.WriteTypeError, match="variable 'w' is bfloat16.*_FillValue"):
+        ds.to_zarr3(str(tmp_path / "a.zarr"), encoding={"w": {"_FillValue": -1.0}})
+    assert not (tmp_path / "a.zarr" / "w").exists()

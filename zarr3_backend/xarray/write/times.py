@@ -30,6 +30,8 @@ from xarray.backends.zarr import encode_zarr_variable
 from xarray.coding.times import CFDatetimeCoder, encode_cf_datetime, encode_cf_timedelta
 
 from ...core.dtypes.kinds import is_float, is_integer, is_object, is_time, is_timedelta
+from ...core.dtypes.registry import registered_for_numpy
+from ...errors import WriteTypeError
 from ...nodes.array import Array
 from ...runtime.stacklevel import caller_stacklevel
 from .time_values import StoredTime, check_calendar, given_times, holds_times, is_missing, same_times
@@ -41,7 +43,17 @@ ROUND_FIX = (
 
 
 def encode_variable(variable: xr.Variable, name: str) -> xr.Variable:
-    """xarray's zarr v3 encoding of ``variable``; xarray's warnings are re-issued naming the user's line."""
+    """xarray's zarr v3 encoding of ``variable``; xarray's warnings are re-issued naming the user's line.
+
+    A ``_FillValue`` on a variable of an ml_dtypes type (``bfloat16`` ...) raises `WriteTypeError`:
+    xarray's CF encoder cannot mask those types (its ``notnull`` refuses them with a bare ``TypeError``).
+    """
+    if "_FillValue" in {**variable.attrs, **variable.encoding} and registered_for_numpy(variable.dtype):
+        raise WriteTypeError(
+            f"to_zarr3: variable {name!r} is {variable.dtype}, to which xarray's CF encoding cannot apply a "
+            "_FillValue; drop _FillValue from its encoding and attributes (the array's fill value, NaN for "
+            "the float formats, still marks missing values)"
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         encoded: xr.Variable = encode_zarr_variable(variable, name=name, zarr_format=3)
