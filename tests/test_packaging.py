@@ -55,3 +55,10 @@ def test_the_test_extras_bring_the_zarr_python_oracle_each_python_can_run() -> N
 def test_the_classifiers_name_every_python_ci_runs() -> None:
     classifiers = tomllib.loads(PYPROJECT.read_text())["project"]["classifiers"]
     assert {f"Programming Language :: Python :: 3.{minor}" for minor in (11, 12, 13)} <= set(classifiers)
+
+
+def test_the_ml_extra_pins_ml_dtypes_and_the_tests_install_it() -> None:
+    """The ML number formats need ml_dtypes; CI's test install brings it, so their tests run there."""
+    assert admitted("ml", "ml_dtypes", "3.11", "0.7.0") and not admitted("ml", "ml_dtypes", "3.11", "0.8.0")
+    (own,) = [r for r in requirements("test-core") if r.startswith("zarr3_backend[")]
+    assert "ml" in own[own.index("[") + 1 : own.index("]")].split(",")

@@ -279,7 +279,7 @@ def test_codec_maps_nan_both_ways() -> None:
             MetadataError,
             "configuration.data_type must be an integer or floating-point",
         ),
-        ({"data_type": "int4"}, UnknownExtensionError, "configuration.data_type"),
+        ({"data_type": "int3"}, UnknownExtensionError, "configuration.data_type"),
         ({"data_type": "uint8", "scalar_map": []}, MetadataError, "configuration.scalar_map"),
         ({"data_type": "uint8", "scalar_map": {"both": []}}, MetadataError, "configuration.scalar_map"),
         ({"data_type": "uint8", "scalar_map": {"encode": [[1]]}}, MetadataError, "scalar_map.encode"),

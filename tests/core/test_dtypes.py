@@ -110,7 +110,7 @@ def test_to_json_returns_a_copy():
 
 
 @pytest.mark.parametrize(
-    "obj", ["float128", "foo", {"name": "foo"}, "int4", {"name": "bfloat16", "configuration": {}}]
+    "obj", ["float128", "foo", {"name": "foo"}, "int3", {"name": "bfloat17", "configuration": {}}]
 )
 def test_unknown_data_type(obj):
     with pytest.raises(UnknownExtensionError, match="data_type: unknown data type") as info:

@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 import zarr3_backend
 from zarr3_backend.core.dtypes import data_type_from_numpy, is_fill, parse_data_type
-from zarr3_backend.core.dtypes.base import needs_endian
+from zarr3_backend.core.dtypes.kinds import needs_endian
 from zarr3_backend.errors import CodecError, MetadataError, UnknownExtensionError
 
 POINT = {"name": "struct", "configuration": {"fields": [
@@ -56,7 +56,7 @@ def test_field_data_type_may_be_an_object_without_configuration() -> None:
         ({"fields": [{"name": "", "data_type": "int8"}]}, MetadataError, r"fields\[0\].name: expected a non-empty string"),
         ({"fields": [{"name": "a", "data_type": "int8"}, {"name": "a", "data_type": "int16"}]}, MetadataError, r"duplicate field names \['a'\]"),
         ({"fields": [{"name": "s", "data_type": "string"}]}, MetadataError, r"fields\[0\].data_type: 'string' has no fixed size"),
-        ({"fields": [{"name": "b", "data_type": "int4"}]}, UnknownExtensionError, r"fields\[0\].data_type: .*unknown data type 'int4'"),
+        ({"fields": [{"name": "b", "data_type": "int3"}]}, UnknownExtensionError, r"fields\[0\].data_type: .*unknown data type 'int3'"),
     ],
 )  # fmt: skip
 def test_bad_struct_names_the_field(configuration: dict, error: type, match: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from ..core.dtypes import DataType, parse_data_type
+from ..core.dtypes.kinds import is_numpy_real_number
 from ..errors import CodecError, MetadataError
 from .base import ArrayArrayCodec, ChunkSpec
 from .casting import OUT_OF_RANGE, ROUNDINGS, OutOfRange, Rounding, cast_array
@@ -65,7 +66,7 @@ class CastValueCodec(ArrayArrayCodec):
         out_of_range = configuration.get("out_of_range")
         if out_of_range is not None:
             parse_config_choice(cls.name, "out_of_range", out_of_range, OUT_OF_RANGE)
-            if out_of_range == "wrap" and data_type.numpy.kind == "f":
+            if out_of_range == "wrap" and data_type.category == "float":
                 raise MetadataError(
                     f"codec 'cast_value': configuration.out_of_range 'wrap' needs an integer data_type, "
                     f"got {data_type.name!r}; use 'clamp'"
@@ -125,7 +126,7 @@ class CastValueCodec(ArrayArrayCodec):
 
 
 def _numeric(data_type: DataType, what: str) -> DataType:
-    if data_type.numpy.kind not in "iuf":
+    if not is_numpy_real_number(data_type.numpy):
         raise CodecError(
             f"codec 'cast_value': {what} must be an integer or floating-point type, got {data_type.name!r}"
         )

@@ -18,6 +18,7 @@ from typing import Literal, cast, get_args
 
 import numpy as np
 
+from ..core.dtypes.kinds import is_integer
 from ..errors import CodecError
 
 Rounding = Literal["nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away"]
@@ -57,11 +58,11 @@ def cast_array(
 def _cast(
     values: np.ndarray, target: np.dtype, rounding: Rounding, out_of_range: OutOfRange | None
 ) -> np.ndarray:
-    if values.dtype.kind in "iu" and target.kind in "iu":
+    if is_integer(values.dtype) and is_integer(target):
         return _int_to_int(values, target, out_of_range)
-    if target.kind in "iu":
+    if is_integer(target):
         return _float_to_int(values, target, rounding, out_of_range)
-    if values.dtype.kind in "iu":
+    if is_integer(values.dtype):
         return _int_to_float(values, target, rounding, out_of_range)
     return _float_to_float(values, target, rounding, out_of_range)
 

@@ -36,7 +36,7 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import TypeVar
 
-from ..core.extension import parse_extension
+from ..core.extension import load_entry_point, parse_extension
 from ..core.integers import is_int
 from ..errors import MetadataError, UnknownExtensionError, UnsafeCodecError
 from .adapters import codec_document, is_numcodecs_object
@@ -204,12 +204,7 @@ def _load_entry_point(name: str) -> type[Codec] | None:
     ep = _entry_points().get(name)
     if ep is None:
         return None
-    try:
-        loaded = ep.load()
-    except Exception as exc:
-        raise UnknownExtensionError(
-            f"codec {name!r}: entry point {ep.value!r} failed to load: {exc}"
-        ) from exc
+    loaded = load_entry_point(ep, "codec")
     if isinstance(loaded, type) and issubclass(loaded, Codec):
         _codecs[name] = loaded
     return _codecs.get(name)

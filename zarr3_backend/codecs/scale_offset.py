@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core.dtypes import DataType
+from ..core.dtypes.kinds import is_float, is_numpy_real_number
 from ..errors import CodecError, MetadataError
 from .base import ArrayArrayCodec, ChunkSpec
 from .registry import register_codec
@@ -72,7 +73,7 @@ class ScaleOffsetCodec(ArrayArrayCodec):
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         offset, scale = _operands(self.offset, self.scale, spec.data_type)
-        if chunk.dtype.kind == "f":
+        if is_float(chunk.dtype):
             with np.errstate(over="ignore", invalid="ignore"):
                 return np.asarray((chunk - offset) * scale)
         if chunk.size:
@@ -85,7 +86,7 @@ class ScaleOffsetCodec(ArrayArrayCodec):
 
     def decode(self, chunk: np.ndarray, spec: ChunkSpec) -> np.ndarray:
         offset, scale = _operands(self.offset, self.scale, spec.data_type)
-        if chunk.dtype.kind == "f":
+        if is_float(chunk.dtype):
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 return np.asarray(chunk / scale + offset)
         if chunk.size:
@@ -117,7 +118,7 @@ def _operands(offset: float | str, scale: float | str, data_type: DataType) -> t
 
 @lru_cache(maxsize=256)
 def _parsed_operands(operands: str, data_type: DataType) -> tuple[Any, Any]:
-    if data_type.numpy.kind not in "iuf":
+    if not is_numpy_real_number(data_type.numpy):
         raise CodecError(
             f"codec 'scale_offset' needs an integer or floating-point data type, got {data_type.name!r}"
         )

@@ -39,6 +39,7 @@ import numpy as np
 from numcodecs.compat import ensure_ndarray_like
 
 from ..core.dtypes import data_type_from_numpy
+from ..core.dtypes.kinds import is_object
 from ..core.dtypes.v2 import parse_v2_dtype, v2_dtype_json
 from ..core.metadata.v2 import V2_FILTERS_CODEC
 from ..errors import CodecError, MetadataError, ReadOnlyError
@@ -136,7 +137,7 @@ class V2FilterCodec(ArrayBytesCodec):
     def validate(self, spec: ChunkSpec) -> None:
         for index in range(len(self.filters)):
             self._numcodec(index)  # numcodecs checks each configuration when it builds the codec
-        if self.stored.kind == "O" and not (self.filters and self._id(0) in _OBJECT_IDS):
+        if is_object(self.stored) and not (self.filters and self._id(0) in _OBJECT_IDS):
             raise CodecError(
                 "an object array ('|O') needs an object codec as its first filter "
                 f"(one of {sorted(_OBJECT_IDS)}), got {[self._id(i) for i in range(len(self.filters))]}"
@@ -153,7 +154,7 @@ class V2FilterCodec(ArrayBytesCodec):
         value: Any = data
         for index in reversed(range(len(self.filters))):
             value = self._undo(index, value, sizes[index], count)
-        if self.stored.kind == "O":
+        if is_object(self.stored):
             chunk = np.asarray(value, dtype=object)
         else:
             chunk = ensure_ndarray_like(value)

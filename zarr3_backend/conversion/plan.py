@@ -34,6 +34,7 @@ import numpy as np
 
 from ..codecs.registry import codec_from_json
 from ..core.dtypes import Scalar, parse_data_type
+from ..core.dtypes.kinds import category_of
 from ..core.json_types import JSON
 from ..core.metadata import ArrayMetadata
 from ..core.metadata.v2 import V2ArrayMetadata
@@ -323,18 +324,19 @@ def cf_fill_value(value: Scalar | float, dtype: np.dtype) -> JSON:
     >>> cf_fill_value(np.datetime64(5, "s"), np.dtype("M8[s]")) is None
     True
     """
-    if dtype.kind in "mM":
+    category = category_of(dtype)
+    if category in ("datetime", "timedelta"):
         return None
-    if dtype.kind == "f":
+    if category == "float":
         return _b64_double(float(value))
-    if dtype.kind == "c":
+    if category == "complex":
         number = complex(value)  # type: ignore[arg-type]  # a complex dtype's fill is a complex scalar
         return [_b64_double(number.real), _b64_double(number.imag)]
-    if dtype.kind in "iu":
+    if category in ("int", "uint"):
         return int(value)
-    if dtype.kind == "b":
+    if category == "bool":
         return bool(value)
-    if dtype.kind == "S" and isinstance(value, bytes | np.bytes_):
+    if category == "fixed_bytes" and isinstance(value, bytes | np.bytes_):
         return base64.standard_b64encode(bytes(value)).decode()
     return str(value) if isinstance(value, str) else None
 

@@ -16,6 +16,7 @@ import json
 import numpy as np
 from crc32c import crc32c
 
+from ..core.dtypes.kinds import is_numpy_string
 from ..core.metadata import decode_document
 from ..errors import MetadataError
 from .records import MANIFEST_KEY
@@ -35,7 +36,7 @@ def checksum(values: np.ndarray) -> str:
     False
     """
     state = crc32c(repr((values.shape, values.dtype.str)).encode())
-    if values.dtype.hasobject or values.dtype.kind == "T":
+    if values.dtype.hasobject or is_numpy_string(values.dtype):
         for item in values.ravel():
             data = item if isinstance(item, bytes) else str(item).encode("utf-8", "surrogatepass")
             state = crc32c(data, crc32c(len(data).to_bytes(8, "little"), state))

@@ -18,8 +18,9 @@ business; this module only checks the envelope.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint
 
-from ..errors import MetadataError
+from ..errors import MetadataError, UnknownExtensionError
 
 MEMBERS = ("name", "configuration", "must_understand")
 _SHOWN = 200  # characters of a bad value quoted in an error message
@@ -95,3 +96,16 @@ def _must_understand(value: object, where: str, may_be_optional: bool) -> bool:
 def _show(value: object) -> str:
     shown = repr(value)
     return shown if len(shown) <= _SHOWN else f"{shown[:_SHOWN]}..."
+
+
+def load_entry_point(ep: EntryPoint, what: str) -> object:
+    """What the entry point ``ep`` advertises for the ``what`` (``"codec"``, ``"data_type"``) of its name, loaded.
+
+    A failure to load raises `UnknownExtensionError` naming the extension and the entry point.
+    """
+    try:
+        return ep.load()
+    except Exception as exc:
+        raise UnknownExtensionError(
+            f"{what} {ep.name!r}: entry point {ep.value!r} failed to load: {exc}"
+        ) from exc

@@ -34,6 +34,7 @@ from ..errors import BoundsError
 from . import rectilinear_indexing as rectilinear
 from .chunk_grid import ChunkLengths
 from .dim_chunk import DimChunk, DimIndex, OutIndex, index_items
+from .dtypes.kinds import is_integer
 from .integers import is_int
 
 #: One dimension of a chunk grid: a regular chunk length, or explicit lengths (a rectilinear dimension).
@@ -301,7 +302,7 @@ def _normalize_slice(sel: slice, axis: int, dim_len: int, where: str | None) -> 
 
 def _normalize_array(obj: object, axis: int, dim_len: int, where: str | None) -> DimSelector:
     arr = np.asarray(obj)
-    if arr.ndim == 0 and arr.dtype.kind in "iu":
+    if arr.ndim == 0 and is_integer(arr.dtype):
         return _normalize_int(int(arr), axis, dim_len, where)
     if arr.ndim != 1:
         raise BoundsError(
@@ -316,7 +317,7 @@ def _normalize_array(obj: object, axis: int, dim_len: int, where: str | None) ->
         return ArraySelector(np.flatnonzero(arr), dim_len)
     if arr.size == 0:
         return ArraySelector(np.empty(0, dtype=np.intp), dim_len)
-    if arr.dtype.kind not in "iu":
+    if not is_integer(arr.dtype):
         raise BoundsError(
             f"index arrays must have an integer or boolean dtype, got {arr.dtype} for axis {axis}{_where(where)}"
         )

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from ..core.dtypes import Scalar
+from ..core.dtypes.kinds import is_inexact
 from ..core.grids import ChunkGrid
 from ..core.metadata import ArrayMetadata
 from ..store.base import Store
@@ -74,7 +75,7 @@ def clear_exposed(
             chunk = array.read_chunk(coords)
             before = chunk.copy()
             reset_outside(chunk, tuple(n - o for o, n in zip(origin, kept)), array.fill_value)
-            if not np.array_equal(chunk, before, equal_nan=chunk.dtype.kind in "fc"):
+            if not np.array_equal(chunk, before, equal_nan=is_inexact(chunk.dtype)):
                 array.store_chunk(coords, chunk)
 
 

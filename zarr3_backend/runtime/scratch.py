@@ -29,7 +29,7 @@ class _Lender(threading.local):
     """One thread's scratch arrays by ``(shape, dtype)``, and whether one of them is lent now."""
 
     def __init__(self) -> None:
-        self.arrays: dict[tuple[tuple[int, ...], str], np.ndarray[Any, np.dtype[Any]]] = {}
+        self.arrays: dict[tuple[tuple[int, ...], np.dtype[Any]], np.ndarray[Any, np.dtype[Any]]] = {}
         self.lent = False
 
 
@@ -63,7 +63,7 @@ class Loan:
                 f"this thread's scratch buffer is still lent; a nested borrow of {self.shape} {self.dtype} "
                 "would alias it (finish with the first buffer, or copy out of it, before borrowing again)"
             )
-        key = (self.shape, self.dtype.str)
+        key = (self.shape, self.dtype)  # not dtype.str: every ml_dtypes type of one size is "|V1"
         array = lender.arrays.get(key)
         if array is None or self.dtype.hasobject:
             if len(lender.arrays) >= MAX_KEPT:

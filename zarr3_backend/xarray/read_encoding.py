@@ -21,6 +21,7 @@ from xarray.backends.zarr import FillValueCoder
 
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
+from ..core.dtypes.kinds import category_of, is_number, is_numpy_string
 from ..core.metadata import metadata_key
 from ..core.metadata.v2 import V2ArrayMetadata
 from ..core.shared_grouping import Stored, shared_grouping
@@ -53,7 +54,7 @@ def decode_fill_value(value: object, array: Array) -> object:
     (nan, -9999.0)
     """
     dtype = CODER_DTYPES.get(array.metadata.data_type.name, array.dtype)
-    if isinstance(dtype, np.dtype) and dtype.kind not in "fcbiu":
+    if isinstance(dtype, np.dtype) and not is_number(dtype):
         return value
     try:
         # Handed to xarray's coder unchecked, as engine="zarr" hands it; the coder checks what it needs.
@@ -64,7 +65,7 @@ def decode_fill_value(value: object, array: Array) -> object:
     except TypeError:  # the coder's "expected ..." refusals
         return value
     except (ValueError, struct.error, IndexError, OverflowError) as exc:  # bad base64, not 8 bytes, no pair
-        kind = "a pair of those" if isinstance(dtype, np.dtype) and dtype.kind == "c" else "one"
+        kind = "a pair of those" if isinstance(dtype, np.dtype) and category_of(dtype) == "complex" else "one"
         raise MetadataError(
             f"array {array.name!r} ({metadata_key(array.path)}): its _FillValue attribute {str(value)[:100]!r} is not the base64 of "
             f"8 bytes (a little-endian float64; {kind} for this {dtype} variable) that xarray writes "
@@ -119,7 +120,7 @@ def v2_encoding(array: Array, metadata: V2ArrayMetadata, dims: tuple[str, ...]) 
         "shards": None,
     }
     dtype = variable_dtype(array)
-    if dtype.kind == "T":
+    if is_numpy_string(dtype):
         encoding["dtype"] = dtype
     return encoding
 

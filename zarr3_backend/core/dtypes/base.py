@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeGuard, cast
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import numpy as np
 
@@ -16,6 +16,14 @@ from ..json_types import JSON
 #: dtype, or a Python ``str`` (``"string"``) or ``bytes`` (``"variable_length_bytes"``) for the
 #: object-dtype types.
 Scalar: TypeAlias = np.generic | str | bytes
+
+#: What the elements of a data type are (what code would otherwise read from the numpy dtype):
+#: the numeric categories, numpy's times, the text and byte types (``fixed_*``: numpy ``U<n>``/``S<n>``;
+#: ``object``: Python objects; ``text``: numpy's ``StringDType``), raw bits and records.
+Category: TypeAlias = Literal[
+    "bool", "int", "uint", "float", "complex", "datetime", "timedelta",
+    "fixed_text", "fixed_bytes", "object", "text", "raw", "struct",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -31,9 +39,26 @@ class DataType(ABC):
     ``"variable_length_bytes"``: ``bytes``).
     """
 
+    #: What the elements are (see `Category`); `zarr3_backend.core.dtypes.kinds` answers it for numpy dtypes.
+    category: ClassVar[Category]
+
     name: str
     numpy: np.dtype
     configuration: dict[str, Any] | None = field(default=None, hash=False)
+
+    @property
+    def bit_width(self) -> int:
+        """Bits that carry an element's value: ``8 * item_size``, fewer for the sub-byte types (``int4``: 4)."""
+        return 8 * self.numpy.itemsize
+
+    @property
+    def swap_unit(self) -> np.dtype | None:
+        """For a type numpy cannot byte-swap itself (``bfloat16``), the unsigned dtype to swap it as; else ``None``."""
+        return None
+
+    def decode_stored(self, chunk: np.ndarray) -> np.ndarray:
+        """Elements as the ``bytes`` codec read them -> canonical elements (identity; sub-byte types clear unused bits)."""
+        return chunk
 
     @property
     def item_size(self) -> int | None:
@@ -66,7 +91,7 @@ class DataType(ABC):
 
     def default_fill_value(self) -> Scalar:
         """The fill value used when none is given (zero, ``False``, ``""`` or NaT)."""
-        if self.numpy.kind in "US":
+        if self.category in ("fixed_text", "fixed_bytes"):
             return cast(
                 np.generic, self.numpy.type()
             )  # "" or b"", without allocating a (up to 2 GiB) zeroed item
@@ -74,11 +99,6 @@ class DataType(ABC):
 
     def _fill_error(self, expected: str, got: object) -> MetadataError:
         return MetadataError(f"fill_value: expected {expected} for data type {self.name!r}, got {got!r}")
-
-
-def _is_number(value: object) -> TypeGuard[int | float | np.integer[Any] | np.floating[Any]]:
-    excluded = (bool, np.bool_, np.timedelta64)  # np.timedelta64 subclasses np.integer
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, excluded)
 
 
 def _config_int(name: str, configuration: dict[str, Any], key: str, low: int, high: int) -> int:
@@ -96,16 +116,3 @@ def _check_keys(name: str, configuration: dict[str, Any], allowed: set[str]) -> 
         raise MetadataError(
             f"data_type {name!r}: unexpected configuration keys {extra}; allowed: {sorted(allowed)}"
         )
-
-
-def needs_endian(dtype: np.dtype) -> bool:
-    """Whether byte order applies to ``dtype`` (multi-byte and not raw bytes).
-
-    >>> needs_endian(np.dtype("float32")), needs_endian(np.dtype("uint8")), needs_endian(np.dtype("V3")), needs_endian(np.dtype("S2"))
-    (True, False, False, False)
-    >>> needs_endian(np.dtype([("a", "u1"), ("b", "u1")])), needs_endian(np.dtype([("a", "u1"), ("b", "<i2")]))
-    (False, True)
-    """
-    if dtype.names:
-        return any(needs_endian(dtype.fields[name][0]) for name in dtype.names)  # type: ignore[index]
-    return dtype.itemsize > 1 and dtype.kind not in "VS"

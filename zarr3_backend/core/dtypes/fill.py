@@ -7,6 +7,7 @@ from typing import cast
 import numpy as np
 
 from .base import Scalar
+from .kinds import category_of
 
 
 def _float_is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
@@ -22,7 +23,8 @@ def is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
 
     Floats compare bitwise (``-0.0`` is not ``0.0``, and a NaN matches only
     a NaN fill with the same payload, so no NaN payload is ever lost);
-    complex numbers compare each part that way; NaT matches a NaT fill.
+    complex numbers compare each part that way; NaT matches a NaT fill. ``bfloat16``
+    and the other ml_dtypes floats are floats here.
 
     >>> is_fill(np.full(4, np.nan), np.float64("nan"))
     True
@@ -31,15 +33,17 @@ def is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     >>> is_fill(np.array([0.0, -0.0]), 0.0)
     False
     """
-    kind = chunk.dtype.kind
-    if chunk.dtype.names:  # records compare bytewise, like floats: -0.0 and NaN payloads in a field are kept
+    category = category_of(chunk.dtype)
+    if (
+        category == "struct"
+    ):  # records compare bytewise, like floats: -0.0 and NaN payloads in a field are kept
         raw = np.dtype(f"V{chunk.dtype.itemsize}")
         return bool(np.all(chunk.view(raw) == np.asarray(fill, chunk.dtype).view(raw)))
-    if kind == "f":
+    if category == "float":
         return _float_is_fill(chunk, fill)
-    if kind == "c":
+    if category == "complex":
         pair = cast(np.complexfloating, chunk.dtype.type(fill))  # numpy types dtype[Any].type as type[Any]
         return _float_is_fill(chunk.real, pair.real) and _float_is_fill(chunk.imag, pair.imag)
-    if kind in "Mm" and np.isnat(fill):
+    if category in ("datetime", "timedelta") and np.isnat(fill):
         return bool(np.isnat(chunk).all())
     return bool(np.all(chunk == fill))

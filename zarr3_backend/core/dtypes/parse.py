@@ -10,10 +10,16 @@ import numpy.typing as npt
 
 from ...errors import MetadataError, UnknownExtensionError
 from ..extension import parse_extension
+from . import complex as complex_types
+from . import floats, integers, ml, strings, times
 from .base import DataType, _check_keys
-from .core import _CORE, _CORE_CLASSES, _core_type, _raw_type
-from .extensions import _EXTENSIONS, _time_type
+from .kinds import category_of
+from .raw import raw_type
+from .registry import get_builder, registered_for_numpy, registered_names
 from .struct import LEGACY_NAME, build_struct
+
+#: The family modules, imported for the data types they register.
+FAMILIES = (integers, floats, complex_types, ml, strings, times)
 
 #: What `data_type_from_numpy()` accepts: a `DataType`, a numpy dtype (or anything
 #: ``np.dtype()`` takes), a Zarr data type name or a ``data_type`` extension object.
@@ -39,9 +45,9 @@ def parse_data_type(obj: object) -> DataType:
     """
     extension = parse_extension(obj, "data_type")
     name, configuration = extension.name, extension.configuration
-    if name in _CORE:
-        _check_keys(name, configuration, set())
-        return _core_type(name)
+    builder = get_builder(name)
+    if builder is not None:
+        return builder(name, configuration)
     if raw := _RAW_NAME.fullmatch(name):
         bits = int(raw.group(1)) if len(raw.group(1)) <= len(str(_MAX_RAW_BITS)) else _MAX_RAW_BITS + 1
         if bits == 0 or bits % 8 or bits > _MAX_RAW_BITS:
@@ -49,38 +55,43 @@ def parse_data_type(obj: object) -> DataType:
                 f"data_type: raw type {name[:40]!r} must have a positive multiple of 8 bits, at most {_MAX_RAW_BITS}"
             )
         _check_keys(name, configuration, set())
-        return _raw_type(bits // 8)
-    if name in _EXTENSIONS:
-        return _EXTENSIONS[name](name, configuration)
+        return raw_type(bits // 8)
     if name in ("struct", LEGACY_NAME):
         return build_struct(name, configuration, parse_data_type)
     note = "" if extension.must_understand else " ('must_understand': false is not permitted for data types)"
     raise UnknownExtensionError(
-        f"data_type: unknown data type {name!r}{note}; supported: {sorted(_CORE)}, r<bits>, {sorted([*_EXTENSIONS, 'struct'])}"
+        f"data_type: unknown data type {name!r}{note}; supported: {registered_names()}, r<bits>, 'struct'"
     )
 
 
+_NUMBERS = frozenset(["bool", "int", "uint", "float", "complex"])
+_TEXT = frozenset(["fixed_text", "fixed_bytes", "object", "text"])
+_SIZED = {"fixed_text": "fixed_length_utf32", "fixed_bytes": "null_terminated_bytes"}
+
+
 def _from_numpy_text(dtype: np.dtype) -> DataType:
-    sized = {"U": "fixed_length_utf32", "S": "null_terminated_bytes"}
-    if dtype.kind in sized and dtype.itemsize:
-        return parse_data_type({"name": sized[dtype.kind], "configuration": {"length_bytes": dtype.itemsize}})
-    return parse_data_type("variable_length_bytes" if dtype.kind == "S" else "string")
+    category = category_of(dtype)
+    if category in _SIZED and dtype.itemsize:
+        return parse_data_type({"name": _SIZED[category], "configuration": {"length_bytes": dtype.itemsize}})
+    return parse_data_type("variable_length_bytes" if category == "fixed_bytes" else "string")
 
 
-def _from_numpy_kind(dtype: np.dtype) -> DataType | None:
-    if dtype.kind in _CORE_CLASSES:
+def _from_numpy_category(dtype: np.dtype) -> DataType | None:
+    registered = registered_for_numpy(dtype)
+    if registered is not None:
+        return registered
+    category = category_of(dtype)
+    if category in _NUMBERS:
         name = dtype.type.__name__
-        return _core_type(name) if name in _CORE else None
-    if dtype.names:
+        return parse_data_type(name) if get_builder(name) is not None else None
+    if category == "struct":
         return _from_numpy_struct(dtype)
-    if dtype.kind == "V" and dtype.fields is None and dtype.subdtype is None and dtype.itemsize:
-        return _raw_type(dtype.itemsize)
-    if dtype.kind in "Mm":
+    if category == "raw" and dtype.fields is None and dtype.subdtype is None and dtype.itemsize:
+        return raw_type(dtype.itemsize)
+    if category in ("datetime", "timedelta"):
         unit, scale_factor = np.datetime_data(dtype)
-        return _time_type(
-            "numpy.datetime64" if dtype.kind == "M" else "numpy.timedelta64", unit, scale_factor
-        )
-    if dtype.kind in "USOT":
+        return times.time_type(f"numpy.{category}64", unit, scale_factor)
+    if category in _TEXT:
         return _from_numpy_text(dtype)
     return None
 
@@ -119,17 +130,18 @@ def data_type_from_numpy(dtype_like: DataTypeLike) -> DataType:
     if isinstance(dtype_like, dict) or (
         isinstance(dtype_like, str)
         and dtype_like != "bytes"  # numpy's name for S: variable_length_bytes, as zarr-python 3.1 writes it
-        and (dtype_like in _EXTENSIONS or dtype_like in _CORE or _RAW_NAME.fullmatch(dtype_like))
+        and (get_builder(dtype_like) is not None or _RAW_NAME.fullmatch(dtype_like))
     ):
         return parse_data_type(dtype_like)
     try:
         dtype = np.dtype(dtype_like)
     except TypeError as exc:
         raise MetadataError(f"dtype: {dtype_like!r} is not a numpy dtype or Zarr data type") from exc
-    data_type = _from_numpy_kind(dtype)
+    data_type = _from_numpy_category(dtype)
     if data_type is None:
         raise MetadataError(
             f"dtype: numpy dtype {dtype} has no Zarr v3 data type here; supported: bool, (u)int8-64, "
-            "float16/32/64, complex64/128, V<n> (raw bits), S<n>, U<n>, str/object, datetime64, timedelta64"
+            "float16/32/64, complex64/128, V<n> (raw bits), S<n>, U<n>, str/object, datetime64, timedelta64, "
+            "and the ml_dtypes types (bfloat16, float8_*, int4 ...)"
         )
     return data_type

@@ -19,13 +19,13 @@ import binascii
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
 from ...errors import MetadataError
 from ..json_types import JSON
-from .base import DataType, _check_keys
+from .base import Category, DataType, _check_keys
 
 LEGACY_NAME = "structured"
 
@@ -34,6 +34,7 @@ LEGACY_NAME = "structured"
 class StructType(DataType):
     """``struct``: the numpy dtype is the packed structured dtype of the ``fields`` (names and data types)."""
 
+    category: ClassVar[Category] = "struct"
     fields: tuple[tuple[str, DataType], ...] = ()
     legacy: bool = field(default=False, compare=False)  # read as "structured": base64 fill values allowed
 

@@ -25,7 +25,7 @@ import binascii
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ...errors import MetadataError
 from ..integers import is_int
 from ..json_types import JSON
 from . import DataType, Scalar, data_type_from_numpy, parse_data_type
+from .base import Category
 
 #: A simple v2 type string: byte order, kind, item size and, for times, a unit.
 _TYPESTR = re.compile(r"[<>|=]([biufcmMSUVO])([0-9]{1,10})?(\[[0-9]{0,10}[A-Za-z]{1,7}\])?")
@@ -42,6 +43,8 @@ _INFINITIES = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 class _StructuredType(DataType):
     """A numpy structured dtype (Zarr v2 only); fill values are base64 of one stored item."""
+
+    category: ClassVar[Category] = "struct"
 
     def parse_fill_value(self, value: object) -> Scalar:
         if isinstance(value, np.void):
@@ -58,6 +61,8 @@ class _StructuredType(DataType):
 
 class _ObjectType(DataType):
     """Python objects of any kind, as ``vlen-array``, ``json2`` or ``msgpack2`` decode them (Zarr v2 only)."""
+
+    category: ClassVar[Category] = "object"
 
     item_size = None
 

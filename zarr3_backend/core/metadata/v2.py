@@ -38,7 +38,7 @@ from typing import Any
 from ...errors import MetadataError, Zarr3Error, with_location
 from ..chunk_grid import RegularChunkGrid
 from ..chunk_keys import Separator, V2ChunkKeyEncoding
-from ..dtypes.base import needs_endian
+from ..dtypes.kinds import is_object, needs_endian
 from ..dtypes.v2 import V2DataType, parse_v2_dtype, parse_v2_fill_value, v2_dtype_json
 from ..json_types import JSON
 from ..key_checks import segment_problem
@@ -142,7 +142,7 @@ def parse_zarray(document: object, attributes: dict[str, Any], where: str) -> V2
         fill_value = parse_v2_fill_value(document["fill_value"], dtype, where)
     except Zarr3Error as exc:
         raise with_location(exc, where) from exc
-    if filters or dtype.stored.kind == "O" or dtype.stored.fields is not None:
+    if filters or is_object(dtype.stored) or dtype.stored.fields is not None:
         configuration = {"dtype": v2_dtype_json(dtype.stored), "order": order, "filters": filters}
         head = [{"name": V2_FILTERS_CODEC, "configuration": configuration}]
     else:
@@ -208,7 +208,7 @@ def _compressor(config: object, dtype: V2DataType, where: str) -> dict[str, Any]
         return codec
     options = codec["configuration"]
     if codec_id == "blosc":
-        typesize = dtype.stored.itemsize if dtype.stored.kind != "O" else 1
+        typesize = dtype.stored.itemsize if not is_object(dtype.stored) else 1
         stored_shuffle = options.get("shuffle", 1)
         if type(stored_shuffle) is not int or stored_shuffle not in (-1, *_BLOSC_SHUFFLE):
             raise MetadataError(

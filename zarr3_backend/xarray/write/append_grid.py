@@ -28,6 +28,7 @@ import xarray as xr
 from xarray import conventions
 
 from ...core.chunk_grid import ChunkLengths
+from ...core.dtypes.kinds import is_datetime, is_object
 from ...errors import WriteError
 from ...nodes.array import Array
 from ..read_encoding import decode_fill_value
@@ -194,7 +195,7 @@ def _period(dim: ChunkLengths, months: np.ndarray) -> tuple[int, int] | None:
 def _month_numbers(var: xr.Variable) -> np.ndarray | None:
     """``year * 12 + month - 1`` of datetime64 or cftime values, ``None`` for other values."""
     values = xr.DataArray(var)
-    if values.dtype.kind not in "MO":
+    if not (is_datetime(values.dtype) or is_object(values.dtype)):
         return None
     try:  # xarray's accessor takes datetime64 and cftime values, and refuses others
         dates = values.dt

@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 
 from ...api import WRITE_MODES, WriteMode
+from ...core.dtypes.kinds import is_fixed_size_text, is_object, is_text_like, is_unicode
 from ...errors import NodeNameError, WriteError, WriteTypeError
 from ...nodes.array import Array
 from ...nodes.paths import validate_node_name
@@ -144,20 +145,20 @@ def check_fits(name: str, var: xr.Variable, array: Array) -> xr.Variable:
     then rolled back).
     """
     stored = array.dtype
-    if var.dtype.kind in "US" and stored.kind not in "USOT":
+    if is_fixed_size_text(var.dtype) and not is_text_like(stored):
         raise WriteError(
             f"to_zarr3: variable {name!r} holds strings ({var.dtype.str}), but the stored array has data type "
             f"{stored}; convert them (ds[name].astype({str(stored)!r})) or rewrite the whole group with mode='w' (which deletes everything stored in it first)"
         )
-    if stored.kind not in "US" or var.dtype.kind not in "USO":
+    if not is_fixed_size_text(stored) or not (is_fixed_size_text(var.dtype) or is_object(var.dtype)):
         return var
     have = _length(stored)
-    if var.dtype.kind == "O" and var.chunks is not None:
+    if is_object(var.dtype) and var.chunks is not None:
         return var.copy(
             data=var.data.map_blocks(_fitting, name, have, stored.str, dtype=var.dtype), deep=False
         )
     _refuse_longer(
-        name, _needed(np.asarray(var.data) if var.dtype.kind == "O" else var.dtype), have, stored.str
+        name, _needed(np.asarray(var.data) if is_object(var.dtype) else var.dtype), have, stored.str
     )
     return var
 
@@ -184,7 +185,7 @@ def _needed(values: np.ndarray | np.dtype) -> int:
 
 
 def _length(dtype: np.dtype) -> int:
-    return dtype.itemsize // 4 if dtype.kind == "U" else dtype.itemsize
+    return dtype.itemsize // 4 if is_unicode(dtype) else dtype.itemsize
 
 
 def check_format(zarr_format: int | None) -> None:

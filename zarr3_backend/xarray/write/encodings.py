@@ -34,6 +34,7 @@ from ...codecs.adapters import codec_document
 from ...codecs.base import Codec
 from ...codecs.chain import CodecChain
 from ...codecs.registry import codec_from_json
+from ...core.dtypes.kinds import is_float, is_object
 from ...core.integers import is_int
 from ...core.metadata import ArrayMetadata
 from ...errors import WriteError, WriteKeyError, WriteTypeError
@@ -167,7 +168,7 @@ def new_array_metadata(
         encoding = fitting_encoding(var, encoding)
     attrs = dict(var.attrs)
     fill_value = encoding.pop("fill_value", None)
-    if fill_value is None and var.dtype.kind == "f":
+    if fill_value is None and is_float(var.dtype):
         fill_value = np.nan
     if (cf_fill := attrs.pop("_FillValue", None)) is not None:
         attrs["_FillValue"] = FillValueCoder.encode(cf_fill, var.dtype)
@@ -177,7 +178,7 @@ def new_array_metadata(
     return creation.build_array_metadata(
         path,
         shape=var.shape,
-        dtype=str if var.dtype.kind == "O" else var.dtype,
+        dtype=str if is_object(var.dtype) else var.dtype,
         chunks=(shards or chunks) if codecs is not None else chunks,
         shards=shards,
         fill_value=fill_value,

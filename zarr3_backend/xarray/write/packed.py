@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
+from ...core.dtypes.kinds import category_of, is_integer, is_numpy_real_number
 from ...errors import WriteError
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class Packing:
     def of(cls, encoding: dict[str, Any]) -> Packing | None:
         """The packing an encoding (the stored one) gives an integer ``dtype``; ``None`` for any other."""
         dtype = encoding.get("dtype")
-        if dtype is None or np.dtype(dtype).kind not in "iu":
+        if dtype is None or not is_integer(np.dtype(dtype)):
             return None
         dtype = np.dtype(dtype)
         fill = encoding.get("_FillValue", encoding.get("missing_value"))
@@ -98,10 +99,11 @@ def check_packed(
     before returning, by computing them once more.
     """
     packing = Packing.of({**var.encoding, "dtype": stored_dtype or var.encoding.get("dtype")})
-    kind = var.dtype.kind if isinstance(var.dtype, np.dtype) else "O"
-    if packing is not None and (kind == "c" or (kind == "b" and _scaled(var))):
+    category = category_of(var.dtype) if isinstance(var.dtype, np.dtype) else "object"
+    if packing is not None and (category == "complex" or (category == "bool" and _scaled(var))):
         raise WriteError(_kind_message(name, var, packing))
-    if packing is None or kind not in "iuf" or not _packs(var, packing):
+    numeric = isinstance(var.dtype, np.dtype) and is_numpy_real_number(var.dtype)
+    if packing is None or not numeric or not _packs(var, packing):
         return var, None
     if var.chunks is None:
         _checked(np.asarray(var.values), name, packing)
@@ -133,7 +135,7 @@ def _scaled(var: xr.Variable) -> bool:
 
 
 def _kind_message(name: str, var: xr.Variable, packing: Packing) -> str:
-    kind = "complex" if var.dtype.kind == "c" else "bool"
+    kind = "complex" if category_of(var.dtype) == "complex" else "bool"
     fix = "ds[name].real (or abs(...))" if kind == "complex" else "ds[name].astype('float64')"
     return (
         f"to_zarr3: variable {name!r} holds {kind} values ({var.dtype}), but is stored as {packing.dtype} "

@@ -23,6 +23,7 @@ from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 
 from ...api import WriteMode
+from ...core.dtypes.kinds import is_inexact
 from ...errors import GroupNotFoundError, WriteError
 from ...nodes.array import Array
 from ...nodes.hierarchy import Group, open_node
@@ -131,7 +132,7 @@ def _row_blocks(shape: tuple[int, ...], itemsize: int) -> list[Any]:
 
 def _same(stored: np.ndarray, new: np.ndarray) -> bool:
     try:
-        return bool(np.array_equal(stored, new, equal_nan=new.dtype.kind in "fc"))
+        return bool(np.array_equal(stored, new, equal_nan=is_inexact(new.dtype)))
     except (TypeError, ValueError):
         return bool(np.array_equal(stored.astype(object), new.astype(object)))
 
@@ -176,7 +177,7 @@ def _decoded(name: str, array: Array) -> xr.Variable:
 def _same_value(a: Any, b: Any) -> bool:
     """Whether two attribute values are equal (NaN equal to NaN)."""
     a, b = np.asarray(a), np.asarray(b)
-    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
+    return bool(np.array_equal(a, b, equal_nan=is_inexact(a.dtype) and is_inexact(b.dtype)))
 
 
 def _label(value: Any) -> str:

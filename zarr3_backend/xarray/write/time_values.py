@@ -25,6 +25,7 @@ import pandas as pd
 import xarray as xr
 from xarray.core.common import contains_cftime_datetimes
 
+from ...core.dtypes.kinds import category_of, is_datetime, is_object, is_time, is_timedelta
 from ...errors import WriteError
 from ...nodes.array import Array
 
@@ -91,9 +92,9 @@ def holds_times(variable: xr.Variable, units: str | None) -> bool:
     dtype = variable.dtype
     if isinstance(dtype, pd.DatetimeTZDtype):
         return True
-    if not isinstance(dtype, np.dtype) or dtype.kind not in "mMO":
+    if not isinstance(dtype, np.dtype) or not (is_time(dtype) or is_object(dtype)):
         return False
-    if dtype.kind != "O" or is_datetime_units(units):
+    if not is_object(dtype) or is_datetime_units(units):
         return True
     return variable.chunks is None and bool(contains_cftime_datetimes(variable))
 
@@ -108,7 +109,7 @@ def given_times(variable: xr.Variable, stored: StoredTime) -> np.ndarray:
         first = pd.Series(np.ravel(variable.data)).iloc[0]  # keeps the time zone, unlike .values
         raise stored.refusal(f"its value {first} (position 0) is timezone-aware ({variable.dtype})", TZ_FIX)
     values = np.asarray(variable.values)
-    if values.dtype.kind != "O":
+    if not is_object(values.dtype):
         return values
     kinds = [_kind(v) for v in values.ravel()]
     if "timezone-aware" in kinds:
@@ -164,14 +165,14 @@ def _cftime_class() -> type | None:
 
 def check_calendar(given: np.ndarray, stored: StoredTime) -> None:
     """Refuse dates that the stored calendar cannot hold as the same days (see the module's rule)."""
-    if given.dtype.kind == "m" or not is_datetime_units(stored.units):
+    if is_timedelta(given.dtype) or not is_datetime_units(stored.units):
         return
     flat = given.ravel()
     present = np.flatnonzero(~is_missing(flat))
     if not present.size:
         return
     first = flat[present[0]]
-    calendar = NUMPY_CALENDAR if given.dtype.kind == "M" else _cftime_calendar(first)
+    calendar = NUMPY_CALENDAR if is_datetime(given.dtype) else _cftime_calendar(first)
     if calendar == stored.calendar:
         return
     if calendar in GREGORIAN and stored.calendar in GREGORIAN:
@@ -191,7 +192,7 @@ def check_calendar(given: np.ndarray, stored: StoredTime) -> None:
 
 def is_missing(values: np.ndarray) -> np.ndarray:
     """Which ``values`` are missing (NaT, ``None`` or NaN): stored as the fill value."""
-    if values.dtype.kind in "mM":
+    if is_time(values.dtype):
         return np.asarray(np.isnat(values), dtype=bool)
     return np.array([_kind(v) == "missing" for v in values.ravel()], dtype=bool).reshape(values.shape)
 
@@ -199,9 +200,9 @@ def is_missing(values: np.ndarray) -> np.ndarray:
 def same_times(given: np.ndarray, back: np.ndarray) -> np.ndarray:
     """Which of the flat ``given`` times ``back`` holds exactly: numpy values compared as such, else by
     their fields to the microsecond (numpy datetimes finer than that are not held)."""
-    if given.dtype.kind in "mM" and back.dtype.kind == given.dtype.kind:
+    if is_time(given.dtype) and category_of(back.dtype) == category_of(given.dtype):
         return np.asarray(given == back, dtype=bool)
-    if given.dtype.kind == "M":
+    if is_datetime(given.dtype):
         exact = given.astype("datetime64[us]")
         held = np.array([_fields(g) == _fields(b) for g, b in zip(exact, back)], dtype=bool)
         return np.asarray(held & (exact == given), dtype=bool)

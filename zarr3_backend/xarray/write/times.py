@@ -29,6 +29,9 @@ from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 from xarray.coding.times import CFDatetimeCoder, encode_cf_datetime, encode_cf_timedelta
 
+from ...core.dtypes.kinds import is_float, is_integer, is_object, is_time, is_timedelta
+from ...core.dtypes.registry import registered_for_numpy
+from ...errors import WriteTypeError
 from ...nodes.array import Array
 from ...runtime.stacklevel import caller_stacklevel
 from .time_values import StoredTime, check_calendar, given_times, holds_times, is_missing, same_times
@@ -43,8 +46,15 @@ def encode_variable(variable: xr.Variable, name: str) -> xr.Variable:
     """xarray's zarr v3 encoding of ``variable``; xarray's warnings are re-issued naming the user's line.
 
     Dask-backed Python objects (``datetime.timedelta``, strings) are computed
-    first: xarray infers their type only in memory.
+    first: xarray infers their type only in memory. A ``_FillValue`` on a variable of an ml_dtypes type (``bfloat16`` ...) raises `WriteTypeError`:
+    xarray's CF encoder cannot mask those types (its ``notnull`` refuses them with a bare ``TypeError``).
     """
+    if "_FillValue" in {**variable.attrs, **variable.encoding} and registered_for_numpy(variable.dtype):
+        raise WriteTypeError(
+            f"to_zarr3: variable {name!r} is {variable.dtype}, to which xarray's CF encoding cannot apply a "
+            "_FillValue; drop _FillValue from its encoding and attributes (the array's fill value, NaN for "
+            "the float formats, still marks missing values)"
+        )
     variable = _objects_loaded(variable)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -91,9 +101,9 @@ def _why(count: float, stored: StoredTime) -> str:
     unit = (stored.units or "").split(" since ")[0]
     if np.isnan(count):
         return "does not fit"
-    if stored.dtype.kind in "iu" and not np.iinfo(stored.dtype).min <= count <= np.iinfo(stored.dtype).max:
+    if is_integer(stored.dtype) and not np.iinfo(stored.dtype).min <= count <= np.iinfo(stored.dtype).max:
         return f"is {count:.15g} {unit}, past the range of {stored.dtype}"
-    if stored.dtype.kind in "iu" and count != np.round(count):
+    if is_integer(stored.dtype) and count != np.round(count):
         return f"is {count:.15g} {unit}, not a whole number of them"
     return "does not read back the same"
 
@@ -117,7 +127,7 @@ def _in_stored_units(given: np.ndarray, stored: StoredTime) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            if given.dtype.kind == "m":
+            if is_timedelta(given.dtype):
                 return np.asarray(encode_cf_timedelta(given, stored.units, dtype=np.dtype("float64"))[0])
             float64 = np.dtype("float64")
             return np.asarray(encode_cf_datetime(given, stored.units, stored.calendar, dtype=float64)[0])
@@ -137,9 +147,9 @@ def first_misfit(given: np.ndarray, numbers: np.ndarray, stored: StoredTime) -> 
     if given.size == 0:
         return None
     fits = _in_range(flat, stored.dtype)
-    if stored.dtype.kind in "iu" and flat.dtype.kind == "f":
+    if is_integer(stored.dtype) and is_float(flat.dtype):
         fits &= np.where(fits, flat, 0) == np.round(np.where(fits, flat, 0))
-    back = _decoded(np.where(fits, flat, 0).astype(stored.dtype), stored, cftime=given.dtype.kind == "O")
+    back = _decoded(np.where(fits, flat, 0).astype(stored.dtype), stored, cftime=is_object(given.dtype))
     if back is None:  # stored without time units: reads back as plain numbers
         return 0, given[0]
     same = is_missing(given) | (fits & same_times(given, back))
@@ -162,15 +172,15 @@ def _decoded(numbers: np.ndarray, stored: StoredTime, cftime: bool) -> np.ndarra
         except (OverflowError, ValueError, TypeError):
             return None
     back = np.asarray(decoded.values)
-    return back if back.dtype.kind in "mMO" else None
+    return back if is_time(back.dtype) or is_object(back.dtype) else None
 
 
 def _in_range(numbers: np.ndarray, stored_dtype: np.dtype) -> np.ndarray:
     """Which ``numbers`` the stored integer type holds (all, for a float type; NaN never for an integer)."""
-    if stored_dtype.kind not in "iu":
+    if not is_integer(stored_dtype):
         return np.ones(numbers.shape, dtype=bool)
     info = np.iinfo(stored_dtype)
-    if numbers.dtype.kind == "f":
+    if is_float(numbers.dtype):
         with np.errstate(invalid="ignore"):
             return np.asarray(
                 np.isfinite(numbers) & (numbers >= info.min) & (numbers <= info.max), dtype=bool

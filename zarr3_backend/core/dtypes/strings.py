@@ -1,7 +1,13 @@
-"""Extension data types real data uses, with the JSON zarr-python 3.1 writes for them.
+"""Text and byte-string data types, with the JSON zarr-python 3 writes for them.
 
-``string``, ``variable_length_bytes`` (registered as ``bytes``), ``fixed_length_utf32``, ``raw_bytes``,
-``null_terminated_bytes``, ``numpy.datetime64`` and ``numpy.timedelta64``.
+Registry: https://github.com/zarr-developers/zarr-extensions/tree/main/data-types
+
+``string`` (variable-length UTF-8), ``fixed_length_utf32`` (numpy ``U<n>``; fill
+value a JSON string), ``variable_length_bytes`` (registered as ``bytes``),
+``null_terminated_bytes`` (numpy ``S<n>``) and ``raw_bytes`` (numpy ``V<n>``),
+whose fill values are base64 text.
+
+    {"name": "fixed_length_utf32", "configuration": {"length_bytes": 20}}, "fill_value": "none"
 """
 
 from __future__ import annotations
@@ -9,21 +15,15 @@ from __future__ import annotations
 import base64
 import binascii
 from abc import abstractmethod
-from collections.abc import Callable
 from functools import partial
-from typing import Any, SupportsInt, cast
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ...errors import MetadataError
 from ..integers import is_int
-from .base import DataType, _check_keys, _config_int
-
-_INT64 = np.iinfo(np.int64)
-_TIME_UNITS = frozenset(
-    ["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"]
-)
-_MAX_SCALE_FACTOR = 2**31 - 1
+from .base import Category, DataType, _check_keys, _config_int
+from .registry import register_data_type
 
 
 class _Base64Type(DataType):
@@ -57,6 +57,8 @@ class _Base64Type(DataType):
 class _RawBytesType(_Base64Type):
     """``raw_bytes`` (zarr-python's name for numpy ``V<n>``)."""
 
+    category: ClassVar[Category] = "raw"
+
     def _from_bytes(self, raw: bytes) -> np.void:
         if len(raw) != self.numpy.itemsize:
             raise self._fill_error(f"exactly {self.numpy.itemsize} bytes", raw)
@@ -65,6 +67,8 @@ class _RawBytesType(_Base64Type):
 
 class _NullTerminatedBytesType(_Base64Type):
     """``null_terminated_bytes`` (numpy ``S<n>``)."""
+
+    category: ClassVar[Category] = "fixed_bytes"
 
     def _from_bytes(self, raw: bytes) -> np.bytes_:
         if len(raw) > self.numpy.itemsize:
@@ -77,6 +81,8 @@ class _VariableLengthBytesType(_Base64Type):
 
     The registered ``bytes`` also spells a fill value as a list of integers in [0, 255].
     """
+
+    category: ClassVar[Category] = "object"
 
     item_size = None
 
@@ -97,6 +103,8 @@ class _VariableLengthBytesType(_Base64Type):
 class _FixedLengthUTF32Type(DataType):
     """``fixed_length_utf32`` (numpy ``U<n>``): fill value is a JSON string."""
 
+    category: ClassVar[Category] = "fixed_text"
+
     def parse_fill_value(self, value: object) -> np.str_:
         length = self.numpy.itemsize // 4
         if not isinstance(value, str) or len(value) > length:
@@ -106,6 +114,8 @@ class _FixedLengthUTF32Type(DataType):
 
 class _StringType(DataType):
     """``string``: variable-length UTF-8, numpy object arrays of ``str``."""
+
+    category: ClassVar[Category] = "object"
 
     item_size = None
 
@@ -119,46 +129,6 @@ class _StringType(DataType):
 
     def default_fill_value(self) -> str:
         return ""
-
-
-class _TimeType(DataType):
-    """``numpy.datetime64`` / ``numpy.timedelta64``: fill value is the int64 count (NaT = -2**63)."""
-
-    def parse_fill_value(self, value: object) -> np.generic:
-        if not is_int(value, numpy=False) or not _INT64.min <= value <= _INT64.max:
-            raise self._fill_error("a 64-bit signed integer", value)
-        scalar = np.array(value, dtype=np.int64).view(self.numpy)[()]
-        return cast(np.generic, scalar)  # numpy types a 0-d array's [()] as an array, not a scalar
-
-    def cast_fill_value(self, value: object) -> np.generic:
-        kind = np.asarray(value).dtype.kind
-        if kind in "iu" and isinstance(value, SupportsInt) and not isinstance(value, bool):
-            return self.parse_fill_value(int(value))
-        if kind not in (self.numpy.kind, "U"):
-            raise self._fill_error(f"an integer, a string or a numpy {self.numpy.type.__name__}", value)
-        try:
-            return cast(np.generic, np.asarray(value, dtype=self.numpy)[()])  # as above
-        except ValueError as exc:
-            raise self._fill_error(f"a valid {self.numpy.type.__name__}", value) from exc
-
-    def fill_value_to_json(self, value: object) -> int:
-        return int(np.asarray(self.cast_fill_value(value)).view(np.int64))
-
-    def default_fill_value(self) -> np.generic:
-        return self.parse_fill_value(int(_INT64.min))
-
-
-def _time_type(name: str, unit: str, scale_factor: int) -> DataType:
-    code = "M8" if name == "numpy.datetime64" else "m8"
-    if unit == "generic":
-        if scale_factor != 1:
-            raise MetadataError(
-                f"data_type {name!r}: scale_factor must be 1 for unit 'generic', got {scale_factor}"
-            )
-        dtype = np.dtype(code)
-    else:
-        dtype = np.dtype(f"{code}[{scale_factor}{unit}]")
-    return _TimeType(name, dtype, {"unit": unit, "scale_factor": scale_factor})
 
 
 def _length_bytes(name: str, configuration: dict[str, Any]) -> int:
@@ -175,18 +145,6 @@ def _build_fixed_utf32(name: str, configuration: dict[str, Any]) -> DataType:
     return _FixedLengthUTF32Type(name, np.dtype(f"U{length // 4}"), {"length_bytes": length})
 
 
-def _build_time(name: str, configuration: dict[str, Any]) -> DataType:
-    _check_keys(name, configuration, {"unit", "scale_factor"})
-    unit = configuration.get("unit")
-    if not isinstance(unit, str) or unit not in _TIME_UNITS:
-        expected = f"one of {sorted(_TIME_UNITS)}"
-        raise MetadataError(f"data_type {name!r}: configuration.unit: expected {expected}, got {unit!r}")
-    scale_factor = _config_int(
-        name, {"scale_factor": 1, **configuration}, "scale_factor", 1, _MAX_SCALE_FACTOR
-    )
-    return _time_type(name, unit, scale_factor)
-
-
 def _build_bare(cls: type[DataType], code: str, name: str, configuration: dict[str, Any]) -> DataType:
     _check_keys(name, configuration, set())
     return cls(name, np.dtype(code))
@@ -197,13 +155,9 @@ def _build_sized(cls: type[DataType], code: str, name: str, configuration: dict[
     return cls(name, np.dtype(f"{code}{length}"), {"length_bytes": length})
 
 
-_EXTENSIONS: dict[str, Callable[[str, dict[str, Any]], DataType]] = {
-    "string": partial(_build_bare, _StringType, "O"),
-    "variable_length_bytes": partial(_build_bare, _VariableLengthBytesType, "O"),
-    "bytes": partial(_build_bare, _VariableLengthBytesType, "O"),
-    "fixed_length_utf32": _build_fixed_utf32,
-    "raw_bytes": partial(_build_sized, _RawBytesType, "V"),
-    "null_terminated_bytes": partial(_build_sized, _NullTerminatedBytesType, "S"),
-    "numpy.datetime64": _build_time,
-    "numpy.timedelta64": _build_time,
-}
+register_data_type("string", partial(_build_bare, _StringType, "O"))
+register_data_type("variable_length_bytes", partial(_build_bare, _VariableLengthBytesType, "O"))
+register_data_type("bytes", partial(_build_bare, _VariableLengthBytesType, "O"))
+register_data_type("fixed_length_utf32", _build_fixed_utf32)
+register_data_type("raw_bytes", partial(_build_sized, _RawBytesType, "V"))
+register_data_type("null_terminated_bytes", partial(_build_sized, _NullTerminatedBytesType, "S"))
