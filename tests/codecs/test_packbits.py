@@ -185,3 +185,33 @@ def test_wrong_sizes_and_padding_bytes_are_refused() -> None:
         codec.decode(bytes.fromhex("070d"), spec)
     with pytest.raises(CodecError, match="padding byte says 2"):
         codec.decode(bytes.fromhex("020d01"), spec)
+
+
+SUB_BYTE = {
+    "int2": 2,
+    "uint2": 2,
+    "int4": 4,
+    "uint4": 4,
+    "float4_e2m1fn": 4,
+    "float6_e2m3fn": 6,
+    "float6_e3m2fn": 6,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUB_BYTE))
+def test_sub_byte_data_types_pack_to_their_registry_width(name: str) -> None:
+    """The element width comes from the data type registry: n elements of b bits take ceil(n * b / 8) bytes."""
+    pytest.importorskip("ml_dtypes")
+    import zarr3_backend
+
+    bits = SUB_BYTE[name]
+    array = zarr3_backend.create_array(
+        f"memory://packbits/{name}", shape=(11,), chunks=(11,), dtype=name, overwrite=True,
+        codecs=[{"name": "packbits", "configuration": {"padding_encoding": "none"}}],
+    )  # fmt: skip
+    low_bits = np.random.default_rng(bits).integers(0, 1 << bits, 11, dtype=np.uint8)
+    values = low_bits.view(array.dtype)  # each element's value sits in its low bits
+    array[:] = values
+    back = zarr3_backend.open_array(f"memory://packbits/{name}")[:]
+    assert (back.view(np.uint8) & ((1 << bits) - 1)).tolist() == low_bits.tolist()
+    assert len(array.store.get("c/0")) == -(-11 * bits // 8)

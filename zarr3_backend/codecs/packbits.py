@@ -12,10 +12,9 @@ bits to a whole byte; ``padding_encoding`` ``"first_byte"``/``"last_byte"``
 stores the number of padding bits in a byte before/after the data. Decoding
 shifts the bits back to ``first_bit`` and sign-extends signed integers.
 
-``N`` comes from one helper, `element_bits()`: 1 for ``bool``, the width of
-numeric types, and the registry's widths for the sub-byte types (``int2``,
-``int4``, ``float4_e2m1fn``, ``float6_*`` ...), which apply as soon as those
-data types are registered. The README and the schema name the options
+``N`` comes from one helper, `element_bits()`: 1 for ``bool``, else the data
+type registry's width (`DataType.bit_width`: 4 for ``int4`` and
+``float4_e2m1fn``, 6 for ``float6_*``, 16 for ``bfloat16`` ...). The README and the schema name the options
 differently (``first_byte``/``start_byte``, ``first_bit``/``start_bit``); we
 read both and write the README's names, as zarrs does.
 """
@@ -40,10 +39,10 @@ _SCHEMA_NAMES = {
     "start_bit": "first_bit",
     "end_bit": "last_bit",
 }
-#: The registry's element widths of data types narrower than their numpy item.
-SUB_BYTE_BITS = {"bool": 1, "int2": 2, "uint2": 2, "int4": 4, "uint4": 4, "float4_e2m1fn": 4}
-SUB_BYTE_BITS |= {"float6_e2m3fn": 6, "float6_e3m2fn": 6, "complex_float4_e2m1fn": 4}
-SUB_BYTE_BITS |= {"complex_float6_e2m3fn": 6, "complex_float6_e3m2fn": 6}
+#: The registry's component widths of the complex types whose parts are sub-byte formats (the widths of the
+#: real types come from the data type registry: `DataType.bit_width`).
+SUB_BYTE_COMPLEX_BITS = {"complex_float4_e2m1fn": 4, "complex_float6_e2m3fn": 6, "complex_float6_e3m2fn": 6}
+_PACKED_CATEGORIES = ("bool", "int", "uint", "float", "complex", "datetime", "timedelta")
 
 
 class ElementBits(NamedTuple):
@@ -61,12 +60,13 @@ def element_bits(data_type: DataType) -> ElementBits:
     >>> element_bits(parse_data_type("bool")), element_bits(parse_data_type("complex64"))
     (ElementBits(bits=1, components=1, signed=False), ElementBits(bits=32, components=2, signed=False))
     """
-    dtype, name = data_type.numpy, data_type.name
-    if dtype.kind not in "biufcmM" or dtype.hasobject:
+    category, name = data_type.category, data_type.name
+    pair = name.startswith("complex_")  # a registered complex type, held as a (real, imag) record or not
+    if category not in _PACKED_CATEGORIES and not pair:
         raise CodecError(f"codec 'packbits' needs a boolean or numeric data type, got {name!r}")
-    components = 2 if dtype.kind == "c" or name.startswith("complex_") else 1
-    bits = SUB_BYTE_BITS.get(name, dtype.itemsize * 8 // components)
-    return ElementBits(bits, components, name.startswith("int") or dtype.kind in "imM")
+    components = 2 if category == "complex" or pair else 1
+    bits = 1 if category == "bool" else SUB_BYTE_COMPLEX_BITS.get(name, data_type.bit_width // components)
+    return ElementBits(bits, components, category in ("int", "datetime", "timedelta"))
 
 
 @dataclass(frozen=True)
