@@ -167,7 +167,8 @@ def measure(args: list[str]) -> Run | None:
     done = subprocess.run(["/usr/bin/time", "-v", *args], capture_output=True, text=True)
     report = done.stderr
     if done.returncode != 0:
-        print(f"  failed: {' '.join(args[1:3])}: {report.strip().splitlines()[-25:]}", file=sys.stderr)
+        error = report.split("Command exited with non-zero status")[0].strip().splitlines()[-3:]
+        print(f"  failed: {' '.join(args[-3:])}: {error}", file=sys.stderr)
         return None
     minutes, seconds = re.search(
         r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\d+):([\d.]+)", report
@@ -208,16 +209,27 @@ def run_workload(
         mine = best(results[ours]) if ours in results else None
         for implementation in workload.implementations:
             if implementation not in results:
-                yield f"| {workload.name} | {store_name} | {implementation} | skipped | | | | | |"
+                yield f"| {workload.name} | {store_name} | {implementation} | skipped | | | | |"
                 continue
             r = best(results[implementation])
-            ratio = "" if mine is None or implementation == ours else f"{mine.inner / r.inner:.2f}x"
-            wall = "" if mine is None or implementation == ours else f"{mine.wall / r.wall:.2f}x"
-            rss = "" if mine is None or implementation == ours else f"{mine.rss / r.rss:.2f}x"
+            ratios = "" if mine is None or implementation == ours else _ratios(mine, r)
             yield (
                 f"| {workload.name} | {store_name} | {implementation} | {r.inner:.2f} | {r.wall:.2f} | {r.cpu:.2f} "
-                f"| {r.rss / 1e9:.2f} | {ratio} | {wall} / {rss} |"
+                f"| {r.rss / 1e9:.2f} | {ratios} |"
             )
+
+
+def _ratios(mine: Run, peer: Run) -> str:
+    """Ours over ``peer``: the workload's time, process wall time, CPU and peak RSS."""
+    return " / ".join(
+        f"{a / b:.2f}x"
+        for a, b in (
+            (mine.inner, peer.inner),
+            (mine.wall, peer.wall),
+            (mine.cpu, peer.cpu),
+            (mine.rss, peer.rss),
+        )
+    )
 
 
 def main() -> None:
@@ -239,9 +251,9 @@ def main() -> None:
     print(f"edge {edge}^3 uint16, best of {args.repeats}, load average {os.getloadavg()[0]:.2f} at start")
     print(
         "| workload | store | implementation | time (s) | process wall (s) | CPU (s) | peak RSS (GB) "
-        "| zarr3 / peer time | wall / peak RSS |"
+        "| zarr3 / peer: time / wall / CPU / peak RSS |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for workload in WORKLOADS:
         if args.only and workload.name not in args.only:
             continue
