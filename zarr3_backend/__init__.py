@@ -9,7 +9,7 @@
 
 import importlib.util
 
-from .api import create_array, create_group, open, open_array, open_group
+from .api import copy_array, create_array, create_group, open, open_array, open_group
 from .codecs import allow_unsafe_codecs  # (importing codecs registers the built-in codecs)
 from .conversion import ConvertSummary, convert
 from .errors import (
@@ -90,6 +90,7 @@ __all__ = [
     "consolidate_metadata",
     "clear_store_cache",
     "convert",
+    "copy_array",
     "create_array",
     "create_group",
     "open",

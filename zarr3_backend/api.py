@@ -17,6 +17,7 @@ from .nodes.creation import ArrayDefinition, build_array_metadata
 from .nodes.hierarchy import Group, create_group_at, open_node
 from .nodes.paths import normalize_path
 from .nodes.placement import create_array_at
+from .nodes.writes import ArraySource
 from .store import StoreLike, make_store
 from .store.base import Store
 
@@ -307,3 +308,36 @@ def create_array(
     target = _store(store, storage_options, "w")
     path = normalize_path(path)
     return create_array_at(target, path, build_array_metadata(path, **options), overwrite)
+
+
+def copy_array(source: ArraySource, destination: Array, *, write_empty_chunks: bool = False) -> None:
+    """Copy every element of ``source`` into ``destination``, one of ``destination``'s stored chunks at a time.
+
+    ``source`` is a zarr3_backend `Array` or anything with ``shape``,
+    ``dtype`` and reads of boxes (a zarr-python or dask array; see
+    `zarr3_backend.nodes.writes.ArraySource`); the shapes must be equal and
+    values are cast to ``destination``'s data type. Each stored chunk (shard)
+    of ``destination`` is written once, with one atomic ``set``, from the box
+    of ``source`` it covers, so peak memory is about a shard per CPU thread,
+    not the array. Chunks that come out all fill value are deleted (not
+    stored) unless ``write_empty_chunks``. The same as
+    ``destination[...] = source``.
+
+    Raises
+    ------
+    ArgumentError
+        The shapes differ.
+    ReadOnlyError
+        ``destination`` is open read-only.
+
+    Examples
+    --------
+    >>> import zarr3_backend
+    >>> src = zarr3_backend.create_array("memory://doc/copy_array/src", shape=(6,), dtype="int16", chunks=(2,), shards=(4,))
+    >>> src[:] = range(6)
+    >>> dst = zarr3_backend.create_array("memory://doc/copy_array/dst", shape=(6,), dtype="int32", chunks=(3,))
+    >>> zarr3_backend.copy_array(src, dst)
+    >>> dst[:].tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    destination.set(Ellipsis, source, write_empty_chunks=write_empty_chunks)

@@ -52,7 +52,7 @@ def test_complete_chunk_write_does_not_read(store):
     a = zarr3_backend.create_array(counting, shape=(8, 8), dtype="float32", chunks=(4, 4), shards=(8, 8))
     counting.reset()
     a[...] = np.ones((8, 8), "float32")
-    assert counting.counts["get_many"] == 1  # the batched lookup of partial chunks is empty
+    assert counting.counts["get_many"] == 0  # no chunk is partial: no lookup at all
     assert counting.requests == []
 
 

@@ -26,8 +26,8 @@ from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
-from ..errors import ArgumentError, ArgumentTypeError, BoundsError, ReadOnlyError, Zarr3Error, with_location
-from ..runtime import map_concurrently, memory_limit
+from ..errors import ArgumentError, BoundsError, ReadOnlyError, Zarr3Error, with_location
+from ..runtime import memory_limit
 from ..runtime.memory_limit import check_allocation, out_of_memory
 from ..store.base import Store, plain_values
 from ..store.storage_transformers import apply_storage_transformers
@@ -38,6 +38,7 @@ from .read_ahead import ReadAhead
 from .read_windows import shard_windows, stored_chunk_count
 from .reads import PlannedRead, ReadResult, fetches_in_flight, is_remote, read_many
 from .shape_changes import clear_exposed, clear_outside
+from .writes import ArraySource, is_array_source, write_from_source, write_value
 
 #: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
 RANGE_PART_BYTES = 8 << 20
@@ -285,13 +286,13 @@ class Array:
         return ReadContext(key, self._index_cache)
 
     # -- writing ---------------------------------------------------------
-    def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike) -> None:
+    def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike | ArraySource) -> None:
         self.set(selection, value)
 
     def set(
         self,
         selection: SelectionLike,
-        value: npt.ArrayLike,
+        value: npt.ArrayLike | ArraySource,
         *,
         orthogonal: bool = False,
         write_empty_chunks: bool = False,
@@ -299,44 +300,33 @@ class Array:
         """Write ``value`` (broadcast to the selection) into a selection (see `get()`).
 
         Chunks that end up entirely the fill value are deleted, unless
-        ``write_empty_chunks`` asks to store them anyway.
+        ``write_empty_chunks`` asks to store them anyway. A ``value`` that is
+        an array not in memory (another `Array`, a dask or zarr-python array:
+        see `zarr3_backend.nodes.writes.ArraySource`) is read one stored chunk
+        of this array at a time, never whole (see `zarr3_backend.copy_array`).
         """
         self._check_writable()
         plan = plan_selection(
             selection, self.shape, self.metadata.chunk_grid.dim_grids, orthogonal=orthogonal, where=self.name
         )
         self.check_memory()
-        with out_of_memory(f"array {self.name!r}: writing a selection of shape {plan.out_shape}"):
-            value = self._as_selection_value(value, plan.out_shape)
-            pieces = list(plan.chunks())
-            partial = [p for p in pieces if not p.is_complete]
-            requests = [(self.chunk_key(p.coords), None) for p in partial]
-            found = plain_values(self._chunk_store.get_many_versioned(requests))
-            existing = dict(zip((p.coords for p in partial), found))
-            map_concurrently(
-                lambda piece: self._write_chunk(piece, value, existing.get(piece.coords), write_empty_chunks),
-                pieces,
-            )
+        if is_array_source(value):
+            write_from_source(self, plan, cast(ArraySource, value), write_empty_chunks)
+        else:
+            write_value(self, plan, cast(npt.ArrayLike, value), write_empty_chunks)
 
-    def _as_selection_value(self, value: npt.ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
-        """``value`` as this array's dtype, broadcast to the selection's ``shape``; refused by name if it cannot be."""
-        try:
-            return np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
-        except (TypeError, ValueError) as exc:
-            error = ArgumentTypeError if isinstance(exc, TypeError) else ArgumentError
-            raise error(
-                f"array {self.name!r}: cannot write a value of shape {np.shape(value)} into a selection of shape "
-                f"{shape} with data type {self.dtype}: {exc}"
-            ) from exc
-
-    def _write_chunk(
-        self, piece: ChunkSelection, value: np.ndarray, existing: bytes | None, write_empty: bool
+    def write_piece(
+        self, piece: ChunkSelection, block: np.ndarray, existing: bytes | None, write_empty: bool
     ) -> None:
+        """Write ``block`` (the value of ``piece``, one stored chunk's part of a selection) with one atomic ``set``.
+
+        ``existing``: the stored chunk's bytes, which a partial ``piece`` merges into.
+        """
         key = self.chunk_key(piece.coords)
         self._index_cache.pop(key, None)
         spec = self.chunk_spec_at(piece.coords)
         try:
-            encoded = self._chain.update(existing, spec, piece, value[(*piece.out_selection, Ellipsis)])
+            encoded = self._chain.update(existing, spec, piece, block)
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
         self._put(key, encoded, write_empty, spec)
@@ -392,6 +382,11 @@ class Array:
             self._chunk_store.delete(key)
         else:
             self._chunk_store.set(key, encoded)
+
+    def stored_bytes(self, coords: Sequence[tuple[int, ...]]) -> list[bytes | None]:
+        """The stored chunks (shards) at grid ``coords``, undecoded (``None`` where absent): one batched read."""
+        requests = [(self.chunk_key(c), None) for c in coords]
+        return plain_values(self._chunk_store.get_many_versioned(requests)) if requests else []
 
     def read_chunk(self, coords: tuple[int, ...]) -> np.ndarray:
         """The whole stored chunk (a shard, when sharded) at grid ``coords``, decoded; fill value if absent."""
