@@ -49,8 +49,8 @@ def test_xarray_reads_a_zip_store_and_writes_an_object_store(tmp_path) -> None:
     objects = zarr.storage.ObjectStore(obstore.store.LocalStore(str(tmp_path / "objects"), mkdir=True))
     ds.chunk(x=2).to_zarr3(objects, encoding={"t": {"chunks": (2, 4)}})
     with pytest.raises(WriteError, match="needs lock="):  # the adapter declares no atomic create
-        ds.to_zarr3(objects, append_dim="x")
-    ds.to_zarr3(objects, append_dim="x", lock=threading.Lock())  # this process is the only writer
+        ds.to_zarr3(objects, append_dim="x", allow_repeated_index=True)
+    ds.to_zarr3(objects, append_dim="x", lock=threading.Lock(), allow_repeated_index=True)  # the only writer
     xr.testing.assert_identical(
         xr.open_dataset(objects, engine="zarr", consolidated=False).load(), xr.concat([ds, ds], "x")
     )

@@ -14,10 +14,8 @@ spec says: a full transpose, a ``bytes`` codec (big endian, or no endian for
 one-byte types), at most one bytes -> bytes codec; data types are the ones
 N5 has (``u?int8..64``, ``float32``, ``float64``). Blocks smaller than the
 chunk (truncated edge blocks, as Java N5 writes) are padded with the fill
-value; a block larger than the chunk in any dimension, another mode or
-another dimensionality is a `CodecError`. We write whole (padded) blocks,
-as zarr-python 2 and tensorstore do. Only the codec: N5 containers
-(``attributes.json``) are not translated.
+value; a larger block, another mode or dimensionality is a `CodecError`.
+We write whole blocks. N5 containers (``attributes.json``) are not read.
 """
 
 from __future__ import annotations

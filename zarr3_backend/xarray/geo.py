@@ -1,24 +1,15 @@
 """GeoZarr metadata: the ``spatial:`` and ``proj:`` conventions, written from a dataset's CF grid mapping.
 
-A data variable is *georeferenced* when its ``grid_mapping`` (attribute or
-encoding, as rioxarray and CF set it) names a variable that describes a CRS
-(``crs_wkt``, ``spatial_ref`` or CF ``grid_mapping_name`` attributes), and its
-two spatial dimensions (named like rioxarray's: ``y``/``x``,
-``lat``/``lon``, ``latitude``/``longitude``) have an affine transform: the
-grid mapping's GDAL ``GeoTransform`` attribute, else one computed from regular
-1-D coordinates. `geozarr_attributes()` gives such a variable the attributes
-of the zarr-conventions documents, registered in ``zarr_conventions``:
-
-- ``spatial:`` (https://github.com/zarr-conventions/spatial):
-  ``spatial:dimensions`` (``[y, x]``), ``spatial:transform`` (``[a, b, c, d,
-  e, f]``, rasterio/affine order, pixel corners), ``spatial:shape``,
-  ``spatial:bbox``, ``spatial:registration``;
-- ``proj:`` (https://github.com/zarr-experimental/geo-proj): ``proj:code``
-  (``AUTHORITY:CODE``, when the CRS has one) and ``proj:wkt2``; written only
-  when pyproj is installed, which parses the grid mapping (``CRS.from_cf``).
-
-The registration entries are those geozarr-toolkit validates against. The
-read side is [`georeference`][zarr3_backend.xarray.georeference].
+A data variable is *georeferenced* when its ``grid_mapping`` names a CRS
+variable (``crs_wkt``, ``spatial_ref`` or CF attributes) and its ``y``/``x``
+(or ``lat``/``lon``) dimensions have an affine transform (a ``GeoTransform``
+that agrees with them, else one from regular coordinates).
+`geozarr_attributes()` gives it the ``spatial:`` attributes
+(https://github.com/zarr-conventions/spatial; ``spatial:transform`` in
+rasterio order, pixel corners) and, with pyproj, ``proj:code`` and
+``proj:wkt2`` (https://github.com/zarr-experimental/geo-proj), registered
+in ``zarr_conventions`` as geozarr-toolkit validates. Read side:
+[`georeference`][zarr3_backend.xarray.georeference].
 
 >>> import numpy as np, xarray as xr
 >>> gm = xr.Variable((), 0, {"crs_wkt": "...", "GeoTransform": "500000 10 0 5000000 0 -10"})

@@ -1,25 +1,14 @@
 """What an opened dataset's georeferencing becomes: grid mappings as coordinates, lazy x/y, the CRS back.
 
-`georeference()` runs on each Dataset ``engine="zarr3"`` opens, after
-xarray's CF decoding, unless ``decode_coords=False``:
-
-1. with ``decode_coords=True`` (the default) a 0-d variable that a data
-   variable's ``grid_mapping`` attribute names becomes a coordinate, as
-   ``decode_coords="all"`` makes it (``engine="zarr"`` leaves it a data
-   variable, so rioxarray finds no CRS; the ``grid_mapping`` attribute stays
-   where xarray leaves it);
-2. a variable with GeoZarr ``spatial:dimensions`` and an affine
-   ``spatial:transform`` (its own attributes, or its group's) whose spatial
-   dimensions have no coordinates gets x/y coordinates computed from the
-   transform on demand: an [`AxisIndex`][zarr3_backend.xarray.axis_index.AxisIndex]
-   (an xarray ``CoordinateTransformIndex``) per axis of a north-up grid,
-   rasterix's ``RasterIndex`` for a rotated one when rasterix is installed.
-   No coordinate array is read or allocated at open;
-3. such a variable without a grid mapping but with ``proj:wkt2`` or
-   ``proj:code`` (pyproj installed for a code) gets a ``spatial_ref``
-   coordinate carrying ``crs_wkt`` and the GDAL ``GeoTransform``, named in
-   its ``encoding["grid_mapping"]``: what rioxarray reads ``.rio.crs`` and
-   ``.rio.transform()`` from.
+`georeference()` runs after xarray's CF decoding unless ``decode_coords=False``:
+(1) under ``decode_coords=True`` the 0-d variable a ``grid_mapping`` names
+becomes a coordinate, as ``"all"`` makes it; (2) a variable with GeoZarr
+``spatial:dimensions`` and ``spatial:transform`` and no x/y coordinates gets
+lazy ones (an [`AxisIndex`][zarr3_backend.xarray.axis_index.AxisIndex] per axis
+of a north-up grid; rasterix's ``RasterIndex`` for a rotated one), nothing
+allocated at open; (3) without a grid mapping, ``proj:wkt2`` or ``proj:code``
+give it a ``spatial_ref`` coordinate (``crs_wkt``, ``GeoTransform``), from which
+rioxarray reads ``.rio.crs`` and ``.rio.transform()``.
 
 >>> import numpy as np, xarray as xr
 >>> ds = xr.Dataset({"b": (("y", "x"), np.zeros((2, 3)), {"spatial:dimensions": ["y", "x"],

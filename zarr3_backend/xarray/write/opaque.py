@@ -1,15 +1,11 @@
 """What in a dask graph may read a store unseen: functions of other code and array-likes of unknown kinds.
 
-`graph_reads` finds every stored array a graph holds. It cannot see what a
-function of the user's own (``map_blocks``, ``dask.delayed``,
-``apply_ufunc``) or an array-like it does not know reads when it runs. A
-``mode="w"`` that replaces a group deletes it before any task runs, so
-`self_read` refuses such a graph there (`first_opaque`): this module names
-the first such thing. Known: the functions of numpy, dask, xarray, pandas,
-the standard library and the libraries xarray computes with, in-memory
-arrays (numpy, pandas), the stored arrays `graph_reads` locates, and the
-array wrappers of xarray's netCDF backends (a netCDF file is not a Zarr
-store).
+`graph_reads` finds every stored array a graph holds, but not what a user's
+function (``map_blocks``, ``dask.delayed``) or an unknown array-like reads:
+`self_read` refuses such a graph where ``mode="w"`` replaces a group, and
+`first_opaque` names it. Known: the functions of numpy, dask, xarray,
+pandas, the standard library and xarray's compute libraries, in-memory
+arrays, stored arrays, and xarray's netCDF backend arrays.
 
 >>> import dask.array as da
 >>> first_opaque([da.ones(4, chunks=2) + 1]) is None

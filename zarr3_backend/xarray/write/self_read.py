@@ -1,9 +1,7 @@
 """A write whose lazy data reads what the write replaces: read it first, or refuse before anything changes.
 
 ``mode="w"`` deletes the group before writing, and ``mode="a"``/``"r+"``
-overwrite stored chunks while dask tasks may still be reading them, so data
-read lazily from the target would come back as fill values or as values
-already overwritten. Before any change to the store:
+overwrite stored chunks while tasks may still read them. Before any change:
 
 - lazy variables without dask (opened with ``chunks=None``) are read into
   memory (`load_lazy_variables`): the write holds them in memory anyway;
@@ -15,12 +13,9 @@ already overwritten. Before any change to the store:
   unknown array-like. Refused rather than written beside and swapped in:
   object stores have no rename, so a swap would copy the whole group.
 
-The reads come from the dask graph or the Cubed plan (`graph_reads`), stores are compared by
-`Store.location`, so every spelling of one store (relative, ``file://``, a
-trailing slash, a symbolic link, fsspec or obstore on one bucket) is the
-same. An append reads its stored rows freely: it writes only new rows (a
-partly filled last shard is rewritten with its stored rows unchanged).
-docs/guide/guarantees.md says this for users.
+The reads come from the dask graph or the Cubed plan (`graph_reads`);
+stores are compared by `Store.location`, whatever their spelling. Appends
+read stored rows freely: they write only new rows. See docs/guide/guarantees.md.
 """
 
 from __future__ import annotations
