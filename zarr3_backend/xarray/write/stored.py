@@ -23,7 +23,7 @@ from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 
 from ...api import WriteMode
-from ...core.dtypes.kinds import is_inexact
+from ...core.dtypes.kinds import is_inexact, is_real_number, is_time
 from ...errors import GroupNotFoundError, WriteError
 from ...nodes.array import Array
 from ...nodes.hierarchy import Group, open_node
@@ -188,7 +188,7 @@ def _found_in(values: np.ndarray, stored: np.ndarray) -> np.ndarray:
     """Which of ``values`` are among ``stored``."""
     if stored.size == 0:
         return np.zeros(values.shape, bool)
-    if stored.dtype.kind in "mMiuf" and stored.size > 1 and bool(np.all(stored[1:] > stored[:-1])):
+    if (is_real_number(stored.dtype) or is_time(stored.dtype)) and stored.size > 1 and bool(np.all(stored[1:] > stored[:-1])):
         at = np.searchsorted(stored, values).clip(0, stored.size - 1)
         return np.asarray(stored[at] == values)
     return np.isin(values, stored)

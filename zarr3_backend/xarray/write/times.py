@@ -191,6 +191,6 @@ def _in_range(numbers: np.ndarray, stored_dtype: np.dtype) -> np.ndarray:
 def _objects_loaded(variable: xr.Variable) -> xr.Variable:
     """``variable`` computed if it holds Python objects under dask, made as xarray makes in-memory values
     (``datetime.timedelta`` objects become ``timedelta64``, as they do in memory)."""
-    if variable.chunks is None or variable.dtype.kind != "O":
+    if variable.chunks is None or not is_object(variable.dtype):
         return variable
     return xr.Variable(variable.dims, variable.values, variable.attrs, variable.encoding)
