@@ -67,3 +67,12 @@ def test_a_slice_keeps_the_index_lazy() -> None:
         backwards.sel(x=slice(-100, -120)).load(),
         materialised.isel(x=slice(None, None, -1)).sel(x=slice(-100, -120)),
     )
+
+
+def test_a_tie_goes_to_the_larger_label_on_a_decreasing_axis_as_pandas_breaks_it() -> None:
+    """Found by the property above: labels (5, -5) and 0.0 halfway between them."""
+    lazy, materialised = pair(2, -10.0, 10.0)
+    assert float(materialised.sel(x=0.0, method="nearest").x) == 5.0
+    xr.testing.assert_equal(
+        lazy.sel(x=0.0, method="nearest").load(), materialised.sel(x=0.0, method="nearest")
+    )

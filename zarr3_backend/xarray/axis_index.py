@@ -123,9 +123,10 @@ class AxisIndex(CoordinateTransformIndex):
                 f"{dim!r}: a lazy coordinate selects with method=None or 'nearest', got {method!r}"
             )
         size = self.transform.dim_size[dim]
-        positions = np.floor(self.transform.reverse({dim: values})[dim] + 0.5).astype("int64")
         if method == "nearest":
-            positions = np.clip(positions, 0, size - 1)
+            positions = self._nearest(np.asarray(values, dtype="float64"), size)
+        else:
+            positions = np.floor(self.transform.reverse({dim: values})[dim] + 0.5).astype("int64")
         inside = (positions >= 0) & (positions < size)
         found = self.transform.forward({dim: np.clip(positions, 0, size - 1)})[dim]
         if method is None:
@@ -135,6 +136,18 @@ class AxisIndex(CoordinateTransformIndex):
         if not np.all(inside):
             raise KeyError(f"not all values found in index {dim!r}: {np.asarray(values)[~inside].tolist()}")
         return np.asarray(positions, dtype="int64")
+
+    def _nearest(self, values: np.ndarray, size: int) -> np.ndarray:
+        """The positions pandas' ``method="nearest"`` picks: the closer of the two labels around each value,
+        compared as labels, a tie going to the larger label."""
+        dim = self.transform.dims[0]
+        below = np.clip(np.floor(self.transform.reverse({dim: values})[dim]).astype("int64"), 0, size - 1)
+        above = np.minimum(below + 1, size - 1)
+        low, high = (self.transform.forward({dim: p})[dim] for p in (below, above))
+        low_distance, high_distance = np.abs(low - values), np.abs(high - values)
+        tie = np.where(high > low, above, below)  # pandas breaks ties toward the larger label
+        closer = np.where(low_distance < high_distance, below, above)
+        return np.where(low_distance == high_distance, tie, closer).astype("int64")
 
 
 def _first(size: int, holds: Callable[[int], bool]) -> int:
