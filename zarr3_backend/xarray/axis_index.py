@@ -147,7 +147,7 @@ class AxisIndex(CoordinateTransformIndex):
         low_distance, high_distance = np.abs(low - values), np.abs(high - values)
         tie = np.where(high > low, above, below)  # pandas breaks ties toward the larger label
         closer = np.where(low_distance < high_distance, below, above)
-        return np.where(low_distance == high_distance, tie, closer).astype("int64")
+        return np.asarray(np.where(low_distance == high_distance, tie, closer), dtype="int64")
 
 
 def _first(size: int, holds: Callable[[int], bool]) -> int:
