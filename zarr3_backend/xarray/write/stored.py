@@ -188,7 +188,11 @@ def _found_in(values: np.ndarray, stored: np.ndarray) -> np.ndarray:
     """Which of ``values`` are among ``stored``."""
     if stored.size == 0:
         return np.zeros(values.shape, bool)
-    if (is_real_number(stored.dtype) or is_time(stored.dtype)) and stored.size > 1 and bool(np.all(stored[1:] > stored[:-1])):
+    if (
+        (is_real_number(stored.dtype) or is_time(stored.dtype))
+        and stored.size > 1
+        and bool(np.all(stored[1:] > stored[:-1]))
+    ):
         at = np.searchsorted(stored, values).clip(0, stored.size - 1)
         return np.asarray(stored[at] == values)
     return np.isin(values, stored)
