@@ -1,17 +1,26 @@
-"""Run the ``zarr3`` command as users run it: the installed console script.
+"""Run the ``zarr3`` command: in this process through its ``main``, or as users run it, the console script.
 
-Where the package is installed with its scripts (CI: ``pip install -e .``),
-``zarr3`` sits next to the Python running the tests and is used; a checkout
-without that install falls back to ``python -m zarr3_backend``.
+``zarr3(...)`` calls ``zarr3_backend.cli.main`` with the arguments, in ``cwd``,
+its standard output and error captured and any exception turned into the
+traceback and status Python would print and exit with: the command's
+behaviour without paying an interpreter start per call. ``zarr3_script(...)``
+runs the installed console script (CI: ``pip install -e .``), which sits next
+to the Python running the tests; a checkout without that install falls back
+to ``python -m zarr3_backend``. Tests of the entry point itself, of process
+exits and of pipes use the script.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import traceback
+import warnings
 from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any
@@ -38,7 +47,36 @@ def zarr3_command() -> list[str]:
 
 
 def zarr3(*args: Any, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """``zarr3 ARGS...`` run in ``cwd`` (the checkout by default), its output captured as text."""
+    """``zarr3 ARGS...`` run in this process, in ``cwd`` (the checkout by default), its output captured as text."""
+    from zarr3_backend.cli import main
+
+    argv = list(map(str, args))
+    out, err = io.StringIO(), io.StringIO()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # as Python's default does
+        err.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with warnings.catch_warnings():
+            warnings.resetwarnings()  # a fresh interpreter's filters, not pytest's
+            warnings.simplefilter("default")
+            for quiet in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", quiet)
+            warnings.showwarning = show
+            try:
+                status = main(argv)
+            except SystemExit as exit:  # argparse: --help, --version and usage errors
+                status = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
+                if isinstance(exit.code, str):
+                    err.write(exit.code + "\n")
+            except BaseException:  # --debug re-raises: Python prints the traceback and exits with 1
+                traceback.print_exc(file=err)
+                status = 1
+    return subprocess.CompletedProcess(["zarr3", *argv], status, out.getvalue(), err.getvalue())
+
+
+def zarr3_script(*args: Any, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``zarr3 ARGS...`` run as the console script in ``cwd`` (the checkout by default), output captured as text."""
     return subprocess.run(
         [*zarr3_command(), *map(str, args)], check=False, capture_output=True, text=True, cwd=cwd, timeout=120
     )

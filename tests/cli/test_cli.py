@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from command import ROOT, zarr3, zarr3_command
+from command import ROOT, zarr3, zarr3_command, zarr3_script
 
 import zarr3_backend
 from zarr3_backend.cli.check import Counter
@@ -20,7 +20,7 @@ from zarr3_backend.cli.check import Counter
 
 
 def test_demo_writes_into_a_new_directory_and_says_where(tmp_path: Path) -> None:
-    result = zarr3("demo", tmp_path / "demo.zarr")
+    result = zarr3_script("demo", tmp_path / "demo.zarr")
     assert result.returncode == 0, result.stderr
     assert f"writing the demo store to {tmp_path / 'demo.zarr'}" in result.stdout
     assert f"the store stays in {tmp_path / 'demo.zarr'}" in result.stdout
@@ -62,7 +62,7 @@ def test_readme_demo_command_without_a_directory() -> None:
 
 
 def test_version_and_help() -> None:
-    version = zarr3("--version")
+    version = zarr3_script("--version")  # the installed entry point
     assert (
         version.returncode == 0
         and version.stdout.strip() == f"zarr3 (zarr3_backend) {zarr3_backend.__version__}"
