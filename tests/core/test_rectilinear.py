@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 from interop_cases import check_reads
 
 import zarr3_backend
-from zarr3_backend.core.chunk_grid import ChunkLengths
-from zarr3_backend.core.grids import parse_chunk_grid
+from zarr3_backend.core.chunk_grid import parse_chunk_grid
 from zarr3_backend.core.metadata import ArrayMetadata
-from zarr3_backend.core.rectilinear_grid import RectilinearChunkGrid
+from zarr3_backend.core.rectilinear_grid import ChunkLengths, RectilinearChunkGrid
 from zarr3_backend.errors import ArgumentError, MetadataError, UnknownExtensionError
 
 MONTHS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]

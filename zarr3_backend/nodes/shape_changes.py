@@ -12,9 +12,9 @@ from typing import Protocol
 
 import numpy as np
 
+from ..core.chunk_grid import ChunkGrid
 from ..core.dtypes import Scalar
 from ..core.dtypes.kinds import is_inexact
-from ..core.grids import ChunkGrid
 from ..core.metadata import ArrayMetadata
 from ..store.base import Store
 

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..core.chunk_grid import ChunkLengths
 from ..core.dtypes import is_fill
 from ..core.indexing import DimGrid
+from ..core.rectilinear_grid import ChunkLengths
 from ..errors import BoundsError
 from ..runtime import map_concurrently
 from ..runtime.locks import NO_LOCKS, KeyLocks
