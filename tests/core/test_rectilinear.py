@@ -122,12 +122,12 @@ def test_rectilinear_inner_chunks_in_sharding_are_refused():
             },
         }
     ]
+    store = zarr3_backend.open_group("memory://rect/refuse", mode="w").store
+    store.set("a/zarr.json", json.dumps(array_doc([6], [[6]], codecs)).encode())
     with pytest.raises(MetadataError, match="rectilinear inner chunks"):
-        zarr3_backend.Array(
-            zarr3_backend.open_group("memory://rect/refuse", mode="w").store,
-            "a",
-            ArrayMetadata.from_json(array_doc([6], [[6]], codecs)),
-        )
+        zarr3_backend.open_array(store, "a")  # the chain is built (and checked) when the array opens
+    with pytest.raises(MetadataError, match="rectilinear inner chunks"):
+        zarr3_backend.Array(store, "a", ArrayMetadata.from_json(array_doc([6], [[6]], codecs))).check_codecs()
     with pytest.raises(MetadataError, match="rectilinear inner chunks"):
         zarr3_backend.create_array("memory://rect/r2", shape=(6,), dtype="i4", chunks=[[2, 4]], shards=[6])
 
