@@ -30,7 +30,7 @@ client for the cores.
 
 moto answers a ranged GET by copying the whole object under the object's
 lock, so a read that splits a large shard into side-by-side ranges (what
-fills the connections of a real object store, see ``Array._read_context``)
+fills the connections of a real object store, see ``nodes/reads.splits_shards``)
 costs moto one copy of the shard per range, where ``engine="zarr"`` fetches
 the shard whole: the server CPU column shows it.
 """

@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 from interop_cases import check_reads
 
 import zarr3_backend
-from zarr3_backend.core.chunk_grid import ChunkLengths
-from zarr3_backend.core.grids import parse_chunk_grid
+from zarr3_backend.core.chunk_grid import parse_chunk_grid
 from zarr3_backend.core.metadata import ArrayMetadata
-from zarr3_backend.core.rectilinear_grid import RectilinearChunkGrid
+from zarr3_backend.core.rectilinear_grid import ChunkLengths, RectilinearChunkGrid
 from zarr3_backend.errors import ArgumentError, MetadataError, UnknownExtensionError
 
 MONTHS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
@@ -123,12 +122,12 @@ def test_rectilinear_inner_chunks_in_sharding_are_refused():
             },
         }
     ]
+    store = zarr3_backend.open_group("memory://rect/refuse", mode="w").store
+    store.set("a/zarr.json", json.dumps(array_doc([6], [[6]], codecs)).encode())
     with pytest.raises(MetadataError, match="rectilinear inner chunks"):
-        zarr3_backend.Array(
-            zarr3_backend.open_group("memory://rect/refuse", mode="w").store,
-            "a",
-            ArrayMetadata.from_json(array_doc([6], [[6]], codecs)),
-        )
+        zarr3_backend.open_array(store, "a")  # the chain is built (and checked) when the array opens
+    with pytest.raises(MetadataError, match="rectilinear inner chunks"):
+        zarr3_backend.Array(store, "a", ArrayMetadata.from_json(array_doc([6], [[6]], codecs))).check_codecs()
     with pytest.raises(MetadataError, match="rectilinear inner chunks"):
         zarr3_backend.create_array("memory://rect/r2", shape=(6,), dtype="i4", chunks=[[2, 4]], shards=[6])
 

@@ -135,6 +135,47 @@ def test_array_pickles(store):
     assert b[...].tolist() == [1, 2, 3, 4]
 
 
+#: What an array builds for reads only: the read unit its selections are planned on, and the read-ahead.
+READ_MACHINERY = {"_read_unit", "_read_ahead"}
+
+
+def test_writes_build_no_read_machinery():
+    """Whole shards, partial shards and a write task's unpickled copy encode through the codec chain alone;
+    the chain itself is built when the array first codes, and the read machinery on the first read."""
+    import pickle
+
+    from zarr3_backend.nodes.shard_writes import write_block
+
+    a = zarr3_backend.create_array(
+        "memory://nodes/write_only", shape=(8, 6), dtype="int16", chunks=(2, 3), shards=(4, 6)
+    )
+    assert "_chain" not in vars(a)  # created or planned: nothing built yet
+    a[...] = np.arange(48).reshape(8, 6)  # whole shards, encoded without a read
+    write_block(a, (4, 0), np.ones((2, 6), "int16"))  # part of a shard: merged into the stored bytes
+    assert "_chain" in vars(a) and READ_MACHINERY.isdisjoint(vars(a))
+    task_copy = pickle.loads(pickle.dumps(a))  # what a write task receives
+    write_block(task_copy, (0, 0), np.zeros((4, 6), "int16"))
+    assert READ_MACHINERY.isdisjoint(vars(task_copy))
+    expected = np.arange(48).reshape(8, 6)
+    expected[:4] = 0
+    expected[4:6] = 1
+    np.testing.assert_array_equal(a[...], expected)
+    assert READ_MACHINERY <= set(vars(a))
+
+
+def test_opening_still_checks_the_codec_chain():
+    """The chain is built on first use, but opening builds it at once: an unknown codec is refused at open."""
+    import json
+
+    store = make_store("memory://nodes/unknown_codec")
+    zarr3_backend.create_array(store, "a", shape=(4,), dtype="int8", chunks=(2,))
+    document = json.loads(store.get("a/zarr.json") or b"")
+    document["codecs"].append({"name": "no-such-codec"})
+    store.set("a/zarr.json", json.dumps(document).encode())
+    with pytest.raises(zarr3_backend.UnknownExtensionError, match=r"no-such-codec"):
+        zarr3_backend.open_array(store, "a")
+
+
 shapes = st.lists(st.integers(0, 9), min_size=1, max_size=3)
 
 

@@ -160,7 +160,7 @@ def test_few_shards_above_16_mib_are_fetched_as_side_by_side_ranges(s3, monkeypa
 @pytest.mark.parametrize(("shards", "split"), [(15, True), (16, False)])
 def test_reads_of_a_quarter_of_the_requests_in_flight_or_more_are_not_split(s3, monkeypatch, shards, split):
     monkeypatch.setattr(
-        zarr3_backend.nodes.array, "RANGE_PART_BYTES", 64 << 10
+        zarr3_backend.nodes.reads, "RANGE_PART_BYTES", 64 << 10
     )  # 256 KiB shards count as large
     url = s3.create_bucket(f"split{shards}") + "/a"
     data = np.random.default_rng(0).random((shards * 8, 1 << 13), dtype="float32")  # barely compressible

@@ -71,7 +71,7 @@ def _measured_scan(s3: Any, array: zarr3_backend.Array) -> np.ndarray:
 
 def test_a_scan_reads_ahead_in_fewer_rounds(s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        zarr3_backend.nodes.array, "RANGE_PART_BYTES", 8 << 10
+        zarr3_backend.nodes.reads, "RANGE_PART_BYTES", 8 << 10
     )  # 64 KiB shards count as large
     url, data = _write(s3, "ahead")
     np.testing.assert_array_equal(_measured_scan(s3, _open(s3, url)), data)

@@ -145,6 +145,21 @@ def test_one_task_per_shard(tmp_path):
     assert_reads_back(tmp_path / "a.zarr", ds[["t2m"]].compute())
 
 
+def test_a_dask_write_builds_no_read_machinery(tmp_path, monkeypatch):
+    """The shard tasks of a first write encode and store: none builds an array's read unit or read-ahead."""
+    from zarr3_backend.nodes.array import Array
+
+    def never(array: Array) -> None:
+        raise AssertionError(f"the write built read machinery of {array.name!r}")
+
+    for name in ("_read_unit", "_read_ahead"):
+        monkeypatch.setattr(Array, name, property(never))
+    ds = sample_dataset({"time": 4})[["t2m"]]
+    ds.to_zarr3(tmp_path / "a.zarr", encoding={"t2m": {"chunks": (2, 3, 4), "shards": (4, 6, 8)}})
+    monkeypatch.undo()
+    assert_reads_back(tmp_path / "a.zarr", ds.compute())
+
+
 def test_each_shard_key_written_once(tmp_path):
     store = CountingStore(LocalStore(tmp_path / "a.zarr"))
     written: Counter[str] = Counter()

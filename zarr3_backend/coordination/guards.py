@@ -5,7 +5,9 @@
   `StoreLease` where the store creates keys atomically; an append the store
   cannot coordinate is refused first (`check_append_coordination()`);
 - a region write (``mode="r+"``) without ``lock=`` holds a `RegionMark`
-  there; with ``lock=``, `WriteGuard.planning()` holds it while the write plans.
+  there, and warns (`warn_partial()`) when it covers shards only partly while
+  other writers may run alongside (`concurrent_writers()`); with ``lock=``,
+  `WriteGuard.planning()` holds it while the write plans.
 
 Why each is needed: the architecture page, "How a write commits".
 """
@@ -13,11 +15,17 @@ Why each is needed: the architecture page, "How a write commits".
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Hashable, Iterator
+import multiprocessing
+import threading
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import WriteError
+from ..nodes.array import Array
+from ..nodes.shard_writes import PartialShardWarning, partial_shards
 from ..runtime.locks import LOCAL_LOCKS, KeyLocks, ShardLock, local_lock
+from ..runtime.stacklevel import caller_stacklevel
 from ..store.base import Store
 from .lease import RegionMark, StoreLease
 from .records import PENDING_KEY
@@ -119,3 +127,46 @@ def when_no_write_runs(store: Store, action: Callable[[], None]) -> bool:
     finally:
         writers.release()
     return True
+
+
+def concurrent_writers(deferred: bool) -> str | None:
+    """Why other writers of the same store may run while this write does, or ``None`` when nothing suggests it.
+
+    One ``to_zarr3`` call never races itself (each shard is written by one
+    task), so only independent writes can lose each other's rows: a
+    ``deferred`` write (``compute=False`` with dask-backed data) may be
+    computed together with others, and a call from a thread other than the
+    main one or from a child process (multiprocessing, dask workers) usually
+    runs beside sibling calls. Independent programs (e.g. batch jobs) cannot
+    be seen from here.
+
+    >>> concurrent_writers(deferred=True)
+    'compute=False returns a graph that may be computed together with other writes'
+    """
+    if deferred:
+        return "compute=False returns a graph that may be computed together with other writes"
+    if threading.current_thread() is not threading.main_thread():
+        return f"it runs in the thread {threading.current_thread().name!r}, likely beside other writers"
+    if multiprocessing.parent_process() is not None:
+        return "it runs in a child process (a worker), likely beside other writers"
+    return None
+
+
+def warn_partial(writes: Sequence[tuple[str, Array, tuple[int, ...], tuple[int, ...]]], reason: str) -> None:
+    """Warn once (`PartialShardWarning`) when region writes ``(name, array, origin, shape)`` cover stored
+    chunks (shards) only partly; ``reason`` says why other writers may rewrite the same shards meanwhile."""
+    partial = [(name, array, *partial_shards(array, origin, shape)) for name, array, origin, shape in writes]
+    partial = [p for p in partial if p[2]]
+    if not partial:
+        return
+    names = ", ".join(repr(p[0]) for p in partial)
+    name, array, _, example = partial[0]
+    unit = "shard" if array.sharded else "chunk"
+    warnings.warn(
+        f"to_zarr3: the region write of {names} covers {sum(p[2] for p in partial)} stored {unit}(s) only partly, "
+        f"e.g. {example!r}; each is read, merged and rewritten, so another process writing the same {unit} at the "
+        f"same time can lose its rows ({reason}). Align regions to the {unit} grid ({array.metadata.chunk_shape} for "
+        f"{name!r}), or pass lock= (e.g. lock=lambda key: distributed.Lock(key))",
+        PartialShardWarning,
+        stacklevel=caller_stacklevel("zarr3_backend"),
+    )

@@ -32,10 +32,10 @@ import numpy as np
 
 from ..errors import BoundsError
 from . import rectilinear_indexing as rectilinear
-from .chunk_grid import ChunkLengths
 from .dim_chunk import DimChunk, DimIndex, OutIndex, index_items
 from .dtypes.kinds import is_integer
 from .integers import is_int
+from .rectilinear_grid import ChunkLengths
 
 #: One dimension of a chunk grid: a regular chunk length, or explicit lengths (a rectilinear dimension).
 DimGrid: TypeAlias = int | ChunkLengths

@@ -10,24 +10,169 @@ otherwise a list of lengths, where ``[length, count]`` repeats ``length``
 ``count`` times. Lengths along an axis add up to at least its length (more is
 allowed: chunks declared for future appends). An element belongs to the first
 chunk whose running sum of lengths exceeds its index. Chunks are stored at
-their declared lengths, like the regular grid's edge chunks.
+their declared lengths, like the regular grid's edge chunks. One dimension's
+lengths are a `ChunkLengths`, kept as runs. The grid by name:
+`zarr3_backend.core.chunk_grid.parse_chunk_grid`.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from ..errors import MetadataError, UnknownExtensionError
-from .chunk_grid import ChunkLengths
 from .extension import parse_extension
 from .integers import is_int
 
 _FIELD = "chunk_grid.configuration.chunk_shapes"
 #: Edges, counts and their sums stay below this, as shapes do (numpy indexes with int64).
 _LIMIT = 2**63
+
+
+class ChunkLengths:
+    """Explicit chunk lengths along one dimension (of a rectilinear grid); chunk ``k`` starts at the sum before it.
+
+    Kept as runs ``(length, count)`` of equal lengths, as ``zarr.json`` writes
+    them: memory and lookups go with the number of runs, never with the number
+    of chunks (``[[1, 1000000]]`` is one run). ``ChunkLengths(lengths)`` or
+    ``ChunkLengths(runs=...)``; the caller bounds the values (`parse_dim`).
+
+    >>> dim = ChunkLengths((31, 28, 31))
+    >>> dim.index_of(58), dim.start(2), dim.count_covering(60)
+    (1, 59, 3)
+    >>> ChunkLengths(runs=[(1, 10**6)]).start(999_999), ChunkLengths(runs=[(2, 3)]).lengths
+    (999999, (2, 2, 2))
+    """
+
+    __slots__ = (
+        "_arrays",
+        "_chunk_ends",
+        "_chunk_starts",
+        "_flat",
+        "_position_ends",
+        "_position_starts",
+        "runs",
+    )
+
+    def __init__(self, lengths: Sequence[int] = (), *, runs: Sequence[tuple[int, int]] | None = None) -> None:
+        merged: list[tuple[int, int]] = []
+        for length, count in [(length, 1) for length in lengths] if runs is None else runs:
+            if merged and merged[-1][0] == length:
+                merged[-1] = (length, merged[-1][1] + count)
+            elif count:
+                merged.append((int(length), int(count)))
+        self.runs: tuple[tuple[int, int], ...] = tuple(merged)
+        counts = list(itertools.accumulate(count for _, count in merged))
+        ends = list(itertools.accumulate(length * count for length, count in merged))
+        self._chunk_ends = counts
+        self._position_ends = ends
+        self._chunk_starts = [0, *counts[:-1]]
+        self._position_starts = [0, *ends[:-1]]
+        self._flat = len(merged) == (counts[-1] if counts else 0)  # every run one chunk: runs are chunks
+        self._arrays: tuple[np.ndarray, ...] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChunkLengths) and self.runs == other.runs
+
+    def __hash__(self) -> int:
+        return hash(self.runs)
+
+    def __repr__(self) -> str:
+        return f"ChunkLengths(runs={list(self.runs)!r})"
+
+    def __reduce__(self) -> tuple[Callable[..., ChunkLengths], tuple[object, ...]]:
+        return (_from_runs, (self.runs,))
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """Every chunk's length, expanded: only for dimensions known to be small."""
+        return tuple(length for length, count in self.runs for _ in range(count))
+
+    @property
+    def count(self) -> int:
+        """How many chunks are declared."""
+        return self._chunk_ends[-1] if self.runs else 0
+
+    @property
+    def total(self) -> int:
+        """The sum of the declared lengths."""
+        return self._position_ends[-1] if self.runs else 0
+
+    @property
+    def largest(self) -> int:
+        return max((length for length, _ in self.runs), default=1)
+
+    def distinct_lengths(self) -> list[int]:
+        return sorted({length for length, _ in self.runs})
+
+    def index_of(self, position: int) -> int:
+        """The chunk holding element ``position``: the first whose running sum exceeds it (`count` past the end)."""
+        r = bisect.bisect_right(self._position_ends, position)
+        if self._flat or r == len(self.runs):
+            return r if self._flat else self.count
+        return self._chunk_starts[r] + (position - self._position_starts[r]) // self.runs[r][0]
+
+    def start(self, k: int) -> int:
+        if self._flat:
+            return self._position_starts[k]
+        r = self._run(k)
+        return self._position_starts[r] + (k - self._chunk_starts[r]) * self.runs[r][0]
+
+    def end(self, k: int) -> int:
+        """Where chunk ``k`` ends (exclusive)."""
+        return self.start(k) + self.length(k)
+
+    def length(self, k: int) -> int:
+        return self.runs[k if self._flat else self._run(k)][0]
+
+    def _run(self, k: int) -> int:
+        if not 0 <= k < self.count:
+            raise IndexError(f"chunk {k} of {self.count}")
+        return bisect.bisect_right(self._chunk_ends, k)
+
+    def count_covering(self, n: int) -> int:
+        """How many chunks hold the first ``n`` elements."""
+        return self.index_of(n - 1) + 1 if n > 0 else 0
+
+    def chunk_ids(self, positions: np.ndarray) -> np.ndarray:
+        """The chunk holding each of ``positions`` (each below `total`), vectorised over the runs."""
+        if self._arrays is None:
+            self._arrays = tuple(
+                np.asarray(values, dtype=np.int64)
+                for values in (self._position_ends, self._position_starts, self._chunk_starts)
+            ) + (np.asarray([length for length, _ in self.runs], dtype=np.int64),)
+        ends, starts, first, lengths = self._arrays
+        run = np.searchsorted(ends, positions, side="right")
+        if self._flat:
+            return run
+        ids: np.ndarray = first[run] + (positions - starts[run]) // lengths[run]
+        return ids
+
+    def starts_between(self, low: int, high: int) -> list[int]:
+        """The chunk starts strictly between ``low`` and ``high``."""
+        found: list[int] = []
+        r = bisect.bisect_right(self._position_ends, low)
+        while r < len(self.runs) and self._position_starts[r] < high:
+            length, first = self.runs[r][0], self._position_starts[r]
+            j = max(0, (low - first) // length + 1)
+            stop = min(self.runs[r][1], -(-(high - first) // length))
+            found += [first + i * length for i in range(j, stop) if low < first + i * length]
+            r += 1
+        return found
+
+    def extended(self, lengths: Sequence[int]) -> ChunkLengths:
+        """These lengths followed by ``lengths``."""
+        return ChunkLengths(runs=[*self.runs, *((length, 1) for length in lengths)])
+
+
+def _from_runs(runs: tuple[tuple[int, int], ...]) -> ChunkLengths:
+    return ChunkLengths(runs=runs)
+
 
 DimSpec = int | ChunkLengths
 
@@ -84,7 +229,7 @@ def encode_dim(dim: DimSpec) -> int | list[int | list[int]]:
 
 @dataclass(frozen=True)
 class RectilinearChunkGrid:
-    """Per-dimension chunk lengths; a dimension is a bare regular step or a [`ChunkLengths`][zarr3_backend.core.chunk_grid.ChunkLengths].
+    """Per-dimension chunk lengths; a dimension is a bare regular step or a [`ChunkLengths`][zarr3_backend.core.rectilinear_grid.ChunkLengths].
 
     >>> grid = RectilinearChunkGrid((ChunkLengths((31, 28, 31)), 45))
     >>> grid.grid_shape((90, 90)), grid.chunk_origin((2, 1)), grid.chunk_shape_at((1, 0))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chunk_grid import ChunkLengths
 from .dim_chunk import DimChunk, index_items
+from .rectilinear_grid import ChunkLengths
 
 
 def _extent(dim: ChunkLengths, k: int, dim_len: int) -> int:

@@ -6,7 +6,9 @@ each; `reads` fetches and decodes them, batched
 with other arrays' reads, straight into one output array.
 Writes plan per stored chunk: complete chunks are encoded without reading,
 partial ones are read, merged and rewritten; chunks that end up all fill
-value are deleted instead of stored.
+value are deleted instead of stored. An array builds its codec chain on
+first use and its read unit and read-ahead on first read, so a write never
+builds the read machinery.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ import numpy.typing as npt
 
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain, array_chain
-from ..codecs.read_plan import ReadContext, ReadPlan, decode_chunk
+from ..codecs.read_plan import ReadPlan, decode_chunk
 from ..core.buffers import Value, one_buffer
 from ..core.dtypes import Scalar, is_fill
 from ..core.indexing import ChunkSelection, DimGrid, Selection, SelectionLike, plan_selection
 from ..core.metadata import ArrayMetadata, encode_metadata, metadata_key
-from ..errors import ArgumentError, BoundsError, ReadOnlyError, Zarr3Error, with_location
+from ..errors import ArgumentError, ReadOnlyError, Zarr3Error, with_location
 from ..runtime import memory_limit
 from ..runtime.memory_limit import check_allocation, out_of_memory
 from ..store.base import Store, plain_values
@@ -36,14 +38,9 @@ from .consolidation import Change, refresh_consolidated
 from .oindex import OrthogonalIndexer
 from .read_ahead import ReadAhead
 from .read_windows import shard_windows, stored_chunk_count
-from .reads import PlannedRead, ReadResult, fetches_in_flight, is_remote, read_many
-from .shape_changes import clear_exposed, clear_outside
+from .reads import PlannedRead, ReadResult, read_context, read_many, splits_shards
+from .shape_changes import resized
 from .writes import ArraySource, is_array_source, write_from_source, write_value
-
-#: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
-RANGE_PART_BYTES = 8 << 20
-#: A remote read of fewer shards than its fetches in flight divided by this splits its large shards.
-SPLIT_FETCHES_PER_SHARD = 4
 
 
 class Array:
@@ -61,16 +58,32 @@ class Array:
         self.path = path
         self.metadata = metadata
         self.read_only = read_only or store.read_only
-        self._chain = array_chain(metadata, f"array {self.name!r} ({metadata_key(path)})")
         self._spec_of: tuple[ArrayMetadata, ChunkSpec] | None = None  # the chunk spec of these metadata
-        self._read_unit = self._chain.read_unit(self.chunk_spec)
         self._chunk_store = apply_storage_transformers(store, metadata.storage_transformers)
         self._index_cache: dict[str, Any] = {}
+
+    @functools.cached_property
+    def _chain(self) -> CodecChain:
+        """The codec chain, built on first use: an array planned, viewed or unpickled builds none until it codes."""
+        return array_chain(self.metadata, f"array {self.name!r} ({metadata_key(self.path)})")
+
+    @functools.cached_property
+    def _read_unit(self) -> tuple[int, ...] | None:
+        """The shape of independently readable pieces of a chunk (``None``: only whole chunks), found on first read."""
+        return self._chain.read_unit(self.chunk_spec)
 
     @functools.cached_property
     def _read_ahead(self) -> ReadAhead:
         """The read-ahead of whole-shard scans, built on the first read (writes never build it)."""
         return ReadAhead(self._chunk_store, math.prod(self.metadata.chunk_shape) * self.dtype.itemsize)
+
+    def check_codecs(self) -> None:
+        """Build the codec chain now, raising what building it raises (an unknown or unsafe codec).
+
+        Opening an array calls this, so a chain it cannot read is refused at
+        open, naming its ``zarr.json``; otherwise the chain is built on first use.
+        """
+        _ = self._chain
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Array, (self.store, self.path, self.metadata), {"read_only": self.read_only})
@@ -217,13 +230,10 @@ class Array:
         as they are taken) and their number."""
         plan = plan_selection(selection, self.shape, self._read_grid, orthogonal=orthogonal, where=self.name)
         self.check_memory(plan.out_shape)
-        in_flight = fetches_in_flight(self._chunk_store)
-        remote = is_remote(self._chunk_store)
         with out_of_memory(f"array {self.name!r}: reading a selection of shape {plan.out_shape}"):
             out = np.empty(plan.out_shape, self.dtype)
         count = stored_chunk_count(plan, self._locate)
-        split = remote and count < in_flight / SPLIT_FETCHES_PER_SHARD
-        return plan, out, self._chunk_plans(plan, split), count
+        return plan, out, self._chunk_plans(plan, splits_shards(self._chunk_store, count)), count
 
     def _locate(self, coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         return self.metadata.chunk_grid.locate_inner(coords, self._read_unit)
@@ -234,7 +244,9 @@ class Array:
                 key = self.chunk_key(outer)
                 yield (
                     key,
-                    self._chain.plan_read(self.chunk_spec_at(outer), reads, self._read_context(key, split)),
+                    self._chain.plan_read(
+                        self.chunk_spec_at(outer), reads, read_context(key, self._index_cache, split)
+                    ),
                 )
 
     @property
@@ -248,11 +260,11 @@ class Array:
 
         The limit is this machine's physical memory (see `zarr3_backend.runtime.memory_limit`).
         """
-        item, unit, largest = self.dtype.itemsize, self._read_unit, self.metadata.chunk_shape
-        needs = (math.prod(out_shape or ()), math.prod(unit or largest), 2 * math.prod(largest))
-        if max(needs) * max(item, 8) <= memory_limit.physical_memory():  # every read: no message built
+        item, largest = self.dtype.itemsize, self.metadata.chunk_shape
+        needs = (math.prod(out_shape or ()), 2 * math.prod(largest))  # an inner chunk lies inside its shard
+        if max(needs) * max(item, 8) <= memory_limit.physical_memory():  # every call: no message built
             return
-        where = f"array {self.name!r}"
+        where, unit = f"array {self.name!r}", self._read_unit
         if out_shape is not None:
             check_allocation(
                 math.prod(out_shape) * item, f"{where}: a selection of shape {out_shape} ({self.dtype})"
@@ -269,21 +281,6 @@ class Array:
             check_allocation(
                 16 * inner, f"{where}: the index of a shard of shape {largest} ({inner} inner chunks)"
             )
-
-    def _read_context(self, key: str, split: bool) -> ReadContext:
-        """With ``split``, large shards are fetched as side-by-side ranges.
-
-        One connection carries only so much per second, so a remote read of
-        few shards (fewer than its fetches in flight over `SPLIT_FETCHES_PER_SHARD`)
-        would leave most connections idle, and decoding would wait for each
-        shard's last byte; with more, the shards fill the connections by
-        themselves and splitting only adds requests.
-        """
-        if split:
-            return ReadContext(
-                key, self._index_cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES
-            )
-        return ReadContext(key, self._index_cache)
 
     # -- writing ---------------------------------------------------------
     def __setitem__(self, selection: SelectionLike, value: npt.ArrayLike | ArraySource) -> None:
@@ -429,15 +426,7 @@ class Array:
         self._check_writable()
         sizes = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
         new_shape = tuple(int(n) for n in cast("Iterable[int]", sizes))  # the overloads: one iterable or ints
-        if len(new_shape) != self.ndim or any(n < 0 for n in new_shape):
-            raise BoundsError(f"array {self.name!r}: cannot resize {self.shape} to {new_shape}")
-        old_shape = self.shape
-        if any(n < o for n, o in zip(new_shape, old_shape)):
-            clear_outside(self, self._chunk_store, new_shape)
-        resized = self.metadata.with_shape(new_shape)  # a rectilinear grid may declare new chunks
-        if any(n > o for n, o in zip(new_shape, old_shape)):
-            clear_exposed(self, self._chunk_store, old_shape, resized.chunk_grid, new_shape)
-        self.write_metadata(resized)
+        self.write_metadata(resized(self, self._chunk_store, new_shape))
 
     def nchunks_stored(self) -> int:
         """How many stored chunk (shard) values exist."""

@@ -16,10 +16,9 @@ from ..codecs.base import ChunkSpec, Codec
 from ..codecs.chain import CodecChain
 from ..codecs.registry import codec_from_json
 from ..codecs.sharding import ShardingCodec
-from ..core.chunk_grid import RegularChunkGrid
+from ..core.chunk_grid import ChunkGrid, RegularChunkGrid
 from ..core.chunk_keys import parse_chunk_key_encoding
 from ..core.dtypes import DataType, DataTypeLike, data_type_from_numpy
-from ..core.grids import ChunkGrid
 from ..core.metadata import ArrayMetadata, metadata_key
 from ..core.rectilinear_grid import is_rectilinear_argument, rectilinear_from_argument
 from ..errors import ArgumentTypeError, CodecError, MetadataError

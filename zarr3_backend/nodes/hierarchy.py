@@ -56,13 +56,16 @@ def node_from_metadata(
     store: Store, path: str, metadata: NodeMetadata, read_only: bool, consolidated: bool = False
 ) -> Array | Group:
     """The node ``metadata`` describes, as the class it opens as (``consolidated``: taken from consolidated metadata)."""
-    if isinstance(metadata, V2ArrayMetadata):
-        return V2Array(store, path, metadata, read_only=True)
     if isinstance(metadata, V2GroupMetadata):
         return V2Group(store, path, metadata, read_only=True)
-    if isinstance(metadata, ArrayMetadata):
-        return (ConsolidatedArray if consolidated else Array)(store, path, metadata, read_only=read_only)
-    return Group(store, path, metadata, read_only=read_only)
+    if not isinstance(metadata, ArrayMetadata):
+        return Group(store, path, metadata, read_only=read_only)
+    if isinstance(metadata, V2ArrayMetadata):
+        array: Array = V2Array(store, path, metadata, read_only=True)
+    else:
+        array = (ConsolidatedArray if consolidated else Array)(store, path, metadata, read_only=read_only)
+    array.check_codecs()  # opening refuses a chain it cannot read
+    return array
 
 
 class Group:

@@ -1,4 +1,4 @@
-"""Node names and hierarchy paths: which names the spec allows, and how paths are normalized and joined.
+"""Node names and hierarchy paths: which names the spec (and a store) allows, and how paths are normalized and joined.
 
 A path is the node names from the root down, joined by ``/`` without a
 leading or trailing ``/`` (``""`` is the root). Everything that takes a path
@@ -7,8 +7,12 @@ from a caller normalizes it here before any key is built from it.
 
 from __future__ import annotations
 
+import os
+
 from ..core.key_checks import segment_problem
 from ..errors import NodeNameError
+from ..store.base import TMP_PREFIX, Store, is_temporary
+from ..store.local import LocalStore
 
 
 def validate_node_name(name: str) -> str:
@@ -29,6 +33,39 @@ def validate_node_name(name: str) -> str:
     if problem is not None:
         raise NodeNameError(f"node name {name!r} {problem}; it could escape the store root")
     return name
+
+
+#: Names of metadata documents a node's directory holds (Zarr v3, and v2 which readers also look for).
+DOCUMENT_NAMES = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
+
+
+def unstorable_name(name: str, store: Store | None) -> str | None:
+    """Why ``store`` cannot hold a node named ``name`` (beyond the spec's rules), or ``None``.
+
+    >>> unstorable_name("zarr.json", None)
+    "is the name of a metadata document, which the node's parent keeps beside its children"
+    """
+    if name in DOCUMENT_NAMES:
+        return "is the name of a metadata document, which the node's parent keeps beside its children"
+    if is_temporary(name):
+        return (
+            f"starts with {TMP_PREFIX!r}, the prefix of this library's temporary files, which listings skip"
+        )
+    limit = _name_max(store.root) if isinstance(store, LocalStore) else None
+    if limit is not None and len(os.fsencode(name)) > limit:
+        return f"is {len(os.fsencode(name))} bytes long, and this file system allows {limit} per name"
+    return None
+
+
+def _name_max(root: str) -> int | None:
+    """The longest file name (bytes) the file system under ``root`` allows, or ``None`` if unknown."""
+    directory = os.path.abspath(root)
+    while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
+        directory = os.path.dirname(directory)
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return None
 
 
 def normalize_path(path: str | None) -> str:

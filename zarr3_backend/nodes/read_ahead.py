@@ -41,8 +41,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core.chunk_grid import ChunkLengths
 from ..core.indexing import DimGrid, Selection
+from ..core.rectilinear_grid import ChunkLengths
 from ..runtime import io_buffer_bytes, submit_io
 from ..store.base import Buffer, ByteRange, Generation, Request, Store, Value, Versioned
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
-from ..codecs.read_plan import DecodeJob, ReadPlan, StaleIndexError
+from ..codecs.read_plan import DecodeJob, ReadContext, ReadPlan, StaleIndexError
 from ..core.dtypes import Scalar
 from ..core.indexing import Selection, SelectionLike
 from ..runtime import fetch_and_work, io_buffer_bytes, thread_count
@@ -37,6 +37,10 @@ PLAN_WINDOW = 512
 #: On a remote store a window holds this many full sets of requests in flight, so that the round
 #: that ends each window (a last, partly filled set) adds little to the time.
 REMOTE_WINDOW_WAVES = 64
+#: Most bytes per ranged request when a remote read splits a large shard (s3transfer's part size too).
+RANGE_PART_BYTES = 8 << 20
+#: A remote read of fewer shards than its fetches in flight divided by this splits its large shards.
+SPLIT_FETCHES_PER_SHARD = 4
 
 #: What a read returns: an array, or one element (see `Scalar`) when every
 #: axis is selected by an integer.
@@ -131,6 +135,26 @@ def is_remote(store: Store) -> bool:
     the 64 requests in flight by default, and its reads from S3 pay for rounds all the same.
     """
     return store.io_concurrency > 1
+
+
+def splits_shards(store: Store, shards: int) -> bool:
+    """Whether a read of ``shards`` stored chunks (shards) from ``store`` fetches large ones as side-by-side ranges.
+
+    One connection carries only so much per second, so a remote read of
+    few shards (fewer than its fetches in flight over `SPLIT_FETCHES_PER_SHARD`)
+    would leave most connections idle, and decoding would wait for each
+    shard's last byte; with more, the shards fill the connections by
+    themselves and splitting only adds requests.
+    """
+    return is_remote(store) and shards < fetches_in_flight(store) / SPLIT_FETCHES_PER_SHARD
+
+
+def read_context(key: str, cache: dict[str, Any], split: bool) -> ReadContext:
+    """The `ReadContext` of the stored chunk at ``key`` (``cache``: its array's); with ``split``
+    (`splits_shards()`), a large shard is fetched as ranges of at most `RANGE_PART_BYTES`."""
+    if split:
+        return ReadContext(key, cache, max_block=RANGE_PART_BYTES, whole_up_to=2 * RANGE_PART_BYTES)
+    return ReadContext(key, cache)
 
 
 def fetch_groups(items: list[T], per_chunk: float) -> list[list[T]]:

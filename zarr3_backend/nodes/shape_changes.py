@@ -1,9 +1,9 @@
 """What a shape change does to stored chunks: nothing stale beyond the array's edge, ever visible.
 
 Writes never reset what lies beyond the array's shape (another writer may
-be appending rows there); the shape changes of ``Array.resize`` do instead:
-a shrink drops what falls outside (`clear_outside()`), a grow resets
-what it exposes, left by an interrupted append (`clear_exposed()`).
+be appending rows there); the shape changes of ``Array.resize`` do instead
+(`resized()`): a shrink drops what falls outside (`clear_outside()`), a grow
+resets what it exposes, left by an interrupted append (`clear_exposed()`).
 """
 
 from __future__ import annotations
@@ -12,16 +12,19 @@ from typing import Protocol
 
 import numpy as np
 
+from ..core.chunk_grid import ChunkGrid
 from ..core.dtypes import Scalar
 from ..core.dtypes.kinds import is_inexact
-from ..core.grids import ChunkGrid
 from ..core.metadata import ArrayMetadata
+from ..errors import BoundsError
 from ..store.base import Store
 
 
 class Array(Protocol):
     """What a shape change uses of an ``Array``."""
 
+    @property
+    def name(self) -> str: ...
     @property
     def metadata(self) -> ArrayMetadata: ...
     @property
@@ -33,6 +36,22 @@ class Array(Protocol):
     def store_chunk(
         self, coords: tuple[int, ...], chunk: np.ndarray, *, write_empty_chunks: bool = False
     ) -> None: ...
+
+
+def resized(array: Array, chunks: Store, new_shape: tuple[int, ...]) -> ArrayMetadata:
+    """``array``'s metadata at ``new_shape``, its stored chunks (in ``chunks``) first made to show nothing stale.
+
+    Raises `BoundsError` for a shape of another number of dimensions or a negative length.
+    """
+    old_shape = array.shape
+    if len(new_shape) != len(old_shape) or any(n < 0 for n in new_shape):
+        raise BoundsError(f"array {array.name!r}: cannot resize {old_shape} to {new_shape}")
+    if any(n < o for n, o in zip(new_shape, old_shape)):
+        clear_outside(array, chunks, new_shape)
+    metadata = array.metadata.with_shape(new_shape)  # a rectilinear grid may declare new chunks
+    if any(n > o for n, o in zip(new_shape, old_shape)):
+        clear_exposed(array, chunks, old_shape, metadata.chunk_grid, new_shape)
+    return metadata
 
 
 def clear_outside(array: Array, chunks: Store, new_shape: tuple[int, ...]) -> None:

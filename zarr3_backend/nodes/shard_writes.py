@@ -23,9 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..core.chunk_grid import ChunkLengths
 from ..core.dtypes import is_fill
 from ..core.indexing import DimGrid
+from ..core.rectilinear_grid import ChunkLengths
 from ..errors import BoundsError
 from ..runtime import map_concurrently
 from ..runtime.locks import NO_LOCKS, KeyLocks
@@ -132,6 +132,25 @@ def whole_shard_view(array: Array) -> Array:
     grid = array.metadata.chunk_shape
     shape = tuple(-(-n // c) * c for n, c in zip(array.shape, grid))
     return Array(array.store, array.path, array.metadata.with_shape(shape), read_only=array.read_only)
+
+
+def append_view(grown: Array, old_shape: Sequence[int]) -> Array:
+    """The array an append writes through: ``grown`` with each grown axis rounded up to whole shards.
+
+    Its last shard's rows beyond the new shape are then kept as stored, not
+    reset to the fill value: they may hold the rows of a later deferred
+    append that reserved them (``zarr3_backend.writes.commit``).
+    """
+    grid = grown.metadata.chunk_grid.dim_grids
+    shape = tuple(n if n == old else _chunk_end(n, c) for n, old, c in zip(grown.shape, old_shape, grid))
+    return Array(grown.store, grown.path, grown.metadata.with_shape(shape))
+
+
+def _chunk_end(n: int, dim: DimGrid) -> int:
+    """Where the chunk holding element ``n - 1`` ends (a rectilinear dimension's declared lengths, or the step)."""
+    if isinstance(dim, ChunkLengths):
+        return dim.end(dim.index_of(n - 1))
+    return -(-n // dim) * dim
 
 
 def clear_rows(array: Array, old_shape: Sequence[int], locks: KeyLocks = NO_LOCKS) -> None:

@@ -300,9 +300,9 @@ def _parse_nodes(
         try:
             metadata = parse_node_metadata(raw or b"", key)
             if isinstance(metadata, ArrayMetadata):
-                nodes[path] = Array(
-                    store, path, metadata, read_only=True
-                )  # builds and checks the codec chain
+                array = Array(store, path, metadata, read_only=True)
+                array.check_codecs()
+                nodes[path] = array
             else:
                 nodes[path] = metadata
         except Exception as exc:  # as above: report, then go on with the other nodes

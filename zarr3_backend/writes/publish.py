@@ -87,7 +87,7 @@ def group_plan(
 
     What is at ``path`` is read for ``mode="a"``/``"a-"`` only: ``mode="w"``
     replaces whatever is there (valid or not), ``mode="w-"`` writes only where
-    nothing is (both checked by ``zarr3_backend.xarray.write.target``).
+    nothing is (both checked by `zarr3_backend.writes.target`).
     """
     existing = read_node_metadata(store, path) if mode in ("a", "a-") else None
     if existing is not None and not isinstance(existing, GroupMetadata):

@@ -4,7 +4,9 @@
 variables on the client, hands the chunked rest to the `Executor` (one task
 per shard, ending in the write's last `WriteStep`), merges Icechunk forks
 back, and rolls back a ``mode="a"`` write that failed before its commit
-point. `ReleaseReservation` is the step ending a deferred append.
+point. `ReleaseReservation` is the step ending a deferred append. `guarded()`
+gives a plan the shape its guard lets it run in (region writes: partial
+shards warned of, or merged whole under ``lock=``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..coordination.guards import WriteGuard, when_no_write_runs
+from ..coordination.guards import WriteGuard, concurrent_writers, warn_partial, when_no_write_runs
 from ..coordination.records import PENDING_KEY
 from ..coordination.reservations import Reservation, appending_key, drop_hint, release, reserve
 from ..nodes.array import Array
-from ..nodes.shard_writes import shard_aligned_chunks, write_numpy_many
+from ..nodes.shard_writes import shard_aligned_chunks, whole_shard_view, write_numpy_many
 from ..runtime.locks import KeyLocks
 from ..store.base import Store
 from .commit import CommitMetadata, roll_back
@@ -55,6 +57,17 @@ def run_plan(
     if run.forks is None or written is None:
         return written
     return run.forks.finish(written, run.compute, progress=bool(run.progress))
+
+
+def guarded(plan: WritePlan, guard: WriteGuard, compute: bool) -> WritePlan:
+    """``plan`` as ``guard`` lets it run: a region write without ``lock=`` warns of partial shards other writers
+    may race; with ``lock=`` or deferred, it merges whole shards (appends may change the shape meanwhile)."""
+    later = not compute and any(write.variable.chunks is not None for write in plan.data)
+    if guard.unguarded_region and (reason := concurrent_writers(later)):
+        warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
+    if guard.mode == "r+" and (guard.user_lock or later):
+        plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
+    return plan
 
 
 def consolidates(consolidated: bool | None, mode: str, target: Store) -> bool:

@@ -16,10 +16,10 @@ from typing import Any, Literal
 import numpy as np
 
 from ...errors import ArgumentTypeError, MetadataError, UnknownExtensionError, Zarr3Error, with_location
+from ..chunk_grid import ChunkGrid, parse_chunk_grid
 from ..chunk_keys import ChunkKeyEncoding, parse_chunk_key_encoding
 from ..dtypes import DataType, Scalar, parse_data_type
 from ..extension import STORAGE_TRANSFORMERS, parse_extension
-from ..grids import ChunkGrid, parse_chunk_grid
 from ..key_checks import segment_problem
 from ..rectilinear_grid import RectilinearChunkGrid
 from .common import check_chunk_bytes, decode_document, field_error, parse_attributes, parse_shape

@@ -27,8 +27,8 @@ import numpy as np
 import xarray as xr
 from xarray import conventions
 
-from ...core.chunk_grid import ChunkLengths
 from ...core.dtypes.kinds import is_datetime, is_object
+from ...core.rectilinear_grid import ChunkLengths
 from ...errors import WriteError
 from ...nodes.array import Array
 from ..read_encoding import decode_fill_value

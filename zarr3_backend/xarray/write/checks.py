@@ -16,7 +16,6 @@ zarr3_backend.errors.WriteError: to_zarr3: variable name 'a/b' contains '/', whi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Mapping
 
 import numpy as np
@@ -26,9 +25,8 @@ from ...api import WRITE_MODES, WriteMode
 from ...core.dtypes.kinds import is_fixed_size_text, is_object, is_text_like, is_unicode
 from ...errors import NodeNameError, WriteError, WriteTypeError
 from ...nodes.array import Array
-from ...nodes.paths import validate_node_name
-from ...store.base import TMP_PREFIX, Store, is_temporary
-from ...store.local import LocalStore
+from ...nodes.paths import unstorable_name, validate_node_name
+from ...store.base import Store
 
 PROGRESS_VALUES = (False, True, "tqdm")
 
@@ -43,7 +41,7 @@ def check_names(ds: xr.Dataset, store: Store | None = None, path: str = "") -> N
     longer than the file system allows; ``path``'s groups are checked alike.
     """
     for group in filter(None, path.split("/")):
-        if problem := _unstorable(group, store):
+        if problem := unstorable_name(group, store):
             raise WriteError(
                 f"to_zarr3: group {group!r} cannot be stored: it {problem}; choose another group="
             )
@@ -70,39 +68,10 @@ def check_names(ds: xr.Dataset, store: Store | None = None, path: str = "") -> N
             raise WriteError(
                 f"to_zarr3: variable {name!r} cannot be stored: {exc}; rename it (ds.rename(...))"
             ) from exc
-        if problem := _unstorable(name, store):
+        if problem := unstorable_name(name, store):
             raise WriteError(
                 f"to_zarr3: variable {name!r} cannot be stored: it {problem}; rename it (ds.rename(...))"
             )
-
-
-#: Names of metadata documents a node's directory holds (Zarr v3, and v2 which readers also look for).
-DOCUMENT_NAMES = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
-
-
-def _unstorable(name: str, store: Store | None) -> str | None:
-    """Why ``store`` cannot hold a node named ``name`` (beyond the spec's rules), or ``None``."""
-    if name in DOCUMENT_NAMES:
-        return "is the name of a metadata document, which the node's parent keeps beside its children"
-    if is_temporary(name):
-        return (
-            f"starts with {TMP_PREFIX!r}, the prefix of this library's temporary files, which listings skip"
-        )
-    limit = _name_max(store.root) if isinstance(store, LocalStore) else None
-    if limit is not None and len(os.fsencode(name)) > limit:
-        return f"is {len(os.fsencode(name))} bytes long, and this file system allows {limit} per name"
-    return None
-
-
-def _name_max(root: str) -> int | None:
-    """The longest file name (bytes) the file system under ``root`` allows, or ``None`` if unknown."""
-    directory = os.path.abspath(root)
-    while not os.path.isdir(directory) and os.path.dirname(directory) != directory:
-        directory = os.path.dirname(directory)
-    try:
-        return os.pathconf(directory, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        return None
 
 
 def check_append(ds: xr.Dataset, existing: Mapping[str, Array], append_dim: Hashable, where: str) -> None:

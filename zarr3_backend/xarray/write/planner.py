@@ -1,9 +1,10 @@
 """`to_zarr3()`: shard-per-task Zarr v3 writes of a Dataset, DataArray or DataTree, planned in one place.
 
-Checks the call (`checks`, `target`), plans each group without changing the
-store (`encodings`, `stored`, `region`: the result is a plain `WritePlan`),
-then publishes the metadata (`publish`, `commit`) and writes the data
-(`data`); no step calls back up. CF encoding is xarray's own, as for
+Checks the call (`checks`, then the target: ``zarr3_backend.writes.target``),
+plans each group without changing the store (`encodings`, `stored`,
+`region`: the result is a plain `WritePlan`), then hands the plan to
+``zarr3_backend.writes.run``, which writes the data and publishes the
+metadata (`publish`, `commit`); no step calls back up. CF encoding is xarray's own, as for
 ``zarr_format=3``, so the output opens identically with both engines.
 docs/architecture.md ("How a write commits") gives the order of publication.
 
@@ -32,6 +33,7 @@ from ...coordination.guards import WriteGuard, write_guard
 from ...errors import WriteError
 from ...nodes.array import Array
 from ...nodes.paths import join_path, normalize_path
+from ...nodes.shard_writes import append_view
 from ...runtime.locks import ShardLock
 from ...store import StoreLike, make_store
 from ...store.base import Store
@@ -39,12 +41,12 @@ from ...writes.commit import CommitMetadata, roll_forward
 from ...writes.executor import Deferred, executor_for
 from ...writes.plan import DataWrite, Region, Shape, WriteOptions, WritePlan
 from ...writes.publish import array_documents, group_plan
-from ...writes.run import Run, consolidates, run_plan
+from ...writes.run import Run, consolidates, guarded, run_plan
+from ...writes.target import CheckedTarget, check_target, existing_arrays
 from ...writes.tasks import WriteStep
 from ..geo import with_multiscales
 from .append_grid import AppendGrid, split_append_chunks
 from .checks import check_append, check_fits, check_format, check_names, check_progress, parse_mode
-from .dataarray import as_written, chunked_arrays
 from .encodings import (
     apply_encodings,
     encode_attributes,
@@ -52,11 +54,11 @@ from .encodings import (
     parse_encodings,
     parse_tree_encodings,
 )
+from .inputs import as_written, chunked_arrays, fingerprint, request_token
 from .packed import check_packed
-from .region import append_view, guarded, place, resolve_region
+from .region import place, resolve_region
 from .self_read import read_own_target_first
-from .stored import check_no_repeats, existing_arrays, stored_encoding, unchanged
-from .target import CheckedTarget, check_target, request_token
+from .stored import check_no_repeats, stored_encoding, unchanged
 from .times import encode_into, encode_variable
 
 
@@ -214,7 +216,7 @@ def to_zarr3(
                 target, token or None, skip_broken=options.mode == "w"
             ):  # this exact request was committed by an earlier, interrupted call
                 return None if compute else executor.run([], None, compute=False, progress=False)
-            start = check_target(target, path, options.mode, obj, compute=compute)  # refuses hiding data
+            start = check_target(target, path, options.mode, fingerprint(obj, path), compute=compute)
             options = replace(options, replaces=start.replaces)
             plan = guarded(_plan(obj, target, path, encoding, options), guard, compute)
         plan = read_own_target_first(

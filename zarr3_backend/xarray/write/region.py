@@ -2,10 +2,10 @@
 
 ``region`` slices are validated and ``"auto"`` ones found from the stored
 coordinates (`resolve_region()`); `place()` then gives each variable
-its origin in its stored array and the array's shape after an append, and
-`append_view()` the array an append writes through. A region that
-covers stored chunks only partly warns when other writers may run alongside
-(`warn_partial()`).
+its origin in its stored array and the array's shape after an append (which
+writes through `zarr3_backend.nodes.shard_writes.append_view()`). A region
+that covers stored chunks only partly warns when other writers may run
+alongside (`zarr3_backend.writes.run.guarded()`).
 
 Exception types follow ``engine="zarr"``: a slice with a step is a
 ``ValueError`` (`WriteError`), coordinate values
@@ -19,28 +19,17 @@ missing from the store a ``KeyError`` (`RegionKeyError`).
 
 from __future__ import annotations
 
-import multiprocessing
-import threading
-import warnings
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from xarray import conventions
 
-from ...core.chunk_grid import ChunkLengths
-from ...core.indexing import DimGrid
 from ...errors import RegionKeyError, WriteError, WriteTypeError
 from ...nodes.array import Array
-from ...nodes.shard_writes import PartialShardWarning, partial_shards, whole_shard_view
-from ...runtime.stacklevel import caller_stacklevel
-from ...writes.plan import Region, Shape, WritePlan
-
-if TYPE_CHECKING:
-    from ...coordination.guards import WriteGuard
+from ...writes.plan import Region, Shape
 
 
 @dataclass(frozen=True)
@@ -165,76 +154,3 @@ def place(
             )
         origin.append(start)
     return Placement(tuple(origin), tuple(shape), tuple(str(d) for d in dims))
-
-
-def append_view(grown: Array, old_shape: Shape) -> Array:
-    """The array an append writes through: ``grown`` with each grown axis rounded up to whole shards.
-
-    Its last shard's rows beyond the new shape are then kept as stored, not
-    reset to the fill value: they may hold the rows of a later deferred
-    append that reserved them (see `commit`).
-    """
-    grid = grown.metadata.chunk_grid.dim_grids
-    shape = tuple(n if n == old else _chunk_end(n, c) for n, old, c in zip(grown.shape, old_shape, grid))
-    return Array(grown.store, grown.path, grown.metadata.with_shape(shape))
-
-
-def _chunk_end(n: int, dim: DimGrid) -> int:
-    """Where the chunk holding element ``n - 1`` ends (a rectilinear dimension's declared lengths, or the step)."""
-    if isinstance(dim, ChunkLengths):
-        return dim.end(dim.index_of(n - 1))
-    return -(-n // dim) * dim
-
-
-def concurrent_writers(deferred: bool) -> str | None:
-    """Why other writers of the same store may run while this write does, or ``None`` when nothing suggests it.
-
-    One ``to_zarr3`` call never races itself (each shard is written by one
-    task), so only independent writes can lose each other's rows: a
-    ``deferred`` write (``compute=False`` with dask-backed data) may be
-    computed together with others, and a call from a thread other than the
-    main one or from a child process (multiprocessing, dask workers) usually
-    runs beside sibling calls. Independent programs (e.g. batch jobs) cannot
-    be seen from here.
-
-    >>> concurrent_writers(deferred=True)
-    'compute=False returns a graph that may be computed together with other writes'
-    """
-    if deferred:
-        return "compute=False returns a graph that may be computed together with other writes"
-    if threading.current_thread() is not threading.main_thread():
-        return f"it runs in the thread {threading.current_thread().name!r}, likely beside other writers"
-    if multiprocessing.parent_process() is not None:
-        return "it runs in a child process (a worker), likely beside other writers"
-    return None
-
-
-def warn_partial(writes: Sequence[tuple[str, Array, Shape, Shape]], reason: str) -> None:
-    """Warn once (`PartialShardWarning`) when region writes ``(name, array, origin, shape)`` cover stored
-    chunks (shards) only partly; ``reason`` says why other writers may rewrite the same shards meanwhile."""
-    partial = [(name, array, *partial_shards(array, origin, shape)) for name, array, origin, shape in writes]
-    partial = [p for p in partial if p[2]]
-    if not partial:
-        return
-    names = ", ".join(repr(p[0]) for p in partial)
-    name, array, _, example = partial[0]
-    unit = "shard" if array.sharded else "chunk"
-    warnings.warn(
-        f"to_zarr3: the region write of {names} covers {sum(p[2] for p in partial)} stored {unit}(s) only partly, "
-        f"e.g. {example!r}; each is read, merged and rewritten, so another process writing the same {unit} at the "
-        f"same time can lose its rows ({reason}). Align regions to the {unit} grid ({array.metadata.chunk_shape} for "
-        f"{name!r}), or pass lock= (e.g. lock=lambda key: distributed.Lock(key))",
-        PartialShardWarning,
-        stacklevel=caller_stacklevel("zarr3_backend"),
-    )
-
-
-def guarded(plan: WritePlan, guard: WriteGuard, compute: bool) -> WritePlan:
-    """``plan`` as ``guard`` lets it run: a region write without ``lock=`` warns of partial shards other writers
-    may race; with ``lock=`` or deferred, it merges whole shards (appends may change the shape meanwhile)."""
-    later = not compute and any(write.variable.chunks is not None for write in plan.data)
-    if guard.unguarded_region and (reason := concurrent_writers(later)):
-        warn_partial([(w.name, w.array, w.origin, w.variable.shape) for w in plan.data], reason)
-    if guard.mode == "r+" and (guard.user_lock or later):
-        plan = replace(plan, data=tuple(replace(w, array=whole_shard_view(w.array)) for w in plan.data))
-    return plan

@@ -1,15 +1,16 @@
-"""What ``to_zarr3`` finds in the store before writing: the group's arrays and their CF encoding, and the
-stored index an append must not repeat.
+"""What ``to_zarr3`` finds in the stored arrays before writing: their CF encoding, and the stored index an
+append must not repeat.
 
-For ``mode="a"``, ``"a-"`` and ``"r+"`` the variables already stored are
-written with the encoding they were stored with (``dtype``, ``_FillValue``,
+For ``mode="a"``, ``"a-"`` and ``"r+"`` the variables already stored (the
+group's arrays: `zarr3_backend.writes.target.existing_arrays`) are written
+with the encoding they were stored with (``dtype``, ``_FillValue``,
 ``units`` ...), as ``engine="zarr"`` does, and ``mode="a"`` leaves a stored
 variable alone when its values did not change (`unchanged()`).
 
->>> import zarr3_backend
->>> _ = zarr3_backend.create_group("memory://doc/stored")
->>> existing_arrays(zarr3_backend.store.make_store("memory://doc/stored"), "", "a")
-{}
+>>> import numpy as np, zarr3_backend
+>>> a = zarr3_backend.create_array("memory://doc/stored", shape=(2,), dtype="int16", attributes={"units": "m"})
+>>> stored_encoding("v", a)["dtype"]
+dtype('int16')
 """
 
 from __future__ import annotations
@@ -22,12 +23,9 @@ import xarray as xr
 from xarray import conventions
 from xarray.backends.zarr import encode_zarr_variable
 
-from ...api import WriteMode
 from ...core.dtypes.kinds import is_inexact, is_real_number, is_time
-from ...errors import GroupNotFoundError, WriteError
+from ...errors import WriteError
 from ...nodes.array import Array
-from ...nodes.hierarchy import Group, open_node
-from ...store.base import Store
 from ...writes.plan import WriteOptions
 from ..backend_array import variable_dtype
 from ..read_encoding import decode_fill_value
@@ -38,30 +36,6 @@ _PACKING = frozenset({"scale_factor", "add_offset", "_FillValue", "missing_value
 
 #: mode="a" compares an existing variable's stored and new values this many bytes at a time.
 UNCHANGED_CHECK_BYTES = 64 << 20
-
-
-def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array]:
-    """The arrays of the group at ``path`` (none for ``mode="w"``/``"w-"``), read from their own ``zarr.json``.
-
-    A missing group has none, except for ``mode="r+"``, which raises
-    ``FileNotFoundError``.
-    """
-    if mode in ("w", "w-"):
-        return {}
-    try:
-        group = open_node(store, path, read_only=False, strict=True)  # unfinished writes: checked by .target
-    except FileNotFoundError:
-        if mode == "r+":
-            raise
-        return {}
-    if not isinstance(group, Group):
-        if mode == "r+":
-            raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
-        return {}
-    fresh = Group(
-        store, path, group.metadata.with_consolidated(None)
-    )  # never trust stale consolidated shapes
-    return fresh.arrays()
 
 
 def stored_encoding(

@@ -1,17 +1,18 @@
-"""Where a ``to_zarr3`` call writes: refuse what would hide data, and keep first writes marked until they finish.
+"""Where a write lands: refuse what would hide data, keep first writes marked until they finish, list what is stored.
 
 `check_target` (one batched fetch) refuses ``mode="w-"`` into a non-empty
 location (`NodeExistsError`), v3 metadata into or above a v2 group, and any
-write but the same one or ``mode="w"`` into a group marked unfinished
-(`UnfinishedWriteError`). Its `CheckedTarget` publishes a first write
-(`publish_first_write()`, after a dry run, marked unfinished until its
-`ClearUnfinishedMarks` step) or takes over a template (`take_over_templates()`).
+write but the same one (its ``fingerprint``) or ``mode="w"`` into a group
+marked unfinished (`UnfinishedWriteError`). Its `CheckedTarget` publishes a
+first write (`publish_first_write()`, after a dry run, marked unfinished
+until its `ClearUnfinishedMarks` step) or takes over a template
+(`take_over_templates()`). `existing_arrays` lists the arrays a later write
+finds in its group.
 
->>> import numpy as np, xarray as xr
 >>> from zarr3_backend.store import make_store
 >>> store = make_store("memory://doc/target")
 >>> store.set("notes.txt", b"mine")
->>> check_target(store, "", "w-", xr.Dataset(), compute=True)
+>>> check_target(store, "", "w-", "f0", compute=True)
 Traceback (most recent call last):
 ...
 zarr3_backend.errors.NodeExistsError: to_zarr3: FsspecStore('memory:///doc/target') is not empty (it holds 'notes.txt', but no zarr.json); mode='w-' (the default) writes only into an empty location, as engine='zarr' does. Write somewhere else (or into a new group: group='name'), or pass mode='w' to delete everything there and write in its place
@@ -19,28 +20,27 @@ zarr3_backend.errors.NodeExistsError: to_zarr3: FsspecStore('memory:///doc/targe
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 
-import xarray as xr
-
-from ...api import WriteMode
-from ...coordination.records import UNFINISHED_ATTRIBUTE
-from ...coordination.unfinished import (
-    groups_covering,
-    unfinished_group,
-    unfinished_mark,
-    unmark,
+from ..api import WriteMode
+from ..coordination.records import UNFINISHED_ATTRIBUTE
+from ..coordination.unfinished import groups_covering, unfinished_group, unfinished_mark, unmark
+from ..core.metadata import NodeMetadata, parse_node_metadata
+from ..errors import (
+    GroupNotFoundError,
+    NodeExistsError,
+    ReadOnlyError,
+    UnfinishedWriteError,
+    WriteError,
+    Zarr3Error,
 )
-from ...core.metadata import NodeMetadata, parse_node_metadata
-from ...errors import NodeExistsError, ReadOnlyError, UnfinishedWriteError, WriteError, Zarr3Error
-from ...store.base import Store, plain_values
-from ...writes.dry_run import DryRunStore
-from ...writes.executor import Executor
-from ...writes.plan import WriteOptions
-from ...writes.publish import Documents, publish
-from ...writes.tasks import WriteStep
+from ..nodes.array import Array
+from ..nodes.hierarchy import Group, open_node
+from ..store.base import Store, plain_values
+from .dry_run import DryRunStore
+from .publish import Documents, publish
+from .tasks import WriteStep
 
 V2_KEYS = (".zgroup", ".zarray", ".zmetadata")
 PROBES = ("zarr.json", *V2_KEYS)
@@ -109,9 +109,14 @@ def _marked(document: dict[str, object], mark: dict[str, object]) -> dict[str, o
 
 
 def check_target(
-    store: Store, path: str, mode: WriteMode, obj: xr.Dataset | xr.DataTree, *, compute: bool
+    store: Store, path: str, mode: WriteMode, fingerprint: str, *, compute: bool
 ) -> CheckedTarget:
-    """Refuse a write that would hide what the store holds, or build on an unfinished first write (see above)."""
+    """Refuse a write that would hide what the store holds, or build on an unfinished first write (see above).
+
+    ``fingerprint`` identifies the request (its groups, variables, shapes and
+    types): a ``mode="w-"`` with the fingerprint of an unfinished write
+    completes that write.
+    """
     if store.read_only:
         raise ReadOnlyError(f"to_zarr3: {store!r} is read-only")
     groups = groups_covering(path)
@@ -128,9 +133,8 @@ def check_target(
         if unfinished is not None and not unfinished.template:
             raise UnfinishedWriteError(f"to_zarr3 (mode={mode!r}): {unfinished.message()}")
         return CheckedTarget(store, path, mode, taken_over=tuple(m.path for m in marks))
-    request = fingerprint(obj, path)
     if mode == "w-" and unfinished is not None:
-        if unfinished.path != path or unfinished.fingerprint != request:
+        if unfinished.path != path or unfinished.fingerprint != fingerprint:
             raise UnfinishedWriteError(
                 f"to_zarr3 (mode='w-'), a different write than the unfinished one: {unfinished.message()}"
             )
@@ -138,7 +142,7 @@ def check_target(
     elif mode == "w-":
         _refuse_occupied(store, path, found[path])
     replaces = mode == "w" and (bool(found[path]) or _first_key(store, path) is not None)
-    return CheckedTarget(store, path, mode, request, template=not compute, replaces=replaces)
+    return CheckedTarget(store, path, mode, fingerprint, template=not compute, replaces=replaces)
 
 
 def _parsed(path: str, raw: bytes | None) -> NodeMetadata | None:
@@ -149,32 +153,33 @@ def _parsed(path: str, raw: bytes | None) -> NodeMetadata | None:
         return None
 
 
-def fingerprint(obj: xr.Dataset | xr.DataTree, path: str) -> str:
-    """What makes a re-run "the same write": the group path and every group's variable names, dimensions, shapes, types."""
-    datasets = (
-        {".": obj} if isinstance(obj, xr.Dataset) else {p: node.dataset for p, node in obj.subtree_with_keys}
-    )
-    described = [
-        path,
-        sorted(
-            [
-                p,
-                sorted(
-                    [str(n), [str(d) for d in v.dims], list(v.shape), v.dtype.str]
-                    for n, v in ds.variables.items()
-                ),
-            ]
-            for p, ds in datasets.items()
-        ),
-    ]
-    return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:32]
+def existing_arrays(store: Store, path: str, mode: WriteMode) -> dict[str, Array]:
+    """The arrays of the group at ``path`` (none for ``mode="w"``/``"w-"``), read from their own ``zarr.json``.
 
+    A missing group has none, except for ``mode="r+"``, which raises
+    ``FileNotFoundError``.
 
-def request_token(
-    executor: Executor, obj: xr.Dataset | xr.DataTree, path: str, options: WriteOptions, encoding: object
-) -> str:
-    """A deterministic token of the write request (data included), to recognise a retry."""
-    return executor.token(obj, path, options.mode, options.append_dim, options.region, encoding)
+    >>> import zarr3_backend
+    >>> _ = zarr3_backend.create_group("memory://doc/existing_arrays")
+    >>> existing_arrays(zarr3_backend.store.make_store("memory://doc/existing_arrays"), "", "a")
+    {}
+    """
+    if mode in ("w", "w-"):
+        return {}
+    try:
+        group = open_node(store, path, read_only=False, strict=True)  # unfinished writes: check_target's
+    except FileNotFoundError:
+        if mode == "r+":
+            raise
+        return {}
+    if not isinstance(group, Group):
+        if mode == "r+":
+            raise GroupNotFoundError(f"{path or '/'!r} in {store!r} is an array, not a group")
+        return {}
+    fresh = Group(
+        store, path, group.metadata.with_consolidated(None)
+    )  # never trust stale consolidated shapes
+    return fresh.arrays()
 
 
 def _refuse_occupied(store: Store, path: str, found: dict[str, bytes]) -> None:
