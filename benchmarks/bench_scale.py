@@ -10,11 +10,14 @@ Workloads, per N:
 - the point series ``ds.v.isel(lat=11, lon=37).values`` (a fresh open each time) with ``chunks=None``,
   ``"auto"`` and ``{}``, threaded and on a ``LocalCluster(n_workers=2, threads_per_worker=1)``,
   next to tensorstore's ``[:, 11, 37].read()`` on the same store;
+- the same series through the core APIs, a fresh open each time: ``zarr3_backend.open_array(...)[:, 11, 37]``
+  against tensorstore and ``zarr.open_array(...)[:, 11, 37]``;
 - at the largest N, the ``chunks={}`` graph: build time, tasks and traced memory.
 It prints µs per shard and their growth from the smallest N, peak RSS growth and the load average;
 rows of ``benchmarks/scale_writes_and_tools.py`` (writes, info, validate) are added when present.
 
-``python benchmarks/bench_scale.py --quick`` (10^3 and 10^4 shards, no cluster) for CI.
+``python benchmarks/bench_scale.py --quick`` (10^3 and 10^4 shards, no cluster) for CI; ``--quick --shards 10000``
+for the 10^4 rows alone.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from common import Case, ResultTable, Timing, print_machine_info, time_interleav
 
 CACHE = Path("/tmp/zarr3_backend_bench/scale")
 OURS, TS, ZARR = "zarr3 (ours)", "tensorstore", "zarr (zarr-python)"
+ZARR_CORE = "zarr-python core"
 THREADED = "ours, threaded"
 LIBRARIES = ["zarr3_backend", "xarray", "zarr", "tensorstore", "dask", "distributed", "numpy"]
 LAT, LON = 11, 37
@@ -85,6 +89,18 @@ def _open_ts(path: Path) -> Any:
     return ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path / "v")}}).result()
 
 
+def _core_series(path: Path) -> Any:
+    import zarr3_backend
+
+    return zarr3_backend.open_array(str(path / "v"))[:, LAT, LON]
+
+
+def _zarr_series(path: Path) -> Any:
+    import zarr
+
+    return zarr.open_array(str(path / "v"), mode="r")[:, LAT, LON]
+
+
 def _series(path: Path, engine: str, chunks: Any) -> np.ndarray:
     with xr.open_dataset(path, engine=engine, chunks=chunks) as ds:
         return ds.v.isel(lat=LAT, lon=LON).values
@@ -111,6 +127,10 @@ def measure(path: Path, shards: int, table: ResultTable, repeats: int, cluster: 
         opens[ZARR] = Case(lambda: xr.open_dataset(path, engine="zarr", chunks={}))
     _add(table, f"open, {shards:,} shards", time_interleaved(opens, repeats, warmup), shards)
     ts_case = Case(lambda: _open_ts(path)[:, LAT, LON].read().result(), check=check)
+    core = {OURS: Case(lambda: _core_series(path), check=check), TS: ts_case}
+    if small:
+        core[ZARR_CORE] = Case(lambda: _zarr_series(path), check=check)
+    _add(table, f"series core API, {shards:,} shards", time_interleaved(core, repeats, warmup), shards)
     for label, chunks in (("None", None), ("'auto'", "auto"), ("{}", {})):
         if not small and chunks == "auto":
             continue  # the targets at 10^6 are chunks=None's; {} shows the grouped graph at work
@@ -178,14 +198,16 @@ def print_per_shard(table: ResultTable, sizes: list[int]) -> None:
 
 
 def print_targets(table: ResultTable, sizes: list[int]) -> None:
-    """Issue 55's targets, from this run's medians."""
-    print("\ntargets (wall-time medians of this run, ours / tensorstore)")
-    for label, limit in (("None", 2.0), ("'auto'", 2.5), ("{}", 4.0)):
+    """Issue 61's targets, from this run's medians (wall and CPU)."""
+    print("\ntargets (medians of this run, ours / tensorstore: wall, CPU)")
+    rows = (("core API", 1.5), ("chunks=None", 1.5), ("chunks='auto'", 2.0), ("chunks={}", 3.0))
+    for label, limit in rows:
         for shards in sizes:
-            row = table.rows.get(f"series chunks={label}, {shards:,} shards")
+            row = table.rows.get(f"series {label}, {shards:,} shards")
             if row and shards >= 10_000:
-                ratio = row[OURS].median / row[TS].median
-                print(f"  chunks={label:<7} {shards:>9,} shards: {ratio:.2f} (target <= {limit})")
+                wall = row[OURS].median / row[TS].median
+                cpu = (row[OURS].cpu_median or float("nan")) / (row[TS].cpu_median or float("nan"))
+                print(f"  {label:<14} {shards:>9,} shards: {wall:.2f}, CPU {cpu:.2f} (target <= {limit})")
     for shards in sizes:
         row = table.rows.get(f"series chunks={{}} LocalCluster, {shards:,} shards")
         if row:
@@ -238,14 +260,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10^3 and 10^4 shards, one repeat, no cluster")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument(
+        "--shards",
+        type=int,
+        action="append",
+        help="only these numbers of shards (a tenth present); repeatable",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     args = parser.parse_args()
     print_machine_info(LIBRARIES)
     load_before = os.getloadavg()[0]
     print(f"load average at start: {os.getloadavg()}")
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    if args.shards:
+        sizes = tuple((n, max(1, n // 10)) for n in args.shards)
     repeats = args.repeats or (1 if args.quick else 3)
-    table = ResultTable(OURS, [TS, ZARR, THREADED], floor=TS)
+    table = ResultTable(OURS, [TS, ZARR, ZARR_CORE, THREADED], floor=TS)
     cluster = None if args.quick else _cluster()
     try:
         for shards, present in sizes:
