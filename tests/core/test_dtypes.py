@@ -479,6 +479,37 @@ def test_is_fill_floats():
     assert is_fill(np.zeros((0, 3)), 7.0)
 
 
+class _NoWholeComparison(np.ndarray):
+    """An array whose comparisons of more than one element fail the test: is_fill must decide without a scan."""
+
+    def __eq__(self, other):  # type: ignore[override]
+        assert self.size <= 1, "compared the whole chunk"
+        return np.asarray(self) == other
+
+
+@pytest.mark.parametrize("position", [0, -1])
+def test_is_fill_decides_real_data_by_its_ends_without_a_scan(position):
+    chunk = np.zeros((8, 8, 8), "u2")
+    chunk[(position,) * 3] = 7
+    assert not is_fill(chunk.view(_NoWholeComparison), np.uint16(0))
+
+
+@pytest.mark.parametrize("dtype", ["u2", "i8", "bool", "M8[s]", "m8[s]", "U2", "S1", "u1"])
+def test_is_fill_answers_as_a_full_comparison(dtype):
+    fill = np.zeros((), dtype)[()]
+    other = np.ones((), dtype)[()] if dtype not in ("U2", "S1") else np.array("a", dtype)[()]
+    rng = np.random.default_rng(0)
+    for shape in [(), (1,), (5,), (4, 6), (3, 4, 5)]:
+        chunk = np.full(shape, fill, dtype)
+        views = [chunk, chunk.T] + ([chunk[::2]] if chunk.ndim else [])
+        if chunk.size:
+            marked = chunk.copy()
+            marked.flat[rng.integers(chunk.size)] = other  # fill at both ends, not inside
+            views += [marked, marked[..., ::-1]] if chunk.ndim else [marked]
+        for view in views:
+            assert is_fill(view, fill) == bool(np.all(view == fill)), (dtype, shape)
+
+
 def test_is_fill_complex():
     assert is_fill(np.full(3, complex(np.nan, 1), "c8"), np.complex64(complex(np.nan, 1)))
     assert not is_fill(np.full(3, complex(np.nan, 2), "c8"), np.complex64(complex(np.nan, 1)))

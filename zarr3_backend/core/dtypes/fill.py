@@ -18,6 +18,11 @@ def _float_is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     return bool((chunk.view(bits) == fill_bits).all())
 
 
+def _ends_are_fill(chunk: np.ndarray, fill: Scalar) -> bool:
+    """Whether the first and the last element equal ``fill``: real data fails this without a scan of the chunk."""
+    return bool(chunk[(0,) * chunk.ndim] == fill) and bool(chunk[(-1,) * chunk.ndim] == fill)
+
+
 def is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
     """Whether every element of ``chunk`` equals ``fill`` (so the chunk need not be stored).
 
@@ -46,4 +51,6 @@ def is_fill(chunk: np.ndarray, fill: Scalar) -> bool:
         return _float_is_fill(chunk.real, pair.real) and _float_is_fill(chunk.imag, pair.imag)
     if category in ("datetime", "timedelta") and np.isnat(fill):
         return bool(np.isnat(chunk).all())
+    if chunk.size and not chunk.dtype.hasobject and not _ends_are_fill(chunk, fill):
+        return False
     return bool(np.all(chunk == fill))
