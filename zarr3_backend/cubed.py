@@ -15,6 +15,8 @@ it runs anything (a shard must fit in it). Its ``threads`` and ``processes``
 executors are tested; those running tasks elsewhere (Lithops, Modal, Coiled,
 Ray, Spark, dask) need a store every worker reaches (never ``memory://``).
 An Icechunk session is refused: use ``cubed.icechunk.store_icechunk``.
+Cubed raises on a task's failure while others run: on this machine, a
+`TaskGate` makes the roll-back wait for them (not on remote executors).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import os
+import shutil
+import socket
+import tempfile
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .coordination.lease import holder_gone
 from .errors import WriteError
 from .nodes.array import Array
 from .nodes.shard_writes import shard_aligned_chunks, write_block
@@ -39,6 +47,65 @@ from .writes.tasks import ShardProgress, WriteRequest, WriteStep, inputs_per_blo
 
 #: Cubed's executors whose tasks run in this process (they reach ``memory://`` stores).
 IN_PROCESS = ("threads", "single-threaded", None)
+#: Cubed's executors whose tasks run on this machine (they reach a `TaskGate`'s directory).
+ON_THIS_MACHINE = (*IN_PROCESS, "processes")
+
+
+@dataclass(frozen=True)
+class TaskGate:
+    """The shard tasks of one Cubed write, on this machine: once `close()` returns, none writes (picklable).
+
+    A task marks itself running in ``directory`` before it checks the gate,
+    and `close()` marks the gate closed before it waits for the running
+    marks to go, so a task either sees the gate closed and writes nothing,
+    or is waited for. A mark whose process has died is not waited for.
+    """
+
+    directory: str
+
+    @contextlib.contextmanager
+    def task(self) -> Iterator[None]:
+        """Run the body as a task of this write; `WriteError` (nothing written) once the gate is closed."""
+        mark = os.path.join(self.directory, f"running-{os.getpid()}-{uuid.uuid4().hex}")
+        with open(mark, "x"):
+            pass
+        try:
+            if os.path.exists(os.path.join(self.directory, "closed")):
+                raise WriteError(
+                    "to_zarr3: the Cubed write failed; its shard tasks not yet writing write nothing"
+                )
+            yield
+        finally:
+            os.remove(mark)
+
+    def close(self) -> None:
+        """Refuse tasks not yet writing, and return once every task writing has ended."""
+        with open(os.path.join(self.directory, "closed"), "x"):
+            pass
+        while any(
+            not _gone(int(n.split("-")[1])) for n in os.listdir(self.directory) if n.startswith("running-")
+        ):
+            time.sleep(0.01)
+
+
+def _gone(pid: int) -> bool:
+    return holder_gone({"host": socket.gethostname(), "pid": pid})
+
+
+@contextlib.contextmanager
+def _gated(executor: object) -> Iterator[TaskGate | None]:
+    """A `TaskGate` for a write on ``executor`` (a Cubed executor or its name), closed if the body fails."""
+    if getattr(executor, "name", executor) not in ON_THIS_MACHINE:
+        yield None
+        return
+    gate = TaskGate(tempfile.mkdtemp(prefix="zarr3-cubed-tasks-"))
+    try:
+        yield gate
+    except BaseException:
+        gate.close()
+        raise
+    finally:
+        shutil.rmtree(gate.directory, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -80,12 +147,13 @@ class CubedExecutor:
         """Run ``tasks`` as one Cubed map over a virtual array with one block per task."""
         import cubed
 
-        counts = cubed.map_blocks(
-            functools.partial(_run_task, tuple(tasks)),
-            dtype=np.int64,
-            chunks=((1,) * len(tasks),),
-        )
-        return [int(n) for n in np.asarray(counts.compute())]
+        with _gated(cubed.config.get("executor_name", None)) as gate:
+            counts = cubed.map_blocks(
+                functools.partial(_run_task, tuple(tasks), gate),
+                dtype=np.int64,
+                chunks=((1,) * len(tasks),),
+            )
+            return [int(n) for n in np.asarray(counts.compute())]
 
     def token(self, *parts: object) -> str:
         """A fresh token: Cubed arrays have no deterministic token, so a retry is never taken for a done write."""
@@ -124,26 +192,28 @@ class CubedWrite:
         """Run the shard tasks (``kwargs`` go to ``cubed.compute``, e.g. ``executor=``), then the last step."""
         import cubed
 
-        outputs = [_shard_tasks(r) for r in self.requests if r.data.size]
-        if outputs:
-            for request in self.requests:
-                executor = kwargs.get("executor", request.data.spec.executor)
+        requests = [r for r in self.requests if r.data.size]
+        if requests:
+            executor = kwargs.get("executor", requests[0].data.spec.executor)
+            for request in requests:
                 _refuse_process_local(request.array.store, getattr(executor, "name", executor))
-            nbytes = sum(r.data.nbytes for r in self.requests)
-            with _progress(outputs, nbytes, self.progress) as callbacks:
-                cubed.compute(*outputs, callbacks=callbacks, **kwargs)
+            nbytes = sum(r.data.nbytes for r in requests)
+            with _gated(executor) as gate:
+                outputs = [_shard_tasks(r, gate) for r in requests]
+                with _progress(outputs, nbytes, self.progress) as callbacks:
+                    cubed.compute(*outputs, callbacks=callbacks, **kwargs)
         if self.last_step is not None:
             self.last_step.run()
 
 
-def _shard_tasks(request: WriteRequest) -> Any:
+def _shard_tasks(request: WriteRequest, gate: TaskGate | None) -> Any:
     """A Cubed array with one block per shard of ``request``, each the byte count its task wrote."""
     import cubed
     from cubed.core.ops import map_selection
 
     data, array = request.data, request.array
     target = shard_aligned_chunks(data.shape, request.origin, array.metadata.chunk_grid.dim_grids)
-    writer = _ShardWriter(array, request.origin, target, request.write_empty_chunks, request.locks)
+    writer = _ShardWriter(array, request.origin, target, request.write_empty_chunks, request.locks, gate)
     counts = tuple((1,) * len(c) for c in target)
     if all(len(set(c[:-1])) <= 1 and c[-1] <= c[0] for c in target):  # a grid Cubed holds: Cubed rechunks
         aligned = (
@@ -171,11 +241,13 @@ class _ShardWriter:
     chunks: tuple[tuple[int, ...], ...]
     write_empty_chunks: bool
     locks: KeyLocks = NO_LOCKS
+    gate: TaskGate | None = None
 
     def __call__(self, block: np.ndarray, block_id: tuple[int, ...] | None = None) -> np.ndarray:
         assert block_id is not None  # Cubed passes it to a function taking it
         start = tuple(o + sum(c[:i]) for o, c, i in zip(self.origin, self.chunks, block_id))
-        write_block(self.array, start, np.asarray(block), self.write_empty_chunks, self.locks)
+        with _task(self.gate):
+            write_block(self.array, start, np.asarray(block), self.write_empty_chunks, self.locks)
         return np.full((1,) * len(start), np.asarray(block).nbytes, dtype=np.int64)
 
 
@@ -185,9 +257,16 @@ def _selection(target: tuple[tuple[int, ...], ...], key: Any) -> tuple[slice, ..
     return tuple(slice(e[i], e[i + 1]) for e, i in zip(edges, key.coords))
 
 
-def _run_task(tasks: tuple[ShardTask, ...], block_id: tuple[int, ...] | None = None) -> np.ndarray:
+def _run_task(
+    tasks: tuple[ShardTask, ...], gate: TaskGate | None, block_id: tuple[int, ...] | None = None
+) -> np.ndarray:
     assert block_id is not None
-    return np.array([tasks[block_id[0]]()], dtype=np.int64)
+    with _task(gate):
+        return np.array([tasks[block_id[0]]()], dtype=np.int64)
+
+
+def _task(gate: TaskGate | None) -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext() if gate is None else gate.task()
 
 
 def _refuse_process_local(store: Store, executor: object) -> None:

@@ -7,7 +7,9 @@ executors run the same shard tasks, so they must write identical shards.
 
 from __future__ import annotations
 
+import functools
 import pathlib
+import time
 
 import numpy as np
 import pytest
@@ -131,6 +133,43 @@ def test_failed_append_rolls_back(tmp_path: pathlib.Path, executor: str) -> None
     with pytest.raises(RuntimeError, match="a shard task failed"):
         failing.to_zarr3(tmp_path / "s", mode="a", append_dim="x")
     assert files(tmp_path / "s") == before
+
+
+def _await(marker: pathlib.Path) -> None:
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _late(root: pathlib.Path, block: np.ndarray) -> np.ndarray:
+    """Two shard tasks: one fails once the other runs; the other has its block a second after that failure."""
+    if block.min() >= 400:
+        _await(root / "started")
+        (root / "failed").touch()
+        raise RuntimeError("a shard task failed")
+    (root / "started").touch()
+    _await(root / "failed")
+    time.sleep(1)  # still running when the failure reaches the client
+    (root / "done").touch()
+    return block
+
+
+@pytest.mark.parametrize("executor_name", ["threads", "processes"])
+def test_cubed_rolls_back_after_its_last_task(tmp_path: pathlib.Path, executor_name: str) -> None:
+    dataset(10).to_zarr3(tmp_path / "s", encoding=ENCODING)
+    before = files(tmp_path / "s")
+    work, options = str(tmp_path / "work"), {"max_workers": 2}
+    spec = cubed.Spec(work, allowed_mem="200MB", executor_name=executor_name, executor_options=options)
+    new = chunked(dataset(20, start=10), "cubed", spec=spec)
+    late = cubed.map_blocks(functools.partial(_late, tmp_path), new.t.data, dtype=new.t.dtype)
+    with pytest.raises(RuntimeError, match="a shard task failed"):
+        new.copy(data={"t": late}).to_zarr3(tmp_path / "s", mode="a", append_dim="x")
+    assert files(tmp_path / "s") == before
+    _await(
+        tmp_path / "done"
+    )  # the other task's data is ready a second after the roll-back: it writes nothing
+    time.sleep(1)
+    assert (tmp_path / "done").exists() and files(tmp_path / "s") == before
 
 
 def test_cubed_into_icechunk_is_refused(tmp_path: pathlib.Path) -> None:
