@@ -1,15 +1,10 @@
 """sharding_indexed: layout, partial reads (request counts), corruption errors, nesting."""
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pytest
 
 import zarr3_backend
 from zarr3_backend import ChecksumError, CodecError, CorruptShardError
-from zarr3_backend.codecs.base import serial_map
-from zarr3_backend.core.indexing import plan_selection
-from zarr3_backend.runtime import map_concurrently
 from zarr3_backend.testing.stores import CountingStore
 
 BLOSC = [
@@ -233,53 +228,3 @@ def test_a_whole_shard_is_stored_as_its_pieces_not_joined(store, monkeypatch):
     expected = data.copy()
     expected[4, 0, 0] = 42.0
     np.testing.assert_array_equal(a[...], expected)
-
-
-def _reversed_threads(function, items):
-    """A mapper that runs the calls on threads, last item first, and returns the results in order."""
-    with ThreadPoolExecutor(4) as pool:
-        futures = [pool.submit(function, item) for item in reversed(items)]
-    return [future.result() for future in reversed(futures)]
-
-
-MAPPERS = {"serial": serial_map, "cpu pool": map_concurrently, "threads, last first": _reversed_threads}
-
-
-def _piece(spec, box):
-    (piece,) = plan_selection(box, spec.shape, spec.shape).chunks()
-    return piece
-
-
-@pytest.mark.parametrize("mapper", MAPPERS.values(), ids=MAPPERS)
-def test_shard_bytes_are_the_same_whatever_the_mapper(store, mapper):
-    a, data = sharded(store)
-    spec, chain = a.chunk_spec, a.codecs
-    shard = data[:4, :6].copy()
-    shard[:2, :3] = 0  # one inner chunk all fill: left out of the shard
-    expected = [bytes(p) for p in chain.encode_pieces(shard, spec)]
-    assert [bytes(p) for p in chain.encode_pieces(shard, spec, mapper=mapper)] == expected
-    whole = _piece(spec, (slice(None),) * 3)
-    assert [bytes(p) for p in chain.update(None, spec, whole, shard, mapper=mapper)] == expected
-    box = (slice(1, 3), slice(2, 5), slice(None))  # across all four inner chunks, none of them whole
-    value = np.full((2, 3, 6), 7, dtype="float32")
-    serial = chain.update(b"".join(expected), spec, _piece(spec, box), value)
-    mapped = chain.update(b"".join(expected), spec, _piece(spec, box), value, mapper=mapper)
-    assert [bytes(p) for p in mapped] == [bytes(p) for p in serial]
-    shard[box] = 7
-    np.testing.assert_array_equal(chain.decode(b"".join(mapped), spec), shard)
-
-
-def test_each_inner_chunk_the_write_touches_is_one_call_of_the_mapper(store):
-    a, data = sharded(store)
-    spec, chain = a.chunk_spec, a.codecs
-    calls: list[int] = []
-
-    def recording(function, items):
-        calls.append(len(items))
-        return serial_map(function, items)
-
-    shard = data[:4, :6]
-    chain.encode_pieces(shard, spec, mapper=recording)
-    chain.update(None, spec, _piece(spec, (slice(None),) * 3), shard, mapper=recording)
-    chain.update(None, spec, _piece(spec, (slice(0, 2), slice(0, 6))), shard[:2], mapper=recording)
-    assert calls == [4, 4, 2]  # every inner chunk, then the two of the first two rows

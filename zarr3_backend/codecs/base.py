@@ -13,16 +13,13 @@ Codec kinds (spec: core, "Codecs"):
 
 An array -> bytes codec and a whole `CodecChain`
 present the same surface to arrays and to the sharding codec's inner
-chunks: the `ChunkCodec` protocol. A codec that encodes many pieces (a
-shard's inner chunks) calls the `Mapper` its caller passes: concurrency is
-the caller's, and the bytes are the same whichever it passes.
+chunks: the `ChunkCodec` protocol.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,27 +33,6 @@ from .read_plan import ChunkDecoder, ReadContext, ReadPlan, SubRead, whole_chunk
 from .spec import ChunkSpec as ChunkSpec
 
 CodecKind = Literal["array_to_array", "array_to_bytes", "bytes_to_bytes"]
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-class Mapper(Protocol):
-    """``[function(item) for item in items]``, in the order of ``items``, however the calls run.
-
-    The calls may run at once on several threads (``function`` must then be
-    thread-safe); the first exception propagates.
-    """
-
-    def __call__(self, function: Callable[[T], R], items: Sequence[T], /) -> list[R]: ...
-
-
-def serial_map(function: Callable[[T], R], items: Sequence[T], /) -> list[R]:
-    """The `Mapper` that calls ``function`` on each item in turn, on the calling thread.
-
-    >>> serial_map(str, [1, 2])
-    ['1', '2']
-    """
-    return [function(item) for item in items]
 
 
 class Codec(ABC):
@@ -161,10 +137,9 @@ class ArrayBytesCodec(Codec):
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         """Serialise ``chunk`` (shape ``spec.shape``, dtype ``spec.dtype``)."""
 
-    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec, *, mapper: Mapper = serial_map) -> Value:
+    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> Value:
         """`encode`, as consecutive pieces where the codec makes them (a shard: its inner chunks and
-        index, encoded through ``mapper``), for a store to write without joining them. Default: the
-        one buffer of `encode`."""
+        index), for a store to write without joining them. Default: the one buffer of `encode`."""
         return self.encode(chunk, spec)
 
     @abstractmethod
@@ -191,21 +166,14 @@ class ArrayBytesCodec(Codec):
         return (yield from whole_chunk_plan(self, spec, reads, ctx))
 
     def update(
-        self,
-        existing: Buffer | None,
-        spec: ChunkSpec,
-        piece: ChunkSelection,
-        value: np.ndarray,
-        *,
-        mapper: Mapper = serial_map,
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
     ) -> Value | None:
         """Write ``value`` into part of a stored chunk; return the new value (``None``: all fill).
 
         ``existing`` is the stored value (``None`` if absent); ``piece`` is an
         `ChunkSelection` within the chunk and
-        ``value`` has the shape of ``chunk[piece.chunk_selection]``. A codec
-        that encodes several pieces maps them with ``mapper``. The default
-        decodes, assigns and re-encodes the whole chunk.
+        ``value`` has the shape of ``chunk[piece.chunk_selection]``. The
+        default decodes, assigns and re-encodes the whole chunk.
         """
         return update_whole(self, existing, spec, piece, value)
 
@@ -291,15 +259,9 @@ class ChunkCodec(ChunkDecoder, Protocol):
         ...
 
     def update(
-        self,
-        existing: Buffer | None,
-        spec: ChunkSpec,
-        piece: ChunkSelection,
-        value: np.ndarray,
-        *,
-        mapper: Mapper = serial_map,
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
     ) -> Value | None:
-        """Write ``value`` into ``piece`` of a stored chunk (its pieces mapped with ``mapper``); ``None`` if all fill."""
+        """Write ``value`` into ``piece`` of a stored chunk; the new value, ``None`` if it is all fill."""
         ...
 
 

@@ -21,17 +21,7 @@ from ..core.indexing import ChunkSelection
 from ..core.metadata import ArrayMetadata
 from ..errors import MetadataError, Zarr3Error, with_location
 from ..runtime.scratch import borrow, in_use
-from .base import (
-    ArrayArrayCodec,
-    ArrayBytesCodec,
-    Buffer,
-    BytesBytesCodec,
-    ChunkSpec,
-    Codec,
-    Mapper,
-    serial_map,
-    update_whole,
-)
+from .base import ArrayArrayCodec, ArrayBytesCodec, Buffer, BytesBytesCodec, ChunkSpec, Codec, update_whole
 from .read_plan import ReadContext, ReadPlan, SubRead, whole_chunk_plan
 from .registry import codec_from_json
 
@@ -202,15 +192,14 @@ class CodecChain:
                 return _owned(self._encode_bytes(contiguous, bytes_spec), contiguous)
         return self._encode_bytes(chunk, bytes_spec)
 
-    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec, *, mapper: Mapper = serial_map) -> Value:
-        """`encode`, as the array -> bytes codec's pieces (mapped with ``mapper``) when no bytes -> bytes
-        codec follows it."""
+    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> Value:
+        """`encode`, as the array -> bytes codec's pieces when no bytes -> bytes codec follows it."""
         if self.bytes_bytes:
             return self.encode(chunk, spec)
         inputs, bytes_spec = self._specs(spec)
         for array_codec, codec_spec in zip(self.array_array, inputs):
             chunk = array_codec.encode(chunk, codec_spec)
-        return self.array_bytes.encode_pieces(chunk, bytes_spec, mapper=mapper)
+        return self.array_bytes.encode_pieces(chunk, bytes_spec)
 
     def _encode_bytes(self, chunk: np.ndarray, bytes_spec: ChunkSpec) -> Buffer:
         data = self.array_bytes.encode(chunk, bytes_spec)
@@ -284,17 +273,11 @@ class CodecChain:
         return whole_chunk_plan(self, spec, reads, ctx)
 
     def update(
-        self,
-        existing: Buffer | None,
-        spec: ChunkSpec,
-        piece: ChunkSelection,
-        value: np.ndarray,
-        *,
-        mapper: Mapper = serial_map,
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
     ) -> Value | None:
         """Write ``value`` into part of a stored chunk (see `ArrayBytesCodec.update()`)."""
         if not (self.array_array or self.bytes_bytes):
-            return self.array_bytes.update(existing, spec, piece, value, mapper=mapper)
+            return self.array_bytes.update(existing, spec, piece, value)
         return update_whole(self, existing, spec, piece, value)
 
 

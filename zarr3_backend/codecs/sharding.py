@@ -38,7 +38,7 @@ from ..errors import (
     UnknownExtensionError,
     with_location,
 )
-from .base import ArrayBytesCodec, Buffer, ChunkSpec, Mapper, serial_map, update_whole
+from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
 from .chain import CodecChain
 from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges
 from .registry import register_codec
@@ -175,20 +175,16 @@ class ShardingCodec(ArrayBytesCodec):
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         return join_value(self.encode_pieces(chunk, spec))
 
-    def encode_pieces(
-        self, chunk: np.ndarray, spec: ChunkSpec, *, mapper: Mapper = serial_map
-    ) -> tuple[Buffer, ...]:
-        """`encode` as the shard's pieces in stored order (encoded inner chunks, each one call of
-        ``mapper``, and index), never joined; none of them is a view of ``chunk``."""
+    def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> tuple[Buffer, ...]:
+        """`encode` as the shard's pieces in stored order (encoded inner chunks and index), never joined;
+        none of them is a view of ``chunk``."""
         inner_spec = self._inner_spec(spec)
-
-        def encode_inner(coords: tuple[int, ...]) -> Buffer | None:
+        parts: dict[tuple[int, ...], Buffer | None] = {}
+        for coords in np.ndindex(*self.chunks_per_shard(spec)):
             inner = chunk[self._region(coords)]
             encoded = None if is_fill(inner, spec.fill_value) else self.codecs.encode(inner, inner_spec)
-            return bytes(encoded) if isinstance(encoded, memoryview) else encoded
-
-        cells = list(np.ndindex(*self.chunks_per_shard(spec)))
-        return self._assemble(dict(zip(cells, mapper(encode_inner, cells))), spec)
+            parts[coords] = bytes(encoded) if isinstance(encoded, memoryview) else encoded
+        return self._assemble(parts, spec)
 
     def _assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> tuple[Buffer, ...]:
         """The pieces of one shard value: the encoded inner chunks (``None`` = empty) in C order plus the index."""
@@ -241,21 +237,17 @@ class ShardingCodec(ArrayBytesCodec):
             entries = self.index_codecs.decode(raw, self._index_spec(spec))
         except CodecError as exc:
             raise with_location(exc, f"{where}: shard index") from exc
-        copied = np.array(entries, dtype=np.uint64)  # a copy: never pin the shard bytes
-        return ShardIndex(copied).validate(where)
+        return ShardIndex(np.array(entries, dtype=np.uint64)).validate(
+            where
+        )  # a copy: never pin the shard bytes
 
     # -- partial writes ------------------------------------------------------
     def update(
-        self,
-        existing: Buffer | None,
-        spec: ChunkSpec,
-        piece: ChunkSelection,
-        value: np.ndarray,
-        *,
-        mapper: Mapper = serial_map,
+        self, existing: Buffer | None, spec: ChunkSpec, piece: ChunkSelection, value: np.ndarray
     ) -> Value | None:
-        """Re-encode only the inner chunks the write touches (one call of ``mapper`` each); keep the
-        others' bytes unchanged. Returns the shard as its pieces, which the store writes without joining them.
+        """Re-encode only the inner chunks the write touches; keep the others' bytes unchanged.
+
+        Returns the shard as its pieces, which the store writes without joining them.
         """
         index = (
             ShardIndex.empty(self.chunks_per_shard(spec))
@@ -264,14 +256,15 @@ class ShardingCodec(ArrayBytesCodec):
         )
         inner_spec = self._inner_spec(spec)
         view = None if existing is None else memoryview(existing)
-
-        def update_inner(inner: ChunkSelection) -> Buffer | None:
-            block = value[(*inner.out_selection, Ellipsis)]
-            return update_whole(self.codecs, _stored(view, index, inner.coords), inner_spec, inner, block)
-
-        plan = plan_selection(piece.orthogonal_selection, spec.shape, self.chunk_shape, orthogonal=True)
-        touched = list(plan.chunks())
-        replaced = dict(zip((inner.coords for inner in touched), mapper(update_inner, touched)))
+        replaced: dict[tuple[int, ...], Buffer | None] = {}
+        for inner in plan_selection(
+            piece.orthogonal_selection, spec.shape, self.chunk_shape, orthogonal=True
+        ).chunks():
+            byte_range = index.chunk_range(inner.coords)
+            stored = None if byte_range is None or view is None else view[byte_range[0] : byte_range[1]]
+            replaced[inner.coords] = update_whole(
+                self.codecs, stored, inner_spec, inner, value[(*inner.out_selection, Ellipsis)]
+            )
         parts = {
             coords: replaced[coords] if coords in replaced else _stored(view, index, coords)
             for coords in np.ndindex(*index.chunks_per_shard)

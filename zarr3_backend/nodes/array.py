@@ -40,7 +40,7 @@ from .read_ahead import ReadAhead
 from .read_windows import shard_windows, stored_chunk_count
 from .reads import PlannedRead, ReadResult, read_context, read_many, splits_shards
 from .shape_changes import resized
-from .writes import ArraySource, encoding_map, is_array_source, write_from_source, write_value
+from .writes import ArraySource, is_array_source, write_from_source, write_value
 
 
 class Array:
@@ -323,7 +323,7 @@ class Array:
         self._index_cache.pop(key, None)
         spec = self.chunk_spec_at(piece.coords)
         try:
-            encoded = self._chain.update(existing, spec, piece, block, mapper=encoding_map(spec))
+            encoded = self._chain.update(existing, spec, piece, block)
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
         self._put(key, encoded, write_empty, spec)
@@ -364,8 +364,9 @@ class Array:
                 data = np.broadcast_to(np.asarray(value, dtype=self.dtype), plan.out_shape)
                 for piece in plan.chunks():
                     existing = None if encoded is None else one_buffer(encoded)
-                    block = data[(*piece.out_selection, Ellipsis)]
-                    encoded = self._chain.update(existing, spec, piece, block, mapper=encoding_map(spec))
+                    encoded = self._chain.update(
+                        existing, spec, piece, data[(*piece.out_selection, Ellipsis)]
+                    )
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
         self._put(key, encoded, write_empty_chunks, spec)
@@ -405,8 +406,7 @@ class Array:
         if is_fill(chunk, self.fill_value) and not write_empty_chunks:
             self._chunk_store.delete(key)
         else:
-            spec = self.chunk_spec_at(coords)
-            self._chunk_store.set(key, self._chain.encode_pieces(chunk, spec, mapper=encoding_map(spec)))
+            self._chunk_store.set(key, self._chain.encode_pieces(chunk, self.chunk_spec_at(coords)))
 
     # -- shape changes ---------------------------------------------------
     @overload

@@ -7,8 +7,7 @@ and a ``__getitem__`` that takes a tuple of slices, such as a zarr3_backend `Arr
 array, a dask array) is streamed instead (`write_from_source()`): each task reads the piece of the
 source that lands in its stored chunk (shard) and writes that chunk at once, so at most a shard
 per thread (its source block and its encoded bytes) is in memory, never the whole source.
-`zarr3_backend.copy_array` is the whole-array form. A stored chunk of at least
-`CONCURRENT_ENCODE_BYTES` encodes its inner chunks on the CPU pool (`encoding_map()`).
+`zarr3_backend.copy_array` is the whole-array form.
 
 >>> import zarr3_backend
 >>> src = zarr3_backend.create_array("memory://doc/writes/src", shape=(6,), dtype="int16", chunks=(2,), shards=(4,))
@@ -27,25 +26,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ..codecs.base import ChunkSpec, Mapper, serial_map
 from ..core.indexing import ChunkSelection, Selection
 from ..errors import ArgumentError, ArgumentTypeError
 from ..runtime import map_concurrently
 from ..runtime.memory_limit import out_of_memory
-
-#: Decoded bytes from which a stored chunk's inner chunks are encoded on the CPU pool; a smaller one
-#: encodes them on the calling thread, where handing them to other threads would cost more than it saves.
-CONCURRENT_ENCODE_BYTES = 1 << 20
-
-
-def encoding_map(spec: ChunkSpec) -> Mapper:
-    """The `Mapper` for encoding the pieces of one stored chunk of ``spec`` (a shard's inner chunks).
-
-    `map_concurrently` from `CONCURRENT_ENCODE_BYTES` on (it runs inline on a
-    work-pool thread, so writes that already encode one chunk per thread stay
-    as they are), else `serial_map`. The encoded bytes are the same either way.
-    """
-    return map_concurrently if spec.size * spec.dtype.itemsize >= CONCURRENT_ENCODE_BYTES else serial_map
 
 
 @runtime_checkable
