@@ -24,11 +24,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import os
 import shutil
-import socket
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -36,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .coordination.lease import holder_gone
+from .coordination.task_gate import TaskGate
 from .errors import WriteError
 from .nodes.array import Array
 from .nodes.shard_writes import shard_aligned_chunks, write_block
@@ -49,47 +46,6 @@ from .writes.tasks import ShardProgress, WriteRequest, WriteStep, inputs_per_blo
 IN_PROCESS = ("threads", "single-threaded", None)
 #: Cubed's executors whose tasks run on this machine (they reach a `TaskGate`'s directory).
 ON_THIS_MACHINE = (*IN_PROCESS, "processes")
-
-
-@dataclass(frozen=True)
-class TaskGate:
-    """The shard tasks of one Cubed write, on this machine: once `close()` returns, none writes (picklable).
-
-    A task marks itself running in ``directory`` before it checks the gate,
-    and `close()` marks the gate closed before it waits for the running
-    marks to go, so a task either sees the gate closed and writes nothing,
-    or is waited for. A mark whose process has died is not waited for.
-    """
-
-    directory: str
-
-    @contextlib.contextmanager
-    def task(self) -> Iterator[None]:
-        """Run the body as a task of this write; `WriteError` (nothing written) once the gate is closed."""
-        mark = os.path.join(self.directory, f"running-{os.getpid()}-{uuid.uuid4().hex}")
-        with open(mark, "x"):
-            pass
-        try:
-            if os.path.exists(os.path.join(self.directory, "closed")):
-                raise WriteError(
-                    "to_zarr3: the Cubed write failed; its shard tasks not yet writing write nothing"
-                )
-            yield
-        finally:
-            os.remove(mark)
-
-    def close(self) -> None:
-        """Refuse tasks not yet writing, and return once every task writing has ended."""
-        with open(os.path.join(self.directory, "closed"), "x"):
-            pass
-        while any(
-            not _gone(int(n.split("-")[1])) for n in os.listdir(self.directory) if n.startswith("running-")
-        ):
-            time.sleep(0.01)
-
-
-def _gone(pid: int) -> bool:
-    return holder_gone({"host": socket.gethostname(), "pid": pid})
 
 
 @contextlib.contextmanager
