@@ -1,4 +1,5 @@
-"""What ``import zarr3_backend`` imports (issue 61): the engine and ``to_zarr3``, not dask, distributed or obstore.
+"""What ``import zarr3_backend`` imports (issue 61): the engine and ``to_zarr3``, not dask, distributed, obstore
+or the write wing (the write planner, `zarr3_backend.writes`, `zarr3_backend.conversion`), which load at the first write.
 
 Each check runs in a fresh interpreter, with this checkout first on the path.
 """
@@ -14,7 +15,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAZY = ("dask", "distributed", "obstore", "s3fs", "zarr3_backend.xarray.write.graph_reads")
+LAZY = (
+    "dask",
+    "distributed",
+    "obstore",
+    "s3fs",
+    "zarr3_backend.xarray.write.graph_reads",
+    "zarr3_backend.xarray.write.planner",
+    "zarr3_backend.writes.commit",
+    "zarr3_backend.conversion",
+)
 
 
 def fresh(code: str) -> object:
@@ -54,3 +64,21 @@ def test_a_write_with_progress_imports_dask_when_it_runs(tmp_path: Path) -> None
         f"print(json.dumps(xr.open_dataset({str(tmp_path / 'a.zarr')!r}, engine='zarr3').v.values.tolist()))"
     )
     assert found == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_to_zarr3_documents_itself_before_the_write_wing_is_loaded() -> None:
+    pytest.importorskip("xarray")
+    found = fresh(
+        "import inspect, json, sys, xarray as xr, zarr3_backend\n"
+        "before = 'zarr3_backend.xarray.write.planner' in sys.modules\n"
+        "doc, signature = xr.Dataset.to_zarr3.__doc__, inspect.signature(xr.DataTree.to_zarr3)\n"
+        "print(json.dumps([before, doc.splitlines()[0], list(signature.parameters)[:3], "
+        "'zarr3_backend.xarray.write.planner' in sys.modules, zarr3_backend.convert.__module__]))"
+    )
+    assert found == [
+        False,
+        "Write a Dataset, DataArray or DataTree to a Zarr v3 store, one task per shard (on dask or Cubed).",
+        ["store", "mode", "encoding"],
+        True,
+        "zarr3_backend.conversion",
+    ]

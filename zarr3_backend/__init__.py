@@ -7,11 +7,12 @@
 [0, 2, 4]
 """
 
+import importlib
 import importlib.util
+from typing import TYPE_CHECKING
 
 from .api import copy_array, create_array, create_group, open, open_array, open_group
 from .codecs import allow_unsafe_codecs  # (importing codecs registers the built-in codecs)
-from .conversion import ConvertSummary, convert
 from .errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -46,13 +47,33 @@ from .nodes.array import Array
 from .nodes.hierarchy import Group
 from .nodes.tree_consolidation import consolidate_metadata
 from .store import clear_store_cache
-from .writes.commit import finish_pending_write
 
 __version__ = "0.1.0"
 
 if importlib.util.find_spec("xarray") is not None:
     from .xarray.methods import open_zarr3  # (importing it adds Dataset/DataArray/DataTree.to_zarr3)
+
+if TYPE_CHECKING:
+    from .conversion import ConvertSummary, convert
+    from .writes.commit import finish_pending_write
     from .xarray.write.planner import to_zarr3
+
+#: What the write wing defines, imported when first named: ``import zarr3_backend`` stays a reader's import.
+_WRITE_WING = {
+    "ConvertSummary": ".conversion",
+    "convert": ".conversion",
+    "finish_pending_write": ".writes.commit",
+    "to_zarr3": ".xarray.write.planner",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _WRITE_WING:
+        value = getattr(importlib.import_module(_WRITE_WING[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ArgumentError",

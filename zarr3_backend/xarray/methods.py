@@ -21,44 +21,47 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import xarray as xr
-
-from ..writes.executor import Deferred
-from .root import Location
-from .write.planner import to_zarr3
 
 if TYPE_CHECKING:
     from xarray.backends.common import T_PathFileOrDataStore
 
-_PARAMETERS = list(inspect.signature(to_zarr3).parameters.values())[1:]
+    from ..writes.executor import Deferred
+    from .root import Location
+
+
+def _planned_to_zarr3() -> Callable[..., Deferred | None]:
+    """`to_zarr3()` itself: the write wing (planner, encodings, writes) is imported at the first write."""
+    from .write.planner import to_zarr3
+
+    return to_zarr3
 
 
 def _signature(order: tuple[str, ...]) -> inspect.Signature:
     """``to_zarr3``'s signature without ``obj``: ``order`` positional-or-keyword, the rest keyword-only."""
-    by_name = {p.name: p for p in _PARAMETERS}
+    signature = inspect.signature(_planned_to_zarr3())
+    by_name = {p.name: p for p in list(signature.parameters.values())[1:]}
     positional = [by_name[n].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in order]
-    rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _PARAMETERS if p.name not in order]
-    return inspect.Signature(
-        [*positional, *rest], return_annotation=inspect.signature(to_zarr3).return_annotation
-    )
+    rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for n, p in by_name.items() if n not in order]
+    return inspect.Signature([*positional, *rest], return_annotation=signature.return_annotation)
 
 
 class ToZarr3:
     """``ds.to_zarr3(...)`` / ``da.to_zarr3(...)``: `to_zarr3()` of the object it is bound to."""
 
     order: tuple[str, ...] = ("store", "mode", "group", "encoding")
-    __signature__: ClassVar[inspect.Signature]  # set by _document below
 
     def __init__(self, obj: xr.Dataset | xr.DataArray | xr.DataTree) -> None:
+        _document(type(self))
         self._obj = obj
 
     def __call__(self, *args: object, **kwargs: object) -> Deferred | None:
         signature = inspect.signature(type(self).__call__)  # the __signature__ _document gave it
         arguments = signature.bind(self, *args, **kwargs).arguments
         del arguments["self"]
-        return to_zarr3(self._obj, **arguments)
+        return _planned_to_zarr3()(self._obj, **arguments)
 
 
 class DataTreeToZarr3(ToZarr3):
@@ -70,19 +73,38 @@ class DataTreeToZarr3(ToZarr3):
         return super().__call__(*args, **kwargs)
 
 
+class _FromToZarr3:
+    """An accessor class's ``__doc__`` or ``__signature__`` until first read, then `to_zarr3()`'s.
+
+    Class attributes, so ``help(xr.Dataset.to_zarr3)`` and ``inspect.signature`` work before any
+    accessor exists; reading one documents the class (`_document`), which replaces both.
+    """
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __get__(self, obj: object, owner: type[ToZarr3]) -> object:
+        _document(owner)
+        return vars(owner)[self.attribute]
+
+
 def _document(cls: type[ToZarr3]) -> None:
-    """Give the accessor ``to_zarr3``'s docstring and call signature, for ``help()`` and ``inspect``."""
+    """Give the accessor ``to_zarr3``'s docstring and call signature, for ``help()`` and ``inspect`` (once)."""
+    if not isinstance(vars(cls).get("__signature__"), _FromToZarr3):
+        return
     call = _signature(cls.order)
     self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
-    cls.__doc__ = cls.__call__.__doc__ = to_zarr3.__doc__
-    cls.__signature__ = call
+    type.__setattr__(cls, "__doc__", _planned_to_zarr3().__doc__)
+    cls.__call__.__doc__ = _planned_to_zarr3().__doc__
     cls.__call__.__signature__ = call.replace(  # type: ignore[attr-defined]
         parameters=[self, *call.parameters.values()]
     )
+    type.__setattr__(cls, "__signature__", call)
 
 
 for _accessor in (ToZarr3, DataTreeToZarr3):
-    _document(_accessor)
+    for _attribute in ("__doc__", "__signature__"):
+        type.__setattr__(_accessor, _attribute, _FromToZarr3(_attribute))
 
 
 def open_zarr3(store: Location, **kwargs: Any) -> xr.Dataset:
