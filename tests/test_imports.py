@@ -1,5 +1,6 @@
-"""What ``import zarr3_backend`` imports (issue 61): the engine and ``to_zarr3``, not dask, distributed, obstore
-or the write wing (the write planner, `zarr3_backend.writes`, `zarr3_backend.conversion`), which load at the first write.
+"""What ``import zarr3_backend`` imports (issue 61): the engine and ``to_zarr3``, not xarray (until the user
+imports it), dask, distributed, obstore or the write wing (the write planner, `zarr3_backend.writes`,
+`zarr3_backend.conversion`), which load at the first write.
 
 Each check runs in a fresh interpreter, with this checkout first on the path.
 """
@@ -16,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAZY = (
+    "xarray",
+    "pandas",
     "dask",
     "distributed",
     "obstore",
@@ -82,3 +85,16 @@ def test_to_zarr3_documents_itself_before_the_write_wing_is_loaded() -> None:
         True,
         "zarr3_backend.conversion",
     ]
+
+
+def test_xarray_imported_after_the_package_still_gets_to_zarr3(tmp_path: Path) -> None:
+    pytest.importorskip("xarray")
+    found = fresh(
+        "import json, sys, zarr3_backend\n"
+        "before = 'xarray' in sys.modules\n"
+        "import numpy as np, xarray as xr\n"
+        f"xr.Dataset({{'v': ('x', np.arange(3.0))}}).to_zarr3({str(tmp_path / 'a.zarr')!r})\n"
+        f"print(json.dumps([before, hasattr(xr.DataTree, 'to_zarr3'), "
+        f"xr.open_dataset({str(tmp_path / 'a.zarr')!r}, engine='zarr3').v.values.tolist()]))"
+    )
+    assert found == [False, True, [0.0, 1.0, 2.0]]
