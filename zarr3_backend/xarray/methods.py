@@ -39,9 +39,9 @@ def _planned_to_zarr3() -> Callable[..., Deferred | None]:
     return to_zarr3
 
 
-def _signature(order: tuple[str, ...]) -> inspect.Signature:
+def _signature(to_zarr3: Callable[..., Deferred | None], order: tuple[str, ...]) -> inspect.Signature:
     """``to_zarr3``'s signature without ``obj``: ``order`` positional-or-keyword, the rest keyword-only."""
-    signature = inspect.signature(_planned_to_zarr3())
+    signature = inspect.signature(to_zarr3)
     by_name = {p.name: p for p in list(signature.parameters.values())[1:]}
     positional = [by_name[n].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in order]
     rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for n, p in by_name.items() if n not in order]
@@ -92,10 +92,11 @@ def _document(cls: type[ToZarr3]) -> None:
     """Give the accessor ``to_zarr3``'s docstring and call signature, for ``help()`` and ``inspect`` (once)."""
     if not isinstance(vars(cls).get("__signature__"), _FromToZarr3):
         return
-    call = _signature(cls.order)
+    to_zarr3 = _planned_to_zarr3()
+    call = _signature(to_zarr3, cls.order)
     self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
-    type.__setattr__(cls, "__doc__", _planned_to_zarr3().__doc__)
-    cls.__call__.__doc__ = _planned_to_zarr3().__doc__
+    type.__setattr__(cls, "__doc__", to_zarr3.__doc__)
+    cls.__call__.__doc__ = to_zarr3.__doc__
     cls.__call__.__signature__ = call.replace(  # type: ignore[attr-defined]
         parameters=[self, *call.parameters.values()]
     )
