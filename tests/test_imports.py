@@ -1,6 +1,6 @@
 """What ``import zarr3_backend`` imports (issue 61): the engine and ``to_zarr3``, not xarray (until the user
-imports it), dask, distributed, obstore or the write wing (the write planner, `zarr3_backend.writes`,
-`zarr3_backend.conversion`), which load at the first write.
+imports it), dask, distributed, obstore, numcodecs, the codecs no store has named yet, or the write wing (the
+write planner, `zarr3_backend.writes`, `zarr3_backend.conversion`), which load at the first write.
 
 Each check runs in a fresh interpreter, with this checkout first on the path.
 """
@@ -27,6 +27,9 @@ LAZY = (
     "zarr3_backend.xarray.write.planner",
     "zarr3_backend.writes.commit",
     "zarr3_backend.conversion",
+    "numcodecs",
+    "zarr3_backend.codecs.zstd",
+    "zarr3_backend.codecs.numcodecs_adapter",
 )
 
 
@@ -46,6 +49,20 @@ def test_importing_the_package_imports_no_dask_distributed_or_obstore() -> None:
         f"import json, sys, zarr3_backend; print(json.dumps([m for m in {LAZY!r} if m in sys.modules]))"
     )
     assert imported == []
+
+
+def test_a_codec_module_loads_when_a_store_names_its_codec(tmp_path: Path) -> None:
+    loaded = fresh(
+        "import json, sys, numpy as np, zarr3_backend as z\n"
+        f"a = z.create_array({str(tmp_path / 'a')!r}, shape=(4,), chunks=(2,), dtype='int32', "
+        "compressors=[{'name': 'zstd'}])\n"
+        "a[:] = np.arange(4)\n"
+        "print(json.dumps([a[1:3].tolist(), sorted(m for m in sys.modules if m.startswith('zarr3_backend.codecs.'))]))"
+    )
+    assert isinstance(loaded, list)
+    values, modules = loaded
+    assert values == [1, 2]
+    assert "zarr3_backend.codecs.zstd" in modules and "zarr3_backend.codecs.blosc" not in modules
 
 
 def test_the_engine_and_to_zarr3_are_there_without_dask_imported() -> None:
@@ -98,3 +115,28 @@ def test_xarray_imported_after_the_package_still_gets_to_zarr3(tmp_path: Path) -
         f"xr.open_dataset({str(tmp_path / 'a.zarr')!r}, engine='zarr3').v.values.tolist()]))"
     )
     assert found == [False, True, [0.0, 1.0, 2.0]]
+
+
+def test_unsafe_numcodecs_are_refused_before_their_adapter_is_imported() -> None:
+    found = fresh(
+        "import json, sys, zarr3_backend\n"
+        "from zarr3_backend.codecs.registry import is_unsafe\n"
+        "print(json.dumps([is_unsafe('numcodecs.pickle'), 'zarr3_backend.codecs.numcodecs_adapter' in sys.modules]))"
+    )
+    assert found == [True, True]
+
+
+def test_a_codec_registered_before_its_built_in_loads_stays_registered() -> None:
+    """The last registration wins even when the built-in module of that name is imported after it."""
+    found = fresh(
+        "import json, zarr3_backend\n"
+        "from zarr3_backend.codecs import register_codec, get_codec_class\n"
+        "from zarr3_backend.codecs.base import BytesBytesCodec\n"
+        "class Mine(BytesBytesCodec):\n"
+        "    name = 'zstd'\n"
+        "register_codec(Mine)\n"
+        "import zarr3_backend.codecs.zstd\n"
+        "from zarr3_backend.codecs import ZstdCodec\n"
+        "print(json.dumps([get_codec_class('zstd') is Mine, ZstdCodec.__name__]))"
+    )
+    assert found == [True, "ZstdCodec"]

@@ -14,7 +14,9 @@ from zarr3_backend.codecs.read_plan import ChunkDecoder
 from zarr3_backend.codecs.sharding import ShardingCodec
 
 ARRAY_TO_BYTES = sorted(
-    (name, cls) for name, cls in registry._codecs.items() if issubclass(cls, ArrayBytesCodec)
+    (name, cls)
+    for name in registry.BUILT_IN
+    if issubclass(cls := registry.get_codec_class(name), ArrayBytesCodec)
 )
 
 

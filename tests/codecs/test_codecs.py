@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import textwrap
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import EntryPoint
+from pathlib import Path
 
 import numcodecs
 import numcodecs.blosc
@@ -514,6 +516,24 @@ def test_registry_skips_unknown_codecs_only_when_allowed():
 def test_registry_rejects_malformed_codec_objects(obj, match):
     with pytest.raises(MetadataError, match=match):
         codec_from_json(obj)
+
+
+def test_every_built_in_codec_module_is_in_the_lazy_table():
+    """``registry.BUILT_IN`` names every codec a module of the package registers, and only those."""
+    package = Path(registry.__file__).parent
+    registered = {}
+    for module in sorted(package.glob("*.py")):
+        if "register_codec(" in module.read_text() and module.stem != "registry":
+            for cls in vars(importlib.import_module(f"zarr3_backend.codecs.{module.stem}")).values():
+                if (
+                    isinstance(cls, type)
+                    and cls.__module__.endswith(f".{module.stem}")
+                    and "name" in vars(cls)
+                ):
+                    registered[cls.name] = module.stem
+    assert registered == registry.BUILT_IN
+    for name in registry.BUILT_IN:
+        assert get_codec_class(name).name == name
 
 
 def test_register_codec_rejects_non_codecs():

@@ -20,11 +20,13 @@ BloscCodec(typesize=None, cname='lz4', clevel=3, shuffle='bitshuffle', blocksize
 
 from __future__ import annotations
 
-from typing import Any
-
-from numcodecs.abc import Codec as Numcodec
+import sys
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import MetadataError
+
+if TYPE_CHECKING:
+    from numcodecs.abc import Codec as Numcodec
 
 ACCEPTED = (
     "a name or an object with a 'name' (e.g. 'zstd' or {'name': 'zstd', 'configuration': {'level': 3}}), "
@@ -39,8 +41,8 @@ def codec_document(obj: object) -> dict[str, Any]:
 
     `codec_from_json()` builds the codec from it.
     """
-    if isinstance(obj, Numcodec):
-        return _from_numcodecs(obj)
+    if is_numcodecs_object(obj):
+        return _from_numcodecs(cast("Numcodec", obj))
     to_dict = getattr(obj, "to_dict", None)  # zarr-python's codecs are untyped here: getattr gives Any
     if type(obj).__module__.split(".")[0] in ("zarr", "numcodecs") and callable(to_dict):
         document = dict(to_dict())
@@ -55,8 +57,12 @@ def codec_document(obj: object) -> dict[str, Any]:
 
 
 def is_numcodecs_object(obj: object) -> bool:
-    """Whether ``obj`` is a numcodecs codec instance (one the caller built, so trusted to run)."""
-    return isinstance(obj, Numcodec)
+    """Whether ``obj`` is a numcodecs codec instance (one the caller built, so trusted to run).
+
+    Without importing numcodecs: until something has imported it, no object is one of its codecs.
+    """
+    abc = sys.modules.get("numcodecs.abc")
+    return abc is not None and isinstance(obj, abc.Codec)
 
 
 def _from_numcodecs(obj: Numcodec) -> dict[str, Any]:

@@ -7,12 +7,16 @@ an extension object ``{"name": ..., "configuration": {...}}`` (spec: core,
 
 Classes are found, in order, among
 
-1. classes registered with `register_codec()` (every module in
-   ``zarr3_backend.codecs`` registers its class on import);
+1. classes registered with `register_codec()`, and the built-in codecs of
+   `BUILT_IN` (each module of ``zarr3_backend.codecs`` registers its
+   classes when it is imported, which happens the first time one of its
+   names is looked up, so a process imports numcodecs, zfpy ... only for
+   the codecs its stores name);
 2. third-party classes advertised in the entry-point group
    ``zarr3_backend.codecs`` under the codec's name, loaded on first use;
 3. codec families registered with `register_codec_family()` (e.g. every
-   ``numcodecs.<codec_id>`` through the numcodecs adapter).
+   ``numcodecs.<codec_id>`` through the numcodecs adapter, loaded the same
+   way).
 
 Codecs that can execute code when they decode (``numcodecs.pickle``, or any
 codec registered with ``unsafe=True`` or named in `mark_unsafe()`) are
@@ -27,6 +31,7 @@ uniform messages.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import threading
@@ -49,6 +54,30 @@ _URI_NAME = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.\-]*://|urn:)\S+$")
 #: Set to ``1`` (or ``true``/``yes``) to allow codecs that can execute code on decode.
 UNSAFE_ENV = "ZARR3_ALLOW_UNSAFE_CODECS"
 
+#: The built-in codecs: name -> the module of this package that defines and registers it.
+BUILT_IN = {
+    "bitround": "bitround",
+    "numcodecs.bitround": "bitround",
+    "blosc": "blosc",
+    "bytes": "bytes",
+    "cast_value": "cast_value",
+    "conditional": "conditional",
+    "crc32c": "crc32c",
+    "gzip": "gzip",
+    "n5_default": "n5_default",
+    "packbits": "packbits",
+    "reshape": "reshape",
+    "scale_offset": "scale_offset",
+    "sharding_indexed": "sharding",
+    "transpose": "transpose",
+    "zarr3_backend.v2_filters": "v2",
+    "vlen-utf8": "vlen_utf8",
+    "vlen-bytes": "vlen_utf8",
+    "zfp": "zfp",
+    "zstd": "zstd",
+}
+#: The built-in codec families: name prefix -> the module of this package that registers the family.
+BUILT_IN_FAMILIES = {"numcodecs.": "numcodecs_adapter"}
 _codecs: dict[str, type[Codec]] = {}
 _families: dict[str, Callable[[str], type[Codec] | None]] = {}
 _unsafe: set[str] = set()
@@ -72,7 +101,10 @@ def register_codec(cls: C, *, unsafe: bool = False) -> C:
     """
     if not (isinstance(cls, type) and issubclass(cls, Codec)):
         raise TypeError(f"register_codec: expected a Codec subclass, got {cls!r}")
-    _codecs[parse_codec_name(cls.name)] = cls
+    name = parse_codec_name(cls.name)
+    if name in BUILT_IN and cls.__module__ != _module_path(BUILT_IN[name]):
+        _load_built_in(name)  # so that the built-in, imported later, cannot replace this registration
+    _codecs[name] = cls
     if unsafe:
         mark_unsafe(cls.name)
     return cls
@@ -89,6 +121,7 @@ def is_unsafe(name: str) -> bool:
     >>> is_unsafe("numcodecs.pickle"), is_unsafe("gzip")
     (True, False)
     """
+    _load_built_in_family(name)
     return name in _unsafe
 
 
@@ -141,9 +174,9 @@ def get_codec_class(name: str) -> type[Codec]:
     >>> get_codec_class("gzip").__name__
     'GzipCodec'
     """
-    cls = _codecs.get(name) or _load_entry_point(name) or _from_family(name)
+    cls = _codecs.get(name) or _load_built_in(name) or _load_entry_point(name) or _from_family(name)
     if cls is None:
-        known = ", ".join(sorted(_codecs))
+        known = ", ".join(sorted(_codecs.keys() | BUILT_IN.keys()))
         raise UnknownExtensionError(
             f"unknown codec {name!r}: no codec of that name is registered (known: {known}) "
             f"and no entry point in group {ENTRY_POINT_GROUP!r} provides it; install the package "
@@ -195,6 +228,23 @@ def parse_codec_name(name: object) -> str:
     return name
 
 
+def _module_path(module: str) -> str:
+    return f"{__package__}.{module}"
+
+
+def _load_built_in(name: str) -> type[Codec] | None:
+    """Import the built-in module of codec ``name`` (it registers its codecs); the class now registered."""
+    if name in BUILT_IN:
+        importlib.import_module(_module_path(BUILT_IN[name]))
+    return _codecs.get(name)
+
+
+def _load_built_in_family(name: str) -> None:
+    for prefix, module in BUILT_IN_FAMILIES.items():
+        if name.startswith(prefix):
+            importlib.import_module(_module_path(module))
+
+
 @cache
 def _entry_points() -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
@@ -211,6 +261,7 @@ def _load_entry_point(name: str) -> type[Codec] | None:
 
 
 def _from_family(name: str) -> type[Codec] | None:
+    _load_built_in_family(name)
     for prefix, factory in _families.items():
         if name.startswith(prefix):
             return factory(name)

@@ -15,7 +15,6 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias, cast
 
-import numcodecs
 import numpy as np
 from xarray.backends.zarr import FillValueCoder
 
@@ -111,6 +110,8 @@ def v2_encoding(array: Array, metadata: V2ArrayMetadata, dims: tuple[str, ...]) 
     chunks (see `v2_task_chunks()`): v2 chunks are often small, and one
     dask task each costs more than reading it.
     """
+    import numcodecs  # v2 arrays name numcodecs codecs; a process that opens none never imports it
+
     compressor = metadata.zarray.get("compressor")
     encoding: dict[str, Any] = {
         "chunks": array.chunks,
