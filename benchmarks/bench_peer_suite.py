@@ -13,7 +13,9 @@ ours run. The three stores (uint16, 256^3 chunks raw; 256^3 chunks zstd level 0;
 the suite's metric), the workload's own time as the script prints it, CPU (user + system) and
 peak RSS. Implementations alternate within each repeat; the best of ``--repeats`` is kept, and
 each row's ratio is ours over the peer's in the same run. The page cache is warm (the suite drops
-it, which needs root).
+it, which needs root). Our package's bytecode is compiled first, as ``pip`` compiled the peers'
+(``common.compile_package``): otherwise, where ``PYTHONDONTWRITEBYTECODE`` is set, each of our
+processes would compile the package from source.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from common import compile_package  # noqa: E402
+
 OURS = HERE / "peer_suite_zarr3.py"
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
 ZSTD0 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
@@ -245,6 +251,7 @@ def main() -> None:
     )
     if suite is None:
         print("no zarrs/zarr_benchmarks checkout (--suite): peers' rows skipped")
+    print(compile_package())
     edge = 512 if args.quick else 1024
     args.data.mkdir(parents=True, exist_ok=True)
     stores = write_stores(args.data, edge)

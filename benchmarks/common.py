@@ -12,6 +12,7 @@ runs; see ``PERFORMANCE.md``).
 from __future__ import annotations
 
 import collections
+import compileall
 import importlib.metadata
 import os
 import platform
@@ -262,6 +263,21 @@ def library_versions(names: Sequence[str]) -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "missing"
     return versions
+
+
+def compile_package() -> str:
+    """Write ``zarr3_backend``'s bytecode into its ``__pycache__`` folders; what to print about it.
+
+    Fresh-process benchmarks import the package from this checkout, next to peers that ``pip``
+    installed with their bytecode compiled. Where ``PYTHONDONTWRITEBYTECODE`` is set (these machines
+    set it) no import writes bytecode, so without this every process would compile our ~130 modules
+    from source, a cost no installed package has. Stale files are rewritten; nothing else changes.
+    """
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "zarr3_backend", quiet=1)
+    setting = os.environ.get("PYTHONDONTWRITEBYTECODE") or "unset"
+    return (
+        f"zarr3_backend's bytecode compiled (as pip installs the peers'); PYTHONDONTWRITEBYTECODE={setting}"
+    )
 
 
 def print_machine_info(libraries: Sequence[str]) -> None:
