@@ -111,7 +111,8 @@ class ShardingCodec(ArrayBytesCodec):
     def chunks_per_shard(self, spec: ChunkSpec) -> tuple[int, ...]:
         return tuple(s // c for s, c in zip(spec.shape, self.chunk_shape))
 
-    def _inner_spec(self, spec: ChunkSpec) -> ChunkSpec:
+    def inner_spec(self, spec: ChunkSpec) -> ChunkSpec:
+        """The spec of each inner chunk of a shard of ``spec``."""
         return self._geometry_of(spec).inner_spec
 
     def _geometry_of(self, spec: ChunkSpec) -> _Geometry:
@@ -140,7 +141,7 @@ class ShardingCodec(ArrayBytesCodec):
     def evolve(self, spec: ChunkSpec) -> ShardingCodec:
         return replace(
             self,
-            codecs=self.codecs.evolve(self._inner_spec(spec)),
+            codecs=self.codecs.evolve(self.inner_spec(spec)),
             index_codecs=self.index_codecs.evolve(self._index_spec(spec)),
         )
 
@@ -156,7 +157,7 @@ class ShardingCodec(ArrayBytesCodec):
                     f"sharding_indexed: shard shape {spec.shape} is not divisible by inner chunk shape "
                     f"{self.chunk_shape} in dimension {dim}; choose an inner chunk that divides {shard}"
                 )
-        self.codecs.validate(self._inner_spec(spec))
+        self.codecs.validate(self.inner_spec(spec))
         self.index_codecs.validate(self._index_spec(spec))
         try:
             self.index_size(spec)
@@ -167,7 +168,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
         """The index plus every inner chunk at its own bound (``None`` if the inner chain has none)."""
-        inner_spec = self._inner_spec(spec)
+        inner_spec = self.inner_spec(spec)
         inner = self.codecs.max_encoded_size(inner_spec.size * inner_spec.dtype.itemsize, inner_spec)
         n_inner = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
         return None if inner is None else self.index_size(spec) + n_inner * inner
@@ -178,15 +179,15 @@ class ShardingCodec(ArrayBytesCodec):
     def encode_pieces(self, chunk: np.ndarray, spec: ChunkSpec) -> tuple[Buffer, ...]:
         """`encode` as the shard's pieces in stored order (encoded inner chunks and index), never joined;
         none of them is a view of ``chunk``."""
-        inner_spec = self._inner_spec(spec)
+        inner_spec = self.inner_spec(spec)
         parts: dict[tuple[int, ...], Buffer | None] = {}
         for coords in np.ndindex(*self.chunks_per_shard(spec)):
             inner = chunk[self._region(coords)]
             encoded = None if is_fill(inner, spec.fill_value) else self.codecs.encode(inner, inner_spec)
             parts[coords] = bytes(encoded) if isinstance(encoded, memoryview) else encoded
-        return self._assemble(parts, spec)
+        return self.assemble(parts, spec)
 
-    def _assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> tuple[Buffer, ...]:
+    def assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> tuple[Buffer, ...]:
         """The pieces of one shard value: the encoded inner chunks (``None`` = empty) in C order plus the index."""
         index = ShardIndex.empty(self.chunks_per_shard(spec))
         offset = self.index_size(spec) if self.index_location == "start" else 0
@@ -203,7 +204,7 @@ class ShardingCodec(ArrayBytesCodec):
         index = self.decode_index(data, spec)
         out = np.empty(spec.shape, dtype=spec.dtype)
         view = memoryview(data)
-        inner_spec = self._inner_spec(spec)
+        inner_spec = self.inner_spec(spec)
         for coords in np.ndindex(*index.chunks_per_shard):
             region = self._region(coords)
             byte_range = index.chunk_range(coords)
@@ -254,7 +255,7 @@ class ShardingCodec(ArrayBytesCodec):
             if existing is None
             else self.decode_index(existing, spec)
         )
-        inner_spec = self._inner_spec(spec)
+        inner_spec = self.inner_spec(spec)
         view = None if existing is None else memoryview(existing)
         replaced: dict[tuple[int, ...], Buffer | None] = {}
         for inner in plan_selection(
@@ -271,7 +272,7 @@ class ShardingCodec(ArrayBytesCodec):
         }
         if all(data is None for data in parts.values()):
             return None
-        return self._assemble(parts, spec)
+        return self.assemble(parts, spec)
 
     # -- partial reads -------------------------------------------------------
     def read_unit(self, spec: ChunkSpec) -> tuple[int, ...]:
@@ -387,7 +388,7 @@ class ShardingCodec(ArrayBytesCodec):
         cached: bool = False,
     ) -> list[DecodeJob]:
         """A decode job per read; chunks located by a ``cached`` index fail as `StaleIndexError` (see reads)."""
-        inner_spec = self._inner_spec(spec)
+        inner_spec = self.inner_spec(spec)
         index_cache = ctx.cache if cached else None
         jobs = []
         for r in reads:
@@ -407,7 +408,7 @@ class ShardingCodec(ArrayBytesCodec):
         return jobs
 
     def _fill_jobs(self, spec: ChunkSpec, reads: list[SubRead], ctx: ReadContext) -> list[DecodeJob]:
-        inner_spec = self._inner_spec(spec)
+        inner_spec = self.inner_spec(spec)
         return [
             DecodeJob(None, self.codecs, inner_spec, r.selection, r.out_selection, ctx.key) for r in reads
         ]

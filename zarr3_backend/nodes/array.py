@@ -40,6 +40,7 @@ from .read_ahead import ReadAhead
 from .read_windows import shard_windows, stored_chunk_count
 from .reads import PlannedRead, ReadResult, read_context, read_many, splits_shards
 from .shape_changes import resized
+from .transcode import transcode_chunk
 from .writes import ArraySource, is_array_source, write_from_source, write_value
 
 
@@ -327,6 +328,17 @@ class Array:
         except Zarr3Error as exc:
             raise with_location(exc, key) from exc
         self._put(key, encoded, write_empty, spec)
+
+    def copy_stored_chunk(self, piece: ChunkSelection, source: object, write_empty: bool) -> bool:
+        """Write ``piece`` as ``source``'s stored chunk at the same place, re-encoded, if the layouts allow it
+        (see `zarr3_backend.nodes.transcode`); ``False``, writing nothing, when they do not."""
+        transcoded = transcode_chunk(self, source, piece)
+        if transcoded is None:
+            return False
+        key = self.chunk_key(piece.coords)
+        self._index_cache.pop(key, None)
+        self._put(key, transcoded.value, write_empty, transcoded.spec)
+        return True
 
     def update_chunk(
         self,

@@ -6,7 +6,8 @@ pool. A value that is an array not in memory (`ArraySource`: anything with ``sha
 and a ``__getitem__`` that takes a tuple of slices, such as a zarr3_backend `Array`, a zarr-python
 array, a dask array) is streamed instead (`write_from_source()`): each task reads the piece of the
 source that lands in its stored chunk (shard) and writes that chunk at once, so at most a shard
-per thread (its source block and its encoded bytes) is in memory, never the whole source.
+per thread (its source block and its encoded bytes) is in memory, never the whole source (between
+arrays of one layout, not even the block: `zarr3_backend.nodes.transcode`).
 `zarr3_backend.copy_array` is the whole-array form.
 
 >>> import zarr3_backend
@@ -74,6 +75,11 @@ class Destination(Protocol):
         """Write one stored chunk's piece of a selection with one atomic ``set``."""
         ...
 
+    def copy_stored_chunk(self, piece: ChunkSelection, source: object, write_empty: bool) -> bool:
+        """Write ``piece`` from ``source``'s stored chunk at the same place without reading it into a block,
+        if their layouts allow it (see `zarr3_backend.nodes.transcode`); ``False``, writing nothing, if not."""
+        ...
+
 
 def is_array_source(value: object) -> bool:
     """Whether ``value`` is read block by block by a write (an `ArraySource` that is not in memory already).
@@ -89,7 +95,8 @@ def write_from_source(array: Destination, plan: Selection, source: ArraySource, 
 
     Each task reads the piece of ``source`` that lands in its chunk, reads the
     stored chunk when the piece covers it only partly, and writes the chunk
-    with one atomic ``set``. A selection with index arrays (whose pieces are
+    with one atomic ``set``; a shard of a source of the same layout is
+    re-encoded instead (`Destination.copy_stored_chunk`). A selection with index arrays (whose pieces are
     not boxes of the source) reads the source whole first. Raises
     `ArgumentError` when the shapes differ.
     """
@@ -111,6 +118,8 @@ def write_from_source(array: Destination, plan: Selection, source: ArraySource, 
         return
 
     def write(piece: ChunkSelection) -> None:
+        if array.copy_stored_chunk(piece, source, write_empty):
+            return
         block = np.asarray(source[piece.out_selection], dtype=array.dtype)
         array.write_piece(piece, block, _existing(array, piece), write_empty)
 
