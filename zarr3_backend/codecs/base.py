@@ -274,18 +274,18 @@ def update_whole(
     never shares memory with ``value`` or with a scratch buffer.
     """
     if piece.is_complete and value.shape == spec.shape:
-        return _encoded_copy(codec, value, spec)
+        return encoded_copy(codec, value, spec)
     if existing is None:  # e.g. an edge chunk: fill the thread's scratch array, no fresh allocation
         with borrow(spec.shape, spec.dtype) as chunk:
             chunk[...] = spec.fill_value
             chunk[piece.chunk_selection] = value
-            return _encoded_copy(codec, chunk, spec)
+            return encoded_copy(codec, chunk, spec)
     chunk = np.array(codec.decode(existing, spec))
     chunk[piece.chunk_selection] = value
-    return _encoded_copy(codec, chunk, spec)
+    return encoded_copy(codec, chunk, spec)
 
 
-def _encoded_copy(codec: ChunkCodec, chunk: np.ndarray, spec: ChunkSpec) -> Buffer | None:
+def encoded_copy(codec: ChunkCodec, chunk: np.ndarray, spec: ChunkSpec) -> Buffer | None:
     """``chunk`` encoded (``None`` if it is all fill), as bytes that are no view of ``chunk``."""
     if is_fill(chunk, spec.fill_value):
         return None

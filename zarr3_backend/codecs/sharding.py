@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from ..core.buffers import ByteRange, Value, Versioned, join_value, proves_unchanged
-from ..core.dtypes import is_fill, parse_data_type
+from ..core.dtypes import parse_data_type
 from ..core.indexing import ChunkSelection, plan_selection
 from ..errors import (
     CodecError,
@@ -38,7 +38,7 @@ from ..errors import (
     UnknownExtensionError,
     with_location,
 )
-from .base import ArrayBytesCodec, Buffer, ChunkSpec, update_whole
+from .base import ArrayBytesCodec, Buffer, ChunkSpec, encoded_copy, update_whole
 from .chain import CodecChain
 from .read_plan import DecodeJob, ReadContext, ReadPlan, SubRead, coalesce_ranges
 from .registry import register_codec
@@ -182,9 +182,7 @@ class ShardingCodec(ArrayBytesCodec):
         inner_spec = self.inner_spec(spec)
         parts: dict[tuple[int, ...], Buffer | None] = {}
         for coords in np.ndindex(*self.chunks_per_shard(spec)):
-            inner = chunk[self._region(coords)]
-            encoded = None if is_fill(inner, spec.fill_value) else self.codecs.encode(inner, inner_spec)
-            parts[coords] = bytes(encoded) if isinstance(encoded, memoryview) else encoded
+            parts[coords] = encoded_copy(self.codecs, chunk[self._region(coords)], inner_spec)
         return self.assemble(parts, spec)
 
     def assemble(self, parts: dict[tuple[int, ...], Buffer | None], spec: ChunkSpec) -> tuple[Buffer, ...]:

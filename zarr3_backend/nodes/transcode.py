@@ -25,11 +25,10 @@ from typing import Protocol
 
 import numpy as np
 
-from ..codecs.base import Buffer, ChunkSpec
+from ..codecs.base import Buffer, ChunkSpec, encoded_copy
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..core.buffers import Value
-from ..core.dtypes import is_fill
 from ..core.indexing import ChunkSelection
 from ..core.metadata import ArrayMetadata
 from ..errors import CodecError, with_location
@@ -121,14 +120,7 @@ def transcode_shard(
             inner = None if byte_range is None else origin.codecs.decode(view[slice(*byte_range)], inner_spec)
         except CodecError as exc:
             raise with_location(exc, f"{where} inner chunk {coords}") from exc
-        encoded = (
-            None
-            if inner is None or is_fill(inner, spec.fill_value)
-            else target.codecs.encode(inner, inner_spec)
-        )
-        parts[coords] = (
-            bytes(encoded) if isinstance(encoded, memoryview) else encoded
-        )  # no view of the source
+        parts[coords] = None if inner is None else encoded_copy(target.codecs, inner, inner_spec)
     return None if all(part is None for part in parts.values()) else target.assemble(parts, spec)
 
 
