@@ -96,17 +96,19 @@ def http_dir(http_server: HttpDir) -> HttpDir:
 
 
 @pytest.fixture(autouse=True)
-def _s3_filesystems_end_with_their_test() -> Iterator[None]:
-    """Empty s3fs's instance cache after each test.
+def _s3_filesystems_end_with_their_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Empty s3fs's instance cache after each test that does not use the session's moto server.
 
-    Every test's server has its own port, so each cached filesystem is used by one test, and each
-    holds a botocore client with its own copy of the S3 service model (~35k objects). Kept for the
-    whole run, they made each full garbage collection longer than the injected latency the rounds
-    tests measure (1.2 s in test_latency_server.py).
+    A server a test starts has its own port, so a filesystem cached for it is used by that test only,
+    and each holds a botocore client with its own copy of the S3 service model (~35k objects). Kept
+    for the whole run, they made each full garbage collection longer than the injected latency the
+    rounds tests measure (1.2 s in test_latency_server.py). The session server's tests share one
+    filesystem instead (the same options, so one cache entry): building its client again for each of
+    them took about 0.2 s a test, most of the store contract's time.
     """
     yield
     s3fs = sys.modules.get("s3fs")
-    if s3fs is not None:
+    if s3fs is not None and "s3_server" not in request.fixturenames:
         s3fs.S3FileSystem.clear_instance_cache()
 
 
