@@ -140,11 +140,20 @@ def test_calendar_aliases_append_as_engine_zarr(calendar: str, tmp_path: Path) -
     run_both("append", model_run(calendar), str(tmp_path / "ours.zarr"), str(tmp_path / "theirs.zarr"))
 
 
-@pytest.mark.parametrize("calendar", CALENDARS)
+#: Two (calendar, mode) pairs per calendar and per mode, in two rotations: how times are encoded does not
+#: depend on the store, which every calendar and every mode meets twice on S3 (the local test above takes
+#: every pair; all 36 on S3 took about 45 s of the suite).
+S3_PAIRS = [
+    *zip(CALENDARS, MODES, strict=True),
+    *zip(CALENDARS, MODES[3:] + MODES[:3], strict=True),
+]
+
+
+@pytest.mark.parametrize(("calendar", "mode"), S3_PAIRS, ids=[f"{c}-{m}" for c, m in S3_PAIRS])
 def test_each_calendar_and_mode_matches_engine_zarr_on_s3(
-    calendar: str, s3_url: str, s3_storage_options: dict[str, Any], tmp_path: Path
+    calendar: str, mode: str, s3_url: str, s3_storage_options: dict[str, Any], tmp_path: Path
 ) -> None:
-    """On moto S3 every mode in turn, each compared with engine="zarr"'s store of the same writes."""
-    run = model_run(calendar)
-    for mode in MODES:
-        run_both(mode, run, f"{s3_url}/{mode}.zarr", str(tmp_path / f"{mode}.zarr"), s3_storage_options)
+    """On moto S3, compared with engine="zarr"'s local store of the same writes."""
+    run_both(
+        mode, model_run(calendar), f"{s3_url}/{mode}.zarr", str(tmp_path / f"{mode}.zarr"), s3_storage_options
+    )
