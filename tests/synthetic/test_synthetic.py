@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("xarray")
 
@@ -35,6 +37,24 @@ def test_noise_windows_equal_the_whole_field_and_std_is_about_one() -> None:
     window = fractal_noise((5,), y[130:170], x[:, 40:90], cell=16.0)
     assert np.array_equal(window, whole[130:170, 40:90])
     assert 0.7 < whole.std() < 1.3
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ny=st.integers(1, 40), nx=st.integers(1, 40), cell=st.floats(0.5, 50.0),
+    y0=st.floats(-500.0, 500.0), x0=st.floats(-500.0, 500.0), period=st.sampled_from([None, 360.0]),
+)  # fmt: skip
+def test_noise_on_a_grid_equals_noise_at_its_points_bit_for_bit(
+    ny: int, nx: int, cell: float, y0: float, x0: float, period: float | None
+) -> None:
+    """The grid path (a column and a row) and the scattered-points path give the same bits."""
+    if period is not None:
+        cell = 360.0 / max(1, round(360.0 / cell))  # a period that is a multiple of the cell
+    y, x = y0 + 0.37 * np.arange(ny)[:, None], x0 + 1.3 * np.arange(nx)[None, :]
+    grid = fractal_noise((3,), y, x, cell, x_period=period)
+    yy, xx = np.broadcast_arrays(y, x)  # full 2-D arrays: the scattered path
+    points = fractal_noise((3,), yy.copy(), xx.copy(), cell, x_period=period)
+    assert grid.shape == (ny, nx) and np.array_equal(grid, points)
 
 
 def test_noise_is_periodic_in_x_when_asked() -> None:

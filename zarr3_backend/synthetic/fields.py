@@ -60,7 +60,9 @@ def value_noise(
 ) -> Floats:
     """Smooth noise in [-1, 1] at points ``(y, x)`` (broadcast) from a lattice of spacing ``cell``.
 
-    ``x_period`` (a multiple of ``cell``) makes the field periodic in x, e.g. 360 for longitude.
+    ``x_period`` (a multiple of ``cell``) makes the field periodic in x, e.g. 360 for longitude. On a grid
+    (``y`` a column, ``x`` a row) each lattice row is interpolated along x once, then rows pairwise: the
+    same operations on the same numbers as at scattered points, so the same values bit for bit.
     """
     fy, fx = np.asarray(y, np.float64) / cell, np.asarray(x, np.float64) / cell
     iy, ix = np.floor(fy).astype(np.int64), np.floor(fx).astype(np.int64)
@@ -71,8 +73,14 @@ def value_noise(
         cols = np.mod(cols, round(x_period / cell))
     table = hash_uniform(seed, rows[:, None], cols[None, :])  # the lattice values around the points
     r, c = iy - rows[0], ix - ix.min()
-    top: Floats = (1 - tx) * table[r, c] + tx * table[r, c + 1]  # numpy types fancy indexing as Any
-    bottom: Floats = (1 - tx) * table[r + 1, c] + tx * table[r + 1, c + 1]
+    top: Floats  # numpy types fancy indexing as Any
+    bottom: Floats
+    if fy.ndim == fx.ndim == 2 and fy.shape[1] == 1 and fx.shape[0] == 1:
+        along = (1 - tx) * table[:, c[0]] + tx * table[:, c[0] + 1]  # every lattice row, at every x
+        top, bottom = along[r[:, 0]], along[r[:, 0] + 1]
+    else:
+        top = (1 - tx) * table[r, c] + tx * table[r, c + 1]
+        bottom = (1 - tx) * table[r + 1, c] + tx * table[r + 1, c + 1]
     return 2.0 * ((1 - ty) * top + ty * bottom) - 1.0
 
 
