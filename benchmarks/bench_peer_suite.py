@@ -10,8 +10,8 @@ ours run. The three stores (uint16, 256^3 chunks raw; 256^3 chunks zstd level 0;
 64^3 inner chunks, zstd level 0) are written once by tensorstore with the suite's value formula
 (``generate_benchmark_array.rs``), under ``--data``. Each measurement is a fresh process under
 ``/usr/bin/time -v``, as the suite runs them: wall time of the whole process (imports included,
-the suite's metric), the workload's own time as the script prints it, CPU (user + system) and
-peak RSS. Implementations alternate within each repeat; the best of ``--repeats`` is kept, and
+the suite's metric), the workload's own time as the script prints it, CPU (user, then system),
+minor page faults (fresh memory the kernel hands the process) and peak RSS. Implementations alternate within each repeat; the best of ``--repeats`` is kept, and
 each row's ratio is ours over the peer's in the same run. The page cache is warm (the suite drops
 it, which needs root). Our package's bytecode is compiled first, as ``pip`` compiled the peers'
 (``common.compile_package``): otherwise, where ``PYTHONDONTWRITEBYTECODE`` is set, each of our
@@ -102,12 +102,19 @@ WORKLOADS = [
 
 @dataclass(frozen=True)
 class Run:
-    """One fresh process: wall seconds (whole process), the workload's own seconds, CPU seconds, peak RSS bytes."""
+    """One fresh process: wall and the workload's own seconds, user and system CPU seconds, minor page faults
+    and peak RSS bytes."""
 
     wall: float
     inner: float
-    cpu: float
+    user: float
+    system: float
+    faults: int
     rss: int
+
+    @property
+    def cpu(self) -> float:
+        return self.user + self.system
 
 
 def benchmark_values(origin: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
@@ -182,11 +189,14 @@ def measure(args: list[str]) -> Run | None:
     user = float(re.search(r"User time \(seconds\): ([\d.]+)", report).group(1))
     system = float(re.search(r"System time \(seconds\): ([\d.]+)", report).group(1))
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", report).group(1)) * 1024
+    faults = int(re.search(r"Minor \(reclaiming a frame\) page faults: (\d+)", report).group(1))
     inner = re.search(r"(?:Decoded|Round trip) in ([\d.]+)ms", done.stdout)
     return Run(
         int(minutes) * 60 + float(seconds),
         float(inner.group(1)) / 1000 if inner else float("nan"),
-        user + system,
+        user,
+        system,
+        faults,
         rss,
     )
 
@@ -215,13 +225,13 @@ def run_workload(
         mine = best(results[ours]) if ours in results else None
         for implementation in workload.implementations:
             if implementation not in results:
-                yield f"| {workload.name} | {store_name} | {implementation} | skipped | | | | |"
+                yield f"| {workload.name} | {store_name} | {implementation} | skipped | | | | | | |"
                 continue
             r = best(results[implementation])
             ratios = "" if mine is None or implementation == ours else _ratios(mine, r)
             yield (
-                f"| {workload.name} | {store_name} | {implementation} | {r.inner:.2f} | {r.wall:.2f} | {r.cpu:.2f} "
-                f"| {r.rss / 1e9:.2f} | {ratios} |"
+                f"| {workload.name} | {store_name} | {implementation} | {r.inner:.2f} | {r.wall:.2f} "
+                f"| {r.user:.2f} | {r.system:.2f} | {r.faults / 1000:.0f} | {r.rss / 1e9:.2f} | {ratios} |"
             )
 
 
@@ -257,10 +267,10 @@ def main() -> None:
     stores = write_stores(args.data, edge)
     print(f"edge {edge}^3 uint16, best of {args.repeats}, load average {os.getloadavg()[0]:.2f} at start")
     print(
-        "| workload | store | implementation | time (s) | process wall (s) | CPU (s) | peak RSS (GB) "
-        "| zarr3 / peer: time / wall / CPU / peak RSS |"
+        "| workload | store | implementation | time (s) | process wall (s) | user CPU (s) | system CPU (s) "
+        "| minor faults (10^3) | peak RSS (GB) | zarr3 / peer: time / wall / CPU / peak RSS |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for workload in WORKLOADS:
         if args.only and workload.name not in args.only:
             continue

@@ -108,27 +108,42 @@ def run_page(page: Path, workdir: Path, python: str | None = None) -> list[subpr
     return results
 
 
-_RUNS: dict[Path, list[subprocess.CompletedProcess[str]]] = {}
+FIRST_PAGES = [
+    REPO / "README.md",
+    REPO / "docs" / "index.md",
+    *sorted((REPO / "docs" / "quickstart").glob("*.md")),
+]
 
 
-def page_runs(page: Path, workdir: Path) -> list[subprocess.CompletedProcess[str]]:
-    """`run_page()` once per page and test session (the warnings test reads the same runs)."""
-    if page not in _RUNS:
-        _RUNS[page] = run_page(page, workdir)
-    return _RUNS[page]
+#: Our warning classes, by name (a script's stderr names a warning's category, not its module).
+OUR_WARNINGS = frozenset(
+    name for path in (REPO / "zarr3_backend").rglob("*.py")
+    for name in re.findall(r"^class (\w+Warning)\(", path.read_text(), re.MULTILINE)
+)  # fmt: skip
+#: A warning as Python prints it: ``<file>:<line>: <Category>: <message>``.
+PRINTED_WARNING = re.compile(r"^\S.*?:\d+: (\w+): (.*)$", re.MULTILINE)
 
 
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: str(p.relative_to(REPO))
 )
 def test_examples_run_as_scripts(page: Path, aws_bucket: None, tmp_path: Path) -> None:
+    """Every script of the page exits 0; on the pages a new user reads first, none prints a warning of ours.
+
+    (ShardAlignmentWarning ..., nor numcodecs' crc32c one.) One test per page, so that each page runs once
+    whichever pytest-xdist worker takes it.
+    """
     skip_without_requirements(page)
+    runs = run_page(page, tmp_path)
     failed = [
         f"{page.name} script {n} ({r.args[1]}), exit {r.returncode}:\n{r.stderr[-4000:]}"
-        for n, r in enumerate(page_runs(page, tmp_path), 1)
+        for n, r in enumerate(runs, 1)
         if r.returncode
     ]
     assert not failed, "\n".join(failed)
+    if page in FIRST_PAGES:
+        printed = [w for run in runs for w in PRINTED_WARNING.findall(run.stderr)]
+        assert OUR_WARNINGS and not [w for w in printed if w[0] in OUR_WARNINGS or "crc32c" in w[1]], printed
 
 
 def test_readme_is_a_short_user_guide() -> None:
@@ -197,36 +212,6 @@ def test_quickstart_says_first_why_the_import_is_needed(page: str) -> None:
     text = (REPO / "docs" / "quickstart" / page).read_text()
     first = text.split("\n\n")[1]  # the paragraph under the title
     assert "import zarr3_backend" in first and "AttributeError" in first and "to_zarr3" in first, first
-
-
-FIRST_PAGES = [
-    REPO / "README.md",
-    REPO / "docs" / "index.md",
-    *sorted((REPO / "docs" / "quickstart").glob("*.md")),
-]
-
-
-#: Our warning classes, by name (a script's stderr names a warning's category, not its module).
-OUR_WARNINGS = frozenset(
-    name for path in (REPO / "zarr3_backend").rglob("*.py")
-    for name in re.findall(r"^class (\w+Warning)\(", path.read_text(), re.MULTILINE)
-)  # fmt: skip
-#: A warning as Python prints it: ``<file>:<line>: <Category>: <message>``.
-PRINTED_WARNING = re.compile(r"^\S.*?:\d+: (\w+): (.*)$", re.MULTILINE)
-
-
-@pytest.mark.parametrize(
-    "page",
-    [p for p in FIRST_PAGES if python_blocks(p)],
-    ids=lambda p: str(p.relative_to(REPO)),
-)
-def test_first_examples_print_no_warning_of_ours(page: Path, aws_bucket: None, tmp_path: Path) -> None:
-    """What a new user runs first shows no warning of ours (ShardAlignmentWarning ...) nor numcodecs' crc32c one.
-
-    Reads the scripts' stderr (the runs `test_examples_run_as_scripts` made, when it ran first).
-    """
-    printed = [w for run in page_runs(page, tmp_path) for w in PRINTED_WARNING.findall(run.stderr)]
-    assert OUR_WARNINGS and not [w for w in printed if w[0] in OUR_WARNINGS or "crc32c" in w[1]], printed
 
 
 #: ``pip install`` of the package by name: it is not on PyPI, so such a line fails.
