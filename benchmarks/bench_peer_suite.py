@@ -11,8 +11,9 @@ ours run. The three stores (uint16, 256^3 chunks raw; 256^3 chunks zstd level 0;
 (``generate_benchmark_array.rs``), under ``--data``. Each measurement is a fresh process under
 ``/usr/bin/time -v``, as the suite runs them: wall time of the whole process (imports included,
 the suite's metric), the workload's own time as the script prints it, CPU (user, then system),
-minor page faults (fresh memory the kernel hands the process) and peak RSS. Implementations alternate within each repeat; the best of ``--repeats`` is kept, and
-each row's ratio is ours over the peer's in the same run. The page cache is warm (the suite drops
+minor page faults (fresh memory the kernel hands the process) and peak RSS. Implementations
+alternate within each repeat; the best of ``--repeats`` is kept, and each row's ratio is ours
+over the peer's in the same run. The page cache is warm (the suite drops
 it, which needs root). Our package's bytecode is compiled first, as ``pip`` compiled the peers'
 (``common.compile_package``): otherwise, where ``PYTHONDONTWRITEBYTECODE`` is set, each of our
 processes would compile the package from source.
@@ -102,8 +103,7 @@ WORKLOADS = [
 
 @dataclass(frozen=True)
 class Run:
-    """One fresh process: wall and the workload's own seconds, user and system CPU seconds, minor page faults
-    and peak RSS bytes."""
+    """One fresh process: seconds of wall, of the workload and of CPU; minor page faults; peak RSS bytes."""
 
     wall: float
     inner: float
@@ -114,6 +114,7 @@ class Run:
 
     @property
     def cpu(self) -> float:
+        """User plus system CPU seconds."""
         return self.user + self.system
 
 
