@@ -128,3 +128,25 @@ def test_an_index_under_a_version_id_is_trusted_without_reading_it_again(tmp_pat
     store.requests.clear()
     assert reader[2:3].tolist() == [22]
     assert [key for key, _ in store.requests] == ["c/0"]  # the chunk alone
+
+
+def test_a_cached_index_read_again_unchanged_is_not_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index read along with the chunks it locates holds the cached index's bytes: it is taken as is, not
+    decoded and checked again; different bytes (a rewrite) are parsed."""
+    writer = create(str(tmp_path / "a.zarr"))
+    writer[:] = BEFORE
+    reader = zarr3_backend.open_array(str(tmp_path / "a.zarr"))
+    assert reader[:].tolist() == BEFORE  # caches the index
+    parsed: list[str] = []
+    codec = type(reader.codecs.array_bytes)
+    parse = codec._parse_index
+    monkeypatch.setattr(
+        codec, "_parse_index", lambda self, raw, *args: (parsed.append(args[-1]), parse(self, raw, *args))[1]
+    )
+    assert reader[2:3].tolist() == [22] and reader[0:1].tolist() == [11]
+    assert parsed == []
+    writer[:] = AFTER
+    assert reader[1:2].tolist() == [22]
+    assert parsed == ["c/0"]

@@ -209,9 +209,23 @@ def test_cached_shard_index_does_not_pin_the_shard_bytes(store):
     a, data = sharded(store)
     b = zarr3_backend.open_array(store)
     np.testing.assert_array_equal(b[...], data)  # whole-shard reads parse the index out of the shard value
-    entries = [index.entries for index in b._index_cache.values()]
-    assert len(entries) == 4
-    assert all(e.flags.owndata and e.nbytes == 2 * 2 * 1 * 16 for e in entries)
+    indexes = list(b._index_cache.values())
+    assert len(indexes) == 4
+    index_size = b.codecs.array_bytes.index_size(b.chunk_spec)
+    for index in indexes:  # each holds its own encoded bytes (the entries are theirs, or a view of them)
+        assert isinstance(index.encoded, bytes) and len(index.encoded) == index_size
+        assert index.entries.nbytes == 2 * 2 * 1 * 16
+        assert index.entries.flags.owndata or _memory_owner(index.entries) is index.encoded
+
+
+def _memory_owner(array: np.ndarray) -> object:
+    """The object whose memory ``array`` views: through numpy bases and memoryviews."""
+    owner: object = array
+    while isinstance(owner, np.ndarray) and owner.base is not None:
+        owner = owner.base
+    while isinstance(owner, memoryview):
+        owner = owner.obj
+    return owner
 
 
 def test_a_whole_shard_is_stored_as_its_pieces_not_joined(store, monkeypatch):

@@ -14,8 +14,11 @@ import fsspec
 import numpy as np
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zarr3_backend as z3
+from zarr3_backend.core.key_checks import segment_problem
 from zarr3_backend.errors import InvalidKeyError, MetadataError, NodeNameError, StoreError, Zarr3Error
 from zarr3_backend.nodes.paths import validate_node_name
 from zarr3_backend.store import FsspecStore, LocalStore, validate_key
@@ -158,6 +161,20 @@ def test_hostile_names_are_refused_as_keys_and_node_names(name: str) -> None:
 def test_harmless_names_pass(name: str) -> None:
     assert validate_node_name(name) == name
     assert validate_key(f"{name}/zarr.json") == f"{name}/zarr.json"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab./%\\\x00", min_size=1, max_size=12))
+def test_the_quick_key_check_refuses_what_the_segment_rules_refuse(key: str) -> None:
+    """Keys without ``%``, backslash, NUL or dot segments skip the per-segment rules: the verdict is the same."""
+    expected = not key.startswith("/") and not key.endswith("/")
+    expected = expected and all(segment_problem(part) is None for part in key.split("/"))
+    try:
+        validate_key(key)
+        refused = False
+    except InvalidKeyError:
+        refused = True
+    assert refused != expected
 
 
 class _RecordingMemory(MemoryFileSystem):  # type: ignore[misc]

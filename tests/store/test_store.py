@@ -204,6 +204,40 @@ def test_local_large_values_read_in_threads(tmp_path: Path) -> None:
     assert plain_values(store.get_many_versioned(requests)) == expected
 
 
+def test_local_requests_of_one_key_are_read_through_one_open_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path)
+    store.set_many({"c/0": bytes(range(100)), "c/1": b"other"})
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *args: (opened.append(path), real_open(path, *args))[1])
+    got = store.get_many_versioned(
+        [("c/0", ByteRange.suffix(4)), ("c/1", None), ("c/0", ByteRange(0, 2)), ("c/0", None)]
+    )
+    assert plain_values(got) == [bytes(range(96, 100)), b"other", b"\x00\x01", bytes(range(100))]
+    assert sorted(opened) == [os.path.join(store.root, "c", "0"), os.path.join(store.root, "c", "1")]
+    assert got[0].generation == got[2].generation == got[3].generation != got[1].generation
+
+
+def test_local_key_under_a_missing_directory_is_missing_without_an_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path)
+    store.set("c/0/0", b"v")
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *args: (opened.append(path), real_open(path, *args))[1])
+    assert plain_values(store.get_many_versioned([("c/7/0", None), ("c/0/1", None), ("c/0/0", None)])) == [
+        None,
+        None,
+        b"v",
+    ]
+    assert opened == [os.path.join(store.root, "c", "0", "1"), os.path.join(store.root, "c", "0", "0")]
+    store.set("c/7/0", b"new")  # a directory made later is read: nothing remembers it missing
+    assert store.get("c/7/0") == b"new"
+
+
 def test_local_concurrent_writes_and_deletes(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
 

@@ -7,7 +7,7 @@ sharding-indexed, "Binary shard format").
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -23,11 +23,13 @@ class ShardIndex:
 
     ``generation`` is the store generation of the shard version the index
     was read from (``None``: unknown, or not read from a store). The ranges
-    are only valid for bytes read from that same generation.
+    are only valid for bytes read from that same generation. ``encoded``: the
+    stored bytes the index was parsed from, if it was (`same_encoding()`).
     """
 
     entries: np.ndarray
     generation: Hashable | None = None
+    encoded: bytes | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def empty(cls, chunks_per_shard: tuple[int, ...]) -> ShardIndex:
@@ -36,6 +38,11 @@ class ShardIndex:
     def of_generation(self, generation: Hashable | None) -> ShardIndex:
         """This index, marked as read from the shard version ``generation``."""
         return replace(self, generation=generation)
+
+    def same_encoding(self, stored: object) -> bool:
+        """Whether ``stored`` (a buffer read from the shard) holds exactly the bytes this index was parsed from:
+        then it parses to this index, and need not be parsed again."""
+        return self.encoded is not None and self.encoded == stored
 
     @property
     def chunks_per_shard(self) -> tuple[int, ...]:

@@ -232,13 +232,12 @@ class ShardingCodec(ArrayBytesCodec):
             raise CorruptShardError(
                 f"{where}: shard is truncated: index needs {size} bytes, found {len(raw)}"
             )
+        encoded = bytes(raw)  # a copy: never pin the shard bytes; the entries are often a view of it
         try:
-            entries = self.index_codecs.decode(raw, self._index_spec(spec))
+            entries = self.index_codecs.decode(encoded, self._index_spec(spec))
         except CodecError as exc:
             raise with_location(exc, f"{where}: shard index") from exc
-        return ShardIndex(np.array(entries, dtype=np.uint64)).validate(
-            where
-        )  # a copy: never pin the shard bytes
+        return ShardIndex(np.asarray(entries, dtype=np.uint64), encoded=encoded).validate(where)
 
     # -- partial writes ------------------------------------------------------
     def update(
@@ -347,8 +346,12 @@ class ShardingCodec(ArrayBytesCodec):
             requests.append(self._index_range(self._geometry_of(spec)) if check else ByteRange(0, 0))
         fetched = yield requests
         if check:
-            current = self._current_index(spec, ctx, fetched[-1])
-            if current is None or not np.array_equal(current.entries, index.entries):
+            current = self._current_index(spec, ctx, fetched[-1], index)
+            if (
+                current is None
+                or current.entries is not index.entries
+                and not np.array_equal(current.entries, index.entries)
+            ):
                 return current
             index = current
         if index.generation is not None and any(got.generation != index.generation for got in fetched):
@@ -368,12 +371,16 @@ class ShardingCodec(ArrayBytesCodec):
                 located[(start, end)] = memoryview(value)[start - block.start : end - block.start]
         return self._jobs(spec, reads, index, located.__getitem__, ctx, cached=not fresh)
 
-    def _current_index(self, spec: ChunkSpec, ctx: ReadContext, got: Versioned) -> ShardIndex | None:
-        """The index read along with a cached one's chunks, remembered in its place; ``None`` if the shard is gone."""
+    def _current_index(
+        self, spec: ChunkSpec, ctx: ReadContext, got: Versioned, cached: ShardIndex
+    ) -> ShardIndex | None:
+        """The index read along with the ``cached`` one's chunks, remembered in its place; ``None`` if the shard
+        is gone. Bytes equal to the cached index's are not parsed again: they hold the same entries."""
         ctx.cache.pop(ctx.key, None)
         if got.value is None:
             return None
-        return _remember(ctx, self._parse_index(got.value, spec, ctx.key), got.generation)
+        current = cached if cached.same_encoding(got.value) else self._parse_index(got.value, spec, ctx.key)
+        return _remember(ctx, current, got.generation)
 
     def _jobs(
         self,

@@ -15,6 +15,7 @@ both answer the same questions (`ChunkGrid`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -148,7 +149,7 @@ class RegularChunkGrid:
         """
         if inner is None:
             return coords, (0,) * len(coords)
-        ratio = [c // u for c, u in zip(self.chunk_shape, inner)]
+        ratio = _inner_per_chunk(self.chunk_shape, inner)
         return tuple(c // r for c, r in zip(coords, ratio)), tuple(c % r for c, r in zip(coords, ratio))
 
     def chunk_coords(self, array_shape: Sequence[int]) -> Iterator[tuple[int, ...]]:
@@ -173,3 +174,9 @@ def parse_chunk_grid(obj: object) -> ChunkGrid:
     if parse_extension(obj, "chunk_grid", may_be_optional=False).name == RectilinearChunkGrid.name:
         return RectilinearChunkGrid.from_json(obj)
     return RegularChunkGrid.from_json(obj)
+
+
+@functools.lru_cache(maxsize=64)
+def _inner_per_chunk(chunk_shape: tuple[int, ...], inner: tuple[int, ...]) -> tuple[int, ...]:
+    """Inner chunks per stored chunk along each dimension (asked once per piece of a read: remembered)."""
+    return tuple(c // u for c, u in zip(chunk_shape, inner))

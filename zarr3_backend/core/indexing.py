@@ -217,9 +217,14 @@ class Selection:
         """Array axes indexed by an integer (absent from `out_shape`)."""
         return tuple(i for i, d in enumerate(self.dims) if isinstance(d, IntSelector))
 
+    @cached_property
+    def dim_chunks(self) -> list[list[DimChunk]]:
+        """Per dimension, its selection's piece of each chunk it touches (ascending chunk index)."""
+        return [d.chunk_items(c) for d, c in zip(self.dims, self.chunk_shape, strict=True)]
+
     def chunks(self) -> Iterator[ChunkSelection]:
         """The chunks the selection touches, in C order of the chunk grid."""
-        per_dim = [d.chunk_items(c) for d, c in zip(self.dims, self.chunk_shape, strict=True)]
+        per_dim = self.dim_chunks
         chunk_keys = _chunk_keys(self.dims, per_dim)
         out_keys = _out_keys(self.dims, per_dim)
         for combo in itertools.product(*(zip(*parts) for parts in zip(per_dim, chunk_keys, out_keys))):

@@ -56,10 +56,10 @@ def stored_chunk_count(plan: Selection, locate: Locate) -> int:
     3
     """
     count = 1
-    for axis, (dim, length) in enumerate(zip(plan.dims, plan.chunk_shape, strict=True)):
+    for axis, items in enumerate(plan.dim_chunks):
         coords = [0] * len(plan.dims)
         shards = set()
-        for item in dim.chunk_items(length):
+        for item in items:
             coords[axis] = item.chunk_index
             shards.add(locate(tuple(coords))[0][axis])
         count *= len(shards)

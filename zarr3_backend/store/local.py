@@ -45,6 +45,8 @@ from .base import (
     validate_prefix,
 )
 
+_MISSING = Versioned(None)
+_WHOLE = ByteRange(0)
 _THREADED_THRESHOLD = 1 << 20  # once a value this large is seen, read the rest in threads
 _READER_THREADS = 4
 _WRITE_ATTEMPTS = 10
@@ -65,11 +67,12 @@ def _pread_all(fd: int, length: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
-def _read_file(path: str, byte_range: ByteRange | None) -> Versioned:
-    """The bytes of ``path`` (or a range of them) and their generation; ``None`` if it is not a regular file.
+def _read_file(path: str, byte_ranges: Sequence[ByteRange | None]) -> list[Versioned]:
+    """The bytes of ``path`` (or ranges of them) and their generation; ``None`` if it is not a regular file.
 
-    The generation (device, inode, size, mtime_ns, ctime_ns) comes from ``fstat`` on the descriptor
-    the bytes are read from: writes replace files by rename, so an open descriptor pins one version.
+    Every range is read from one open descriptor, so all come from one version of the file. The
+    generation (device, inode, size, mtime_ns, ctime_ns) comes from ``fstat`` on that descriptor:
+    writes replace files by rename, so an open descriptor pins one version.
     ``ctime`` catches what the rest cannot: an in-place, same-size rewrite whose mtime was set back
     (``cp -p``, ``rsync --inplace -t``); no user call sets ctime, and setting mtime updates it.
     A symbolic link as the last component is not followed (the store checks
@@ -78,16 +81,19 @@ def _read_file(path: str, byte_range: ByteRange | None) -> Versioned:
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return Versioned(None)
+        return [_MISSING] * len(byte_ranges)
     except OSError as exc:
         raise StoreError(f"could not read {path!r}: {exc}") from exc
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return Versioned(None)
-        start, stop, _ = (byte_range or ByteRange(0)).slice().indices(st.st_size)
-        data = _pread_all(fd, max(0, stop - start), start)
-        return Versioned(data, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            return [_MISSING] * len(byte_ranges)
+        generation = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        out = []
+        for byte_range in byte_ranges:
+            start, stop, _ = (byte_range or _WHOLE).slice().indices(st.st_size)
+            out.append(Versioned(_pread_all(fd, max(0, stop - start), start), generation))
+        return out
     except OSError as exc:
         raise StoreError(f"could not read {path!r}: {exc}") from exc
     finally:
@@ -143,13 +149,15 @@ class LocalStore(Store):
 
     def _path(self, key: str) -> str:
         """The file of ``key``; its directory is checked to resolve inside the root."""
+        return self._located(key)[0]
+
+    def _located(self, key: str) -> tuple[str, bool]:
+        """The file of ``key`` and whether its directory exists; the directory is checked to resolve inside the root."""
         validate_key(key)
-        parts = key.split("/")
-        if TMP_PREFIX in key and any(is_temporary(part) for part in parts):
+        if TMP_PREFIX in key and any(is_temporary(part) for part in key.split("/")):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
-        path = os.path.join(self.root, *parts)
-        self._check_inside(os.path.dirname(path), key)
-        return path
+        path = os.path.join(self.root, *key.split("/"))
+        return path, self._check_inside(os.path.dirname(path), key)
 
     def _dir(self, prefix: str) -> str:
         validate_prefix(prefix)
@@ -198,30 +206,50 @@ class LocalStore(Store):
                 f"{self.root!r}; refusing to read, write, list or delete there"
             )
 
-    def _read(self, key: str, path: str, byte_range: ByteRange | None) -> Versioned:
-        """`_read_file()`, following a final symbolic link only if it resolves inside the root."""
+    def _read(
+        self, key: str, located: tuple[str, bool], byte_ranges: list[ByteRange | None]
+    ) -> list[Versioned]:
+        """`_read_file()` of ``key`` (`_located` there), following a final symbolic link only if it resolves
+        inside the root. A key whose directory does not exist is missing without trying to open it.
+        """
+        path, directory_exists = located
+        if not directory_exists:
+            return [_MISSING] * len(byte_ranges)
         try:
-            return _read_file(path, byte_range)
+            return _read_file(path, byte_ranges)
         except StoreError as exc:
             if not (isinstance(exc.__cause__, OSError) and exc.__cause__.errno == errno.ELOOP):
                 raise
         self._check_inside(path, key)
-        return _read_file(os.path.realpath(path), byte_range)
+        return _read_file(os.path.realpath(path), byte_ranges)
 
     def get_many_versioned(self, requests: Sequence[Request]) -> list[Versioned]:
         """Read sequentially; once a value of 1 MiB or more shows up, read the rest in threads.
 
-        Generations are ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of the file read: free.
+        The requests of one key are read through one open file (a shard's index and the chunks it
+        locates, in one round). Generations are ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``
+        of the file read: free.
         """
-        jobs = [(key, self._path(key), byte_range) for key, byte_range in requests]
-        out: list[Versioned] = []
-        for index, (key, path, byte_range) in enumerate(jobs):
-            read = self._read(key, path, byte_range)
-            out.append(read)
-            value = read.value
-            if value is not None and len(value) >= _THREADED_THRESHOLD and index + 2 < len(jobs):
-                out.extend(each_request(lambda job: self._read(*job), jobs[index + 1 :], _READER_THREADS))
+        by_key: dict[str, list[int]] = {}
+        for position, (key, _) in enumerate(requests):
+            by_key.setdefault(key, []).append(position)
+        jobs = [
+            (key, self._located(key), [requests[p][1] for p in positions])
+            for key, positions in by_key.items()
+        ]
+        reads: list[list[Versioned]] = []
+        for index, job in enumerate(jobs):
+            reads.append(self._read(*job))
+            large = any(
+                read.value is not None and len(read.value) >= _THREADED_THRESHOLD for read in reads[-1]
+            )
+            if large and index + 2 < len(jobs):
+                reads.extend(each_request(lambda job: self._read(*job), jobs[index + 1 :], _READER_THREADS))
                 break
+        out: list[Versioned] = [_MISSING] * len(requests)
+        for positions, values in zip(by_key.values(), reads):
+            for position, value in zip(positions, values):
+                out[position] = value
         return out
 
     def exists(self, key: str) -> bool:
