@@ -257,7 +257,7 @@ class CodecChain:
     # -- partial reads ---------------------------------------------------
     def _decodes_past_array_codecs(self) -> bool:
         """Whether decoding may skip the array -> array codecs: there are none, or each decodes as the identity."""
-        return all(codec.decodes_as_identity() for codec in self.array_array)
+        return not self.array_array or all(codec.decodes_as_identity() for codec in self.array_array)
 
     def read_unit(self, spec: ChunkSpec) -> tuple[int, ...] | None:
         """Shape of independently readable pieces of a chunk; ``None``: only the whole chunk."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
@@ -150,7 +151,7 @@ class RegularChunkGrid:
         if inner is None:
             return coords, (0,) * len(coords)
         ratio = _inner_per_chunk(self.chunk_shape, inner)
-        return tuple(c // r for c, r in zip(coords, ratio)), tuple(c % r for c, r in zip(coords, ratio))
+        return tuple(map(operator.floordiv, coords, ratio)), tuple(map(operator.mod, coords, ratio))
 
     def chunk_coords(self, array_shape: Sequence[int]) -> Iterator[tuple[int, ...]]:
         """Every grid index of an array of ``array_shape``, in C order.

@@ -157,7 +157,7 @@ class LocalStore(Store):
         if TMP_PREFIX in key and any(is_temporary(part) for part in key.split("/")):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
         path = os.path.join(self.root, *key.split("/"))
-        return path, self._check_inside(os.path.dirname(path), key)
+        return path, self._check_inside(path.rpartition(os.sep)[0] or os.sep, key)
 
     def _dir(self, prefix: str) -> str:
         validate_prefix(prefix)
@@ -174,7 +174,7 @@ class LocalStore(Store):
         """
         if path in self._checked_dirs or path == self.root:
             return True
-        parent = os.path.dirname(path)
+        parent = path.rpartition(os.sep)[0] or os.sep  # os.path.dirname of a normalised path
         if not path.startswith(self.root + os.sep) or parent == path:
             self._check_real(path, key)
             return os.path.lexists(path)
