@@ -163,8 +163,21 @@ def test_harmless_names_pass(name: str) -> None:
     assert validate_key(f"{name}/zarr.json") == f"{name}/zarr.json"
 
 
+#: Key segments for the quick check: plain ones and dot or empty ones; then also the characters it looks for.
+_PLAIN_OR_DOTS = st.sampled_from(["a", "b0", "...", "a.", ".a", ".", "..", ""])
+_ANY_SEGMENT = (
+    _PLAIN_OR_DOTS
+    | st.sampled_from(["%2e", "%", "a\\b", "a\x00"])
+    | st.text(alphabet="ab.%\\\x00", max_size=3)
+)
+
+
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet="ab./%\\\x00", min_size=1, max_size=12))
+@given(
+    st.text(alphabet="ab./%\\\x00", min_size=1, max_size=12)
+    | st.lists(_PLAIN_OR_DOTS, min_size=1, max_size=5).map("/".join)
+    | st.lists(_ANY_SEGMENT, min_size=1, max_size=5).map("/".join)
+)
 def test_the_quick_key_check_refuses_what_the_segment_rules_refuse(key: str) -> None:
     """Keys without ``%``, backslash, NUL or dot segments skip the per-segment rules: the verdict is the same."""
     expected = not key.startswith("/") and not key.endswith("/")

@@ -67,6 +67,15 @@ def _pread_all(fd: int, length: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
+def _parent(path: str) -> str:
+    """``os.path.dirname`` of a normalised absolute path (no trailing or doubled separators), in one call.
+
+    >>> _parent("/a/b"), _parent("/a")
+    ('/a', '/')
+    """
+    return path.rpartition(os.sep)[0] or os.sep
+
+
 def _read_file(path: str, byte_ranges: Sequence[ByteRange | None]) -> list[Versioned]:
     """The bytes of ``path`` (or ranges of them) and their generation; ``None`` if it is not a regular file.
 
@@ -157,7 +166,7 @@ class LocalStore(Store):
         if TMP_PREFIX in key and any(is_temporary(part) for part in key.split("/")):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
         path = os.path.join(self.root, *key.split("/"))
-        return path, self._check_inside(path.rpartition(os.sep)[0] or os.sep, key)
+        return path, self._check_inside(_parent(path), key)
 
     def _dir(self, prefix: str) -> str:
         validate_prefix(prefix)
@@ -174,7 +183,7 @@ class LocalStore(Store):
         """
         if path in self._checked_dirs or path == self.root:
             return True
-        parent = path.rpartition(os.sep)[0] or os.sep  # os.path.dirname of a normalised path
+        parent = _parent(path)
         if not path.startswith(self.root + os.sep) or parent == path:
             self._check_real(path, key)
             return os.path.lexists(path)
