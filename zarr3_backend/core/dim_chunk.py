@@ -1,15 +1,17 @@
-"""One dimension's share of a selection in one chunk (see [`indexing`][zarr3_backend.core.indexing])."""
+"""One dimension's share of a selection in one chunk (see [`indexing`][zarr3_backend.core.indexing]), and their combinations across dimensions."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from typing import NamedTuple
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 DimIndex = int | slice | np.ndarray
 OutIndex = slice | np.ndarray | None
+T = TypeVar("T")
 
 
 class DimChunk(NamedTuple):
@@ -49,3 +51,28 @@ def index_items(
         complete = local.size >= size and np.unique(local).size == size
         items.append(DimChunk(k, local, out_sel, complete))
     return items
+
+
+#: Combinations of the later dimensions' pieces held while the first dimension's are walked
+#: (with more, they are made again for each piece of the first).
+HELD_COMBINATIONS = 4096
+
+
+def c_order(columns: Sequence[Sequence[T]]) -> Iterator[tuple[T, ...]]:
+    """Every choice of one item per column in C order, as ``itertools.product`` gives them, holding few.
+
+    ``itertools.product`` holds every column as a tuple: a point series's one long
+    dimension would stay alive for the whole read. Here the first column is walked,
+    and the later ones' combinations are held only if there are at most `HELD_COMBINATIONS`.
+
+    >>> list(c_order([range(2), "ab"]))
+    [(0, 'a'), (0, 'b'), (1, 'a'), (1, 'b')]
+    """
+    if not columns:
+        yield ()
+        return
+    first, rest = columns[0], columns[1:]
+    held = list(c_order(rest)) if math.prod(map(len, rest)) <= HELD_COMBINATIONS else None
+    for head in first:
+        for tail in c_order(rest) if held is None else held:
+            yield (head, *tail)

@@ -21,7 +21,6 @@ orthogonal=True)``.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -32,10 +31,11 @@ import numpy as np
 
 from ..errors import BoundsError
 from . import rectilinear_indexing as rectilinear
-from .dim_chunk import DimChunk, DimIndex, OutIndex, index_items
+from .dim_chunk import DimChunk, DimIndex, OutIndex, c_order, index_items
 from .dtypes.kinds import is_integer
 from .integers import is_int
 from .rectilinear_grid import ChunkLengths
+from .slice_items import SliceItems, extent
 
 #: One dimension of a chunk grid: a regular chunk length, or explicit lengths (a rectilinear dimension).
 DimGrid: TypeAlias = int | ChunkLengths
@@ -52,11 +52,6 @@ AxisSelection: TypeAlias = (
 SelectionLike: TypeAlias = AxisSelection | tuple[AxisSelection, ...]
 
 
-def _extent(k: int, chunk_len: int, dim_len: int) -> int:
-    """How many elements of chunk ``k`` lie inside the array."""
-    return min(chunk_len, dim_len - k * chunk_len)
-
-
 @dataclass(frozen=True)
 class IntSelector:
     """A single (non-negative, in-bounds) index; the dimension is dropped from the output."""
@@ -70,7 +65,7 @@ class IntSelector:
         if isinstance(chunk_len, ChunkLengths):
             return rectilinear.int_items(self.index, chunk_len, self.dim_len)
         k, local = divmod(self.index, chunk_len)
-        return [DimChunk(k, local, None, _extent(k, chunk_len, self.dim_len) == 1)]
+        return [DimChunk(k, local, None, extent(k, chunk_len, self.dim_len) == 1)]
 
 
 @dataclass(frozen=True)
@@ -86,7 +81,7 @@ class SliceSelector:
     def out_len(self) -> int:
         return self.count
 
-    def chunk_items(self, chunk_len: DimGrid) -> list[DimChunk]:
+    def chunk_items(self, chunk_len: DimGrid) -> Sequence[DimChunk]:
         if self.count == 0:
             return []
         start, step = self.start, self.step
@@ -94,32 +89,12 @@ class SliceSelector:
             start, step = self.start + (self.count - 1) * self.step, -self.step
         if isinstance(chunk_len, ChunkLengths):
             items = rectilinear.ascending_items(start, step, self.count, chunk_len, self.dim_len)
-        else:
-            items = _ascending_items(start, step, self.count, chunk_len, self.dim_len)
-        if self.step > 0:
-            return items
-        return [item._replace(out_sel=_reversed(item.out_sel, self.count)) for item in items]
-
-
-def _ascending_items(start: int, step: int, count: int, chunk_len: int, dim_len: int) -> list[DimChunk]:
-    """Per-chunk pieces of the positive-step progression ``start + p * step``."""
-    if step >= chunk_len:  # at most one element per chunk: skip the empty chunks in between
-        return [_single(start + p * step, p, chunk_len, dim_len) for p in range(count)]
-    last = start + (count - 1) * step
-    items = []
-    for k in range(start // chunk_len, last // chunk_len + 1):
-        lo = k * chunk_len
-        p0 = 0 if start >= lo else -(-(lo - start) // step)
-        p1 = (min(last, lo + chunk_len - 1) - start) // step + 1
-        first, end = start + p0 * step - lo, start + (p1 - 1) * step - lo
-        complete = first == 0 and end == _extent(k, chunk_len, dim_len) - 1 and (step == 1 or end == 0)
-        items.append(DimChunk(k, slice(first, end + 1, step), slice(p0, p1), complete))
-    return items
-
-
-def _single(x: int, p: int, chunk_len: int, dim_len: int) -> DimChunk:
-    k, local = divmod(x, chunk_len)
-    return DimChunk(k, slice(local, local + 1, 1), slice(p, p + 1), _extent(k, chunk_len, dim_len) == 1)
+            return (
+                items
+                if self.step > 0
+                else [item._replace(out_sel=_reversed(item.out_sel, self.count)) for item in items]
+            )
+        return SliceItems(start, step, self.count, chunk_len, self.dim_len, reverse=self.step < 0)
 
 
 def _reversed(out_sel: Any, count: int) -> slice:
@@ -152,7 +127,7 @@ class ArraySelector:
             return rectilinear.array_items(idx, self.is_sorted, chunk_len, self.dim_len)
         step, dim_len = chunk_len, self.dim_len
         return index_items(
-            idx, self.is_sorted, idx // step, lambda k: k * step, lambda k: _extent(k, step, dim_len)
+            idx, self.is_sorted, idx // step, lambda k: k * step, lambda k: extent(k, step, dim_len)
         )
 
 
@@ -218,18 +193,32 @@ class Selection:
         return tuple(i for i, d in enumerate(self.dims) if isinstance(d, IntSelector))
 
     @cached_property
-    def dim_chunks(self) -> list[list[DimChunk]]:
-        """Per dimension, its selection's piece of each chunk it touches (ascending chunk index)."""
+    def dim_chunks(self) -> list[Sequence[DimChunk]]:
+        """Per dimension, its selection's piece of each chunk it touches (ascending chunk index).
+
+        A slice's pieces along a regular dimension are made as they are taken (`SliceItems`), not held.
+        """
         return [d.chunk_items(c) for d, c in zip(self.dims, self.chunk_shape, strict=True)]
 
     def chunks(self) -> Iterator[ChunkSelection]:
         """The chunks the selection touches, in C order of the chunk grid."""
         per_dim = self.dim_chunks
-        chunk_keys = _chunk_keys(self.dims, per_dim)
-        out_keys = _out_keys(self.dims, per_dim)
-        for combo in itertools.product(*(zip(*parts) for parts in zip(per_dim, chunk_keys, out_keys))):
-            items, chunk_sel, out_sel = zip(*combo) if combo else ((), (), ())
-            coords, orthogonal, _, complete = zip(*items) if items else ((), (), (), ())  # DimChunk fields
+        chunk_keys, out_keys = _chunk_keys(self.dims, per_dim), _out_keys(self.dims, per_dim)
+        if chunk_keys is None and out_keys is None:  # every piece indexes with its own positions
+            for items in c_order(per_dim):
+                coords, sels, outs, complete = zip(*items) if items else ((), (), (), ())
+                yield ChunkSelection(
+                    coords, sels, tuple(o for o in outs if o is not None), sels, all(complete)
+                )
+            return
+        columns = [
+            list(zip(items, [i.chunk_sel for i in items] if chunk_keys is None else chunk_keys[axis],
+                     [i.out_sel for i in items] if out_keys is None else out_keys[axis]))
+            for axis, items in enumerate(per_dim)
+        ]  # fmt: skip
+        for combo in c_order(columns):
+            pieces, chunk_sel, out_sel = zip(*combo) if combo else ((), (), ())
+            coords, orthogonal, _, complete = zip(*pieces) if pieces else ((), (), (), ())  # DimChunk fields
             yield ChunkSelection(
                 coords=coords,
                 chunk_selection=chunk_sel,
@@ -257,27 +246,34 @@ def _ix_shaped(sels: Sequence[Any], j: int, k: int) -> Sequence[np.ndarray]:
     return [_as_array(s).reshape(shape) for s in sels]
 
 
-def _chunk_keys(dims: Sequence[DimSelector], per_dim: list[list[DimChunk]]) -> list[Sequence[DimIndex]]:
-    """Per-dimension chunk indexes, ``np.ix_``-shaped when numpy would not index orthogonally."""
-    keys: list[Sequence[DimIndex]] = [[item.chunk_sel for item in items] for items in per_dim]
+def _chunk_keys(
+    dims: Sequence[DimSelector], per_dim: list[Sequence[DimChunk]]
+) -> list[Sequence[DimIndex]] | None:
+    """Per-dimension chunk indexes, ``np.ix_``-shaped when numpy would not index orthogonally; ``None``
+    when the pieces' own positions serve."""
     arrays = [i for i, d in enumerate(dims) if isinstance(d, ArraySelector)]
     advanced = [i for i, d in enumerate(dims) if not isinstance(d, SliceSelector)]
     if len(arrays) < 2 and (not arrays or _is_contiguous(advanced)):
-        return keys  # numpy's own result already places the one array axis in place
+        return None  # numpy's own result already places the one array axis in place
+    keys: list[Sequence[DimIndex]] = [[item.chunk_sel for item in items] for items in per_dim]
     kept = [i for i, d in enumerate(dims) if not isinstance(d, IntSelector)]
     for j, i in enumerate(kept):
         keys[i] = _ix_shaped(keys[i], j, len(kept))
     return keys
 
 
-def _out_keys(dims: Sequence[DimSelector], per_dim: list[list[DimChunk]]) -> list[Sequence[OutIndex]]:
-    """Per-dimension output indexes, ``np.ix_``-shaped when two or more are arrays."""
+def _out_keys(
+    dims: Sequence[DimSelector], per_dim: list[Sequence[DimChunk]]
+) -> list[Sequence[OutIndex]] | None:
+    """Per-dimension output indexes, ``np.ix_``-shaped when two or more are unsorted arrays; ``None``
+    when the pieces' own positions serve."""
+    unsorted = [d for d in dims if isinstance(d, ArraySelector) and not d.is_sorted]
+    if len(unsorted) < 2:
+        return None
     keys: list[Sequence[OutIndex]] = [[item.out_sel for item in items] for items in per_dim]
     kept = [i for i, d in enumerate(dims) if not isinstance(d, IntSelector)]
-    unsorted = [d for d in dims if isinstance(d, ArraySelector) and not d.is_sorted]
-    if len(unsorted) >= 2:
-        for j, i in enumerate(kept):
-            keys[i] = _ix_shaped(keys[i], j, len(kept))
+    for j, i in enumerate(kept):
+        keys[i] = _ix_shaped(keys[i], j, len(kept))
     return keys
 
 

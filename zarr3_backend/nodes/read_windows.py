@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable, Iterator
 from ..codecs.read_plan import SubRead
 from ..core.indexing import ChunkSelection, Selection
 
-#: Shards grouped before a window may end (it ends where the first grid index changes).
-SHARD_WINDOW = 512
+#: Shards grouped before a window may end (it ends where the first grid index changes); as few as
+#: [`PLAN_WINDOW`][zarr3_backend.nodes.reads.PLAN_WINDOW], for the same reason.
+SHARD_WINDOW = 64
 
 Coords = tuple[int, ...]
 Locate = Callable[[Coords], tuple[Coords, Coords]]

@@ -31,9 +31,12 @@ T = TypeVar("T")
 PIPELINE_MIN_BYTES = 8 << 20  # output bytes per fetch group; larger chunks are fetched one per group
 #: Fetched bytes a read from a local store holds before decoding catches up: fetching is fast, a little lookahead suffices.
 LOCAL_HELD_BYTES = 32 << 20
-#: Stored chunks planned and read at a time: the plans of a read over 10^6 shards never live at once
-#: (their memory, and the garbage collector's walks over them, stay bounded).
-PLAN_WINDOW = 512
+#: Stored chunks planned and read at a time: the plans of a read over 10^6 shards never live at once.
+#: Few enough that a window's plans seldom outlive two young collections of Python's garbage collector:
+#: objects that do are promoted, and enough of them trigger full collections (each a walk over every
+#: object of the process: xarray and dask alone are 80,000). At 512, a point series over 10^4 shards
+#: paid one or two of them, a fifth of its time.
+PLAN_WINDOW = 64
 #: On a remote store a window holds this many full sets of requests in flight, so that the round
 #: that ends each window (a last, partly filled set) adds little to the time.
 REMOTE_WINDOW_WAVES = 64
