@@ -80,6 +80,28 @@ def test_a_missing_shard_costs_the_local_store_one_lstat_and_no_realpath(tmp_pat
     assert calls == {"lstat": 100, "realpath": 0}
 
 
+def test_a_present_shard_costs_one_lstat_per_new_directory_and_no_stat(tmp_path, monkeypatch):
+    expected = hourly(tmp_path, present_every=1)
+    a = zarr3_backend.open_array(LocalStore(tmp_path))
+    a[0, 0, 0]  # the array's own directories, resolved once
+    calls = {"lstat": 0, "stat": 0}
+    lstat, stat_ = os.lstat, os.stat
+
+    def counted(name, call):
+        def counting(path, *args, **kwargs):
+            calls[name] += 1
+            return call(path, *args, **kwargs)
+
+        return counting
+
+    monkeypatch.setattr(os, "lstat", counted("lstat", lstat))
+    monkeypatch.setattr(os, "stat", counted("stat", stat_))
+    np.testing.assert_array_equal(a[100:200, 0, 0], expected[100:200, 0, 0])
+    # each step's shard lies in its own directory, c/<step>/0/: two new directories, and the lstat says
+    # each is one (os.path.isdir's stat would say it again)
+    assert calls == {"lstat": 200, "stat": 0}
+
+
 def test_a_link_out_of_the_root_below_a_missing_shard_is_still_refused(tmp_path):
     outside = tmp_path / "outside"
     (outside / "0").mkdir(parents=True)

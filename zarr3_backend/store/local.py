@@ -165,7 +165,9 @@ class LocalStore(Store):
         validate_key(key)
         if TMP_PREFIX in key and any(is_temporary(part) for part in key.split("/")):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
-        path = os.path.join(self.root, *key.split("/"))
+        path = (
+            self.root + os.sep + (key if os.sep == "/" else key.replace("/", os.sep))
+        )  # a valid key: plain segments
         return path, self._check_inside(_parent(path), key)
 
     def _dir(self, prefix: str) -> str:
@@ -178,31 +180,36 @@ class LocalStore(Store):
         """Raise `InvalidKeyError` if ``path`` resolves (through symbolic links) outside the root; return whether it exists.
 
         Walks up to the nearest directory known to resolve inside, then ``lstat``s each component
-        below it: a missing one ends the walk (nothing under it can lead anywhere), a symbolic link
-        is resolved in full. A missing shard's directory costs one ``lstat``.
+        below it, nearest the root first: a missing one ends the walk (nothing under it can lead
+        anywhere), a symbolic link is resolved in full. A missing shard's directory costs one ``lstat``.
         """
-        if path in self._checked_dirs or path == self.root:
+        checked = self._checked_dirs
+        if path in checked or path == self.root:
             return True
-        parent = _parent(path)
-        if not path.startswith(self.root + os.sep) or parent == path:
+        if not path.startswith(self.root + os.sep):
             self._check_real(path, key)
             return os.path.lexists(path)
-        if not self._check_inside(parent, key):
-            return False
-        try:
-            mode = os.lstat(path).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        except OSError as exc:  # a name too long for the file system exists nowhere (as realpath found)
-            if exc.errno != errno.ENAMETOOLONG:
-                raise
-            return False
-        if stat.S_ISLNK(mode):
-            self._check_real(path, key)
-        if os.path.isdir(path):  # only existing directories stay resolved
-            if len(self._checked_dirs) >= _CHECKED_DIRS_LIMIT:
-                self._checked_dirs.clear()
-            self._checked_dirs.add(path)
+        below = [path]  # the components not yet known to resolve inside, deepest first
+        while (parent := _parent(below[-1])) not in checked and parent != self.root:
+            below.append(parent)
+        for component in reversed(below):
+            try:
+                mode = os.lstat(component).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+            except OSError as exc:  # a name too long for the file system exists nowhere (as realpath found)
+                if exc.errno != errno.ENAMETOOLONG:
+                    raise
+                return False
+            if stat.S_ISLNK(mode):
+                self._check_real(component, key)
+                is_directory = os.path.isdir(component)
+            else:
+                is_directory = stat.S_ISDIR(mode)
+            if is_directory:  # only existing directories stay resolved
+                if len(checked) >= _CHECKED_DIRS_LIMIT:
+                    checked.clear()
+                checked.add(component)
         return True
 
     def _check_real(self, path: str, key: str) -> None:
