@@ -221,3 +221,13 @@ def test_bounds_follow_the_chunk_spec() -> None:
     assert len(gzip.encode(payload, spec)) <= gzip.max_encoded_size(len(payload), spec)
     zstd = codec_from_json("zstd")
     assert len(zstd.encode(payload, spec)) <= zstd.max_encoded_size(len(payload), spec)
+
+
+def test_a_chunk_spec_counts_the_elements_of_an_absurd_shape_exactly():
+    from zarr3_backend.codecs.spec import ChunkSpec
+    from zarr3_backend.core.dtypes import parse_data_type
+
+    spec = ChunkSpec((2**40, 2**40, 16), parse_data_type("uint8"), np.uint8(0))
+    assert (
+        spec.size == 2**84
+    )  # as int64 the product wraps to 0, and a bound of 0 bytes would be no bound at all

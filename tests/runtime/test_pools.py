@@ -77,6 +77,29 @@ def test_fetch_and_work_runs_inline_on_a_work_pool_thread() -> None:
     assert len(set(names)) == 1 and names[0].startswith("zarr3-io") and names[0] != here
 
 
+def test_a_lone_group_holding_little_is_worked_on_the_calling_thread_and_a_large_one_shared(
+    monkeypatch,
+) -> None:
+    from zarr3_backend.runtime import pipeline
+
+    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "4")
+    here = threading.get_ident()
+
+    def threads_working(nbytes: int) -> set[int]:
+        idents: set[int] = set()
+
+        def work(_: int) -> None:
+            idents.add(threading.get_ident())
+            time.sleep(0.002)  # long enough for a pool thread to take items too
+
+        runtime.fetch_and_work(lambda g: (list(range(64)), nbytes), [0], work, 4)
+        return idents
+
+    assert threads_working(pipeline.SHARED_WORK_BYTES - 1) == {here}
+    shared = threads_working(pipeline.SHARED_WORK_BYTES)
+    assert here in shared and len(shared) > 1
+
+
 def test_shared_pools_are_made_once_and_keep_their_size() -> None:
     first = runtime.shared_pool("probe", 1, inline=False)
     assert runtime.shared_pool("probe", 4, inline=False) is first

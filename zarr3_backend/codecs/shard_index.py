@@ -57,18 +57,47 @@ class ShardIndex:
 
     def validate(self, where: str, shard_size: int | None = None) -> ShardIndex:
         """Raise `CorruptShardError` unless every entry is empty or inside the shard."""
+        if self.entries.size <= _CHECKED_AS_INTS:
+            _check_entries(self.entries.reshape(-1, 2).tolist(), where, shard_size)
+            return self
         offsets, nbytes = self.entries[..., 0], self.entries[..., 1]
         empty = offsets == EMPTY
         if (empty != (nbytes == EMPTY)).any():
-            raise CorruptShardError(
-                f"{where}: shard index has entries with only one of offset/nbytes marked empty"
-            )
+            raise _half_empty(where)
         if shard_size is None:
             return self
         ends = offsets[~empty] + nbytes[~empty]
         if ends.size and (int(ends.max()) > shard_size or (ends < offsets[~empty]).any()):
-            raise CorruptShardError(
-                f"{where}: shard index points past the end of the shard "
-                f"(an inner chunk ends at byte {int(ends.max())}, the shard has {shard_size} bytes)"
-            )
+            raise _past_the_end(where, int(ends.max()), shard_size)
         return self
+
+
+#: Index entries (two per inner chunk) up to which `ShardIndex.validate` checks Python ints, not numpy
+#: arrays: a numpy call on a few elements costs as much as checking dozens of ints.
+_CHECKED_AS_INTS = 64
+
+
+def _check_entries(pairs: list[list[int]], where: str, shard_size: int | None) -> None:
+    """`ShardIndex.validate` of ``(offset, nbytes)`` pairs as Python ints (ends wrap as uint64 do)."""
+    ends = []
+    for offset, nbytes in pairs:
+        if (offset == _EMPTY_INT) != (nbytes == _EMPTY_INT):
+            raise _half_empty(where)
+        if offset != _EMPTY_INT:
+            ends.append(offset + nbytes)
+    if shard_size is None or not ends:
+        return
+    wrapped = max(end & _EMPTY_INT for end in ends)
+    if wrapped > shard_size or max(ends) > _EMPTY_INT:
+        raise _past_the_end(where, wrapped, shard_size)
+
+
+def _half_empty(where: str) -> CorruptShardError:
+    return CorruptShardError(f"{where}: shard index has entries with only one of offset/nbytes marked empty")
+
+
+def _past_the_end(where: str, end: int, shard_size: int) -> CorruptShardError:
+    return CorruptShardError(
+        f"{where}: shard index points past the end of the shard "
+        f"(an inner chunk ends at byte {end}, the shard has {shard_size} bytes)"
+    )

@@ -21,6 +21,7 @@ to decode raises `StaleIndexError`: the reader reads once more from fresh indexe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
@@ -119,8 +120,10 @@ class ShardingCodec(ArrayBytesCodec):
         found = self._geometry.get(id(spec))
         if found is not None and found[0] is spec:  # the entry holds its spec: its id is not reused
             return found[1]
-        cells = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
-        geometry = _Geometry(spec.with_shape(self.chunk_shape), cells, self.index_size(spec))
+        cells = math.prod(self.chunks_per_shard(spec))
+        index_spec = self._index_spec(spec)  # 16 bytes per inner chunk, before the index codecs
+        size = self.index_codecs.compute_encoded_size(16 * cells, index_spec)
+        geometry = _Geometry(spec.with_shape(self.chunk_shape), cells, size, index_spec)
         if len(self._geometry) >= _GEOMETRIES_KEPT:
             self._geometry.clear()
         self._geometry[id(spec)] = (spec, geometry)
@@ -131,8 +134,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def index_size(self, spec: ChunkSpec) -> int:
         """Bytes the encoded shard index takes in a shard of ``spec`` (at its start or end, per ``index_location``)."""
-        index_spec = self._index_spec(spec)
-        return self.index_codecs.compute_encoded_size(16 * index_spec.size // 2, index_spec)
+        return self._geometry_of(spec).index_size
 
     def _region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         return tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, self.chunk_shape))
@@ -157,7 +159,6 @@ class ShardingCodec(ArrayBytesCodec):
                     f"sharding_indexed: shard shape {spec.shape} is not divisible by inner chunk shape "
                     f"{self.chunk_shape} in dimension {dim}; choose an inner chunk that divides {shard}"
                 )
-        self.codecs.validate(self.inner_spec(spec))
         self.index_codecs.validate(self._index_spec(spec))
         try:
             self.index_size(spec)
@@ -165,13 +166,13 @@ class ShardingCodec(ArrayBytesCodec):
             raise CodecError(
                 f"sharding_indexed: index_codecs must produce a fixed-size index ({exc})"
             ) from exc
+        self.codecs.validate(self.inner_spec(spec))  # the inner spec is the geometry's: after the index size
 
     def max_encoded_size(self, input_size: int, spec: ChunkSpec) -> int | None:
         """The index plus every inner chunk at its own bound (``None`` if the inner chain has none)."""
         inner_spec = self.inner_spec(spec)
         inner = self.codecs.max_encoded_size(inner_spec.size * inner_spec.dtype.itemsize, inner_spec)
-        n_inner = int(np.prod(self.chunks_per_shard(spec), dtype=np.int64))
-        return None if inner is None else self.index_size(spec) + n_inner * inner
+        return None if inner is None else self.index_size(spec) + self._geometry_of(spec).cells * inner
 
     def encode(self, chunk: np.ndarray, spec: ChunkSpec) -> Buffer:
         return join_value(self.encode_pieces(chunk, spec))
@@ -214,7 +215,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def decode_index(self, data: Buffer, spec: ChunkSpec, where: str = "shard") -> ShardIndex:
         """Parse and validate the index of a whole shard value."""
-        size = self.index_size(spec)
+        size = self._geometry_of(spec).index_size
         if len(data) < size:
             raise CorruptShardError(
                 f"{where}: shard is truncated: {len(data)} bytes, its index alone needs {size}"
@@ -227,14 +228,14 @@ class ShardingCodec(ArrayBytesCodec):
         return self._parse_index(raw, spec, where).validate(where, len(data))
 
     def _parse_index(self, raw: Buffer, spec: ChunkSpec, where: str) -> ShardIndex:
-        size = self._geometry_of(spec).index_size
-        if len(raw) != size:
+        geometry = self._geometry_of(spec)
+        if len(raw) != geometry.index_size:
             raise CorruptShardError(
-                f"{where}: shard is truncated: index needs {size} bytes, found {len(raw)}"
+                f"{where}: shard is truncated: index needs {geometry.index_size} bytes, found {len(raw)}"
             )
         encoded = bytes(raw)  # a copy: never pin the shard bytes; the entries are often a view of it
         try:
-            entries = self.index_codecs.decode(encoded, self._index_spec(spec))
+            entries = self.index_codecs.decode(encoded, geometry.index_spec)
         except CodecError as exc:
             raise with_location(exc, f"{where}: shard index") from exc
         return ShardIndex(np.asarray(entries, dtype=np.uint64), encoded=encoded).validate(where)
@@ -425,11 +426,12 @@ _GEOMETRIES_KEPT = 64
 
 @dataclass(frozen=True)
 class _Geometry:
-    """What reading a shard of one spec needs every time: the inner chunk spec, the number of inner chunks, the index size."""
+    """What reading a shard of one spec needs every time: inner chunk spec and count, index size and spec."""
 
     inner_spec: ChunkSpec
     cells: int
     index_size: int
+    index_spec: ChunkSpec
 
 
 def _remember(ctx: ReadContext, index: ShardIndex, generation: Hashable | None) -> ShardIndex:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,8 +29,8 @@ class ChunkSpec:
 
     @property
     def size(self) -> int:
-        """Number of elements in the chunk."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        """Number of elements in the chunk (exact: a Python int)."""
+        return math.prod(self.shape)
 
     def with_shape(self, shape: tuple[int, ...]) -> ChunkSpec:
         """A copy of this spec with another chunk shape (this spec itself for its own shape)."""

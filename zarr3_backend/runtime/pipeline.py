@@ -22,6 +22,11 @@ from .streaming import Stream
 T = TypeVar("T")
 R = TypeVar("R")
 
+#: Fetched bytes below which a lone group's items are worked on the calling thread: waking a pool
+#: thread and handing the GIL back and forth between them costs more than decoding so little (a window
+#: of a point series: a few 2 KB inner chunks and fills of missing shards) would gain.
+SHARED_WORK_BYTES = 256 << 10
+
 
 def fetch_and_work(
     fetch: Callable[[T], tuple[Sequence[R], int]],
@@ -39,11 +44,17 @@ def fetch_and_work(
     more, no fetch starts. The first exception of a fetch or a work call stops
     further fetches and propagates once everything started has ended. Runs
     inline (fetch, then work on the CPU pool) for a single group or when
-    called from a work-pool thread.
+    called from a work-pool thread; such a group holding less than
+    `SHARED_WORK_BYTES` is worked on the calling thread alone.
     """
     if len(groups) <= 1 or in_work_pool():
         for group in groups:
-            map_concurrently(work, fetch(group)[0])
+            items, nbytes = fetch(group)
+            if nbytes < SHARED_WORK_BYTES:  # little to decode: handing it over would cost more
+                for item in items:
+                    work(item)
+            else:
+                map_concurrently(work, items)
         return
     stream = Stream(
         lambda index: fetch(groups[index]),
