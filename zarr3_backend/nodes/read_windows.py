@@ -52,16 +52,32 @@ def shard_windows(pieces: Iterable[ChunkSelection], locate: Locate) -> Iterator[
 def stored_chunk_count(plan: Selection, locate: Locate) -> int:
     """How many shards ``plan``'s pieces fall in: the product of the distinct shards along each dimension.
 
+    Along one dimension a piece's shard index never falls as its chunk index rises, by at most one
+    per chunk (regular and rectilinear grids alike). So when the first and last pieces' shards are
+    as far apart as their chunks (each chunk its own shard: a point series over hourly shards), or
+    are the same shard, the count needs no other piece; otherwise each piece is located.
+
     >>> from zarr3_backend.core.indexing import plan_selection
     >>> stored_chunk_count(plan_selection((slice(1, 5), 0), (6, 4), (1, 2)), lambda c: ((c[0] // 2, c[1]), c))
     3
     """
     count = 1
     for axis, items in enumerate(plan.dim_chunks):
-        coords = [0] * len(plan.dims)
-        shards = set()
-        for item in items:
-            coords[axis] = item.chunk_index
-            shards.add(locate(tuple(coords))[0][axis])
-        count *= len(shards)
+        if not items:
+            return 0
+        first, last = items[0].chunk_index, items[-1].chunk_index
+        apart = _shard_along(locate, axis, len(plan.dims), last) - _shard_along(
+            locate, axis, len(plan.dims), first
+        )
+        if apart in (0, last - first):
+            count *= 1 if apart == 0 else len(items)
+        else:
+            count *= len({_shard_along(locate, axis, len(plan.dims), item.chunk_index) for item in items})
     return count
+
+
+def _shard_along(locate: Locate, axis: int, ndim: int, chunk_index: int) -> int:
+    """The shard index along ``axis`` of the chunk at ``chunk_index`` there (and 0 elsewhere)."""
+    coords = [0] * ndim
+    coords[axis] = chunk_index
+    return locate(tuple(coords))[0][axis]
