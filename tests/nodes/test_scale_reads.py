@@ -161,3 +161,45 @@ def test_a_series_over_many_shards_leaves_the_oldest_garbage_generation_alone(tm
     assert (series[::1000] == 7).all() and (np.delete(series, np.s_[::1000]) == 0).all()
     # with plans made 512 shards at a time (and the pieces of the whole series held), 88,000 were
     assert promoted[0] < 10_000
+
+
+def _threads_decoding(monkeypatch):
+    """The threads that run a read's decode jobs, each job made slow enough for pool threads to join in."""
+    import threading
+    import time
+
+    idents = set()
+    run = reads._run_job
+
+    def slow(item):
+        idents.add(threading.get_ident())
+        time.sleep(0.002)
+        run(item)
+
+    monkeypatch.setattr(reads, "_run_job", slow)
+    monkeypatch.setenv("ZARR3_BACKEND_THREADS", "4")
+    return idents
+
+
+def test_a_window_that_decodes_little_stays_on_the_reading_thread(tmp_path, monkeypatch):
+    import threading
+
+    expected = hourly(tmp_path)
+    a = zarr3_backend.open_array(LocalStore(tmp_path))
+    idents = _threads_decoding(monkeypatch)
+    np.testing.assert_array_equal(a[:200, 3, 4], expected[:200, 3, 4])
+    assert idents == {
+        threading.get_ident()
+    }  # 20 inner chunks of 12 bytes and 180 fills: not worth a hand-off
+
+
+def test_a_window_that_decodes_much_from_few_fetched_bytes_is_shared(tmp_path, monkeypatch):
+    import threading
+
+    a = zarr3_backend.create_array(
+        LocalStore(tmp_path), shape=(16, 128, 128), dtype="float64", chunks=(1, 128, 128)
+    )
+    a[...] = 1.5  # 16 chunks of 128 KiB, each a few dozen bytes compressed
+    idents = _threads_decoding(monkeypatch)
+    assert (a[...] == 1.5).all()
+    assert threading.get_ident() in idents and len(idents) > 1

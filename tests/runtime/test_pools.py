@@ -77,26 +77,24 @@ def test_fetch_and_work_runs_inline_on_a_work_pool_thread() -> None:
     assert len(set(names)) == 1 and names[0].startswith("zarr3-io") and names[0] != here
 
 
-def test_a_lone_group_holding_little_is_worked_on_the_calling_thread_and_a_large_one_shared(
-    monkeypatch,
-) -> None:
-    from zarr3_backend.runtime import pipeline
-
+def test_a_lone_group_is_shared_with_the_pool_only_when_worth_it(monkeypatch) -> None:
     monkeypatch.setenv("ZARR3_BACKEND_THREADS", "4")
     here = threading.get_ident()
 
-    def threads_working(nbytes: int) -> set[int]:
+    def threads_working(worth: bool) -> set[int]:
         idents: set[int] = set()
 
         def work(_: int) -> None:
             idents.add(threading.get_ident())
             time.sleep(0.002)  # long enough for a pool thread to take items too
 
-        runtime.fetch_and_work(lambda g: (list(range(64)), nbytes), [0], work, 4)
+        runtime.fetch_and_work(
+            lambda g: (list(range(64)), 0), [0], work, 4, worth_sharing=lambda items: worth
+        )
         return idents
 
-    assert threads_working(pipeline.SHARED_WORK_BYTES - 1) == {here}
-    shared = threads_working(pipeline.SHARED_WORK_BYTES)
+    assert threads_working(False) == {here}
+    shared = threads_working(True)
     assert here in shared and len(shared) > 1
 
 

@@ -111,7 +111,8 @@ def _read_once(requests: Sequence[tuple[Readable, SelectionLike, bool]]) -> list
         plans = ((key, plan, read.out) for read in group for key, plan in read.chunk_plans)
         for flat in _windows(plans, size):
             groups = [[item] for item in flat] if one_each else fetch_groups(flat, per_chunk)
-            fetch_and_work(partial(_fetch_group, store=store), groups, _run_job, in_flight, held)
+            fetch = partial(_fetch_group, store=store)
+            fetch_and_work(fetch, groups, _run_job, in_flight, held, worth_sharing=_decodes_much)
     return [read.result() for read in reads]
 
 
@@ -185,6 +186,23 @@ def _fetch_group(plans: FetchGroup, store: Store) -> Fetched:
 
 def _held_bytes(jobs: list[tuple[DecodeJob, Any]]) -> int:
     return sum(len(job.data) for job, _ in jobs if job.data is not None)
+
+
+#: Decoded bytes from which a lone fetch group's jobs are shared with the CPU pool (see `fetch_and_work`):
+#: below it the hand-off costs more than it gains (a point series's window: a few 2 KB inner chunks
+#: and fills of missing shards). Counted decoded, not fetched: 100 KB of zstd may hold 50 MB of a constant field.
+SHARED_DECODE_BYTES = 256 << 10
+
+
+def _decodes_much(jobs: Sequence[tuple[DecodeJob, Any]]) -> bool:
+    """Whether ``jobs`` decode `SHARED_DECODE_BYTES` or more (fills of missing chunks count nothing)."""
+    decoded = 0
+    for job, _ in jobs:
+        if job.data is not None:
+            decoded += job.spec.size * job.spec.dtype.itemsize
+            if decoded >= SHARED_DECODE_BYTES:
+                return True
+    return False
 
 
 def _run_job(item: tuple[DecodeJob, np.ndarray]) -> None:

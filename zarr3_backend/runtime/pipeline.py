@@ -22,10 +22,9 @@ from .streaming import Stream
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Fetched bytes below which a lone group's items are worked on the calling thread: waking a pool
-#: thread and handing the GIL back and forth between them costs more than decoding so little (a window
-#: of a point series: a few 2 KB inner chunks and fills of missing shards) would gain.
-SHARED_WORK_BYTES = 256 << 10
+
+def _always(items: Sequence[object]) -> bool:
+    return True
 
 
 def fetch_and_work(
@@ -34,6 +33,8 @@ def fetch_and_work(
     work: Callable[[R], None],
     limit: int,
     max_bytes: int | None = None,
+    *,
+    worth_sharing: Callable[[Sequence[R]], bool] = _always,
 ) -> None:
     """``work`` every item of every group; ``fetch(group)`` returns ``(items, bytes held by them)``.
 
@@ -44,17 +45,18 @@ def fetch_and_work(
     more, no fetch starts. The first exception of a fetch or a work call stops
     further fetches and propagates once everything started has ended. Runs
     inline (fetch, then work on the CPU pool) for a single group or when
-    called from a work-pool thread; such a group holding less than
-    `SHARED_WORK_BYTES` is worked on the calling thread alone.
+    called from a work-pool thread; such a group's items are worked on the
+    calling thread alone unless ``worth_sharing(items)``: waking a pool
+    thread and handing the GIL back and forth costs more than little work gains.
     """
     if len(groups) <= 1 or in_work_pool():
         for group in groups:
-            items, nbytes = fetch(group)
-            if nbytes < SHARED_WORK_BYTES:  # little to decode: handing it over would cost more
+            items, _ = fetch(group)
+            if worth_sharing(items):
+                map_concurrently(work, items)
+            else:
                 for item in items:
                     work(item)
-            else:
-                map_concurrently(work, items)
         return
     stream = Stream(
         lambda index: fetch(groups[index]),
