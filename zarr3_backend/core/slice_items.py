@@ -34,7 +34,18 @@ class SliceItems(Sequence[DimChunk]):
     [slice(3, 2, -1), slice(2, None, -1)]
     """
 
-    __slots__ = ("_start", "_step", "_count", "_chunk_len", "_dim_len", "_reverse", "_first", "_len")
+    __slots__ = (
+        "_start",
+        "_step",
+        "_count",
+        "_chunk_len",
+        "_dim_len",
+        "_reverse",
+        "_first",
+        "_last",
+        "_sparse",
+        "_len",
+    )
 
     def __init__(
         self, start: int, step: int, count: int, chunk_len: int, dim_len: int, *, reverse: bool
@@ -50,9 +61,10 @@ class SliceItems(Sequence[DimChunk]):
         self._dim_len = dim_len
         self._reverse = reverse
         self._first = start // chunk_len
+        self._last = start + (count - 1) * step  # the last element
         # at most one element per chunk: one piece per element, the chunks in between skipped
-        sparse = step >= chunk_len
-        self._len = count if sparse else (start + (count - 1) * step) // chunk_len - self._first + 1
+        self._sparse = step >= chunk_len
+        self._len = count if self._sparse else self._last // chunk_len - self._first + 1
 
     def __len__(self) -> int:
         return self._len
@@ -82,16 +94,15 @@ class SliceItems(Sequence[DimChunk]):
 
     def _item(self, i: int) -> DimChunk:
         start, step, chunk_len, dim_len = self._start, self._step, self._chunk_len, self._dim_len
-        if step >= chunk_len:
+        if self._sparse:
             k, first = divmod(start + i * step, chunk_len)
             chunk_sel, p0, p1 = slice(first, first + 1, 1), i, i + 1
             complete = extent(k, chunk_len, dim_len) == 1
         else:
             k = self._first + i
             lo = k * chunk_len
-            last = start + (self._count - 1) * step
             p0 = 0 if start >= lo else -(-(lo - start) // step)
-            p1 = (min(last, lo + chunk_len - 1) - start) // step + 1
+            p1 = (min(self._last, lo + chunk_len - 1) - start) // step + 1
             first, end = start + p0 * step - lo, start + (p1 - 1) * step - lo
             chunk_sel = slice(first, end + 1, step)
             complete = first == 0 and end == extent(k, chunk_len, dim_len) - 1 and (step == 1 or end == 0)

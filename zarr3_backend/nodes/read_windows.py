@@ -61,18 +61,16 @@ def stored_chunk_count(plan: Selection, locate: Locate) -> int:
     >>> stored_chunk_count(plan_selection((slice(1, 5), 0), (6, 4), (1, 2)), lambda c: ((c[0] // 2, c[1]), c))
     3
     """
-    count = 1
+    count, ndim = 1, len(plan.dims)
     for axis, items in enumerate(plan.dim_chunks):
         if not items:
             return 0
         first, last = items[0].chunk_index, items[-1].chunk_index
-        apart = _shard_along(locate, axis, len(plan.dims), last) - _shard_along(
-            locate, axis, len(plan.dims), first
-        )
+        apart = _shard_along(locate, axis, ndim, last) - _shard_along(locate, axis, ndim, first)
         if apart in (0, last - first):
             count *= 1 if apart == 0 else len(items)
         else:
-            count *= len({_shard_along(locate, axis, len(plan.dims), item.chunk_index) for item in items})
+            count *= len({_shard_along(locate, axis, ndim, item.chunk_index) for item in items})
     return count
 
 

@@ -165,9 +165,8 @@ class LocalStore(Store):
         validate_key(key)
         if TMP_PREFIX in key and any(is_temporary(part) for part in key.split("/")):
             raise InvalidKeyError(f"store key {key!r}: segments starting with {TMP_PREFIX!r} are reserved")
-        path = (
-            self.root + os.sep + (key if os.sep == "/" else key.replace("/", os.sep))
-        )  # a valid key: plain segments
+        # a valid key has plain segments only: joined as they are, as os.path.join would
+        path = self.root + os.sep + (key if os.sep == "/" else key.replace("/", os.sep))
         return path, self._check_inside(_parent(path), key)
 
     def _dir(self, prefix: str) -> str:
